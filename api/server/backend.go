@@ -1,0 +1,71 @@
+package server
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"github.com/moby/moby/api/types/image"
+	"github.com/moby/moby/api/types/registry"
+	"github.com/moby/moby/api/types/system"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/wharfproject/wharf/api/types"
+)
+
+// The server talks to the daemon only through these interfaces; the daemon
+// implements them by delegating to graph. Errors are classified with
+// github.com/containerd/errdefs and mapped to HTTP status codes in one place
+// (httperror.go).
+
+// ImageBackend is the local image store.
+type ImageBackend interface {
+	Images(ctx context.Context, opts types.ImageListOptions) ([]image.Summary, error)
+	ImageInspect(ctx context.Context, name string, opts types.InspectOptions) (*types.ImageInspect, error)
+	ImageHistory(ctx context.Context, name string, platform *ocispec.Platform) ([]image.HistoryResponseItem, error)
+	TagImage(ctx context.Context, name, repo, tag string) error
+	ImageDelete(ctx context.Context, name string, force, prune bool) ([]image.DeleteResponse, error)
+	ImportImage(ctx context.Context, src io.Reader, opts types.ImportOptions, out types.ProgressWriter) error
+	ExportImage(ctx context.Context, names []string, w io.Writer) error
+	LoadImage(ctx context.Context, r io.Reader, quiet bool, out types.ProgressWriter) error
+	ImagesPrune(ctx context.Context, filters types.Filters) (*image.PruneReport, error)
+}
+
+// RegistryBackend is everything that talks to a registry.
+type RegistryBackend interface {
+	PullImage(ctx context.Context, opts types.PullOptions, out types.ProgressWriter) error
+	PushImage(ctx context.Context, opts types.PushOptions, out types.ProgressWriter) error
+	LookupRemote(ctx context.Context, name string, opts types.RemoteInspectOptions) (*types.RemoteImageInspect, error)
+	// RemoteManifest returns the manifest bytes as the registry served them
+	// (wharf inspect --raw) and their media type.
+	RemoteManifest(ctx context.Context, name string, opts types.RemoteInspectOptions) ([]byte, string, error)
+	DistributionInspect(ctx context.Context, name string, opts types.RemoteInspectOptions) (*registry.DistributionInspect, error)
+	// Login validates credentials; it returns the identity token when the
+	// registry issued one.
+	Login(ctx context.Context, auth *registry.AuthConfig) (identityToken string, err error)
+}
+
+// SystemBackend answers the system endpoints.
+type SystemBackend interface {
+	SystemInfo(ctx context.Context) (*system.Info, error)
+	SystemVersion(ctx context.Context) system.VersionResponse
+	// SystemDiskUsage returns the images part of /system/df in the API 1.50
+	// shape (LayersSize, Images).
+	SystemDiskUsage(ctx context.Context) (*types.DiskUsage, error)
+}
+
+// EventsBackend is the daemon's event log.
+type EventsBackend interface {
+	// SubscribeEvents returns the recorded events in [since, until] that match
+	// the filters, and, when until is zero, a channel of the live ones; cancel
+	// ends the subscription.
+	SubscribeEvents(since, until time.Time, filters types.Filters) (past []types.EventMessage, live <-chan types.EventMessage, cancel func())
+}
+
+// Backend is everything the router needs.
+type Backend interface {
+	ImageBackend
+	RegistryBackend
+	SystemBackend
+	EventsBackend
+}

@@ -1,0 +1,141 @@
+// Package types holds what goes over wharfd's socket: the Docker Engine API wire
+// types (taken from github.com/moby/moby/api wherever they match API 1.50) and
+// wharf's own additions for remote inspection.
+package types
+
+import (
+	"net/http"
+
+	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
+	"github.com/moby/moby/api/types/image"
+	"github.com/moby/moby/api/types/jsonstream"
+	"github.com/moby/moby/api/types/registry"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+)
+
+// ImageInspect is what GET /images/{name}/json answers, before version gating.
+// The same value is built for a local and for a remote image (graph.BuildInspect).
+type ImageInspect struct {
+	image.InspectResponse
+
+	// Legacy holds fields dockerd reports only to older API versions
+	// (Parent/DockerVersion always below 1.52, Container/ContainerConfig below
+	// 1.45, VirtualSize below 1.44). api/server adds them per version; they
+	// never appear in the JSON of this struct itself.
+	Legacy LegacyImageFields `json:"-"`
+}
+
+// LegacyImageFields are the version-gated fields of ImageInspect.
+type LegacyImageFields struct {
+	Parent          string
+	DockerVersion   string
+	Container       string
+	ContainerConfig *dockerspec.DockerOCIImageConfig
+}
+
+// RemoteImageInspect is the answer of GET /images/{name}/json?remote=1: the
+// ImageInspect fields built by the same code as a local inspect, plus where the
+// answer came from.
+type RemoteImageInspect struct {
+	ImageInspect
+
+	// Registry is the index name that answered, e.g. "docker.io" or "localhost:5000".
+	Registry string
+	// Digest is the top-level manifest digest: what NAME@Digest pins (the index
+	// digest for a multi-platform image).
+	Digest string
+	// Tag is the tag that was resolved; empty when the name was a digest.
+	Tag string
+	// PlatformManifestDigest is the digest of the platform manifest that was
+	// chosen from an index; equal to Digest for a single-platform image.
+	PlatformManifestDigest string `json:",omitempty"`
+	// ManifestAnnotations are the annotations of the platform manifest.
+	ManifestAnnotations map[string]string `json:",omitempty"`
+}
+
+// InspectOptions are the query options of GET /images/{name}/json.
+type InspectOptions struct {
+	// Manifests adds the Manifests list (API >= 1.48).
+	Manifests bool
+	// Platform selects an index entry (API >= 1.49); nil means the daemon's platform.
+	Platform *ocispec.Platform
+}
+
+// RemoteInspectOptions are the options of a remote inspect.
+type RemoteInspectOptions struct {
+	InspectOptions
+	// Auth is the decoded X-Registry-Auth; nil means anonymous.
+	Auth *registry.AuthConfig
+	// MetaHeaders are the client's X-Meta-* headers, passed on to the registry.
+	MetaHeaders http.Header
+	// Raw asks for the manifest bytes as served (wharf inspect --raw).
+	Raw bool
+}
+
+// ImageListOptions are the query options of GET /images/json.
+type ImageListOptions struct {
+	All       bool
+	Digests   bool
+	Manifests bool
+	Filters   Filters
+}
+
+// ImportOptions are the query options of POST /images/create?fromSrc=-.
+type ImportOptions struct {
+	Repo     string // repository[:tag] to tag the import with; empty = untagged
+	Tag      string
+	Changes  []string // Dockerfile instructions: CMD, ENTRYPOINT, ENV, EXPOSE, LABEL, USER, WORKDIR, VOLUME, STOPSIGNAL
+	Message  string
+	Platform *ocispec.Platform
+}
+
+// PullOptions are the options of POST /images/create?fromImage=….
+type PullOptions struct {
+	FromImage   string
+	Tag         string // a tag or a digest; empty with no tag in FromImage = all tags
+	Platform    *ocispec.Platform
+	Auth        *registry.AuthConfig
+	MetaHeaders http.Header
+}
+
+// PushOptions are the options of POST /images/{name}/push.
+type PushOptions struct {
+	Name        string
+	Tag         string // empty = all local tags of the repository
+	Auth        *registry.AuthConfig
+	MetaHeaders http.Header
+}
+
+// ProgressWriter receives the messages of a long operation (pull, push, load,
+// import). api/server's implementation sends the HTTP status line on the first
+// message only, so an error returned before any message becomes a plain error
+// response; errors after it go in-stream as errorDetail.
+type ProgressWriter interface {
+	WriteMessage(m jsonstream.Message) error
+}
+
+// ProgressFunc adapts a function to ProgressWriter.
+type ProgressFunc func(m jsonstream.Message) error
+
+// WriteMessage calls f(m).
+func (f ProgressFunc) WriteMessage(m jsonstream.Message) error { return f(m) }
+
+// DiscardProgress drops every message.
+var DiscardProgress ProgressWriter = ProgressFunc(func(jsonstream.Message) error { return nil })
+
+// PushResult is the aux message at the end of a push stream.
+type PushResult struct {
+	Tag    string
+	Digest string
+	Size   int
+}
+
+// DiskUsage is GET /system/df in the API 1.50 shape, images part filled;
+// containers, volumes and build cache are always empty on wharfd.
+type DiskUsage struct {
+	LayersSize int64
+	Images     []image.Summary
+	Containers []struct{}
+	Volumes    []struct{}
+	BuildCache []struct{}
+}

@@ -1,0 +1,94 @@
+// Package registry is everything that talks to container registries: reference
+// resolution (RepositoryInfo / IndexInfo), endpoints (TLS, insecure, mirrors,
+// additional and blocked registries), auth (X-Registry-Auth, basic, bearer
+// tokens), the v2 protocol on top of oras-go, the v1 fallback, and the caches
+// of immutable content. It imports no other wharf package.
+//
+// This file is the contract the rest of wharf programs against; the
+// implementation lives beside it (one file per concern).
+package registry
+
+import (
+	"net/http"
+
+	"github.com/distribution/reference"
+	registrytypes "github.com/moby/moby/api/types/registry"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/sirupsen/logrus"
+)
+
+// DefaultIndexName is the index that short names resolve to.
+const DefaultIndexName = "docker.io"
+
+// ServiceOptions configure a Service; zero values are the defaults.
+type ServiceOptions struct {
+	// InsecureRegistries are hosts[:port] or CIDRs spoken to over plain HTTP
+	// (and HTTPS without verification). 127.0.0.0/8 is always insecure, as in dockerd.
+	InsecureRegistries []string
+	// Mirrors are tried, in order, before docker.io for docker.io names.
+	Mirrors []string
+	// AddRegistries are searched, in order, before docker.io for short names.
+	AddRegistries []string
+	// BlockRegistries are refused (errdefs.ErrPermissionDenied); "all" blocks
+	// every registry not named in AddRegistries.
+	BlockRegistries []string
+	// CertsDirs hold <host[:port]>/{ca.crt,client.cert,client.key}; default
+	// /etc/wharf/certs.d and /etc/docker/certs.d.
+	CertsDirs []string
+	// Transport overrides the base transport (tests); nil = a tuned http.Transport.
+	Transport http.RoundTripper
+	// UserAgent is sent on every request.
+	UserAgent string
+	Logger    *logrus.Entry
+}
+
+// RepositoryInfo describes a repository and the index it lives on.
+type RepositoryInfo struct {
+	Name     reference.Named // fully qualified, e.g. docker.io/library/busybox
+	Index    *registrytypes.IndexInfo
+	Official bool
+}
+
+// Credentials are what a request to a registry carries.
+type Credentials struct {
+	// Auth is the decoded X-Registry-Auth; nil = anonymous.
+	Auth *registrytypes.AuthConfig
+	// MetaHeaders (X-Meta-*) are added to every registry request.
+	MetaHeaders http.Header
+}
+
+// InspectRequest asks for an image's metadata without its layers.
+type InspectRequest struct {
+	// Name is NAME[:TAG|@DIGEST] as the user typed it; short names are searched
+	// through AddRegistries, then docker.io.
+	Name        string
+	Platform    ocispec.Platform // the platform to pick from an index (the caller fills the default)
+	Credentials Credentials
+}
+
+// RemoteImage is what a remote inspect learned about one image.
+type RemoteImage struct {
+	Registry string          // index name that answered
+	Name     reference.Named // fully qualified repository that answered
+	Tag      string          // resolved tag; empty for a digest reference
+
+	Descriptor ocispec.Descriptor // top-level manifest or index, as NAME@digest pins it
+	Raw        []byte             // top-level bytes as served
+	Index      *ocispec.Index     // set when the top level is an index / manifest list
+
+	Manifest      ocispec.Descriptor // the chosen platform manifest
+	ManifestBytes []byte
+	Layers        []ocispec.Descriptor
+	Annotations   map[string]string // of the platform manifest
+
+	Config      ocispec.Descriptor
+	ConfigBytes []byte // image config JSON; for v1/schema1, the v1Compatibility JSON
+
+	// V1 is set when the answer came from a v1 registry or a schema1 manifest.
+	V1 bool
+}
+
+// Service is the registry client policy; see service.go.
+type Service struct {
+	opts ServiceOptions
+}
