@@ -87,8 +87,3 @@ type RemoteImage struct {
 	// V1 is set when the answer came from a v1 registry or a schema1 manifest.
 	V1 bool
 }
-
-// Service is the registry client policy; see service.go.
-type Service struct {
-	opts ServiceOptions
-}
