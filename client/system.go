@@ -1,0 +1,44 @@
+package client
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/moby/moby/api/types/system"
+)
+
+// PingResult is what /_ping tells about the daemon.
+type PingResult struct {
+	APIVersion string
+	OSType     string
+	Server     string
+}
+
+// Ping calls GET /_ping (unversioned, as docker clients do).
+func (c *Client) Ping(ctx context.Context) (PingResult, error) {
+	resp, err := c.do(ctx, request{method: http.MethodGet, path: "/_ping", noVer: true})
+	if err != nil {
+		return PingResult{}, err
+	}
+	defer resp.Body.Close()
+	_, _ = readCapped(resp.Body, maxErrorBody)
+	return PingResult{
+		APIVersion: resp.Header.Get("Api-Version"),
+		OSType:     resp.Header.Get("Ostype"),
+		Server:     resp.Header.Get("Server"),
+	}, nil
+}
+
+// ServerVersion calls GET /version.
+func (c *Client) ServerVersion(ctx context.Context) (system.VersionResponse, error) {
+	var v system.VersionResponse
+	_, err := c.getJSON(ctx, request{method: http.MethodGet, path: "/version"}, &v)
+	return v, err
+}
+
+// Info calls GET /info.
+func (c *Client) Info(ctx context.Context) (system.Info, error) {
+	var v system.Info
+	_, err := c.getJSON(ctx, request{method: http.MethodGet, path: "/info"}, &v)
+	return v, err
+}
