@@ -1,0 +1,139 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+
+	"github.com/containerd/errdefs"
+	"github.com/moby/moby/api/pkg/authconfig"
+	"github.com/moby/moby/api/types/registry"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/wharfproject/wharf/api/types"
+)
+
+// authHeader carries the base64url JSON AuthConfig. Never log it.
+const authHeader = "X-Registry-Auth"
+
+func invalidArg(format string, args ...any) error {
+	return fmt.Errorf(format+"%.0w", append(args, errdefs.ErrInvalidArgument)...)
+}
+
+// parseForm parses the query; a malformed query is a 400.
+func parseForm(r *http.Request) error {
+	if err := r.ParseForm(); err != nil {
+		return fmt.Errorf("%w%.0w", err, errdefs.ErrInvalidArgument)
+	}
+	return nil
+}
+
+// boolValue is dockerd's httputils.BoolValue: absent, "", "0", "no",
+// "false" and "none" are false, anything else true.
+func boolValue(r *http.Request, k string) bool {
+	s := strings.ToLower(strings.TrimSpace(r.Form.Get(k)))
+	return !(s == "" || s == "0" || s == "no" || s == "false" || s == "none")
+}
+
+// boolValueOrDefault is boolValue with a default when the key is absent.
+func boolValueOrDefault(r *http.Request, k string, def bool) bool {
+	if _, ok := r.Form[k]; !ok {
+		return def
+	}
+	return boolValue(r, k)
+}
+
+// parseFilters reads the filters parameter; a bad one is a 400.
+func parseFilters(r *http.Request) (types.Filters, error) {
+	f, err := types.ParseFilters(r.Form.Get("filters"))
+	if err != nil {
+		return nil, fmt.Errorf("%w%.0w", err, errdefs.ErrInvalidArgument)
+	}
+	return f, nil
+}
+
+// validateFilters rejects unknown keys with dockerd's "Invalid filter 'k'".
+func validateFilters(f types.Filters, allowed ...string) error {
+	if err := f.Validate(allowed...); err != nil {
+		return fmt.Errorf("%w%.0w", err, errdefs.ErrInvalidArgument)
+	}
+	return nil
+}
+
+// decodeAuth decodes X-Registry-Auth leniently: empty, "{}" or undecodable
+// means anonymous (nil), as dockerd does for pull, push and distribution.
+func decodeAuth(r *http.Request) *registry.AuthConfig {
+	a, err := authconfig.Decode(r.Header.Get(authHeader))
+	if err != nil || a == nil || *a == (registry.AuthConfig{}) {
+		return nil
+	}
+	return a
+}
+
+// metaHeaders returns the client's X-Meta-* headers, which are passed on to
+// registries.
+func metaHeaders(r *http.Request) http.Header {
+	h := http.Header{}
+	for k, v := range r.Header {
+		if strings.HasPrefix(http.CanonicalHeaderKey(k), "X-Meta-") {
+			h[http.CanonicalHeaderKey(k)] = append([]string(nil), v...)
+		}
+	}
+	return h
+}
+
+// decodePlatformJSON parses the JSON OCI platform of inspect, history, push
+// and save (`{"os":"linux","architecture":"arm64"}`).
+func decodePlatformJSON(s string) (*ocispec.Platform, error) {
+	var p ocispec.Platform
+	if err := json.Unmarshal([]byte(s), &p); err != nil {
+		return nil, invalidArg("failed to parse platform: %v", err)
+	}
+	if p.OS == "" && p.Architecture == "" {
+		return nil, invalidArg("failed to parse platform: os and architecture are empty")
+	}
+	return &p, nil
+}
+
+var platformPart = regexp.MustCompile(`^[a-z0-9_.-]+$`)
+
+// parsePlatformString parses the os[/arch[/variant]] string of
+// POST /images/create (containerd's platforms.Parse form, without its
+// guessing: an architecture alone is refused).
+func parsePlatformString(s string) (*ocispec.Platform, error) {
+	parts := strings.Split(strings.ToLower(strings.TrimSpace(s)), "/")
+	if len(parts) > 3 {
+		return nil, invalidArg("%q: unknown operating system or architecture: invalid argument", s)
+	}
+	for _, p := range parts {
+		if !platformPart.MatchString(p) {
+			return nil, invalidArg("%q: invalid platform component %q", s, p)
+		}
+	}
+	p := &ocispec.Platform{OS: parts[0]}
+	if len(parts) > 1 {
+		p.Architecture = normalizeArch(parts[1])
+	}
+	if len(parts) > 2 {
+		p.Variant = parts[2]
+	}
+	if p.Architecture == "arm64" && p.Variant == "v8" {
+		p.Variant = ""
+	}
+	return p, nil
+}
+
+// normalizeArch maps the common kernel names to GOARCH names, as containerd does.
+func normalizeArch(a string) string {
+	switch a {
+	case "x86_64", "x86-64":
+		return "amd64"
+	case "aarch64":
+		return "arm64"
+	case "i386", "i686":
+		return "386"
+	}
+	return a
+}

@@ -1,0 +1,142 @@
+// Package server is wharfd's HTTP API: the image part of the Docker Engine
+// API plus remote inspection. It talks to the daemon only through the
+// interfaces of backend.go.
+//
+// Files: server.go (options, router), version.go (API version middleware),
+// httperror.go (errdefs class → status, the one place), logging.go, progress.go
+// (streaming responses), and one *_routes.go file per API area.
+package server
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/gorilla/mux"
+	"github.com/sirupsen/logrus"
+
+	"github.com/wharfproject/wharf/api/types"
+)
+
+// Options configure the API server.
+type Options struct {
+	// ServerVersion is wharfd's version, sent in the Server header.
+	ServerVersion string
+	// APIVersion is the advertised (and highest accepted) API version;
+	// default types.DefaultAPIVersion.
+	APIVersion string
+	// MinAPIVersion is the lowest accepted API version; default types.MinAPIVersion.
+	MinAPIVersion string
+	Logger        *logrus.Entry
+}
+
+// Server routes Engine API requests to a Backend.
+type Server struct {
+	backend Backend
+	opts    Options
+	log     *logrus.Entry
+}
+
+// versionMatcher is dockerd's: every route also answers under /v1.NN.
+const versionMatcher = "/v{version:[0-9.]+}"
+
+// maxJSONBody caps request bodies that are JSON documents (POST /auth, the
+// legacy push auth body): 1 MiB is far above any AuthConfig.
+const maxJSONBody = 1 << 20
+
+// New returns the API handler for backend.
+func New(backend Backend, opts Options) http.Handler {
+	if opts.APIVersion == "" {
+		opts.APIVersion = types.DefaultAPIVersion
+	}
+	if opts.MinAPIVersion == "" {
+		opts.MinAPIVersion = types.MinAPIVersion
+	}
+	if opts.ServerVersion == "" {
+		opts.ServerVersion = "dev"
+	}
+	if opts.Logger == nil {
+		opts.Logger = logrus.NewEntry(logrus.StandardLogger())
+	}
+	s := &Server{backend: backend, opts: opts, log: opts.Logger}
+	return s.logRequests(s.router())
+}
+
+// apiFunc is a route handler; a returned error becomes {"message": …} with
+// the status of its errdefs class.
+type apiFunc func(w http.ResponseWriter, r *http.Request, vars map[string]string) error
+
+type route struct {
+	method, path string
+	h            apiFunc
+}
+
+func (s *Server) routes() []route {
+	return []route{
+		// system
+		{http.MethodGet, "/_ping", s.ping},
+		{http.MethodHead, "/_ping", s.ping},
+		{http.MethodGet, "/version", s.getVersion},
+		{http.MethodGet, "/info", s.getInfo},
+		{http.MethodGet, "/system/df", s.getDiskUsage},
+		{http.MethodGet, "/events", s.getEvents},
+		{http.MethodPost, "/auth", s.postAuth},
+		// images; the fixed paths first, {name:.*} ones after
+		{http.MethodGet, "/images/json", s.getImagesJSON},
+		{http.MethodGet, "/images/get", s.getImagesGet},
+		{http.MethodPost, "/images/create", s.postImagesCreate},
+		{http.MethodPost, "/images/load", s.postImagesLoad},
+		{http.MethodPost, "/images/prune", s.postImagesPrune},
+		{http.MethodGet, "/images/{name:.*}/json", s.getImageByName},
+		{http.MethodGet, "/images/{name:.*}/history", s.getImageHistory},
+		{http.MethodGet, "/images/{name:.*}/get", s.getImagesGet},
+		{http.MethodPost, "/images/{name:.*}/tag", s.postImageTag},
+		{http.MethodPost, "/images/{name:.*}/push", s.postImagePush},
+		{http.MethodDelete, "/images/{name:.*}", s.deleteImage},
+		{http.MethodGet, "/distribution/{name:.*}/json", s.getDistribution},
+		// containers: only what clients probe (docker ps, docker inspect)
+		{http.MethodGet, "/containers/json", s.getContainersJSON},
+		{http.MethodGet, "/containers/{name:.*}/json", s.getContainerByName},
+	}
+}
+
+func (s *Server) router() *mux.Router {
+	m := mux.NewRouter()
+	for _, rt := range s.routes() {
+		h := s.makeHandler(rt.h)
+		m.Path(versionMatcher + rt.path).Methods(rt.method).Handler(h)
+		m.Path(rt.path).Methods(rt.method).Handler(h)
+	}
+	notFound := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.versionHeaders(w)
+		writeJSON(w, http.StatusNotFound, errorResponse{Message: "page not found"})
+	})
+	m.Handle(versionMatcher+"/{path:.*}", notFound)
+	m.NotFoundHandler = notFound
+	m.MethodNotAllowedHandler = notFound
+	return m
+}
+
+// makeHandler wraps h with the version middleware and the error writer.
+func (s *Server) makeHandler(h apiFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		vars := mux.Vars(r)
+		if vars == nil {
+			vars = map[string]string{}
+		}
+		s.versionHeaders(w)
+		requested := vars["version"]
+		version, err := s.checkVersion(requested)
+		if err != nil {
+			writeError(w, requested, err)
+			return
+		}
+		r = r.WithContext(context.WithValue(r.Context(), versionKey{}, version))
+		if err := h(w, r, vars); err != nil {
+			status := statusFromError(err)
+			if status >= http.StatusInternalServerError {
+				s.log.WithError(err).Errorf("Handler for %s %s returned error", r.Method, r.URL.Path)
+			}
+			writeError(w, version, err)
+		}
+	})
+}

@@ -1,0 +1,86 @@
+package server
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+
+	"github.com/moby/moby/api/types/registry"
+)
+
+func (s *Server) ping(w http.ResponseWriter, r *http.Request, _ map[string]string) error {
+	h := w.Header()
+	h.Set("Cache-Control", "no-cache, no-store, must-revalidate")
+	h.Set("Pragma", "no-cache")
+	h.Set("Swarm", "inactive")
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	if r.Method == http.MethodHead {
+		h.Set("Content-Length", "0")
+		w.WriteHeader(http.StatusOK)
+		return nil
+	}
+	h.Set("Content-Length", "2")
+	w.WriteHeader(http.StatusOK)
+	_, err := w.Write([]byte("OK"))
+	return err
+}
+
+func (s *Server) getVersion(w http.ResponseWriter, r *http.Request, _ map[string]string) error {
+	writeJSON(w, http.StatusOK, s.backend.SystemVersion(r.Context()))
+	return nil
+}
+
+func (s *Server) getInfo(w http.ResponseWriter, r *http.Request, _ map[string]string) error {
+	info, err := s.backend.SystemInfo(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, info)
+	return nil
+}
+
+func (s *Server) getDiskUsage(w http.ResponseWriter, r *http.Request, _ map[string]string) error {
+	du, err := s.backend.SystemDiskUsage(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, du)
+	return nil
+}
+
+// authResponse is POST /auth's answer (field order as dockerd).
+type authResponse struct {
+	IdentityToken string
+	Status        string
+}
+
+// postAuth takes a plain JSON AuthConfig body (not base64). The body holds a
+// password: it is never logged.
+func (s *Server) postAuth(w http.ResponseWriter, r *http.Request, _ map[string]string) error {
+	var auth registry.AuthConfig
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxJSONBody))
+	if err := dec.Decode(&auth); err != nil {
+		if err == io.EOF {
+			return invalidArg("missing AuthConfig body")
+		}
+		return invalidArg("invalid AuthConfig body: %v", err)
+	}
+	token, err := s.backend.Login(r.Context(), &auth)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, authResponse{IdentityToken: token, Status: "Login Succeeded"})
+	return nil
+}
+
+func (s *Server) getContainersJSON(w http.ResponseWriter, r *http.Request, _ map[string]string) error {
+	writeJSON(w, http.StatusOK, []struct{}{})
+	return nil
+}
+
+// getContainerByName answers the probe of `docker inspect X`: a JSON 404 lets
+// the CLI move on to images.
+func (s *Server) getContainerByName(w http.ResponseWriter, r *http.Request, vars map[string]string) error {
+	writeJSON(w, http.StatusNotFound, errorResponse{Message: "No such container: " + vars["name"]})
+	return nil
+}
