@@ -1,0 +1,89 @@
+// Package testregistry starts the real CNCF distribution registry (and a small
+// token server) for wharf's end-to-end tests, counts the requests that reach
+// them, and puts images into them with plain HTTP so that fixtures never
+// depend on the code under test.
+package testregistry
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+
+	"github.com/gofrs/flock"
+)
+
+// RegistryModule is the registry the suites run: the same version the Makefile
+// installs into .cache/bin.
+const RegistryModule = "github.com/distribution/distribution/v3/cmd/registry@v3.1.2"
+
+// Fataler is what the helpers need from a test: *testing.T and *check.C both
+// have it.
+type Fataler interface {
+	Fatalf(format string, args ...any)
+}
+
+// RepoRoot returns the wharf module root, found from this source file so that
+// it does not depend on the test's working directory.
+func RepoRoot() (string, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", fmt.Errorf("testregistry: cannot locate source file")
+	}
+	root := filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		return "", fmt.Errorf("testregistry: no go.mod at %s: %w", root, err)
+	}
+	return root, nil
+}
+
+// Binary returns the path of the registry binary, building it when missing.
+func Binary(t Fataler) string {
+	p, err := BuildBinary()
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	return p
+}
+
+// BuildBinary returns <root>/.cache/bin/registry, running `go install` when it
+// is missing. A file lock keeps parallel test packages from building it twice
+// at once (go install writes the binary in place).
+func BuildBinary() (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(root, ".cache", "bin")
+	path := filepath.Join(bin, "registry")
+	if isExecutable(path) {
+		return path, nil
+	}
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		return "", fmt.Errorf("testregistry: %w", err)
+	}
+	lock := flock.New(filepath.Join(bin, ".registry.lock"))
+	if err := lock.Lock(); err != nil {
+		return "", fmt.Errorf("testregistry: lock %s: %w", lock.Path(), err)
+	}
+	defer lock.Unlock()
+	if isExecutable(path) { // another package built it while we waited
+		return path, nil
+	}
+	cmd := exec.Command("go", "install", RegistryModule)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "GOBIN="+bin)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("testregistry: go install %s: %w\n%s", RegistryModule, err, out)
+	}
+	if !isExecutable(path) {
+		return "", fmt.Errorf("testregistry: go install did not produce %s", path)
+	}
+	return path, nil
+}
+
+func isExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
