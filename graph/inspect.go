@@ -1,0 +1,270 @@
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/containerd/errdefs"
+	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
+	"github.com/moby/moby/api/types/image"
+	"github.com/moby/moby/api/types/storage"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/wharfproject/wharf/api/types"
+)
+
+// graphDriverName is what the local-only GraphDriver field reports: wharf
+// keeps no unpacked layers, only the OCI layout, so it names that and its
+// root rather than pretending to be overlay2.
+const graphDriverName = "oci-layout"
+
+// imageConfig is an image config as found in the wild: an OCI or Docker
+// image config, or a Docker v1 image JSON / schema1 v1Compatibility record
+// (which adds id, parent, container, container_config, docker_version).
+type imageConfig struct {
+	dockerspec.DockerOCIImage
+
+	Comment         string                           `json:"comment,omitempty"`
+	ID              string                           `json:"id,omitempty"`
+	Parent          string                           `json:"parent,omitempty"`
+	Container       string                           `json:"container,omitempty"`
+	ContainerConfig *dockerspec.DockerOCIImageConfig `json:"container_config,omitempty"`
+	DockerVersion   string                           `json:"docker_version,omitempty"`
+}
+
+func parseImageConfig(b []byte) (*imageConfig, error) {
+	var c imageConfig
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("parse image config: %v%.0w", err, errdefs.ErrInvalidArgument)
+	}
+	return &c, nil
+}
+
+// created is the config's creation time, zero when unknown.
+func (c *imageConfig) created() time.Time {
+	if c.Created == nil {
+		return time.Time{}
+	}
+	return *c.Created
+}
+
+// BuildInspect builds the ImageInspect of an image; local and remote inspect
+// both call it, so the two agree field for field. GraphDriver and Manifests
+// are local-only and left for the caller.
+func BuildInspect(src InspectSource) (*types.ImageInspect, error) {
+	cfg, err := parseImageConfig(src.Config)
+	if err != nil {
+		return nil, err
+	}
+	id := src.ID
+	if id == "" {
+		id = digest.FromBytes(src.Config)
+	}
+	out := &types.ImageInspect{}
+	r := &out.InspectResponse
+	r.ID = id.String()
+	r.RepoTags = nonNil(append([]string{}, src.RepoTags...))
+	r.RepoDigests = nonNil(append([]string{}, src.RepoDigests...))
+	r.Comment = cfg.Comment
+	if r.Comment == "" && len(cfg.History) > 0 {
+		// Docker puts an import's message both at top level and in the
+		// history; OCI configs only have the latter.
+		r.Comment = cfg.History[len(cfg.History)-1].Comment
+	}
+	if t := cfg.created(); !t.IsZero() {
+		r.Created = t.Format(time.RFC3339Nano)
+	}
+	r.Author = cfg.Author
+	conf := cfg.Config
+	r.Config = &conf
+	r.Architecture = cfg.Architecture
+	r.Variant = cfg.Variant
+	r.Os = cfg.OS
+	r.OsVersion = cfg.OSVersion
+	for _, l := range src.Layers {
+		r.Size += l.Size
+	}
+	r.RootFS = image.RootFS{Type: cfg.RootFS.Type}
+	if r.RootFS.Type == "" {
+		r.RootFS.Type = "layers"
+	}
+	for _, d := range cfg.RootFS.DiffIDs {
+		r.RootFS.Layers = append(r.RootFS.Layers, d.String())
+	}
+	if src.Descriptor != nil {
+		d := *src.Descriptor
+		d.Data = nil
+		r.Descriptor = &d
+	}
+	r.Metadata = image.Metadata{LastTagTime: src.LastTagTime}
+	out.Legacy = types.LegacyImageFields{
+		Parent:          cfg.Parent,
+		DockerVersion:   cfg.DockerVersion,
+		Container:       cfg.Container,
+		ContainerConfig: cfg.ContainerConfig,
+	}
+	return out, nil
+}
+
+// ImageInspect answers GET /images/{name}/json for a local image.
+func (s *Store) ImageInspect(ctx context.Context, name string, opts types.InspectOptions) (*types.ImageInspect, error) {
+	rec, err := s.Lookup(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	manifest := rec.Manifest
+	if opts.Platform != nil {
+		manifest, err = s.local.manifestForPlatform(rec, *opts.Platform)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	view := *rec
+	view.Manifest = manifest
+	meta, err := s.local.metaFor(&view)
+	if err != nil {
+		return nil, err
+	}
+	target := rec.Target
+	out, err := BuildInspect(InspectSource{
+		ID:          meta.manifest.Config.Digest,
+		Config:      meta.rawCfg,
+		Descriptor:  &target,
+		Layers:      meta.manifest.Layers,
+		RepoTags:    familiarRefs(rec.RepoTags),
+		RepoDigests: familiarRefs(rec.RepoDigests),
+		LastTagTime: rec.LastTagTime,
+	})
+	if err != nil {
+		return nil, err
+	}
+	out.GraphDriver = &storage.DriverData{Name: graphDriverName, Data: map[string]string{"Root": s.local.root}}
+	if opts.Manifests {
+		out.Manifests = s.local.manifestSummaries(rec)
+	}
+	return out, nil
+}
+
+// manifestForPlatform picks the manifest of rec for p: the recorded one
+// when it matches, else a stored entry of the target index.
+func (l *localStore) manifestForPlatform(rec *ImageRecord, p ocispec.Platform) (ocispec.Descriptor, error) {
+	if m, err := l.metaFor(rec); err == nil && platformMatches(p, m.cfg.Platform) {
+		return rec.Manifest, nil
+	}
+	if isIndexType(rec.Target.MediaType) {
+		if idx, err := l.readIndex(rec.Target.Digest); err == nil {
+			for _, d := range idx.Manifests {
+				if d.Platform != nil && platformMatches(p, *d.Platform) && l.hasBlob(d.Digest) {
+					return d, nil
+				}
+			}
+		}
+	}
+	return ocispec.Descriptor{}, fmt.Errorf("image with reference %s was found but does not provide the specified platform (%s)%.0w",
+		rec.ID, formatPlatform(p), errdefs.ErrNotFound)
+}
+
+func (l *localStore) readIndex(d digest.Digest) (*ocispec.Index, error) {
+	b, err := l.readBlob(d, maxManifestSize)
+	if err != nil {
+		return nil, err
+	}
+	var idx ocispec.Index
+	if err := json.Unmarshal(b, &idx); err != nil {
+		return nil, fmt.Errorf("parse index %s: %w", d, err)
+	}
+	return &idx, nil
+}
+
+// manifestSummaries lists the manifests of rec's target (API ≥ 1.48
+// manifests=1): the index entries when the target is an index, else the one
+// manifest. Available means the manifest, its config and layers are stored.
+func (l *localStore) manifestSummaries(rec *ImageRecord) []image.ManifestSummary {
+	var descs []ocispec.Descriptor
+	if isIndexType(rec.Target.MediaType) {
+		if idx, err := l.readIndex(rec.Target.Digest); err == nil {
+			descs = idx.Manifests
+		}
+	}
+	if len(descs) == 0 {
+		d := rec.Manifest
+		if d.Platform == nil {
+			if m, err := l.metaFor(rec); err == nil {
+				p := m.cfg.Platform
+				d.Platform = &p
+			}
+		}
+		descs = []ocispec.Descriptor{d}
+	}
+	out := []image.ManifestSummary{}
+	for _, d := range descs {
+		ms := image.ManifestSummary{ID: d.Digest.String(), Descriptor: d, Kind: image.ManifestKindImage}
+		if d.Annotations["vnd.docker.reference.type"] == "attestation-manifest" {
+			ms.Kind = image.ManifestKindAttestation
+			ms.AttestationData = &image.AttestationProperties{For: digest.Digest(d.Annotations["vnd.docker.reference.digest"])}
+		} else if d.Platform == nil && isIndexType(d.MediaType) {
+			ms.Kind = image.ManifestKindUnknown
+		}
+		ms.Available = true
+		var content int64
+		mb, err := l.readBlob(d.Digest, maxManifestSize)
+		if err != nil {
+			ms.Available = false
+		} else {
+			content += int64(len(mb))
+			var man ocispec.Manifest
+			if json.Unmarshal(mb, &man) == nil {
+				for _, b := range append([]ocispec.Descriptor{man.Config}, man.Layers...) {
+					if n := l.blobSize(b.Digest); n >= 0 {
+						content += n
+					} else {
+						ms.Available = false
+					}
+				}
+			}
+		}
+		ms.Size.Content = content
+		ms.Size.Total = content
+		if ms.Kind == image.ManifestKindImage {
+			props := &image.ImageProperties{Containers: []string{}}
+			if d.Platform != nil {
+				props.Platform = *d.Platform
+			}
+			ms.ImageData = props
+		}
+		out = append(out, ms)
+	}
+	return out
+}
+
+// platformMatches compares want with have on os, architecture and (when
+// want names one) variant; arm64's default variant v8 equals no variant.
+func platformMatches(want, have ocispec.Platform) bool {
+	if want.OS != "" && want.OS != have.OS {
+		return false
+	}
+	if want.Architecture != "" && want.Architecture != have.Architecture {
+		return false
+	}
+	if want.Variant == "" {
+		return true
+	}
+	norm := func(arch, v string) string {
+		if arch == "arm64" && v == "" {
+			return "v8"
+		}
+		return v
+	}
+	return norm(want.Architecture, want.Variant) == norm(have.Architecture, have.Variant)
+}
+
+func formatPlatform(p ocispec.Platform) string {
+	s := p.OS + "/" + p.Architecture
+	if p.Variant != "" {
+		s += "/" + p.Variant
+	}
+	return s
+}
