@@ -1,0 +1,251 @@
+package graph
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/containerd/errdefs"
+	"github.com/distribution/reference"
+	"github.com/moby/moby/api/types/events"
+	"github.com/moby/moby/api/types/image"
+	"github.com/opencontainers/go-digest"
+
+	"github.com/wharfproject/wharf/api/types"
+)
+
+// ImageDelete answers DELETE /images/{name} like dockerd:
+//   - by reference: untag it (and, when it was the repository's last tag,
+//     the repository's digest references); delete the image when nothing
+//     references it any more;
+//   - by ID: an image referenced in several repositories needs force (409
+//     otherwise); its references are untagged, then it is deleted.
+//
+// Blobs that no remaining image uses are removed unless prune is false
+// (noprune=1).
+func (s *Store) ImageDelete(ctx context.Context, name string, force, prune bool) ([]image.DeleteResponse, error) {
+	l := s.local
+	l.mu.Lock()
+	rec, err := l.lookupLocked(name)
+	if err != nil {
+		l.mu.Unlock()
+		return nil, err
+	}
+	labels := l.labelsOf(rec)
+	id := rec.ID
+	var (
+		resp []image.DeleteResponse
+		evs  []imageEvent
+	)
+	untag := func(ref string) {
+		l.dropRef(ref)
+		resp = append(resp, image.DeleteResponse{Untagged: familiar(ref)})
+		evs = append(evs, newImageEvent(id.String(), events.ActionUnTag, id.String(), labels))
+	}
+	byRef, refStr := deleteRef(name, id, l.refs)
+	if byRef {
+		untag(refStr)
+		if !strings.Contains(refStr, "@") {
+			repo := repoName(refStr)
+			if !hasTagIn(rec, repo) {
+				for _, d := range append([]string{}, rec.RepoDigests...) {
+					if repoName(d) == repo {
+						untag(d)
+					}
+				}
+			}
+		}
+		if len(rec.RepoTags)+len(rec.RepoDigests) > 0 {
+			l.reindex()
+			err := l.persist()
+			l.mu.Unlock()
+			s.emitEvents(ctx, evs...)
+			return resp, err
+		}
+	} else {
+		refs := append(append([]string{}, rec.RepoTags...), rec.RepoDigests...)
+		if !force && !isSingleReference(rec) {
+			l.mu.Unlock()
+			return nil, fmt.Errorf("conflict: unable to delete %s (must be forced) - image is referenced in multiple repositories%.0w",
+				id.Encoded()[:12], errdefs.ErrConflict)
+		}
+		for _, r := range refs {
+			untag(r)
+		}
+	}
+	_, err = l.removeImage(rec, prune)
+	resp = append(resp, image.DeleteResponse{Deleted: id.String()})
+	evs = append(evs, newImageEvent(id.String(), events.ActionDelete, id.String(), nil))
+	l.mu.Unlock()
+	s.emitEvents(ctx, evs...)
+	return resp, err
+}
+
+// removeImage drops rec and, when prune, the blobs only it used; mu is held
+// for writing. It returns the bytes freed.
+func (l *localStore) removeImage(rec *ImageRecord, prune bool) (int64, error) {
+	candidates := l.blobsOf(rec)
+	for _, r := range append(append([]string{}, rec.RepoTags...), rec.RepoDigests...) {
+		l.dropRef(r)
+	}
+	delete(l.images, rec.ID)
+	l.reindex()
+	if err := l.persist(); err != nil {
+		return 0, err
+	}
+	if !prune {
+		return 0, nil
+	}
+	return l.collectGarbage(candidates), nil
+}
+
+// deleteRef decides whether name deletes by reference (and which) or by
+// ID, as dockerd's isImageIDPrefix does.
+func deleteRef(name string, id digest.Digest, refs map[string]digest.Digest) (bool, string) {
+	if strings.HasPrefix(id.String(), name) || strings.HasPrefix(id.Encoded(), name) {
+		return false, ""
+	}
+	n, err := reference.ParseNormalizedNamed(name)
+	if err != nil {
+		return false, ""
+	}
+	s := reference.TagNameOnly(n).String()
+	if c, ok := n.(reference.Canonical); ok {
+		if d, err := reference.WithDigest(reference.TrimNamed(n), c.Digest()); err == nil {
+			s = d.String()
+		}
+	}
+	if refs[s] != id {
+		// name@digest matched through the target digest, not a recorded
+		// reference: treat it like the ID.
+		return false, ""
+	}
+	return true, s
+}
+
+// isSingleReference: at most one tag, and every reference in one repository.
+func isSingleReference(rec *ImageRecord) bool {
+	if len(rec.RepoTags) > 1 {
+		return false
+	}
+	repo := ""
+	for _, r := range append(append([]string{}, rec.RepoTags...), rec.RepoDigests...) {
+		n := repoName(r)
+		if repo != "" && n != repo {
+			return false
+		}
+		repo = n
+	}
+	return true
+}
+
+func repoName(ref string) string {
+	n, err := reference.ParseNormalizedNamed(ref)
+	if err != nil {
+		return ref
+	}
+	return n.Name()
+}
+
+func hasTagIn(rec *ImageRecord, repo string) bool {
+	for _, t := range rec.RepoTags {
+		if repoName(t) == repo {
+			return true
+		}
+	}
+	return false
+}
+
+// imagePruneFilters are the filters POST /images/prune accepts.
+var imagePruneFilters = []string{"dangling", "label", "label!", "until"}
+
+// ImagesPrune answers POST /images/prune: untagged images by default
+// (dangling=false: every image, since wharf has no containers), narrowed by
+// until and label / label!.
+func (s *Store) ImagesPrune(ctx context.Context, filters types.Filters) (*image.PruneReport, error) {
+	if err := filters.Validate(imagePruneFilters...); err != nil {
+		return nil, fmt.Errorf("%v%.0w", err, errdefs.ErrInvalidArgument)
+	}
+	set, dangling, err := boolFilter(filters, "dangling")
+	if err != nil {
+		return nil, err
+	}
+	if !set {
+		dangling = true
+	}
+	var until time.Time
+	for _, v := range filters.Values("until") {
+		if until, err = parseTimestamp(v, time.Now()); err != nil {
+			return nil, err
+		}
+	}
+	labels, notLabels := filters.Values("label"), filters.Values("label!")
+
+	l := s.local
+	report := &image.PruneReport{}
+	var evs []imageEvent
+	l.mu.Lock()
+	var victims []*ImageRecord
+	for _, rec := range l.images {
+		if dangling && len(rec.RepoTags) > 0 {
+			continue
+		}
+		meta, err := l.metaFor(rec)
+		if err != nil {
+			continue
+		}
+		if !until.IsZero() && !meta.cfg.created().Before(until) {
+			continue
+		}
+		if !matchLabels(meta.cfg.Config.Labels, labels) {
+			continue
+		}
+		if len(notLabels) > 0 && anyLabel(meta.cfg.Config.Labels, notLabels) {
+			continue
+		}
+		victims = append(victims, rec)
+	}
+	var candidates []digestList
+	for _, rec := range victims {
+		candidates = append(candidates, l.blobsOf(rec))
+		for _, r := range append(append([]string{}, rec.RepoTags...), rec.RepoDigests...) {
+			l.dropRef(r)
+			report.ImagesDeleted = append(report.ImagesDeleted, image.DeleteResponse{Untagged: familiar(r)})
+			evs = append(evs, newImageEvent(rec.ID.String(), events.ActionUnTag, rec.ID.String(), nil))
+		}
+		delete(l.images, rec.ID)
+		report.ImagesDeleted = append(report.ImagesDeleted, image.DeleteResponse{Deleted: rec.ID.String()})
+		evs = append(evs, newImageEvent(rec.ID.String(), events.ActionDelete, rec.ID.String(), nil))
+	}
+	if len(victims) > 0 {
+		l.reindex()
+		if err = l.persist(); err == nil {
+			var all digestList
+			for _, c := range candidates {
+				all = append(all, c...)
+			}
+			report.SpaceReclaimed = uint64(l.collectGarbage(all))
+		}
+	}
+	l.mu.Unlock()
+	evs = append(evs, imageEvent{action: events.ActionPrune, attrs: map[string]string{"reclaimed": strconv.FormatUint(report.SpaceReclaimed, 10)}})
+	s.emitEvents(ctx, evs...)
+	if err != nil {
+		return nil, err
+	}
+	return report, nil
+}
+
+type digestList = []digest.Digest
+
+// anyLabel reports whether have matches one of the "k" / "k=v" in want.
+func anyLabel(have map[string]string, want []string) bool {
+	for _, w := range want {
+		if matchLabels(have, []string{w}) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,249 @@
+package graph
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/containerd/errdefs"
+	"github.com/distribution/reference"
+	"github.com/moby/moby/api/types/image"
+
+	"github.com/wharfproject/wharf/api/types"
+)
+
+// imageListFilters are the filters GET /images/json accepts (dockerd's set).
+var imageListFilters = []string{"before", "dangling", "label", "reference", "since", "until"}
+
+// Images answers GET /images/json like dockerd: newest first; the reference
+// filter (glob on familiar names) also narrows RepoTags/RepoDigests to the
+// matching references; dangling=true keeps untagged images only.
+func (s *Store) Images(ctx context.Context, opts types.ImageListOptions) ([]image.Summary, error) {
+	f := opts.Filters
+	if err := f.Validate(imageListFilters...); err != nil {
+		return nil, fmt.Errorf("%v%.0w", err, errdefs.ErrInvalidArgument)
+	}
+	danglingSet, danglingOnly, err := boolFilter(f, "dangling")
+	if err != nil {
+		return nil, err
+	}
+	var before, since, until time.Time
+	for _, v := range f.Values("before") {
+		if before, err = s.createdOf(v); err != nil {
+			return nil, err
+		}
+	}
+	for _, v := range f.Values("since") {
+		if since, err = s.createdOf(v); err != nil {
+			return nil, err
+		}
+	}
+	for _, v := range f.Values("until") {
+		if until, err = parseTimestamp(v, time.Now()); err != nil {
+			return nil, err
+		}
+	}
+	patterns := f.Values("reference")
+	for _, p := range patterns {
+		if _, err := filepath.Match(p, ""); err != nil {
+			return nil, fmt.Errorf("invalid reference filter %q: %v%.0w", p, err, errdefs.ErrInvalidArgument)
+		}
+	}
+	labels := f.Values("label")
+
+	out := []image.Summary{}
+	for _, rec := range s.local.snapshot() {
+		meta, err := s.local.metaFor(rec)
+		if err != nil {
+			s.log.WithError(err).WithField("image", rec.ID).Warn("list: skip unreadable image")
+			continue
+		}
+		created := meta.cfg.created()
+		if !before.IsZero() && !created.Before(before) {
+			continue
+		}
+		if !since.IsZero() && !created.After(since) {
+			continue
+		}
+		if !until.IsZero() && !created.Before(until) {
+			continue
+		}
+		if !matchLabels(meta.cfg.Config.Labels, labels) {
+			continue
+		}
+		sum := summarize(rec, meta)
+		if len(patterns) > 0 {
+			sum.RepoTags = filterRefs(sum.RepoTags, patterns)
+			sum.RepoDigests = filterRefs(sum.RepoDigests, patterns)
+			if len(sum.RepoTags) == 0 && len(sum.RepoDigests) == 0 {
+				continue
+			}
+		}
+		if danglingSet {
+			if danglingOnly != (len(rec.RepoTags) == 0) {
+				continue
+			}
+		}
+		if opts.Manifests {
+			sum.Manifests = s.local.manifestSummaries(rec)
+		}
+		out = append(out, sum)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Created != out[j].Created {
+			return out[i].Created > out[j].Created
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
+}
+
+// summarize builds the list entry of rec. Containers and SharedSize are -1
+// ("not computed") as dockerd reports them; api/server adjusts per version.
+func summarize(rec *ImageRecord, meta *imageMeta) image.Summary {
+	target := rec.Target
+	target.Data = nil
+	return image.Summary{
+		Containers:  -1,
+		Created:     meta.cfg.created().Unix(),
+		ID:          rec.ID.String(),
+		Labels:      meta.cfg.Config.Labels,
+		ParentID:    meta.cfg.Parent,
+		Descriptor:  &target,
+		RepoDigests: familiarRefs(rec.RepoDigests),
+		RepoTags:    familiarRefs(rec.RepoTags),
+		SharedSize:  -1,
+		Size:        meta.size,
+	}
+}
+
+// snapshot copies the records (under the read lock) so callers can read
+// blobs without holding it.
+func (l *localStore) snapshot() []*ImageRecord {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	out := make([]*ImageRecord, 0, len(l.images))
+	for _, r := range l.images {
+		out = append(out, cloneRecord(r))
+	}
+	return out
+}
+
+// createdOf is the config creation time of the image name (before/since).
+func (s *Store) createdOf(name string) (time.Time, error) {
+	rec, err := s.local.lookup(name)
+	if err != nil {
+		return time.Time{}, err
+	}
+	meta, err := s.local.metaFor(rec)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return meta.cfg.created(), nil
+}
+
+// filterRefs keeps the familiar references matching one of the glob
+// patterns (reference.FamiliarMatch: "busybox" matches busybox:latest).
+func filterRefs(refs, patterns []string) []string {
+	out := []string{}
+	for _, r := range refs {
+		ref, err := reference.ParseNormalizedNamed(r)
+		if err != nil {
+			continue
+		}
+		for _, p := range patterns {
+			if ok, _ := reference.FamiliarMatch(p, ref); ok {
+				out = append(out, r)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// matchLabels reports whether have satisfies every "k" or "k=v" in want.
+func matchLabels(have map[string]string, want []string) bool {
+	for _, w := range want {
+		k, v, hasV := strings.Cut(w, "=")
+		got, ok := have[k]
+		if !ok || (hasV && got != v) {
+			return false
+		}
+	}
+	return true
+}
+
+// boolFilter reads a true/false filter; set reports whether it was given.
+func boolFilter(f types.Filters, key string) (set, value bool, err error) {
+	vals := f.Values(key)
+	if len(vals) == 0 {
+		return false, false, nil
+	}
+	for i, v := range vals {
+		b, perr := strconv.ParseBool(v)
+		if perr != nil || (i > 0 && b != value) {
+			return false, false, fmt.Errorf("Invalid filter '%s=%s'%.0w", key, v, errdefs.ErrInvalidArgument)
+		}
+		value = b
+	}
+	return true, value, nil
+}
+
+// parseTimestamp reads an until/since value like dockerd: unix seconds
+// (with optional fraction), RFC 3339 (or a date), or a duration before now.
+func parseTimestamp(v string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(v); err == nil {
+		return now.Add(-d), nil
+	}
+	if _, err := strconv.ParseFloat(v, 64); err == nil && !strings.ContainsAny(v, "eE") {
+		whole, frac, _ := strings.Cut(v, ".")
+		s, _ := strconv.ParseInt(whole, 10, 64)
+		var ns int64
+		if frac != "" {
+			frac = (frac + "000000000")[:9]
+			ns, _ = strconv.ParseInt(frac, 10, 64)
+		}
+		return time.Unix(s, ns), nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, time.RFC3339, "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02"} {
+		if t, err := time.Parse(layout, v); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("invalid timestamp %q%.0w", v, errdefs.ErrInvalidArgument)
+}
+
+// DiskUsage returns the bytes of all stored blobs and the image summaries.
+func (s *Store) DiskUsage(ctx context.Context) (*types.DiskUsage, error) {
+	var total int64
+	err := filepath.WalkDir(filepath.Join(s.local.root, blobsDir), func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				total += fi.Size()
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	imgs, err := s.Images(ctx, types.ImageListOptions{All: true})
+	if err != nil {
+		return nil, err
+	}
+	return &types.DiskUsage{
+		LayersSize: total,
+		Images:     imgs,
+		Containers: []struct{}{},
+		Volumes:    []struct{}{},
+		BuildCache: []struct{}{},
+	}, nil
+}
