@@ -25,6 +25,7 @@ type Client struct {
 	addr    string // host part of request URLs
 	version string
 	ua      string
+	host    string // as given, for messages
 }
 
 // Option configures a Client.
@@ -46,7 +47,7 @@ func New(host string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{scheme: "http", version: DefaultVersion, ua: "wharf-client"}
+	c := &Client{scheme: "http", version: DefaultVersion, ua: "wharf-client", host: host}
 	switch proto {
 	case "unix":
 		// The URL host is ignored on a unix socket; "wharf" shows in logs.

@@ -18,7 +18,7 @@ import (
 const maxJSONBody = 64 << 20
 
 // ErrConnectionFailed is returned when the daemon cannot be reached.
-var ErrConnectionFailed = errors.New("cannot connect to the wharf daemon")
+var ErrConnectionFailed = errors.New("Cannot connect to the wharf daemon")
 
 // request describes one API call.
 type request struct {
@@ -79,7 +79,7 @@ func (c *Client) do(ctx context.Context, r request) (*http.Response, error) {
 		}
 		var op *net.OpError
 		if errors.As(err, &op) {
-			return nil, fmt.Errorf("%w at %s: %w", ErrConnectionFailed, c.addrForHumans(), err)
+			return nil, fmt.Errorf("%w at %s. Is the wharf daemon running? (%w)", ErrConnectionFailed, c.host, err)
 		}
 		return nil, err
 	}
@@ -90,12 +90,6 @@ func (c *Client) do(ctx context.Context, r request) (*http.Response, error) {
 	return resp, nil
 }
 
-func (c *Client) addrForHumans() string {
-	if c.addr == "wharf" {
-		return "the unix socket"
-	}
-	return c.addr
-}
 
 // getJSON sends r and decodes the JSON answer into v; it returns the raw bytes too.
 func (c *Client) getJSON(ctx context.Context, r request, v any) ([]byte, error) {

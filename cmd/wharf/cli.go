@@ -1,0 +1,220 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/sirupsen/logrus"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/wharfproject/wharf/client"
+)
+
+// version is the CLI's version, set at build time with
+// -ldflags "-X main.version=…".
+var version = "dev"
+
+// env is what the CLI reads from its environment; osEnv in production.
+type env interface {
+	Getenv(string) string
+	Geteuid() int
+}
+
+type osEnv struct{}
+
+func (osEnv) Getenv(k string) string { return os.Getenv(k) }
+func (osEnv) Geteuid() int           { return os.Geteuid() }
+
+// stream is a reader or writer that may be a terminal.
+type streams struct {
+	in  io.Reader
+	out io.Writer
+	err io.Writer
+}
+
+func newStreams(in io.Reader, out, errw io.Writer) streams {
+	return streams{in: in, out: out, err: errw}
+}
+
+// fdOf returns the descriptor of f when it is an *os.File.
+func fdOf(f any) (uintptr, bool) {
+	if file, ok := f.(*os.File); ok {
+		return file.Fd(), true
+	}
+	return 0, false
+}
+
+// isTerminal reports whether f is a terminal.
+func isTerminal(f any) bool {
+	fd, ok := fdOf(f)
+	return ok && term.IsTerminal(int(fd))
+}
+
+// cli is one invocation of the CLI: its streams, global flags and the lazily
+// made client.
+type cli struct {
+	streams
+	env   env
+	host  string
+	debug bool
+	log   *logrus.Logger
+
+	api *client.Client
+}
+
+// client returns the API client for the resolved host.
+func (c *cli) client() (*client.Client, error) {
+	if c.api != nil {
+		return c.api, nil
+	}
+	host := client.ResolveHost(c.host, client.Environment{Getenv: c.env.Getenv, Geteuid: c.env.Geteuid})
+	c.log.Debugf("using daemon at %s", host)
+	api, err := client.New(host, client.WithUserAgent("wharf/"+version))
+	if err != nil {
+		return nil, err
+	}
+	c.api = api
+	return api, nil
+}
+
+// statusError ends the CLI with an exit status; an empty message prints nothing.
+type statusError struct {
+	status  int
+	message string
+}
+
+func (e *statusError) Error() string { return e.message }
+
+// run executes the CLI and returns its exit status.
+func run(args []string, s streams, e env) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	c := &cli{streams: s, env: e, log: logrus.New()}
+	c.log.SetOutput(s.err)
+	c.log.SetLevel(logrus.InfoLevel)
+	root := newRootCommand(c)
+	root.SetArgs(args)
+	root.SetIn(s.in)
+	root.SetOut(s.out)
+	root.SetErr(s.err)
+	err := root.ExecuteContext(ctx)
+	if c.api != nil {
+		_ = c.api.Close()
+	}
+	if err == nil {
+		return 0
+	}
+	var se *statusError
+	if errors.As(err, &se) {
+		if se.message != "" {
+			fmt.Fprintln(s.err, se.message)
+		}
+		return se.status
+	}
+	fmt.Fprintln(s.err, err)
+	return 1
+}
+
+// newRootCommand builds the command tree.
+func newRootCommand(c *cli) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "wharf [OPTIONS] COMMAND",
+		Short: "A client for wharfd, the container image daemon",
+		Long: "wharf talks to wharfd: it lists, inspects, tags, removes, imports, saves and loads " +
+			"local images, pulls and pushes them, and inspects images in registries without " +
+			"pulling them (wharf inspect --remote).",
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		// Global flags come before the command, as with docker: history has a
+		// -H of its own (--human).
+		TraverseChildren: true,
+		Version:          version,
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+			if c.debug {
+				c.log.SetLevel(logrus.DebugLevel)
+			}
+		},
+	}
+	root.SetVersionTemplate("wharf version {{.Version}}\n")
+	root.Flags().StringVarP(&c.host, "host", "H", "", "Daemon socket to connect to (unix:///path or tcp://host:port; default $"+client.HostEnv+", then the default socket)")
+	root.Flags().BoolVarP(&c.debug, "debug", "D", false, "Enable debug mode (debug logs on stderr)")
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return &statusError{status: 125, message: fmt.Sprintf("%s\nSee '%s --help'.", err, cmd.CommandPath())}
+	})
+	root.AddCommand(
+		newVersionCommand(c),
+		newInfoCommand(c),
+		newImagesCommand(c),
+		newInspectCommand(c),
+		newHistoryCommand(c),
+		newTagCommand(c),
+		newRmiCommand(c),
+		newImportCommand(c),
+		newSaveCommand(c),
+		newLoadCommand(c),
+		newEventsCommand(c),
+		newPullCommand(c),
+		newPushCommand(c),
+		newLoginCommand(c),
+		newLogoutCommand(c),
+		newGenManCommand(root),
+		newGenCompletionCommand(root),
+	)
+	return root
+}
+
+// requiresArgs returns a cobra.PositionalArgs like docker's "requires at least N argument".
+func requiresMinArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) >= n {
+			return nil
+		}
+		s := "s"
+		if n == 1 {
+			s = ""
+		}
+		return &statusError{status: 1, message: fmt.Sprintf("\"%s\" requires at least %d argument%s.\nSee '%s --help'.\n\nUsage:  %s\n\n%s",
+			cmd.CommandPath(), n, s, cmd.CommandPath(), cmd.UseLine(), cmd.Short)}
+	}
+}
+
+// requiresExactArgs is requiresMinArgs for an exact count.
+func requiresExactArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) == n {
+			return nil
+		}
+		s := "s"
+		if n == 1 {
+			s = ""
+		}
+		return &statusError{status: 1, message: fmt.Sprintf("\"%s\" requires exactly %d argument%s.\nSee '%s --help'.\n\nUsage:  %s\n\n%s",
+			cmd.CommandPath(), n, s, cmd.CommandPath(), cmd.UseLine(), cmd.Short)}
+	}
+}
+
+// requiresRangeArgs is requiresMinArgs for a range.
+func requiresRangeArgs(lo, hi int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) >= lo && len(args) <= hi {
+			return nil
+		}
+		return &statusError{status: 1, message: fmt.Sprintf("\"%s\" requires at least %d and at most %d arguments.\nSee '%s --help'.\n\nUsage:  %s\n\n%s",
+			cmd.CommandPath(), lo, hi, cmd.CommandPath(), cmd.UseLine(), cmd.Short)}
+	}
+}
+
+// noArgs rejects positional arguments.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	return &statusError{status: 1, message: fmt.Sprintf("\"%s\" accepts no arguments.\nSee '%s --help'.\n\nUsage:  %s\n\n%s",
+		cmd.CommandPath(), cmd.CommandPath(), cmd.UseLine(), cmd.Short)}
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/distribution/reference"
+	"github.com/moby/moby/api/types/registry"
+	"oras.land/oras-go/v2/registry/remote/auth"
+	"oras.land/oras-go/v2/registry/remote/credentials"
+)
+
+// dockerHubKey is Docker Hub's key in the docker config and credential helpers.
+const dockerHubKey = "https://index.docker.io/v1/"
+
+// credentialStore is the part of oras-go's credentials store the CLI uses.
+type credentialStore interface {
+	Get(ctx context.Context, serverAddress string) (auth.Credential, error)
+	Put(ctx context.Context, serverAddress string, cred auth.Credential) error
+	Delete(ctx context.Context, serverAddress string) error
+}
+
+// dockerConfigPath is $DOCKER_CONFIG/config.json, or ~/.docker/config.json.
+func dockerConfigPath(e env) (string, error) {
+	if dir := e.Getenv("DOCKER_CONFIG"); dir != "" {
+		return filepath.Join(dir, "config.json"), nil
+	}
+	home := e.Getenv("HOME")
+	if home == "" {
+		h, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("finding the docker config: %w", err)
+		}
+		home = h
+	}
+	return filepath.Join(home, ".docker", "config.json"), nil
+}
+
+// credentials opens the docker config's credential store: credHelpers, then
+// credsStore, then the plain auths of config.json. Writing plain auths is
+// allowed when no helper is configured, as docker login does.
+func (c *cli) credentials() (credentialStore, error) {
+	p, err := dockerConfigPath(c.env)
+	if err != nil {
+		return nil, err
+	}
+	s, err := credentials.NewStore(p, credentials.StoreOptions{AllowPlaintextPut: true})
+	if err != nil {
+		return nil, fmt.Errorf("loading docker config %s: %w", p, err)
+	}
+	return s, nil
+}
+
+// serverKey is the credential-store key of a registry host or login argument:
+// Docker Hub's aliases all map to https://index.docker.io/v1/; others are the
+// bare host[:port] without scheme or path.
+func serverKey(server string) string {
+	if server == "" || server == dockerHubKey {
+		return dockerHubKey
+	}
+	s := strings.TrimPrefix(strings.TrimPrefix(server, "https://"), "http://")
+	s, _, _ = strings.Cut(s, "/")
+	switch s {
+	case "docker.io", "index.docker.io", "registry-1.docker.io":
+		return dockerHubKey
+	}
+	return s
+}
+
+// registryHost is the registry part of an image name ("docker.io" for short
+// names), or "" when the name does not parse.
+func registryHost(name string) string {
+	ref, err := reference.ParseNormalizedNamed(name)
+	if err != nil {
+		return ""
+	}
+	return reference.Domain(ref)
+}
+
+// authFor returns the credentials for the registry of image name from the
+// credential store, or nil when there are none. A failing credential helper
+// is an error: sending no credentials would hide it as "unauthorized".
+func (c *cli) authFor(ctx context.Context, name string) (*registry.AuthConfig, error) {
+	host := registryHost(name)
+	if host == "" {
+		// Let the daemon report the bad reference.
+		return nil, nil
+	}
+	return c.authForServer(ctx, serverKey(host))
+}
+
+// authForServer looks key up in the credential store.
+func (c *cli) authForServer(ctx context.Context, key string) (*registry.AuthConfig, error) {
+	store, err := c.credentials()
+	if err != nil {
+		return nil, err
+	}
+	cred, err := store.Get(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("error getting credentials for %s: %w", key, err)
+	}
+	if cred == auth.EmptyCredential {
+		return nil, nil
+	}
+	c.log.Debugf("using stored credentials for %s", key)
+	return &registry.AuthConfig{
+		Username:      cred.Username,
+		Password:      cred.Password,
+		IdentityToken: cred.RefreshToken,
+		RegistryToken: cred.AccessToken,
+		ServerAddress: key,
+	}, nil
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/moby/moby/api/types/system"
+	"github.com/spf13/cobra"
+)
+
+func newInfoCommand(c *cli) *cobra.Command {
+	var format string
+	cmd := &cobra.Command{
+		Use:   "info [OPTIONS]",
+		Short: "Display system-wide information",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			api, err := c.client()
+			if err != nil {
+				return err
+			}
+			info, err := api.Info(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if format != "" {
+				if format == "json" {
+					format = "{{json .}}"
+				}
+				b, err := json.Marshal(info)
+				if err != nil {
+					return err
+				}
+				return writeTemplated(c.out, format, []json.RawMessage{b})
+			}
+			printInfo(c.out, info)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&format, "format", "f", "", "Format output using a custom template:\n'json':             Print in JSON format\n'TEMPLATE':         Print output using the given Go template")
+	return cmd
+}
+
+// printInfo prints the image-daemon part of docker info's server section.
+func printInfo(out io.Writer, info system.Info) {
+	fmt.Fprintln(out, "Server:")
+	fmt.Fprintf(out, " Images: %d\n", info.Images)
+	fmt.Fprintf(out, " Server Version: %s\n", info.ServerVersion)
+	fmt.Fprintf(out, " Storage Driver: %s\n", info.Driver)
+	for _, kv := range info.DriverStatus {
+		if len(kv) == 2 {
+			fmt.Fprintf(out, "  %s: %s\n", kv[0], kv[1])
+		}
+	}
+	fmt.Fprintf(out, " Operating System: %s\n", info.OperatingSystem)
+	fmt.Fprintf(out, " OSType: %s\n", info.OSType)
+	fmt.Fprintf(out, " Architecture: %s\n", info.Architecture)
+	fmt.Fprintf(out, " CPUs: %d\n", info.NCPU)
+	fmt.Fprintf(out, " Total Memory: %s\n", humanBinary(info.MemTotal))
+	fmt.Fprintf(out, " Name: %s\n", info.Name)
+	fmt.Fprintf(out, " ID: %s\n", info.ID)
+	fmt.Fprintf(out, " Docker Root Dir: %s\n", info.DockerRootDir)
+	fmt.Fprintf(out, " Debug Mode: %v\n", info.Debug)
+	if info.IndexServerAddress != "" {
+		fmt.Fprintf(out, " Registry: %s\n", info.IndexServerAddress)
+	}
+	if len(info.Labels) > 0 {
+		fmt.Fprintln(out, " Labels:")
+		for _, l := range info.Labels {
+			fmt.Fprintf(out, "  %s\n", l)
+		}
+	}
+	if rc := info.RegistryConfig; rc != nil {
+		var insecure []string
+		for _, cidr := range rc.InsecureRegistryCIDRs {
+			insecure = append(insecure, cidr.String())
+		}
+		for name, ic := range rc.IndexConfigs {
+			if ic != nil && !ic.Secure {
+				insecure = append(insecure, name)
+			}
+		}
+		sort.Strings(insecure)
+		if len(insecure) > 0 {
+			fmt.Fprintln(out, " Insecure Registries:")
+			for _, r := range insecure {
+				fmt.Fprintf(out, "  %s\n", r)
+			}
+		}
+		if len(rc.Mirrors) > 0 {
+			fmt.Fprintln(out, " Registry Mirrors:")
+			for _, m := range rc.Mirrors {
+				fmt.Fprintf(out, "  %s\n", m)
+			}
+		}
+	}
+	if len(info.Warnings) > 0 {
+		fmt.Fprintln(out)
+		fmt.Fprintln(out, strings.Join(info.Warnings, "\n"))
+	}
+}

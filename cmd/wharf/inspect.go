@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/distribution/reference"
+	"github.com/spf13/cobra"
+
+	"github.com/wharfproject/wharf/client"
+)
+
+type inspectOptions struct {
+	format   string
+	kind     string
+	remote   bool
+	platform string
+	raw      bool
+}
+
+func newInspectCommand(c *cli) *cobra.Command {
+	var o inspectOptions
+	cmd := &cobra.Command{
+		Use:   "inspect [OPTIONS] NAME|ID [NAME|ID...]",
+		Short: "Return low-level information on images (local or in a registry)",
+		Long: "Return low-level information on images. By default the local store is searched " +
+			"(containers first, as docker does; wharfd has none). With --remote the image is " +
+			"inspected in its registry without pulling it: short names are searched through " +
+			"the daemon's additional registries (add-registry) in order, then docker.io.",
+		Example: `  wharf inspect alpine:3.20
+  wharf inspect --remote registry.example.com/team/app:1.4
+  wharf inspect -r --platform linux/arm64/v8 -f '{{.Digest}} {{.Architecture}}' alpine
+  wharf inspect --remote --raw alpine:3.20`,
+		Args: requiresMinArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runInspect(cmd.Context(), c, o, args)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&o.format, "format", "f", "", "Format output using a custom template:\n'json':             Print in JSON format\n'TEMPLATE':         Print output using the given Go template")
+	fl.StringVar(&o.kind, "type", "", "Only inspect objects of the given type (image or container)")
+	fl.BoolVarP(&o.remote, "remote", "r", false, "Inspect the image in its registry without pulling it (implies --type=image)")
+	fl.StringVar(&o.platform, "platform", "", "Platform to inspect in a multi-platform image (os/arch[/variant])")
+	fl.BoolVar(&o.raw, "raw", false, "Print the manifest exactly as the registry serves it (requires --remote)")
+	_ = cmd.RegisterFlagCompletionFunc("type", cobra.FixedCompletions([]string{"image", "container"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("platform", cobra.FixedCompletions([]string{
+		"linux/amd64", "linux/arm64", "linux/arm64/v8", "linux/arm/v7", "linux/arm/v6",
+		"linux/386", "linux/ppc64le", "linux/s390x", "linux/riscv64", "windows/amd64",
+	}, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+func runInspect(ctx context.Context, c *cli, o inspectOptions, names []string) error {
+	switch o.kind {
+	case "", "image", "container":
+	default:
+		return fmt.Errorf("%q is not a valid value for --type", o.kind)
+	}
+	if o.remote && o.kind == "container" {
+		return errors.New("conflicting options: --remote && --type=container")
+	}
+	if o.raw && !o.remote {
+		return errors.New("--raw requires --remote")
+	}
+	if o.raw && o.format != "" {
+		return errors.New("conflicting options: --raw && --format")
+	}
+	platform, err := parsePlatform(o.platform)
+	if err != nil {
+		return err
+	}
+	api, err := c.client()
+	if err != nil {
+		return err
+	}
+	opts := client.InspectOptions{Platform: platform}
+
+	var found []json.RawMessage
+	var failures []string
+	for _, name := range names {
+		var raw []byte
+		var err error
+		switch {
+		case o.raw:
+			raw, err = inspectRawManifest(ctx, c, api, name, opts)
+			if err == nil {
+				// The manifest is printed byte for byte as served.
+				if _, werr := c.out.Write(raw); werr != nil {
+					return werr
+				}
+				continue
+			}
+		case o.remote:
+			raw, err = inspectRemote(ctx, c, api, name, opts)
+		default:
+			raw, err = inspectLocal(ctx, api, name, o.kind, opts)
+		}
+		if err != nil {
+			failures = append(failures, inspectFailure(err, name, o))
+			continue
+		}
+		found = append(found, raw)
+	}
+	if !o.raw {
+		var werr error
+		if o.format == "" {
+			werr = writeJSONArray(c.out, found)
+		} else {
+			werr = writeTemplated(c.out, o.format, found)
+		}
+		if werr != nil {
+			return &statusError{status: 1, message: werr.Error()}
+		}
+	}
+	if len(failures) > 0 {
+		return &statusError{status: 1, message: strings.Join(failures, "\n")}
+	}
+	return nil
+}
+
+// inspectFailure is the stderr line for a name that could not be inspected.
+func inspectFailure(err error, name string, o inspectOptions) string {
+	if !client.IsNotFound(err) {
+		return err.Error()
+	}
+	switch {
+	case o.remote:
+		return "Error: No such image: " + name
+	case o.kind == "image":
+		return "Error: No such image: " + name
+	case o.kind == "container":
+		return "Error: No such container: " + name
+	}
+	return "Error: No such image or container: " + name
+}
+
+// inspectLocal looks name up as a container (generic inspect only, as docker
+// does; wharfd answers 404) and then as a local image.
+func inspectLocal(ctx context.Context, api *client.Client, name, kind string, opts client.InspectOptions) ([]byte, error) {
+	if kind == "" || kind == "container" {
+		raw, err := api.ContainerInspect(ctx, name)
+		if err == nil {
+			return raw, nil
+		}
+		if kind == "container" || !client.IsNotFound(err) {
+			return nil, err
+		}
+	}
+	_, raw, err := api.ImageInspect(ctx, name, opts)
+	return raw, err
+}
+
+// inspectRemote inspects name in its registry, sending the stored
+// credentials of the image's registry host only.
+func inspectRemote(ctx context.Context, c *cli, api *client.Client, name string, opts client.InspectOptions) ([]byte, error) {
+	a, err := c.authFor(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	opts.Auth = a
+	v, raw, err := api.ImageInspectRemote(ctx, name, opts)
+	if err != nil {
+		return nil, err
+	}
+	c.log.Debugf("Inspecting image %s", describeRemote(name, v.Registry, v.Tag, v.Digest))
+	return raw, nil
+}
+
+func inspectRawManifest(ctx context.Context, c *cli, api *client.Client, name string, opts client.InspectOptions) ([]byte, error) {
+	a, err := c.authFor(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	opts.Auth = a
+	b, mediaType, err := api.RemoteManifest(ctx, name, opts)
+	if err != nil {
+		return nil, err
+	}
+	c.log.Debugf("Inspecting image %s (raw manifest, %s, %d bytes)", name, mediaType, len(b))
+	return b, nil
+}
+
+// describeRemote renders NAME:TAG@DIGEST for the -D log line: the repository
+// as typed, qualified with the registry that answered when the name was
+// short and the answer came from another registry (add-registry search).
+func describeRemote(name, registryName, tag, dgst string) string {
+	repo := name
+	if ref, err := reference.ParseNormalizedNamed(name); err == nil {
+		repo = reference.FamiliarName(ref)
+		if registryName != "" && reference.Domain(ref) != registryName {
+			// A short name found in an add-registry: the path as typed.
+			repo = registryName + "/" + reference.FamiliarName(ref)
+		}
+	}
+	s := repo
+	if tag != "" {
+		s += ":" + tag
+	}
+	if dgst != "" {
+		s += "@" + dgst
+	}
+	return s
+}

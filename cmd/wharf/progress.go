@@ -1,0 +1,16 @@
+package main
+
+import (
+	"io"
+
+	"github.com/moby/moby/api/types/jsonstream"
+
+	"github.com/wharfproject/wharf/client"
+)
+
+// display renders a JSON message stream to out: per-layer lines rewritten in
+// place on a terminal, plain lines otherwise. It returns the in-stream error.
+func (c *cli) display(in io.Reader, out io.Writer, aux func(jsonstream.Message)) error {
+	fd, _ := fdOf(out)
+	return client.DisplayStream(in, out, fd, isTerminal(out), aux)
+}

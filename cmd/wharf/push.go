@@ -1,0 +1,71 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/distribution/reference"
+	"github.com/spf13/cobra"
+
+	"github.com/wharfproject/wharf/client"
+)
+
+func newPushCommand(c *cli) *cobra.Command {
+	var all, quiet bool
+	cmd := &cobra.Command{
+		Use:   "push [OPTIONS] NAME[:TAG]",
+		Short: "Upload an image to a registry",
+		Args:  requiresExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ref, err := reference.ParseNormalizedNamed(args[0])
+			if err != nil {
+				return fmt.Errorf("invalid reference format: %s", args[0])
+			}
+			if _, ok := ref.(reference.Digested); ok {
+				return errors.New("cannot push a digest reference")
+			}
+			opts := client.PushOptions{}
+			if nt, ok := ref.(reference.NamedTagged); ok {
+				opts.Tag = nt.Tag()
+			}
+			if all && opts.Tag != "" {
+				return errors.New("tag can't be used with --all-tags/-a")
+			}
+			if !all && opts.Tag == "" {
+				ref = reference.TagNameOnly(ref)
+				opts.Tag = "latest"
+				if !quiet {
+					fmt.Fprintln(c.out, "Using default tag: latest")
+				}
+			}
+			ctx := cmd.Context()
+			if opts.Auth, err = c.authFor(ctx, args[0]); err != nil {
+				return err
+			}
+			api, err := c.client()
+			if err != nil {
+				return err
+			}
+			rc, err := api.ImagePush(ctx, reference.FamiliarName(ref), opts)
+			if err != nil {
+				return err
+			}
+			defer rc.Close()
+			var out io.Writer = c.out
+			if quiet {
+				out = io.Discard
+			}
+			if err := c.display(rc, out, nil); err != nil {
+				return err
+			}
+			if quiet {
+				fmt.Fprintln(c.out, reference.FamiliarString(ref))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVarP(&all, "all-tags", "a", false, "Push all tags of an image to the repository")
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "Suppress verbose output")
+	return cmd
+}
