@@ -11,9 +11,6 @@ import (
 	"github.com/wharfproject/wharf/api/types"
 )
 
-func (s *Store) ImportImage(ctx context.Context, src io.Reader, opts types.ImportOptions, out types.ProgressWriter) error {
-	return errdefs.ErrNotImplemented
-}
 func (s *Store) ExportImage(ctx context.Context, names []string, w io.Writer) error {
 	return errdefs.ErrNotImplemented
 }

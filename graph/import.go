@@ -1,0 +1,234 @@
+package graph
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"compress/bzip2"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/containerd/errdefs"
+	"github.com/distribution/reference"
+	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
+	"github.com/moby/moby/api/types/events"
+	"github.com/moby/moby/api/types/jsonstream"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/wharfproject/wharf/api/types"
+)
+
+// ImportImage answers POST /images/create?fromSrc=-: the body is a rootfs
+// tar (plain, gzip or bzip2), stored as one gzip layer (digest of the
+// compressed bytes; DiffID = sha256 of the tar), with an OCI config (the
+// changes applied, the message as comment) and an OCI manifest. The stream
+// gets {"status":"sha256:<id>"} as from dockerd. The tar is validated, never
+// extracted.
+func (s *Store) ImportImage(ctx context.Context, src io.Reader, opts types.ImportOptions, out types.ProgressWriter) error {
+	var ref reference.NamedTagged
+	if opts.Repo != "" {
+		var err error
+		if ref, err = parseNewTag(opts.Repo, opts.Tag); err != nil {
+			return err
+		}
+	}
+	var cfg dockerspec.DockerOCIImageConfig
+	if err := applyChanges(&cfg, opts.Changes); err != nil {
+		return err
+	}
+	p := s.opts.Platform
+	if opts.Platform != nil && opts.Platform.OS != "" {
+		p = *opts.Platform
+	}
+	if p.OS == "" {
+		p = ocispec.Platform{OS: runtime.GOOS, Architecture: runtime.GOARCH}
+	}
+	layer, diffID, err := s.local.ingestRootfs(ctx, src)
+	if err != nil {
+		return err
+	}
+	now := time.Now().UTC()
+	img := imageConfig{Comment: opts.Message}
+	img.Created = &now
+	img.Platform = ocispec.Platform{OS: p.OS, Architecture: p.Architecture, Variant: p.Variant, OSVersion: p.OSVersion}
+	img.RootFS = ocispec.RootFS{Type: "layers", DiffIDs: []digest.Digest{diffID}}
+	img.History = []ocispec.History{{Created: &now, Comment: opts.Message}}
+	img.Config = cfg
+	rec, err := s.local.storeImage(ctx, &img, []ocispec.Descriptor{layer}, false)
+	if err != nil {
+		return err
+	}
+	if ref != nil {
+		rec.RepoTags = []string{ref.String()}
+		rec.LastTagTime = now
+	}
+	if err := s.local.putImage(*rec); err != nil {
+		return err
+	}
+	id := rec.ID.String()
+	var evs []imageEvent
+	if ref != nil {
+		evs = append(evs, newImageEvent(id, events.ActionTag, reference.FamiliarString(ref), cfg.Labels))
+	}
+	evs = append(evs, newImageEvent(id, events.ActionImport, id, cfg.Labels))
+	s.emitEvents(ctx, evs...)
+	return out.WriteMessage(jsonstream.Message{Status: id})
+}
+
+// storeImage writes the config and a manifest for layers (stored already)
+// and returns the record to put (no references yet). docker=true writes a
+// Docker schema2 manifest and config media type, else OCI.
+func (l *localStore) storeImage(ctx context.Context, img *imageConfig, layers []ocispec.Descriptor, docker bool) (*ImageRecord, error) {
+	cb, err := json.Marshal(img)
+	if err != nil {
+		return nil, err
+	}
+	return l.storeManifest(ctx, cb, layers, docker)
+}
+
+// storeManifest stores config bytes cb and a manifest naming them and layers.
+func (l *localStore) storeManifest(ctx context.Context, cb []byte, layers []ocispec.Descriptor, docker bool) (*ImageRecord, error) {
+	cdesc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageConfig, Digest: digest.FromBytes(cb), Size: int64(len(cb))}
+	mt := ocispec.MediaTypeImageManifest
+	if docker {
+		cdesc.MediaType, mt = mediaTypeDockerConfig, mediaTypeDockerManifest
+	}
+	if _, err := l.writeBlob(ctx, cdesc, bytes.NewReader(cb)); err != nil {
+		return nil, err
+	}
+	m := ocispec.Manifest{Versioned: specsVersioned(), MediaType: mt, Config: cdesc, Layers: layers}
+	if m.Layers == nil {
+		m.Layers = []ocispec.Descriptor{}
+	}
+	mb, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	mdesc := ocispec.Descriptor{MediaType: mt, Digest: digest.FromBytes(mb), Size: int64(len(mb))}
+	if _, err := l.writeBlob(ctx, mdesc, bytes.NewReader(mb)); err != nil {
+		return nil, err
+	}
+	return &ImageRecord{ID: cdesc.Digest, Target: mdesc, Manifest: mdesc, RepoTags: []string{}, RepoDigests: []string{}}, nil
+}
+
+// ingestRootfs stores the rootfs tar r as a gzip layer blob and returns its
+// descriptor and DiffID. Garbage and tars with ".." entries are
+// InvalidArgument.
+func (l *localStore) ingestRootfs(ctx context.Context, r io.Reader) (ocispec.Descriptor, digest.Digest, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	tarStream, err := decompress(br)
+	if err != nil {
+		return ocispec.Descriptor{}, "", err
+	}
+	w, err := l.newIngestion(digest.SHA256)
+	if err != nil {
+		return ocispec.Descriptor{}, "", err
+	}
+	defer w.abort()
+	gz := gzip.NewWriter(w)
+	diff := digest.SHA256.Digester()
+	counted := &countingReader{r: tarStream}
+	tee := io.TeeReader(counted, io.MultiWriter(diff.Hash(), gz))
+	if err := validateRootfsTar(ctx, tee); err != nil {
+		return ocispec.Descriptor{}, "", err
+	}
+	// The DiffID covers the whole uncompressed stream, padding included.
+	if _, err := io.Copy(io.Discard, tee); err != nil {
+		return ocispec.Descriptor{}, "", invalidTar(err)
+	}
+	if counted.n == 0 {
+		return ocispec.Descriptor{}, "", fmt.Errorf("import: empty input, expected a tar archive%.0w", errdefs.ErrInvalidArgument)
+	}
+	if err := gz.Close(); err != nil {
+		return ocispec.Descriptor{}, "", err
+	}
+	dgst, err := w.commit(-1, "")
+	if err != nil {
+		return ocispec.Descriptor{}, "", err
+	}
+	return ocispec.Descriptor{MediaType: ocispec.MediaTypeImageLayerGzip, Digest: dgst, Size: w.n}, diff.Digest(), nil
+}
+
+// validateRootfsTar reads every entry of a rootfs tar and refuses names or
+// hard-link targets that climb out with "..". Absolute names are cleaned
+// (as dockerd does when it applies a layer), so they pass.
+func validateRootfsTar(ctx context.Context, r io.Reader) error {
+	tr := tar.NewReader(r)
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return invalidTar(err)
+		}
+		if hasDotDot(hdr.Name) {
+			return fmt.Errorf("invalid tar entry %q: path escapes the root%.0w", hdr.Name, errdefs.ErrInvalidArgument)
+		}
+		if hdr.Typeflag == tar.TypeLink && hasDotDot(hdr.Linkname) {
+			return fmt.Errorf("invalid tar entry %q: hard link to %q escapes the root%.0w", hdr.Name, hdr.Linkname, errdefs.ErrInvalidArgument)
+		}
+		if _, err := io.Copy(io.Discard, tr); err != nil {
+			return invalidTar(err)
+		}
+	}
+}
+
+func hasDotDot(name string) bool {
+	for _, part := range strings.Split(strings.ReplaceAll(name, "\\", "/"), "/") {
+		if part == ".." {
+			return true
+		}
+	}
+	return false
+}
+
+func invalidTar(err error) error {
+	if errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return fmt.Errorf("invalid tar archive: %v%.0w", err, errdefs.ErrInvalidArgument)
+}
+
+// decompress detects gzip and bzip2 by their magic numbers; anything else
+// is read as a plain tar. xz and zstd are refused by name.
+func decompress(br *bufio.Reader) (io.Reader, error) {
+	magic, _ := br.Peek(6)
+	switch {
+	case bytes.HasPrefix(magic, []byte{0x1f, 0x8b}):
+		gz, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("invalid gzip stream: %v%.0w", err, errdefs.ErrInvalidArgument)
+		}
+		return gz, nil
+	case bytes.HasPrefix(magic, []byte("BZh")):
+		return bzip2.NewReader(br), nil
+	case bytes.HasPrefix(magic, []byte{0xfd, '7', 'z', 'X', 'Z', 0x00}):
+		return nil, fmt.Errorf("xz-compressed archives are not supported%.0w", errdefs.ErrInvalidArgument)
+	case bytes.HasPrefix(magic, []byte{0x28, 0xb5, 0x2f, 0xfd}):
+		return nil, fmt.Errorf("zstd-compressed archives are not supported%.0w", errdefs.ErrInvalidArgument)
+	}
+	return br, nil
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
