@@ -1,0 +1,267 @@
+package daemon
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/sirupsen/logrus"
+	"github.com/spf13/pflag"
+)
+
+// Config is wharfd's configuration: daemon.json keys, overridden by flags.
+type Config struct {
+	// Root is the data-root: the OCI image layout and the daemon's state.
+	Root string `json:"data-root"`
+	// Hosts are the API listeners: unix://PATH, tcp://HOST:PORT, fd://.
+	Hosts []string `json:"hosts"`
+	Debug bool     `json:"debug"`
+	// LogLevel is a logrus level: debug, info, warn, error, fatal.
+	LogLevel               string   `json:"log-level"`
+	InsecureRegistries     []string `json:"insecure-registries"`
+	RegistryMirrors        []string `json:"registry-mirrors"`
+	AddRegistries          []string `json:"add-registry"`
+	BlockRegistries        []string `json:"block-registry"`
+	MaxConcurrentDownloads int      `json:"max-concurrent-downloads"`
+
+	// Flag-only settings.
+
+	// ConfigFile is the daemon.json that was read ("" = none).
+	ConfigFile string `json:"-"`
+	// AllowInsecureTCP permits tcp:// hosts without TLS: anyone who can reach
+	// the port can pull, push with the daemon's network position, and delete
+	// images. Off unless asked for explicitly.
+	AllowInsecureTCP bool `json:"-"`
+}
+
+// maxConfigFile caps daemon.json (1 MiB): it is a short hand-written file.
+const maxConfigFile = 1 << 20
+
+// fileKeyOfFlag maps flag names to their daemon.json keys where they differ
+// (repeatable flags are singular, their keys plural, as in dockerd).
+var fileKeyOfFlag = map[string]string{
+	"data-root":                "data-root",
+	"host":                     "hosts",
+	"debug":                    "debug",
+	"log-level":                "log-level",
+	"insecure-registry":        "insecure-registries",
+	"registry-mirror":          "registry-mirrors",
+	"add-registry":             "add-registry",
+	"block-registry":           "block-registry",
+	"max-concurrent-downloads": "max-concurrent-downloads",
+}
+
+// InstallFlags defines wharfd's flags on fs, bound to cfg.
+func InstallFlags(fs *pflag.FlagSet, cfg *Config) {
+	fs.StringVar(&cfg.Root, "data-root", "", "Root directory of persistent wharf state (default /var/lib/wharf, or $XDG_DATA_HOME/wharf when not root)")
+	fs.StringArrayVarP(&cfg.Hosts, "host", "H", nil, "Daemon socket(s) to listen on: unix://PATH, fd://, tcp://HOST:PORT (needs --allow-insecure-tcp)")
+	fs.BoolVarP(&cfg.Debug, "debug", "D", false, "Enable debug mode")
+	fs.StringVarP(&cfg.LogLevel, "log-level", "l", "", `Set the logging level ("debug"|"info"|"warn"|"error"|"fatal") (default "info")`)
+	fs.StringArrayVar(&cfg.InsecureRegistries, "insecure-registry", nil, "Registry (host[:port] or CIDR) to talk to over plain HTTP or unverified TLS")
+	fs.StringArrayVar(&cfg.RegistryMirrors, "registry-mirror", nil, "Preferred registry mirror for docker.io")
+	fs.StringArrayVar(&cfg.AddRegistries, "add-registry", nil, "Registry to search, in order, before docker.io for short names")
+	fs.StringArrayVar(&cfg.BlockRegistries, "block-registry", nil, `Registry to refuse ("all" blocks every registry not added with --add-registry)`)
+	fs.IntVar(&cfg.MaxConcurrentDownloads, "max-concurrent-downloads", 0, "Maximum concurrent layer downloads per pull (default 3)")
+	fs.StringVar(&cfg.ConfigFile, "config-file", "", "Daemon configuration file (default /etc/wharf/daemon.json when it exists)")
+	fs.BoolVar(&cfg.AllowInsecureTCP, "allow-insecure-tcp", false, "Allow tcp:// hosts without TLS (INSECURE: gives the network full control of the image store)")
+}
+
+// LoadConfig completes cfg, whose flags fs has parsed: it reads the config
+// file (cfg.ConfigFile, else the default one when it exists), refuses unknown
+// keys, bad values and keys also given as flags, fills the defaults for env,
+// and validates the result.
+func LoadConfig(cfg *Config, fs *pflag.FlagSet, env Env) error {
+	path := cfg.ConfigFile
+	explicit := path != ""
+	if !explicit {
+		path = env.defaultConfigFile()
+	}
+	if path != "" {
+		b, err := readConfigFile(path)
+		switch {
+		case err == nil:
+			cfg.ConfigFile = path
+			if err := mergeConfigFile(cfg, fs, b); err != nil {
+				return fmt.Errorf("unable to configure the daemon with file %s: %w", path, err)
+			}
+		case errors.Is(err, os.ErrNotExist) && !explicit:
+			// The default file is optional.
+		default:
+			return fmt.Errorf("unable to read configuration file: %w", err)
+		}
+	}
+	cfg.applyDefaults(env)
+	return cfg.Validate()
+}
+
+func readConfigFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxConfigFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxConfigFile {
+		return nil, fmt.Errorf("%s: larger than %d bytes", path, maxConfigFile)
+	}
+	return b, nil
+}
+
+// mergeConfigFile applies the daemon.json document b to cfg.
+func mergeConfigFile(cfg *Config, fs *pflag.FlagSet, b []byte) error {
+	var raw map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&raw); err != nil {
+		return fmt.Errorf("invalid JSON: %w", err)
+	}
+	if dec.More() {
+		return errors.New("invalid JSON: more than one document")
+	}
+	known := map[string]bool{}
+	for _, k := range fileKeyOfFlag {
+		known[k] = true
+	}
+	var unknown []string
+	for k := range raw {
+		if !known[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return fmt.Errorf("the following directives don't match any configuration option: %s", strings.Join(unknown, ", "))
+	}
+
+	// Decode each key alone so that a bad value names its key.
+	var file Config
+	fields := file.fieldsByKey()
+	keys := make([]string, 0, len(raw))
+	for k := range raw {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		d := json.NewDecoder(bytes.NewReader(raw[k]))
+		d.DisallowUnknownFields()
+		if err := d.Decode(fields[k]); err != nil {
+			return fmt.Errorf("invalid value for %q: %s: %w", k, string(raw[k]), err)
+		}
+	}
+
+	var conflicts []string
+	fs.Visit(func(f *pflag.Flag) {
+		key, ok := fileKeyOfFlag[f.Name]
+		if !ok {
+			return
+		}
+		if v, inFile := raw[key]; inFile {
+			conflicts = append(conflicts, fmt.Sprintf("%s: (from flag: %v, from file: %s)", key, flagValueString(f), string(v)))
+		}
+	})
+	if len(conflicts) > 0 {
+		return fmt.Errorf("the following directives are specified both as a flag and in the configuration file: %s", strings.Join(conflicts, ", "))
+	}
+
+	dst := cfg.fieldsByKey()
+	for _, k := range keys {
+		copyField(dst[k], fields[k])
+	}
+	return nil
+}
+
+func flagValueString(f *pflag.Flag) string {
+	if sv, ok := f.Value.(pflag.SliceValue); ok {
+		return "[" + strings.Join(sv.GetSlice(), " ") + "]"
+	}
+	return f.Value.String()
+}
+
+// fieldsByKey returns pointers to c's fields by daemon.json key.
+func (c *Config) fieldsByKey() map[string]any {
+	return map[string]any{
+		"data-root":                &c.Root,
+		"hosts":                    &c.Hosts,
+		"debug":                    &c.Debug,
+		"log-level":                &c.LogLevel,
+		"insecure-registries":      &c.InsecureRegistries,
+		"registry-mirrors":         &c.RegistryMirrors,
+		"add-registry":             &c.AddRegistries,
+		"block-registry":           &c.BlockRegistries,
+		"max-concurrent-downloads": &c.MaxConcurrentDownloads,
+	}
+}
+
+func copyField(dst, src any) {
+	switch d := dst.(type) {
+	case *string:
+		*d = *src.(*string)
+	case *[]string:
+		*d = *src.(*[]string)
+	case *bool:
+		*d = *src.(*bool)
+	case *int:
+		*d = *src.(*int)
+	}
+}
+
+// defaultMaxConcurrentDownloads is dockerd's default (3): enough to fill a
+// typical link without hammering the registry.
+const defaultMaxConcurrentDownloads = 3
+
+func (c *Config) applyDefaults(env Env) {
+	if c.Root == "" {
+		c.Root = env.defaultRoot()
+	}
+	if len(c.Hosts) == 0 {
+		c.Hosts = []string{"unix://" + env.defaultSocket()}
+	}
+	if c.LogLevel == "" {
+		c.LogLevel = "info"
+	}
+	if c.MaxConcurrentDownloads == 0 {
+		c.MaxConcurrentDownloads = defaultMaxConcurrentDownloads
+	}
+}
+
+// Validate checks the values; each error names its key.
+func (c *Config) Validate() error {
+	if c.Root == "" || !filepath.IsAbs(c.Root) {
+		return fmt.Errorf("invalid value for \"data-root\": %q is not an absolute path", c.Root)
+	}
+	if _, err := logrus.ParseLevel(c.LogLevel); err != nil {
+		return fmt.Errorf("invalid value for \"log-level\": %q: use debug, info, warn, error or fatal", c.LogLevel)
+	}
+	if c.MaxConcurrentDownloads < 0 {
+		return fmt.Errorf("invalid value for \"max-concurrent-downloads\": %d: must not be negative", c.MaxConcurrentDownloads)
+	}
+	for _, h := range c.Hosts {
+		if _, err := ParseHost(h); err != nil {
+			return fmt.Errorf("invalid value for \"hosts\": %w", err)
+		}
+	}
+	for _, list := range []struct {
+		key  string
+		vals []string
+	}{
+		{"insecure-registries", c.InsecureRegistries},
+		{"registry-mirrors", c.RegistryMirrors},
+		{"add-registry", c.AddRegistries},
+		{"block-registry", c.BlockRegistries},
+	} {
+		for _, v := range list.vals {
+			if strings.TrimSpace(v) == "" || strings.ContainsAny(v, " \t\n") {
+				return fmt.Errorf("invalid value for %q: %q", list.key, v)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,253 @@
+// Package daemon wires wharfd together: configuration (daemon.json and
+// flags), the data-root lock, the image store and registry service, the
+// event log, the API listeners, and a graceful shutdown.
+//
+// Files: config.go/defaults.go (configuration), lock.go, listeners.go,
+// events.go, info.go (system endpoints), daemon.go (this: the Backend and
+// the lifecycle).
+package daemon
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/sirupsen/logrus"
+
+	"github.com/wharfproject/wharf/api/server"
+	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/graph"
+	"github.com/wharfproject/wharf/registry"
+)
+
+// imageStore is what the daemon needs of graph.Store: the API backends plus
+// the counts of /info and /system/df.
+type imageStore interface {
+	server.ImageBackend
+	server.RegistryBackend
+	Count() int
+	DiskUsage(ctx context.Context) (*types.DiskUsage, error)
+	Close() error
+}
+
+// Options are the build facts and hooks of a daemon run.
+type Options struct {
+	Version   string
+	GitCommit string
+	BuildTime string
+	Logger    *logrus.Logger
+	// Ready, when set, is called with the listen addresses once the API
+	// accepts connections (tests wait on it instead of sleeping).
+	Ready func(addrs []string)
+}
+
+// Daemon implements server.Backend: images and registry operations are
+// delegated to the store, system endpoints and events are its own.
+type Daemon struct {
+	imageStore
+	events   *Events
+	registry *registry.Service
+	cfg      *Config
+	opts     Options
+	id       string
+	warnings []string
+}
+
+var _ server.Backend = (*Daemon)(nil)
+
+// SubscribeEvents implements server.EventsBackend.
+func (d *Daemon) SubscribeEvents(since, until time.Time, f types.Filters) ([]types.EventMessage, <-chan types.EventMessage, func()) {
+	return d.events.SubscribeEvents(since, until, f)
+}
+
+// store returns the image store (named for readability in info.go).
+func (d *Daemon) storeCount() int { return d.imageStore.Count() }
+
+// shutdownTimeout bounds how long in-flight requests may run after SIGTERM
+// before their connections are closed (systemd's default stop timeout is 90 s;
+// 10 s keeps restarts quick while letting a manifest push finish).
+const shutdownTimeout = 10 * time.Second
+
+// Run starts wharfd with cfg and serves until ctx is done, then shuts down
+// gracefully. cfg must have passed LoadConfig.
+func Run(ctx context.Context, cfg *Config, opts Options) error {
+	if opts.Logger == nil {
+		opts.Logger = logrus.StandardLogger()
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	if err := configureLogger(opts.Logger, cfg); err != nil {
+		return err
+	}
+	log := logrus.NewEntry(opts.Logger)
+
+	lock, err := lockRoot(cfg.Root)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := lock.unlock(); err != nil {
+			log.WithError(err).Warn("releasing the data-root lock")
+		}
+	}()
+
+	id, err := engineID(cfg.Root)
+	if err != nil {
+		return err
+	}
+
+	reg, err := registry.NewService(registry.ServiceOptions{
+		InsecureRegistries: cfg.InsecureRegistries,
+		Mirrors:            cfg.RegistryMirrors,
+		AddRegistries:      cfg.AddRegistries,
+		BlockRegistries:    cfg.BlockRegistries,
+		UserAgent:          "wharf/" + opts.Version + " (" + runtime.GOOS + ")",
+		Logger:             log.WithField("module", "registry"),
+	})
+	if err != nil {
+		return fmt.Errorf("registry configuration: %w", err)
+	}
+
+	evs := NewEvents()
+	store, err := graph.New(ctx, graph.Options{
+		Root:                   cfg.Root,
+		Registry:               reg,
+		Events:                 evs,
+		Platform:               defaultPlatform(),
+		MaxConcurrentDownloads: cfg.MaxConcurrentDownloads,
+		Logger:                 log.WithField("module", "graph"),
+	})
+	if err != nil {
+		return fmt.Errorf("opening the image store at %s: %w", cfg.Root, err)
+	}
+	defer func() {
+		if err := store.Close(); err != nil {
+			log.WithError(err).Warn("closing the image store")
+		}
+	}()
+
+	d := &Daemon{imageStore: store, events: evs, registry: reg, cfg: cfg, opts: opts, id: id}
+	return d.serve(ctx, log)
+}
+
+func (d *Daemon) serve(ctx context.Context, log *logrus.Entry) error {
+	ls, err := listen(d.cfg.Hosts, d.cfg.AllowInsecureTCP, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, l := range ls {
+			closeListener(l)
+		}
+	}()
+
+	handler := server.New(d, server.Options{ServerVersion: d.opts.Version, Logger: log.WithField("module", "api")})
+	srv := &http.Server{
+		Handler: handler,
+		// Headers must arrive within 30 s (slow-loris); bodies and
+		// streams (pull, load, events) have no deadline.
+		ReadHeaderTimeout: 30 * time.Second,
+	}
+	srv.RegisterOnShutdown(d.events.Close)
+
+	errc := make(chan error, len(ls))
+	var wg sync.WaitGroup
+	addrs := make([]string, 0, len(ls))
+	for _, l := range ls {
+		addrs = append(addrs, l.host.Proto+"://"+l.Addr().String())
+		wg.Add(1)
+		go func(l listener) {
+			defer wg.Done()
+			log.Infof("API listening on %s", l.host)
+			if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errc <- fmt.Errorf("serving %s: %w", l.host, err)
+			}
+		}(l)
+	}
+	log.WithFields(logrus.Fields{"version": d.opts.Version, "data-root": d.cfg.Root}).Info("wharfd started")
+	if d.opts.Ready != nil {
+		d.opts.Ready(addrs)
+	}
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case serveErr = <-errc:
+		log.WithError(serveErr).Error("API server failed; shutting down")
+	}
+
+	// Events subscribers end at once (RegisterOnShutdown); other requests
+	// get shutdownTimeout to finish, then their connections are closed.
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.WithError(err).Warn("requests still running after the shutdown timeout; closing their connections")
+		_ = srv.Close()
+	}
+	d.events.Close()
+	wg.Wait()
+	log.Info("wharfd stopped")
+	return serveErr
+}
+
+// configureLogger applies log-level and debug (debug wins).
+func configureLogger(l *logrus.Logger, cfg *Config) error {
+	lvl, err := logrus.ParseLevel(cfg.LogLevel)
+	if err != nil {
+		return fmt.Errorf("invalid value for \"log-level\": %q", cfg.LogLevel)
+	}
+	if cfg.Debug {
+		lvl = logrus.DebugLevel
+	}
+	l.SetLevel(lvl)
+	return nil
+}
+
+// engineID returns the daemon's stable ID (<root>/engine-id), creating it
+// on first start, as dockerd does.
+func engineID(root string) (string, error) {
+	path := filepath.Join(root, "engine-id")
+	if b, err := os.ReadFile(path); err == nil {
+		if id := strings.TrimSpace(string(b)); id != "" {
+			return id, nil
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("reading engine ID: %w", err)
+	}
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	h := hex.EncodeToString(b[:])
+	id := fmt.Sprintf("%s-%s-%s-%s-%s", h[0:8], h[8:12], h[12:16], h[16:20], h[20:32])
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(id+"\n"), 0o644); err != nil {
+		return "", fmt.Errorf("writing engine ID: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return "", fmt.Errorf("writing engine ID: %w", err)
+	}
+	return id, nil
+}
+
+// defaultPlatform is the daemon's platform: the default for pulls and for
+// choosing from an index.
+func defaultPlatform() ocispec.Platform {
+	p := ocispec.Platform{OS: runtime.GOOS, Architecture: runtime.GOARCH}
+	if runtime.GOARCH == "arm" {
+		p.Variant = "v7"
+	}
+	return p
+}

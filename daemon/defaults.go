@@ -1,0 +1,70 @@
+package daemon
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// Env is what the defaults depend on: the effective user and the XDG
+// variables. OSEnv reads the real ones; tests build their own.
+type Env struct {
+	EUID   int
+	Getenv func(string) string
+	Home   string
+}
+
+// OSEnv returns the process's environment.
+func OSEnv() Env {
+	home, _ := os.UserHomeDir()
+	return Env{EUID: os.Geteuid(), Getenv: os.Getenv, Home: home}
+}
+
+func (e Env) getenv(k string) string {
+	if e.Getenv == nil {
+		return ""
+	}
+	return e.Getenv(k)
+}
+
+func (e Env) rootless() bool { return e.EUID != 0 }
+
+// defaultRoot is /var/lib/wharf for root, else $XDG_DATA_HOME/wharf
+// (~/.local/share/wharf).
+func (e Env) defaultRoot() string {
+	if !e.rootless() {
+		return "/var/lib/wharf"
+	}
+	if d := e.getenv("XDG_DATA_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "wharf")
+	}
+	return filepath.Join(e.Home, ".local", "share", "wharf")
+}
+
+// defaultSocket is /run/wharf/wharf.sock for root, else
+// $XDG_RUNTIME_DIR/wharf/wharf.sock (/tmp/wharf-UID/wharf.sock without one).
+func (e Env) defaultSocket() string {
+	if !e.rootless() {
+		return "/run/wharf/wharf.sock"
+	}
+	if d := e.getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(d) {
+		return filepath.Join(d, "wharf", "wharf.sock")
+	}
+	return filepath.Join(os.TempDir(), "wharf-"+strconv.Itoa(e.EUID), "wharf.sock")
+}
+
+// defaultConfigFile is /etc/wharf/daemon.json for root, else
+// $XDG_CONFIG_HOME/wharf/daemon.json (~/.config/wharf/daemon.json), as
+// rootless dockerd does; it is read only when it exists.
+func (e Env) defaultConfigFile() string {
+	if !e.rootless() {
+		return "/etc/wharf/daemon.json"
+	}
+	if d := e.getenv("XDG_CONFIG_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "wharf", "daemon.json")
+	}
+	if e.Home == "" {
+		return ""
+	}
+	return filepath.Join(e.Home, ".config", "wharf", "daemon.json")
+}
