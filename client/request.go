@@ -90,7 +90,6 @@ func (c *Client) do(ctx context.Context, r request) (*http.Response, error) {
 	return resp, nil
 }
 
-
 // getJSON sends r and decodes the JSON answer into v; it returns the raw bytes too.
 func (c *Client) getJSON(ctx context.Context, r request, v any) ([]byte, error) {
 	resp, err := c.do(ctx, r)
