@@ -1,0 +1,318 @@
+package registry
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/containerd/errdefs"
+	registrytypes "github.com/moby/moby/api/types/registry"
+	"oras.land/oras-go/v2/registry/remote/auth"
+)
+
+// maxAuthHeader caps X-Registry-Auth before decoding: credentials and tokens
+// fit in a few KiB; anything near an HTTP header limit is not an AuthConfig.
+const maxAuthHeader = 64 << 10
+
+// DecodeAuthConfig decodes an X-Registry-Auth header leniently: empty or
+// invalid gives nil (anonymous). It never logs the value. The header is
+// base64url JSON (padded or not; standard base64 is accepted too, some
+// clients send it); more than one JSON document is invalid.
+func DecodeAuthConfig(header string) *registrytypes.AuthConfig {
+	header = strings.TrimSpace(header)
+	if header == "" || len(header) > maxAuthHeader {
+		return nil
+	}
+	var raw []byte
+	for _, enc := range []*base64.Encoding{base64.URLEncoding, base64.RawURLEncoding, base64.StdEncoding, base64.RawStdEncoding} {
+		if b, err := enc.DecodeString(header); err == nil {
+			raw = b
+			break
+		}
+	}
+	if raw == nil {
+		return nil
+	}
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	var ac registrytypes.AuthConfig
+	if err := dec.Decode(&ac); err != nil {
+		return nil
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil // trailing data: a second document or garbage
+	}
+	if ac.Username == "" && ac.Password == "" && ac.Auth != "" {
+		if b, err := base64.StdEncoding.DecodeString(ac.Auth); err == nil {
+			if u, p, ok := strings.Cut(string(b), ":"); ok {
+				ac.Username, ac.Password = u, p
+			}
+		}
+	}
+	if ac == (registrytypes.AuthConfig{}) {
+		return nil
+	}
+	return &ac
+}
+
+// credentialIdentity names a credential without holding it in clear: it
+// keys token caches and single flights so that two users never share a
+// token or an answer. Anonymous is "".
+func credentialIdentity(ac *registrytypes.AuthConfig) string {
+	if ac == nil || (ac.Username == "" && ac.Password == "" && ac.IdentityToken == "" && ac.RegistryToken == "") {
+		return ""
+	}
+	h := sha256.New()
+	for _, s := range []string{normaliseServerAddress(ac.ServerAddress), ac.Username, ac.Password, ac.IdentityToken, ac.RegistryToken} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// credentialFunc returns ac only for the registry it belongs to. An empty
+// ServerAddress means "the registry of this request" (defaultIndex): the
+// header came with a request for one image. A mirror never receives the
+// credentials of the index it mirrors.
+func credentialFunc(ac *registrytypes.AuthConfig, defaultIndex string) auth.CredentialFunc {
+	if ac == nil {
+		return nil
+	}
+	index := normaliseServerAddress(ac.ServerAddress)
+	if index == "" {
+		index = normaliseIndexName(defaultIndex)
+	}
+	cred := auth.Credential{
+		Username:     ac.Username,
+		Password:     ac.Password,
+		RefreshToken: ac.IdentityToken,
+		AccessToken:  ac.RegistryToken,
+	}
+	return func(_ context.Context, hostport string) (auth.Credential, error) {
+		if normaliseIndexName(hostport) == index {
+			return cred, nil
+		}
+		return auth.EmptyCredential, nil
+	}
+}
+
+// Login validates auth against its registry (ServerAddress) and returns the
+// identity token the registry issued, if any. Wrong credentials are
+// errdefs.ErrUnauthenticated with the registry's reason.
+//
+// Own code rather than oras-go: auth.Client returns only the access token
+// of a token response, and login needs the refresh_token (the identity
+// token docker stores), offline_token=true, and the status of the
+// credential check itself rather than of a later request.
+func (s *Service) Login(ctx context.Context, ac *registrytypes.AuthConfig) (string, error) {
+	if ac == nil {
+		return "", fmt.Errorf("no credentials%.0w", errdefs.ErrInvalidArgument)
+	}
+	index := normaliseServerAddress(ac.ServerAddress)
+	if index == "" {
+		index = DefaultIndexName
+	}
+	if _, err := validateHost(index); err != nil {
+		return "", fmt.Errorf("%w%.0w", err, errdefs.ErrInvalidArgument)
+	}
+	if s.cfg.isBlocked(index) {
+		return "", blockedError(index)
+	}
+	host := apiHost(index)
+	ep, err := s.endpointFor(ctx, host, false)
+	if err != nil {
+		return "", err
+	}
+	base := ep.baseURL() + "/v2/"
+	resp, err := s.loginGet(ctx, base, nil)
+	if err != nil {
+		return "", classify(err, host)
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return "", nil // the registry needs no credentials
+	case http.StatusUnauthorized:
+	case http.StatusNotFound:
+		return "", fmt.Errorf("login to %s: the registry has no v2 API%.0w", host, errdefs.ErrUnavailable)
+	default:
+		return "", classify(responseError(http.MethodGet, resp, body), host)
+	}
+	scheme, params := parseChallenge(resp.Header.Get("Www-Authenticate"))
+	switch scheme {
+	case "basic":
+		h := http.Header{}
+		h.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(ac.Username+":"+ac.Password)))
+		resp, err := s.loginGet(ctx, base, h)
+		if err != nil {
+			return "", classify(err, host)
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			return "", nil
+		}
+		return "", loginError(base, resp.StatusCode, body)
+	case "bearer":
+		if params["realm"] == "" {
+			return "", fmt.Errorf("login to %s: bearer challenge without realm%.0w", host, errdefs.ErrUnavailable)
+		}
+		s.memo.remember(host, bearerChallenge{realm: params["realm"], service: params["service"]})
+		return s.loginToken(ctx, ep, base, params["realm"], params["service"], ac)
+	default:
+		return "", fmt.Errorf("login to %s: unsupported auth scheme %q%.0w", host, scheme, errdefs.ErrUnavailable)
+	}
+}
+
+// loginGet sends a GET outside auth.Client (the challenge is what we want).
+func (s *Service) loginGet(ctx context.Context, u string, h http.Header) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range h {
+		req.Header[k] = v
+	}
+	s.setUserAgent(req)
+	return s.client.Do(req)
+}
+
+// loginToken asks the realm for a token with the credentials (GET with basic
+// auth and offline_token=true, or the OAuth2 refresh grant for an identity
+// token), then proves the token against /v2/.
+func (s *Service) loginToken(ctx context.Context, ep *endpoint, base, realm, service string, ac *registrytypes.AuthConfig) (string, error) {
+	ru, err := url.Parse(realm)
+	if err != nil || (ru.Scheme != "https" && ru.Scheme != "http") {
+		return "", fmt.Errorf("login: invalid bearer realm %q%.0w", realm, errdefs.ErrUnavailable)
+	}
+	if ru.Scheme == "http" && !ep.plainHTTP {
+		return "", fmt.Errorf("login: bearer realm %q uses http but the registry is https%.0w", realm, errdefs.ErrUnavailable)
+	}
+	var req *http.Request
+	if ac.IdentityToken != "" {
+		form := url.Values{}
+		form.Set("grant_type", "refresh_token")
+		form.Set("refresh_token", ac.IdentityToken)
+		form.Set("service", service)
+		form.Set("client_id", oauthClientID)
+		form.Set("access_type", "offline")
+		req, err = http.NewRequestWithContext(ctx, http.MethodPost, realm, strings.NewReader(form.Encode()))
+		if err != nil {
+			return "", err
+		}
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	} else {
+		q := ru.Query()
+		if service != "" {
+			q.Set("service", service)
+		}
+		q.Set("client_id", oauthClientID)
+		q.Set("offline_token", "true")
+		if ac.Username != "" {
+			q.Set("account", ac.Username)
+		}
+		ru.RawQuery = q.Encode()
+		req, err = http.NewRequestWithContext(ctx, http.MethodGet, ru.String(), nil)
+		if err != nil {
+			return "", err
+		}
+		req.SetBasicAuth(ac.Username, ac.Password)
+	}
+	s.setUserAgent(req)
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return "", classify(err, ru.Host)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxTokenBody+1))
+	resp.Body.Close()
+	if err != nil {
+		return "", classify(err, ru.Host)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", loginError(base, resp.StatusCode, body)
+	}
+	if len(body) > maxTokenBody {
+		return "", fmt.Errorf("login: token response from %s larger than %d bytes%.0w", ru.Host, maxTokenBody, errdefs.ErrUnavailable)
+	}
+	var tr struct {
+		Token        string `json:"token"`
+		AccessToken  string `json:"access_token"`
+		RefreshToken string `json:"refresh_token"`
+	}
+	if err := json.Unmarshal(body, &tr); err != nil {
+		return "", fmt.Errorf("login: decoding token response from %s: %w%.0w", ru.Host, err, errdefs.ErrUnavailable)
+	}
+	token := tr.AccessToken
+	if token == "" {
+		token = tr.Token
+	}
+	if token == "" {
+		return "", fmt.Errorf("login: %s returned an empty token%.0w", ru.Host, errdefs.ErrUnavailable)
+	}
+	h := http.Header{}
+	h.Set("Authorization", "Bearer "+token)
+	resp, err = s.loginGet(ctx, base, h)
+	if err != nil {
+		return "", classify(err, ep.host)
+	}
+	body, _ = io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", loginError(base, resp.StatusCode, body)
+	}
+	return tr.RefreshToken, nil
+}
+
+// loginError words a refused login like dockerd, with the registry's reason.
+func loginError(u string, status int, body []byte) error {
+	msg := fmt.Sprintf("login attempt to %s failed with status: %d %s", u, status, http.StatusText(status))
+	if reason := registryReason(body); reason != "" {
+		msg += ": " + reason
+	}
+	if status == http.StatusUnauthorized || status == http.StatusForbidden {
+		return fmt.Errorf("%s%.0w", msg, errdefs.ErrUnauthenticated)
+	}
+	if status == http.StatusTooManyRequests || status >= 500 {
+		return fmt.Errorf("%s%.0w", msg, errdefs.ErrUnavailable)
+	}
+	return errors.New(msg)
+}
+
+// registryReason extracts a human reason from an error body: the
+// distribution {"errors":[…]} form or the token servers' {"details":…}.
+func registryReason(body []byte) string {
+	var b struct {
+		Errors []struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"errors"`
+		Details string `json:"details"`
+		Message string `json:"message"`
+		Error   string `json:"error"`
+	}
+	if json.Unmarshal(body, &b) != nil {
+		return ""
+	}
+	var parts []string
+	for _, e := range b.Errors {
+		if e.Message != "" {
+			parts = append(parts, e.Message)
+		} else if e.Code != "" {
+			parts = append(parts, strings.ToLower(strings.ReplaceAll(e.Code, "_", " ")))
+		}
+	}
+	for _, s := range []string{b.Details, b.Message, b.Error} {
+		if s != "" {
+			parts = append(parts, s)
+		}
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,142 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+	"hash"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/containerd/errdefs"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+)
+
+// blobIdleTimeout ends a blob read that has received nothing for this long:
+// ResponseHeaderTimeout bounds the wait for headers, not a body that
+// stalls halfway; 30 s of silence is a dead connection, not a slow one.
+const blobIdleTimeout = 30 * time.Second
+
+// FetchBlob streams a blob; the reader fails (before EOF) when the bytes do
+// not match desc.Size and desc.Digest.
+//
+// Own verifying reader rather than oras-go's content.VerifyReader: that one
+// returns io.EOF at the size limit and verifies only when Verify is called,
+// so a consumer that stops at EOF accepts unverified bytes.
+func (r *Repository) FetchBlob(ctx context.Context, desc ocispec.Descriptor) (io.ReadCloser, error) {
+	if err := validateDescriptor(desc); err != nil {
+		return nil, err
+	}
+	var out io.ReadCloser
+	err := r.readEach(ctx, func(ep *repoEndpoint) error {
+		rc, err := ep.oras.Blobs().Fetch(ctx, desc)
+		if err != nil {
+			return err
+		}
+		idle := newIdleReader(rc, blobIdleTimeout)
+		out = &readCloser{Reader: newVerifyingReader(idle, desc, ep.host), Closer: idle}
+		return nil
+	})
+	return out, err
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// verifyingReader passes bytes through while counting and hashing them. It
+// fails as soon as more than size bytes arrive, and at the end returns an
+// error in place of io.EOF when the size or digest is wrong. desc.Size 0
+// with a non-empty body is a size mismatch, except that a zero size is
+// treated as unknown for schema1 layers (their size is not recorded).
+type verifyingReader struct {
+	r      io.Reader
+	desc   ocispec.Descriptor
+	host   string
+	h      hash.Hash
+	n      int64
+	err    error
+	strict bool
+}
+
+func newVerifyingReader(r io.Reader, desc ocispec.Descriptor, host string) io.Reader {
+	v := &verifyingReader{r: r, desc: desc, host: host, strict: desc.Size > 0 || desc.MediaType != mediaTypeDockerLayer}
+	if !desc.Digest.Algorithm().Available() {
+		v.err = fmt.Errorf("unsupported digest algorithm in %q%.0w", desc.Digest, errdefs.ErrInvalidArgument)
+		return v
+	}
+	v.h = desc.Digest.Algorithm().Hash()
+	return v
+}
+
+func (v *verifyingReader) Read(p []byte) (int, error) {
+	if v.err != nil {
+		return 0, v.err
+	}
+	n, err := v.r.Read(p)
+	v.n += int64(n)
+	v.h.Write(p[:n])
+	if v.strict && v.n > v.desc.Size {
+		v.err = fmt.Errorf("registry %s: blob %s is larger than %d bytes%.0w", v.host, v.desc.Digest, v.desc.Size, errdefs.ErrDataLoss)
+		return 0, v.err
+	}
+	if err == io.EOF {
+		if v.strict && v.n != v.desc.Size {
+			v.err = fmt.Errorf("registry %s: blob %s is %d bytes, want %d: %w%.0w", v.host, v.desc.Digest, v.n, v.desc.Size, io.ErrUnexpectedEOF, errdefs.ErrDataLoss)
+			return n, v.err
+		}
+		if got := digest.NewDigest(v.desc.Digest.Algorithm(), v.h); got != v.desc.Digest {
+			v.err = digestMismatch(v.host, "blob", v.desc.Digest, got)
+			return n, v.err
+		}
+		v.err = io.EOF
+	} else if err != nil {
+		v.err = err
+	}
+	return n, err
+}
+
+// idleReader closes the body when no byte has arrived for timeout; the
+// pending Read then fails with a clear error.
+type idleReader struct {
+	rc      io.ReadCloser
+	timeout time.Duration
+	timer   *time.Timer
+
+	mu    sync.Mutex
+	fired bool
+}
+
+func newIdleReader(rc io.ReadCloser, timeout time.Duration) *idleReader {
+	ir := &idleReader{rc: rc, timeout: timeout}
+	ir.timer = time.AfterFunc(timeout, func() {
+		ir.mu.Lock()
+		ir.fired = true
+		ir.mu.Unlock()
+		rc.Close()
+	})
+	return ir
+}
+
+func (ir *idleReader) Read(p []byte) (int, error) {
+	n, err := ir.rc.Read(p)
+	ir.mu.Lock()
+	fired := ir.fired
+	ir.mu.Unlock()
+	if fired {
+		return n, fmt.Errorf("no data received for %s%.0w", ir.timeout, errdefs.ErrUnavailable)
+	}
+	if err != nil {
+		ir.timer.Stop()
+	} else if n > 0 {
+		ir.timer.Reset(ir.timeout)
+	}
+	return n, err
+}
+
+func (ir *idleReader) Close() error {
+	ir.timer.Stop()
+	return ir.rc.Close()
+}

@@ -1,0 +1,267 @@
+package registry
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/distribution/reference"
+)
+
+// Host names of Docker Hub. Users type docker.io; credentials stored by old
+// clients say https://index.docker.io/v1/; the v2 API lives on registry-1.
+const (
+	dockerHubAPIHost   = "registry-1.docker.io"
+	dockerHubIndexHost = "index.docker.io"
+	// IndexServerAddress is what docker login stores for Docker Hub.
+	IndexServerAddress = "https://index.docker.io/v1/"
+)
+
+// DefaultCertsDirs are searched, in order, for <host[:port]>/{*.crt,client.cert,client.key}.
+var defaultCertsDirs = []string{"/etc/wharf/certs.d", "/etc/docker/certs.d"}
+
+// loopbackCIDRs are always insecure, as in dockerd (a registry on the same
+// machine is usually a test or a cache, and plain HTTP to it leaves no host).
+var loopbackCIDRs = []netip.Prefix{
+	netip.MustParsePrefix("127.0.0.0/8"),
+	netip.MustParsePrefix("::1/128"),
+}
+
+// anchoredDomain matches a whole host[:port] the way reference does.
+var anchoredDomain = regexp.MustCompile(`^` + reference.DomainRegexp.String() + `$`)
+
+// config is ServiceOptions validated and normalised.
+type config struct {
+	insecureHosts map[string]bool // host[:port], lower case
+	insecureCIDRs []netip.Prefix  // loopback first, then the configured ones
+	userCIDRs     bool            // CIDRs beyond loopback were configured (host names need a DNS look-up)
+	mirrors       []*url.URL      // docker.io mirrors, in order
+	addRegistries []string        // searched before docker.io for short names
+	blockAll      bool
+	blocked       map[string]bool
+	certsDirs     []string
+}
+
+// newConfig validates opts; every error names the bad value.
+func newConfig(opts ServiceOptions) (*config, error) {
+	c := &config{
+		insecureHosts: map[string]bool{},
+		insecureCIDRs: append([]netip.Prefix(nil), loopbackCIDRs...),
+		blocked:       map[string]bool{},
+		certsDirs:     opts.CertsDirs,
+	}
+	if len(c.certsDirs) == 0 {
+		c.certsDirs = defaultCertsDirs
+	}
+	for _, v := range opts.InsecureRegistries {
+		v = strings.TrimSpace(v)
+		if strings.Contains(v, "://") {
+			return nil, fmt.Errorf("insecure registry %q should not contain '://'", v)
+		}
+		if strings.Contains(v, "/") {
+			p, err := netip.ParsePrefix(v)
+			if err != nil {
+				return nil, fmt.Errorf("insecure registry %q is not a valid CIDR: %w", v, err)
+			}
+			p = p.Masked()
+			if !containsPrefix(c.insecureCIDRs, p) {
+				c.insecureCIDRs = append(c.insecureCIDRs, p)
+				c.userCIDRs = true
+			}
+			continue
+		}
+		h, err := validateHost(v)
+		if err != nil {
+			return nil, fmt.Errorf("insecure registry: %w", err)
+		}
+		c.insecureHosts[h] = true
+	}
+	for _, v := range opts.Mirrors {
+		u, err := validateMirror(v)
+		if err != nil {
+			return nil, err
+		}
+		c.mirrors = append(c.mirrors, u)
+	}
+	for _, v := range opts.AddRegistries {
+		h, err := validateHost(strings.TrimSpace(v))
+		if err != nil {
+			return nil, fmt.Errorf("additional registry: %w", err)
+		}
+		c.addRegistries = append(c.addRegistries, normaliseIndexName(h))
+	}
+	for _, v := range opts.BlockRegistries {
+		v = strings.TrimSpace(v)
+		if v == "all" {
+			c.blockAll = true
+			continue
+		}
+		h, err := validateHost(v)
+		if err != nil {
+			return nil, fmt.Errorf("blocked registry: %w", err)
+		}
+		c.blocked[normaliseIndexName(h)] = true
+	}
+	return c, nil
+}
+
+func containsPrefix(ps []netip.Prefix, p netip.Prefix) bool {
+	for _, q := range ps {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+// validateHost checks host[:port] and returns it lower-cased.
+func validateHost(h string) (string, error) {
+	if h == "" {
+		return "", fmt.Errorf("empty registry host")
+	}
+	if strings.Contains(h, "://") {
+		return "", fmt.Errorf("registry %q should not contain '://'", h)
+	}
+	if !anchoredDomain.MatchString(h) {
+		return "", fmt.Errorf("registry %q is not a valid host[:port]", h)
+	}
+	return strings.ToLower(h), nil
+}
+
+// validateMirror accepts http(s)://host[:port][/] only: oras-go builds every
+// URL as scheme://host/v2/..., so a mirror under a path prefix cannot work.
+func validateMirror(v string) (*url.URL, error) {
+	u, err := url.Parse(strings.TrimSpace(v))
+	if err != nil {
+		return nil, fmt.Errorf("invalid mirror %q: %w", v, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("invalid mirror %q: unsupported scheme %q (want http or https)", v, u.Scheme)
+	}
+	if u.User != nil {
+		return nil, fmt.Errorf("invalid mirror %q: username/password not allowed in URI", v)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("invalid mirror %q: query or fragment at end of the URI", v)
+	}
+	if u.Path != "" && u.Path != "/" {
+		return nil, fmt.Errorf("invalid mirror %q: a path is not supported", v)
+	}
+	if _, err := validateHost(u.Host); err != nil {
+		return nil, fmt.Errorf("invalid mirror %q: %w", v, err)
+	}
+	return &url.URL{Scheme: u.Scheme, Host: strings.ToLower(u.Host), Path: "/"}, nil
+}
+
+// normaliseIndexName maps Docker Hub's aliases to docker.io.
+func normaliseIndexName(h string) string {
+	h = strings.ToLower(h)
+	switch h {
+	case "index.docker.io", "registry-1.docker.io", "registry.hub.docker.com":
+		return DefaultIndexName
+	}
+	return h
+}
+
+// normaliseServerAddress turns a credential's ServerAddress
+// ("https://index.docker.io/v1/", "localhost:5000", "http://r:5000/v2/")
+// into the index name it belongs to.
+func normaliseServerAddress(addr string) string {
+	addr = strings.TrimSpace(addr)
+	if addr == "" {
+		return ""
+	}
+	if i := strings.Index(addr, "://"); i >= 0 {
+		addr = addr[i+3:]
+	}
+	if i := strings.IndexByte(addr, '/'); i >= 0 {
+		addr = addr[:i]
+	}
+	return normaliseIndexName(addr)
+}
+
+// isLoopbackHost reports whether host[:port] names this machine; such
+// registries are spoken to over plain HTTP directly (see endpoints.go).
+func isLoopbackHost(hostport string) bool {
+	h := hostOnly(hostport)
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(h)
+	return err == nil && a.IsLoopback()
+}
+
+func hostOnly(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return h
+	}
+	return strings.Trim(hostport, "[]")
+}
+
+// secure reports whether host[:port] must be spoken to over verified TLS.
+// Like dockerd: listed hosts and hosts whose IP is in an insecure CIDR are
+// insecure; localhost is loopback. Host names are resolved only when CIDRs
+// other than loopback were configured, so the default costs no DNS query.
+func (c *config) secure(hostport string) bool {
+	hostport = strings.ToLower(hostport)
+	if c.insecureHosts[hostport] || c.insecureHosts[hostOnly(hostport)] {
+		return false
+	}
+	if isLoopbackHost(hostport) {
+		return false
+	}
+	h := hostOnly(hostport)
+	if a, err := netip.ParseAddr(h); err == nil {
+		return !c.inInsecureCIDR(a)
+	}
+	if !c.userCIDRs || normaliseIndexName(hostport) == DefaultIndexName {
+		return true
+	}
+	ips, err := net.LookupIP(h)
+	if err != nil {
+		return true
+	}
+	for _, ip := range ips {
+		if a, ok := netip.AddrFromSlice(ip); ok && c.inInsecureCIDR(a.Unmap()) {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *config) inInsecureCIDR(a netip.Addr) bool {
+	for _, p := range c.insecureCIDRs {
+		if p.Contains(a.Unmap()) {
+			return true
+		}
+	}
+	return false
+}
+
+// isBlocked reports whether index name h is refused.
+func (c *config) isBlocked(h string) bool {
+	h = normaliseIndexName(h)
+	if c.blocked[h] {
+		return true
+	}
+	if c.blockAll {
+		for _, a := range c.addRegistries {
+			if a == h {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+func (c *config) mirrorStrings() []string {
+	out := make([]string, 0, len(c.mirrors))
+	for _, m := range c.mirrors {
+		out = append(out, m.String())
+	}
+	return out
+}

@@ -1,0 +1,120 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/containerd/errdefs"
+	"oras.land/oras-go/v2/errdef"
+	"oras.land/oras-go/v2/registry/remote/auth"
+	"oras.land/oras-go/v2/registry/remote/errcode"
+)
+
+// maxErrorBody caps an error body: a distribution error document is a few
+// hundred bytes; 64 KiB leaves room for verbose proxies and no more.
+const maxErrorBody = 64 << 10
+
+func blockedError(index string) error {
+	return fmt.Errorf("registry %s is blocked%.0w", index, errdefs.ErrPermissionDenied)
+}
+
+// responseError builds oras-go's error type from a response we read ourselves.
+func responseError(method string, resp *http.Response, body []byte) error {
+	e := &errcode.ErrorResponse{Method: method, URL: resp.Request.URL, StatusCode: resp.StatusCode}
+	var b struct {
+		Errors errcode.Errors `json:"errors"`
+	}
+	if json.Unmarshal(body, &b) == nil {
+		e.Errors = b.Errors
+	}
+	return e
+}
+
+// isClassified reports whether err already carries an errdefs class.
+func isClassified(err error) bool {
+	return errdefs.IsNotFound(err) || errdefs.IsInvalidArgument(err) || errdefs.IsUnauthorized(err) ||
+		errdefs.IsUnavailable(err) || errdefs.IsPermissionDenied(err) || errdefs.IsConflict(err) ||
+		errdefs.IsDataLoss(err) || errdefs.IsNotImplemented(err)
+}
+
+// classify attaches an errdefs class to an error from talking to host:
+// 404 and the *_UNKNOWN codes are NotFound; 401/403 Unauthenticated with the
+// registry's message; refused connections, timeouts, 429 and 5xx (after
+// retries) Unavailable naming the host.
+func classify(err error, host string) error {
+	if err == nil || isClassified(err) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	var er *errcode.ErrorResponse
+	if errors.As(err, &er) {
+		msg := er.Errors.Error()
+		if len(er.Errors) == 0 {
+			msg = strings.ToLower(http.StatusText(er.StatusCode))
+		}
+		switch {
+		case er.StatusCode == http.StatusNotFound || hasCode(er.Errors, errcode.ErrorCodeNameUnknown, errcode.ErrorCodeManifestUnknown, errcode.ErrorCodeBlobUnknown):
+			return fmt.Errorf("%s%.0w", msg, errdefs.ErrNotFound)
+		case er.StatusCode == http.StatusUnauthorized || er.StatusCode == http.StatusForbidden:
+			if len(er.Errors) == 0 {
+				msg = "authentication required"
+				if er.StatusCode == http.StatusForbidden {
+					msg = "access denied"
+				}
+			}
+			return fmt.Errorf("registry %s: %s%.0w", host, msg, errdefs.ErrUnauthenticated)
+		case er.StatusCode == http.StatusTooManyRequests || er.StatusCode >= 500:
+			return fmt.Errorf("registry %s is unavailable: %s%.0w", host, err, errdefs.ErrUnavailable)
+		case er.StatusCode == http.StatusBadRequest:
+			return fmt.Errorf("registry %s: %s%.0w", host, msg, errdefs.ErrInvalidArgument)
+		}
+		return fmt.Errorf("registry %s: %w", host, err)
+	}
+	if errors.Is(err, errdef.ErrNotFound) {
+		return fmt.Errorf("%w%.0w", err, errdefs.ErrNotFound)
+	}
+	if errors.Is(err, auth.ErrBasicCredentialNotFound) {
+		return fmt.Errorf("registry %s: authentication required%.0w", host, errdefs.ErrUnauthenticated)
+	}
+	var ne net.Error
+	if errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("registry %s is unavailable: %w%.0w", host, err, errdefs.ErrUnavailable)
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) {
+		return fmt.Errorf("registry %s is unavailable: %w%.0w", host, err, errdefs.ErrUnavailable)
+	}
+	if strings.Contains(err.Error(), "connection refused") || strings.Contains(err.Error(), "EOF") {
+		return fmt.Errorf("registry %s is unavailable: %w%.0w", host, err, errdefs.ErrUnavailable)
+	}
+	return fmt.Errorf("registry %s: %w", host, err)
+}
+
+func hasCode(errs errcode.Errors, codes ...string) bool {
+	for _, e := range errs {
+		for _, c := range codes {
+			if e.Code == c {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// invalidDocument is the error of a registry that served something that
+// contradicts itself or its descriptor.
+func invalidDocument(host, format string, args ...any) error {
+	return fmt.Errorf("registry %s: %s%.0w", host, fmt.Sprintf(format, args...), errdefs.ErrInvalidArgument)
+}
+
+// digestMismatch is content that does not hash to what was asked for.
+func digestMismatch(host, what string, want, got fmt.Stringer) error {
+	return fmt.Errorf("registry %s: %s digest mismatch: want %s, got %s%.0w", host, what, want, got, errdefs.ErrDataLoss)
+}

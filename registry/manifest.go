@@ -1,0 +1,270 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/containerd/errdefs"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/registry/remote/auth"
+)
+
+// Own manifest GET/HEAD on top of oras-go's auth.Client, because oras-go's
+// manifest store cannot meet these targets:
+//   - Resolve fails when HEAD has no Docker-Content-Digest or answers 405
+//     (no GET fallback);
+//   - FetchReference trusts Docker-Content-Digest without hashing the body,
+//     does not cap the body it returns, and issues an extra HEAD when the
+//     response is chunked (it breaks the round-trip budget);
+//   - Fetch requires Content-Type to equal the descriptor's media type and
+//     does not verify the body, so a schema1 or mislabelled manifest fails
+//     and a lying registry is believed.
+// Auth, tokens, retries and redirects still go through oras-go's client.
+
+// Size caps. containerd caps manifests at 4 MiB (its MaxManifestSize): a
+// manifest with 1000 layers is ~200 KiB, so 4 MiB is generous; configs carry
+// history and labels and are capped at 8 MiB for the same reason.
+const (
+	maxManifestSize = 4 << 20
+	maxConfigSize   = 8 << 20
+)
+
+// Media types wharf reads.
+const (
+	mediaTypeDockerManifest     = "application/vnd.docker.distribution.manifest.v2+json"
+	mediaTypeDockerManifestList = "application/vnd.docker.distribution.manifest.list.v2+json"
+	mediaTypeSchema1            = "application/vnd.docker.distribution.manifest.v1+json"
+	mediaTypeSchema1Signed      = "application/vnd.docker.distribution.manifest.v1+prettyjws"
+	mediaTypeDockerConfig       = "application/vnd.docker.container.image.v1+json"
+	mediaTypeDockerLayer        = "application/vnd.docker.image.rootfs.diff.tar.gzip"
+)
+
+// manifestAccept lists what we accept, preferred first (schema1 last: read
+// only, for old registries).
+var manifestAccept = strings.Join([]string{
+	ocispec.MediaTypeImageIndex,
+	mediaTypeDockerManifestList,
+	ocispec.MediaTypeImageManifest,
+	mediaTypeDockerManifest,
+	mediaTypeSchema1Signed,
+	mediaTypeSchema1,
+}, ", ")
+
+func isIndexType(mt string) bool {
+	return mt == ocispec.MediaTypeImageIndex || mt == mediaTypeDockerManifestList
+}
+
+func isManifestType(mt string) bool {
+	return mt == ocispec.MediaTypeImageManifest || mt == mediaTypeDockerManifest
+}
+
+func isSchema1Type(mt string) bool { return mt == mediaTypeSchema1 || mt == mediaTypeSchema1Signed }
+
+func isKnownManifestType(mt string) bool {
+	return isIndexType(mt) || isManifestType(mt) || isSchema1Type(mt)
+}
+
+func (r *Repository) manifestURL(ep *repoEndpoint, ref string) string {
+	return ep.baseURL() + "/v2/" + r.path + "/manifests/" + ref
+}
+
+func (r *Repository) newManifestRequest(ctx context.Context, ep *repoEndpoint, method, ref string) (*http.Request, error) {
+	ctx = auth.AppendRepositoryScope(ctx, ep.oras.Reference, auth.ActionPull)
+	req, err := http.NewRequestWithContext(ctx, method, r.manifestURL(ep, ref), nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", manifestAccept)
+	return req, nil
+}
+
+// headManifest resolves ref with HEAD. ok is false when the registry does
+// not answer HEAD usefully (405, or no Docker-Content-Digest): GET instead.
+func (r *Repository) headManifest(ctx context.Context, ep *repoEndpoint, ref string) (ocispec.Descriptor, bool, error) {
+	req, err := r.newManifestRequest(ctx, ep, http.MethodHead, ref)
+	if err != nil {
+		return ocispec.Descriptor{}, false, err
+	}
+	resp, err := ep.client.Do(req)
+	if err != nil {
+		return ocispec.Descriptor{}, false, err
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
+	resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusMethodNotAllowed, http.StatusNotImplemented:
+		return ocispec.Descriptor{}, false, nil
+	default:
+		return ocispec.Descriptor{}, false, responseError(http.MethodHead, resp, nil)
+	}
+	h := resp.Header.Get("Docker-Content-Digest")
+	if h == "" {
+		return ocispec.Descriptor{}, false, nil
+	}
+	d, err := digest.Parse(h)
+	if err != nil {
+		return ocispec.Descriptor{}, false, invalidDocument(ep.host, "invalid Docker-Content-Digest %q", h)
+	}
+	if want, err := digest.Parse(ref); err == nil && want != d {
+		return ocispec.Descriptor{}, false, digestMismatch(ep.host, "manifest", want, d)
+	}
+	size := resp.ContentLength
+	if size < 0 || size > maxManifestSize {
+		size = 0 // unknown: FetchManifest checks the bytes themselves
+	}
+	return ocispec.Descriptor{MediaType: contentType(resp.Header), Digest: d, Size: size}, true, nil
+}
+
+func contentType(h http.Header) string {
+	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
+	if err != nil {
+		return ""
+	}
+	return mt
+}
+
+// getManifest GETs ref, reads at most maxManifestSize, hashes the body and
+// checks it against Docker-Content-Digest and want (when not empty). The
+// verified bytes are cached by digest.
+func (r *Repository) getManifest(ctx context.Context, ep *repoEndpoint, ref string, want digest.Digest) (ocispec.Descriptor, []byte, error) {
+	req, err := r.newManifestRequest(ctx, ep, http.MethodGet, ref)
+	if err != nil {
+		return ocispec.Descriptor{}, nil, err
+	}
+	resp, err := ep.client.Do(req)
+	if err != nil {
+		return ocispec.Descriptor{}, nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		return ocispec.Descriptor{}, nil, responseError(http.MethodGet, resp, body)
+	}
+	if resp.ContentLength > maxManifestSize {
+		return ocispec.Descriptor{}, nil, invalidDocument(ep.host, "manifest %s is larger than %d bytes", ref, maxManifestSize)
+	}
+	idle := newIdleReader(resp.Body, blobIdleTimeout)
+	defer idle.Close()
+	body, err := io.ReadAll(io.LimitReader(idle, maxManifestSize+1))
+	if err != nil {
+		return ocispec.Descriptor{}, nil, fmt.Errorf("reading manifest %s: %w", ref, err)
+	}
+	if len(body) > maxManifestSize {
+		return ocispec.Descriptor{}, nil, invalidDocument(ep.host, "manifest %s is larger than %d bytes", ref, maxManifestSize)
+	}
+	served := contentType(resp.Header)
+	var header digest.Digest
+	if h := resp.Header.Get("Docker-Content-Digest"); h != "" {
+		if header, err = digest.Parse(h); err != nil {
+			return ocispec.Descriptor{}, nil, invalidDocument(ep.host, "invalid Docker-Content-Digest %q", h)
+		}
+	}
+	alg := digest.Canonical
+	switch {
+	case want != "":
+		alg = want.Algorithm()
+	case header != "":
+		alg = header.Algorithm()
+	}
+	if !alg.Available() {
+		return ocispec.Descriptor{}, nil, invalidDocument(ep.host, "unsupported digest algorithm %q", alg)
+	}
+	got := manifestDigest(alg, served, body)
+	if header != "" && header != got {
+		return ocispec.Descriptor{}, nil, fmt.Errorf("Docker-Content-Digest disagrees with the body: %w", digestMismatch(ep.host, "manifest", header, got))
+	}
+	if want != "" && want != got {
+		return ocispec.Descriptor{}, nil, digestMismatch(ep.host, "manifest", want, got)
+	}
+	mt := served
+	if !isKnownManifestType(mt) {
+		mt = sniffMediaType(body)
+	}
+	r.svc.content.put(got, mt, body)
+	r.svc.warm.add(r.warmKey())
+	return ocispec.Descriptor{MediaType: mt, Digest: got, Size: int64(len(body))}, body, nil
+}
+
+// manifestDigest is the digest a registry names a manifest by: the bytes,
+// except for signed schema1, whose digest covers the payload without the
+// JWS signatures.
+func manifestDigest(alg digest.Algorithm, served string, body []byte) digest.Digest {
+	if served == mediaTypeSchema1Signed || served == "" || !isKnownManifestType(served) {
+		if p, ok := schema1Payload(body); ok && isSchema1Doc(p) {
+			return alg.FromBytes(p)
+		}
+	}
+	return alg.FromBytes(body)
+}
+
+// FetchManifest returns the manifest bytes for desc, verified against
+// desc.Digest, capped at 4 MiB, cached by digest.
+func (r *Repository) FetchManifest(ctx context.Context, desc ocispec.Descriptor) ([]byte, error) {
+	b, _, err := r.fetchManifest(ctx, desc)
+	return b, err
+}
+
+// fetchManifest also returns the media type the manifest was served with.
+func (r *Repository) fetchManifest(ctx context.Context, desc ocispec.Descriptor) ([]byte, string, error) {
+	if err := validateDescriptor(desc); err != nil {
+		return nil, "", err
+	}
+	if desc.Size > maxManifestSize {
+		return nil, "", fmt.Errorf("manifest %s is larger than %d bytes%.0w", desc.Digest, maxManifestSize, errdefs.ErrInvalidArgument)
+	}
+	if b, mt, ok := r.svc.content.get(desc.Digest); ok {
+		return b, mt, nil
+	}
+	var body []byte
+	var mt string
+	err := r.readEach(ctx, func(ep *repoEndpoint) error {
+		d, b, err := r.getManifest(ctx, ep, desc.Digest.String(), desc.Digest)
+		if err != nil {
+			return err
+		}
+		if desc.Size > 0 && d.Size != desc.Size && !isSchema1Type(d.MediaType) {
+			return invalidDocument(ep.host, "manifest %s is %d bytes, descriptor says %d", desc.Digest, d.Size, desc.Size)
+		}
+		body, mt = b, d.MediaType
+		return nil
+	})
+	return body, mt, err
+}
+
+// FetchConfig returns a config blob, verified, capped at 8 MiB, cached by digest.
+func (r *Repository) FetchConfig(ctx context.Context, desc ocispec.Descriptor) ([]byte, error) {
+	if err := validateDescriptor(desc); err != nil {
+		return nil, err
+	}
+	if desc.Size > maxConfigSize {
+		return nil, fmt.Errorf("config %s is larger than %d bytes%.0w", desc.Digest, maxConfigSize, errdefs.ErrInvalidArgument)
+	}
+	if b, _, ok := r.svc.content.get(desc.Digest); ok {
+		return b, nil
+	}
+	var data []byte
+	err := r.readEach(ctx, func(ep *repoEndpoint) error {
+		rc, err := ep.oras.Blobs().Fetch(ctx, desc)
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		b, err := io.ReadAll(newVerifyingReader(newIdleReader(rc, blobIdleTimeout), desc, ep.host))
+		if err != nil {
+			return err
+		}
+		data = b
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.svc.content.put(desc.Digest, desc.MediaType, data)
+	return data, nil
+}

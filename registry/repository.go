@@ -1,0 +1,304 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+
+	"github.com/containerd/errdefs"
+	"github.com/distribution/reference"
+	registrytypes "github.com/moby/moby/api/types/registry"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/registry"
+	"oras.land/oras-go/v2/registry/remote"
+	"oras.land/oras-go/v2/registry/remote/auth"
+)
+
+// Tag listing bounds: a registry drives pagination with Link headers, so a
+// hostile or broken one could page forever. 100 pages of up to 4 MiB and
+// 100,000 tags are far beyond any real repository.
+const (
+	maxTagPages   = 100
+	maxTags       = 100_000
+	oauthClientID = "wharf"
+)
+
+var anchoredTag = regexp.MustCompile(`^[\w][\w.-]{0,127}$`)
+
+// Repository is a client for one repository on one registry.
+type Repository struct {
+	svc      *Service
+	info     *RepositoryInfo
+	path     string // repository path on the index, e.g. library/busybox
+	identity string
+	auth     *registrytypes.AuthConfig
+
+	// reads try endpoints in order (mirrors first for docker.io); writes go
+	// to upstream, the last one.
+	endpoints []*repoEndpoint
+	upstream  *repoEndpoint
+}
+
+// repoEndpoint is one endpoint with its oras-go repository client.
+type repoEndpoint struct {
+	*endpoint
+	client *auth.Client
+	oras   *remote.Repository
+}
+
+// Repository returns a client for one repository (mirrors first for docker.io).
+func (s *Service) Repository(ctx context.Context, name reference.Named, creds Credentials) (*Repository, error) {
+	info, err := s.RepositoryInfo(name)
+	if err != nil {
+		return nil, err
+	}
+	index := info.Index.Name
+	r := &Repository{
+		svc:      s,
+		info:     info,
+		path:     reference.Path(name),
+		identity: credentialIdentity(creds.Auth),
+		auth:     creds.Auth,
+	}
+	var eps []*endpoint
+	if index == DefaultIndexName {
+		eps = append(eps, s.mirrorEndpoints()...)
+	}
+	up, err := s.endpointFor(ctx, apiHost(index), false)
+	if err != nil {
+		return nil, err
+	}
+	eps = append(eps, up)
+	for _, ep := range eps {
+		re, err := s.newRepoEndpoint(ep, r.path, index, creds)
+		if err != nil {
+			return nil, err
+		}
+		r.endpoints = append(r.endpoints, re)
+	}
+	r.upstream = r.endpoints[len(r.endpoints)-1]
+	return r, nil
+}
+
+func (s *Service) newRepoEndpoint(ep *endpoint, path, index string, creds Credentials) (*repoEndpoint, error) {
+	header := http.Header{}
+	for k, v := range creds.MetaHeaders {
+		header[http.CanonicalHeaderKey(k)] = append([]string(nil), v...)
+	}
+	if s.opts.UserAgent != "" {
+		header.Set("User-Agent", s.opts.UserAgent)
+	}
+	ac := &auth.Client{
+		Client:   s.client,
+		Header:   header,
+		Cache:    s.tokenCacheFor(credentialIdentity(creds.Auth)),
+		ClientID: oauthClientID,
+	}
+	if !ep.mirror {
+		ac.Credential = credentialFunc(creds.Auth, index)
+	} else if creds.Auth != nil && normaliseServerAddress(creds.Auth.ServerAddress) == normaliseIndexName(ep.host) {
+		ac.Credential = credentialFunc(creds.Auth, ep.host)
+	}
+	or := &remote.Repository{
+		Client:           ac,
+		Reference:        registry.Reference{Registry: ep.host, Repository: path},
+		PlainHTTP:        ep.plainHTTP,
+		TagListMaxPages:  maxTagPages,
+		MaxMetadataBytes: maxManifestSize,
+		SkipReferrersGC:  true,
+	}
+	if err := or.Reference.ValidateRepository(); err != nil {
+		return nil, fmt.Errorf("%w%.0w", err, errdefs.ErrInvalidArgument)
+	}
+	// The referrers API is not used by wharf; declaring it absent keeps
+	// oras-go from probing it when a manifest with a subject is pushed.
+	_ = or.SetReferrersCapability(false)
+	return &repoEndpoint{endpoint: ep, client: ac, oras: or}, nil
+}
+
+// creds returns the credentials when they belong to this repository's index.
+func (r *Repository) creds() *registrytypes.AuthConfig {
+	if r.auth == nil {
+		return nil
+	}
+	if a := normaliseServerAddress(r.auth.ServerAddress); a != "" && a != r.info.Index.Name {
+		return nil
+	}
+	return r.auth
+}
+
+// Info describes the repository.
+func (r *Repository) Info() *RepositoryInfo { return r.info }
+
+func (r *Repository) warmKey() string { return r.info.Index.Name + "/" + r.path }
+
+// readEach runs fn against each endpoint in order until one succeeds. A
+// mirror's failure is logged and the next endpoint tried; the upstream's
+// error is returned.
+func (r *Repository) readEach(ctx context.Context, fn func(ep *repoEndpoint) error) error {
+	var err error
+	for _, ep := range r.endpoints {
+		err = fn(ep)
+		if err == nil {
+			return nil
+		}
+		err = classify(err, ep.host)
+		if ctx.Err() != nil {
+			return err
+		}
+		if ep.mirror {
+			r.svc.log.WithError(err).WithField("mirror", ep.host).Debug("mirror failed; trying the next endpoint")
+		}
+	}
+	return err
+}
+
+// parseRef validates a tag or digest before any URL is built.
+func parseRef(tagOrDigest string) (tag string, dgst digest.Digest, err error) {
+	if d, err := digest.Parse(tagOrDigest); err == nil {
+		return "", d, nil
+	}
+	if anchoredTag.MatchString(tagOrDigest) {
+		return tagOrDigest, "", nil
+	}
+	return "", "", fmt.Errorf("invalid tag or digest %q%.0w", tagOrDigest, errdefs.ErrInvalidArgument)
+}
+
+// Resolve turns a tag or a digest into the top-level descriptor (HEAD first,
+// GET when HEAD gives no digest). Missing repository or tag: errdefs.ErrNotFound.
+func (r *Repository) Resolve(ctx context.Context, tagOrDigest string) (ocispec.Descriptor, error) {
+	if _, _, err := parseRef(tagOrDigest); err != nil {
+		return ocispec.Descriptor{}, err
+	}
+	var desc ocispec.Descriptor
+	err := r.readEach(ctx, func(ep *repoEndpoint) error {
+		d, ok, err := r.headManifest(ctx, ep, tagOrDigest)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			d, _, err = r.getManifest(ctx, ep, tagOrDigest, "")
+			if err != nil {
+				return err
+			}
+		}
+		desc = d
+		return nil
+	})
+	return desc, err
+}
+
+// Tags lists the repository's tags (Link pagination, bounded).
+func (r *Repository) Tags(ctx context.Context) ([]string, error) {
+	var tags []string
+	err := r.readEach(ctx, func(ep *repoEndpoint) error {
+		tags = tags[:0]
+		return ep.oras.Tags(ctx, "", func(page []string) error {
+			if len(tags)+len(page) > maxTags {
+				return fmt.Errorf("repository %s has more than %d tags", r.path, maxTags)
+			}
+			tags = append(tags, page...)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return tags, nil
+}
+
+func validateDescriptor(desc ocispec.Descriptor) error {
+	if err := desc.Digest.Validate(); err != nil {
+		return fmt.Errorf("invalid digest %q: %w%.0w", desc.Digest, err, errdefs.ErrInvalidArgument)
+	}
+	if desc.Size < 0 {
+		return fmt.Errorf("invalid size %d for %s%.0w", desc.Size, desc.Digest, errdefs.ErrInvalidArgument)
+	}
+	return nil
+}
+
+// BlobExists asks the registry (HEAD) whether it has the blob.
+func (r *Repository) BlobExists(ctx context.Context, desc ocispec.Descriptor) (bool, error) {
+	if err := validateDescriptor(desc); err != nil {
+		return false, err
+	}
+	ok, err := r.upstream.oras.Blobs().Exists(ctx, desc)
+	if err != nil {
+		return false, classify(err, r.upstream.host)
+	}
+	return ok, nil
+}
+
+// errNoContent is what MountBlob's stand-in getContent reports when the
+// caller gave none and the registry would not mount.
+var errNoContent = errors.New("registry did not mount the blob and no content was given")
+
+// MountBlob asks the registry to mount desc from fromRepo (same registry,
+// path only). mounted is false when the registry would not mount; then
+// getContent is used to upload the blob instead.
+func (r *Repository) MountBlob(ctx context.Context, desc ocispec.Descriptor, fromRepo string, getContent func() (io.ReadCloser, error)) (bool, error) {
+	if err := validateDescriptor(desc); err != nil {
+		return false, err
+	}
+	from := registry.Reference{Registry: r.upstream.host, Repository: fromRepo}
+	if err := from.ValidateRepository(); err != nil {
+		return false, fmt.Errorf("mount source: %w%.0w", err, errdefs.ErrInvalidArgument)
+	}
+	mounted := true
+	err := r.upstream.oras.Blobs().(registry.Mounter).Mount(ctx, desc, fromRepo, func() (io.ReadCloser, error) {
+		mounted = false
+		if getContent == nil {
+			return nil, errNoContent
+		}
+		return getContent()
+	})
+	if err != nil {
+		return false, classify(err, r.upstream.host)
+	}
+	return mounted, nil
+}
+
+// PushBlob uploads a blob.
+func (r *Repository) PushBlob(ctx context.Context, desc ocispec.Descriptor, content io.Reader) error {
+	if err := validateDescriptor(desc); err != nil {
+		return err
+	}
+	if err := r.upstream.oras.Blobs().Push(ctx, desc, content); err != nil {
+		return classify(err, r.upstream.host)
+	}
+	return nil
+}
+
+// PushManifest uploads a manifest or index and, when tag is not empty, tags it.
+func (r *Repository) PushManifest(ctx context.Context, desc ocispec.Descriptor, content []byte, tag string) error {
+	if err := validateDescriptor(desc); err != nil {
+		return err
+	}
+	if int64(len(content)) != desc.Size || desc.Digest.Algorithm().FromBytes(content) != desc.Digest {
+		return fmt.Errorf("manifest content does not match %s (%d bytes)%.0w", desc.Digest, desc.Size, errdefs.ErrInvalidArgument)
+	}
+	if len(content) > maxManifestSize {
+		return fmt.Errorf("manifest %s is larger than %d bytes%.0w", desc.Digest, maxManifestSize, errdefs.ErrInvalidArgument)
+	}
+	ms := r.upstream.oras.Manifests()
+	var err error
+	if tag != "" {
+		if !anchoredTag.MatchString(tag) {
+			return fmt.Errorf("invalid tag %q%.0w", tag, errdefs.ErrInvalidArgument)
+		}
+		err = ms.PushReference(ctx, desc, bytes.NewReader(content), tag)
+	} else {
+		err = ms.Push(ctx, desc, bytes.NewReader(content))
+	}
+	if err != nil {
+		return classify(err, r.upstream.host)
+	}
+	r.svc.content.put(desc.Digest, desc.MediaType, content)
+	r.svc.warm.add(r.warmKey())
+	return nil
+}

@@ -1,0 +1,187 @@
+package registry
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/netip"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/containerd/errdefs"
+	"github.com/distribution/reference"
+	registrytypes "github.com/moby/moby/api/types/registry"
+	"github.com/sirupsen/logrus"
+	"golang.org/x/sync/singleflight"
+)
+
+// Service is the registry client policy: names, endpoints, auth, caches.
+// One per daemon; safe for concurrent use.
+type Service struct {
+	opts ServiceOptions
+	cfg  *config
+	log  *logrus.Entry
+
+	transports *hostTransports
+	memo       *challengeMemo
+	client     *http.Client // retry → challenge memo → per-host transport
+	content    *contentCache
+	warm       *repoSet
+
+	mu          sync.Mutex
+	tokenCaches map[string]*tokenCache // credential identity → tokens
+	plainHTTP   map[string]bool        // insecure host → probed scheme
+
+	flight singleflight.Group
+}
+
+// maxCredentialIdentities bounds the per-credential token caches; beyond
+// it the oldest are dropped wholesale (a token is cheap to fetch again).
+const maxCredentialIdentities = 256
+
+// NewService validates opts and returns a Service.
+func NewService(opts ServiceOptions) (*Service, error) {
+	return newService(opts, retryMaxWait)
+}
+
+func newService(opts ServiceOptions, maxWait time.Duration) (*Service, error) {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, fmt.Errorf("%w%.0w", err, errdefs.ErrInvalidArgument)
+	}
+	log := opts.Logger
+	if log == nil {
+		l := logrus.New()
+		l.SetOutput(io.Discard)
+		log = logrus.NewEntry(l)
+	}
+	s := &Service{
+		opts:        opts,
+		cfg:         cfg,
+		log:         log,
+		content:     newContentCache(contentCacheBytes),
+		warm:        newRepoSet(maxWarmRepos),
+		tokenCaches: map[string]*tokenCache{},
+		plainHTTP:   map[string]bool{},
+	}
+	s.transports = newHostTransports(cfg, opts.Transport)
+	s.memo = newChallengeMemo(s.transports)
+	s.client = &http.Client{
+		Transport:     newIdempotentRetry(s.memo, newRetryPolicy(maxWait)),
+		CheckRedirect: checkRedirect,
+	}
+	return s, nil
+}
+
+func (s *Service) tokenCacheFor(identity string) *tokenCache {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.tokenCaches[identity]; ok {
+		return c
+	}
+	if len(s.tokenCaches) >= maxCredentialIdentities {
+		clear(s.tokenCaches)
+	}
+	c := newTokenCache(s.memo)
+	s.tokenCaches[identity] = c
+	return c
+}
+
+// ServiceConfig is the RegistryConfig of GET /info.
+func (s *Service) ServiceConfig() *registrytypes.ServiceConfig {
+	cidrs := append([]netip.Prefix{}, s.cfg.insecureCIDRs...)
+	mirrors := s.cfg.mirrorStrings()
+	sc := &registrytypes.ServiceConfig{
+		InsecureRegistryCIDRs: cidrs,
+		IndexConfigs: map[string]*registrytypes.IndexInfo{
+			DefaultIndexName: {Name: DefaultIndexName, Mirrors: mirrors, Secure: true, Official: true},
+		},
+		Mirrors: append([]string{}, mirrors...),
+	}
+	for h := range s.cfg.insecureHosts {
+		sc.IndexConfigs[h] = &registrytypes.IndexInfo{Name: h, Mirrors: []string{}, Secure: false, Official: false}
+	}
+	return sc
+}
+
+// indexInfo describes index (already normalised).
+func (s *Service) indexInfo(index string) *registrytypes.IndexInfo {
+	if index == DefaultIndexName {
+		return &registrytypes.IndexInfo{Name: index, Mirrors: s.cfg.mirrorStrings(), Secure: true, Official: true}
+	}
+	return &registrytypes.IndexInfo{Name: index, Mirrors: []string{}, Secure: s.cfg.secure(index)}
+}
+
+// RepositoryInfo describes the repository of a fully qualified name.
+// A blocked registry is errdefs.ErrPermissionDenied.
+func (s *Service) RepositoryInfo(name reference.Named) (*RepositoryInfo, error) {
+	if name == nil {
+		return nil, fmt.Errorf("no repository name%.0w", errdefs.ErrInvalidArgument)
+	}
+	index := normaliseIndexName(reference.Domain(name))
+	if s.cfg.isBlocked(index) {
+		return nil, blockedError(index)
+	}
+	info := s.indexInfo(index)
+	return &RepositoryInfo{
+		Name:     reference.TrimNamed(name),
+		Index:    info,
+		Official: info.Official && strings.HasPrefix(reference.Path(name), "library/"),
+	}, nil
+}
+
+// Candidates parses name as typed and returns the fully qualified references
+// to try, in order: one for a name with a registry host; for a short name the
+// AddRegistries in order, then docker.io. Blocked registries are left out; if
+// none is left, errdefs.ErrPermissionDenied. A malformed name is
+// errdefs.ErrInvalidArgument.
+func (s *Service) Candidates(name string) ([]reference.Named, error) {
+	n, err := reference.ParseNormalizedNamed(name)
+	if err != nil {
+		return nil, fmt.Errorf("%w%.0w", err, errdefs.ErrInvalidArgument)
+	}
+	if hasRegistryHost(name) {
+		if index := normaliseIndexName(reference.Domain(n)); s.cfg.isBlocked(index) {
+			return nil, blockedError(index)
+		}
+		return []reference.Named{n}, nil
+	}
+	var out []reference.Named
+	var blocked []string
+	for _, r := range s.cfg.addRegistries {
+		if r == DefaultIndexName {
+			continue // docker.io comes last, once
+		}
+		if s.cfg.isBlocked(r) {
+			blocked = append(blocked, r)
+			continue
+		}
+		c, err := reference.ParseNormalizedNamed(r + "/" + name)
+		if err != nil {
+			return nil, fmt.Errorf("%w%.0w", err, errdefs.ErrInvalidArgument)
+		}
+		out = append(out, c)
+	}
+	if s.cfg.isBlocked(DefaultIndexName) {
+		blocked = append(blocked, DefaultIndexName)
+	} else {
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, blockedError(strings.Join(blocked, ", "))
+	}
+	return out, nil
+}
+
+// hasRegistryHost reports whether what the user typed names a registry: the
+// first path component looks like a host (has a '.' or ':', or is
+// localhost), as distribution/reference decides.
+func hasRegistryHost(name string) bool {
+	i := strings.IndexByte(name, '/')
+	if i < 0 {
+		return false
+	}
+	first := name[:i]
+	return strings.ContainsAny(first, ".:") || first == "localhost" || strings.ToLower(first) != first
+}

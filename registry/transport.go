@@ -1,0 +1,270 @@
+package registry
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"oras.land/oras-go/v2/registry/remote/retry"
+)
+
+// Transport tuning. 64 concurrent remote inspects against one registry must
+// reuse connections rather than open (and TIME_WAIT) a socket each, hence
+// MaxIdleConnsPerHost 64; the timeouts bound a registry that accepts the
+// connection and then says nothing.
+const (
+	dialTimeout           = 10 * time.Second
+	tlsHandshakeTimeout   = 10 * time.Second
+	responseHeaderTimeout = 30 * time.Second
+	idleConnTimeout       = 90 * time.Second
+	maxIdleConnsPerHost   = 64
+	maxIdleConns          = 256
+	maxRedirects          = 10
+
+	// retryAttempts bounds retries of idempotent requests (3 attempts in all);
+	// retryMaxWait caps an honoured Retry-After so one slow registry cannot
+	// hold a client for minutes.
+	retryAttempts = 2
+	retryMinWait  = 100 * time.Millisecond
+	retryMaxWait  = 10 * time.Second
+)
+
+func newBaseTransport() *http.Transport {
+	return &http.Transport{
+		Proxy: http.ProxyFromEnvironment,
+		DialContext: (&net.Dialer{
+			Timeout:   dialTimeout,
+			KeepAlive: 30 * time.Second,
+		}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          maxIdleConns,
+		MaxIdleConnsPerHost:   maxIdleConnsPerHost,
+		IdleConnTimeout:       idleConnTimeout,
+		TLSHandshakeTimeout:   tlsHandshakeTimeout,
+		ResponseHeaderTimeout: responseHeaderTimeout,
+		ExpectContinueTimeout: time.Second,
+		TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12},
+	}
+}
+
+// hostTransports routes each request to the transport for its host: the
+// shared base for ordinary hosts, one shared InsecureSkipVerify transport for
+// insecure hosts, and a transport per host that has a certs directory
+// (<certsdir>/<host[:port]>/{*.crt,client.cert,client.key}). Connection pools
+// are per host anyway, so this loses no reuse.
+type hostTransports struct {
+	cfg      *config
+	base     *http.Transport
+	insecure *http.Transport
+	override http.RoundTripper // ServiceOptions.Transport (tests)
+
+	mu      sync.Mutex
+	perHost map[string]*http.Transport
+}
+
+func newHostTransports(cfg *config, override http.RoundTripper) *hostTransports {
+	t := &hostTransports{cfg: cfg, base: newBaseTransport(), override: override, perHost: map[string]*http.Transport{}}
+	t.insecure = t.base.Clone()
+	t.insecure.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: true} //nolint:gosec // only for registries configured insecure
+	return t
+}
+
+func (t *hostTransports) RoundTrip(req *http.Request) (*http.Response, error) {
+	rt, err := t.forHost(req.URL.Host)
+	if err != nil {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, err
+	}
+	return rt.RoundTrip(req)
+}
+
+func (t *hostTransports) forHost(host string) (http.RoundTripper, error) {
+	if t.override != nil {
+		return t.override, nil
+	}
+	host = strings.ToLower(host)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if tr, ok := t.perHost[host]; ok {
+		return tr, nil
+	}
+	secure := t.cfg.secure(host)
+	tlsConf, found, err := loadCertsDir(t.cfg.certsDirs, host)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		if secure {
+			return t.base, nil
+		}
+		return t.insecure, nil
+	}
+	tlsConf.InsecureSkipVerify = !secure //nolint:gosec // only for registries configured insecure
+	tr := t.base.Clone()
+	tr.TLSClientConfig = tlsConf
+	t.perHost[host] = tr
+	return tr, nil
+}
+
+// loadCertsDir builds the TLS config of host from the first certs dir that has
+// a directory for it: system roots plus every *.crt, and the client.cert /
+// client.key pair (both or neither, as in dockerd).
+func loadCertsDir(dirs []string, host string) (*tls.Config, bool, error) {
+	// A colon is not allowed in Windows paths; dockerd uses the same name on Linux.
+	for _, d := range dirs {
+		dir := filepath.Join(d, host)
+		fis, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		conf := &tls.Config{MinVersion: tls.VersionTLS12}
+		var certFile, keyFile string
+		for _, fi := range fis {
+			name := fi.Name()
+			p := filepath.Join(dir, name)
+			switch {
+			case strings.HasSuffix(name, ".crt"):
+				if conf.RootCAs == nil {
+					pool, err := x509.SystemCertPool()
+					if err != nil || pool == nil {
+						pool = x509.NewCertPool()
+					}
+					conf.RootCAs = pool
+				}
+				pem, err := os.ReadFile(p)
+				if err != nil {
+					return nil, false, fmt.Errorf("reading CA certificate %s: %w", p, err)
+				}
+				if !conf.RootCAs.AppendCertsFromPEM(pem) {
+					return nil, false, fmt.Errorf("no certificate found in %s", p)
+				}
+			case name == "client.cert":
+				certFile = p
+			case name == "client.key":
+				keyFile = p
+			}
+		}
+		if (certFile == "") != (keyFile == "") {
+			return nil, false, fmt.Errorf("certs dir %s has only one of client.cert and client.key", dir)
+		}
+		if certFile != "" {
+			pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+			if err != nil {
+				return nil, false, fmt.Errorf("loading client certificate from %s: %w", dir, err)
+			}
+			conf.Certificates = []tls.Certificate{pair}
+		}
+		return conf, true, nil
+	}
+	return nil, false, nil
+}
+
+// checkRedirect is installed on every registry http.Client. net/http strips
+// Authorization only when the host name changes and follows https→http; a
+// registry may not downgrade the scheme nor receive credentials meant for
+// another host:port, so both are enforced here (oras-go's auth.Client strips
+// on origin change too; this also covers requests that bypass it).
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= maxRedirects {
+		return fmt.Errorf("stopped after %d redirects", maxRedirects)
+	}
+	prev := via[len(via)-1]
+	if strings.EqualFold(prev.URL.Scheme, "https") && !strings.EqualFold(req.URL.Scheme, "https") {
+		return fmt.Errorf("refusing redirect from %s to %s: https to http downgrade", prev.URL.Redacted(), req.URL.Redacted())
+	}
+	for _, r := range via {
+		if !sameOrigin(r.URL.Scheme, r.URL.Host, req.URL.Scheme, req.URL.Host) {
+			req.Header.Del("Authorization")
+			break
+		}
+	}
+	return nil
+}
+
+func sameOrigin(s1, h1, s2, h2 string) bool {
+	return canonicalHostPort(s1, h1) == canonicalHostPort(s2, h2)
+}
+
+func canonicalHostPort(scheme, host string) string {
+	scheme = strings.ToLower(scheme)
+	h, p, err := net.SplitHostPort(host)
+	if err != nil {
+		h = host
+		p = map[string]string{"https": "443", "http": "80"}[scheme]
+	}
+	return scheme + "://" + strings.ToLower(h) + ":" + p
+}
+
+// idempotentRetry retries GET, HEAD and replayable PUT requests through
+// oras-go's retry.Transport; POST and PATCH (upload sessions) are never
+// replayed because the registry may have acted on the first attempt.
+type idempotentRetry struct {
+	retry *retry.Transport
+	next  http.RoundTripper
+}
+
+func newIdempotentRetry(next http.RoundTripper, policy retry.Policy) *idempotentRetry {
+	return &idempotentRetry{
+		retry: &retry.Transport{Base: next, Policy: func() retry.Policy { return policy }},
+		next:  next,
+	}
+}
+
+func (t *idempotentRetry) RoundTrip(req *http.Request) (*http.Response, error) {
+	switch req.Method {
+	case http.MethodGet, http.MethodHead:
+		return t.retry.RoundTrip(req)
+	case http.MethodPut:
+		if req.Body == nil || req.Body == http.NoBody || req.GetBody != nil {
+			return t.retry.RoundTrip(req)
+		}
+	}
+	return t.next.RoundTrip(req)
+}
+
+// newRetryPolicy is oras-go's GenericPolicy with our bounds and a backoff
+// that honours Retry-After on 503 as well as 429 (oras-go's default only on
+// 429), capped at maxWait.
+func newRetryPolicy(maxWait time.Duration) retry.Policy {
+	exp := retry.ExponentialBackoff(250*time.Millisecond, 2, 0.1)
+	return &retry.GenericPolicy{
+		Retryable: retry.DefaultPredicate,
+		Backoff: func(attempt int, resp *http.Response) time.Duration {
+			if resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
+				if s, err := strconv.ParseInt(strings.TrimSpace(resp.Header.Get("Retry-After")), 10, 64); err == nil && s >= 0 {
+					return time.Duration(s) * time.Second
+				}
+			}
+			return exp(attempt, resp)
+		},
+		MinWait:  retryMinWait,
+		MaxWait:  maxWait,
+		MaxRetry: retryAttempts,
+	}
+}
+
+// errTLSMismatch reports whether err says the peer does not speak TLS,
+// which is when an insecure registry is retried over plain HTTP.
+func errTLSMismatch(err error) bool {
+	var rh tls.RecordHeaderError
+	if errors.As(err, &rh) {
+		return true
+	}
+	var opErr *net.OpError
+	if errors.As(err, &opErr) {
+		return true // connection refused on 443 and the like
+	}
+	s := err.Error()
+	return strings.Contains(s, "server gave HTTP response to HTTPS client") || strings.Contains(s, "tls:")
+}
