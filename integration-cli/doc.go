@@ -1,0 +1,8 @@
+// Package integration holds wharf's end-to-end suites (gopkg.in/check.v1): they
+// build the real wharfd and wharf binaries (or take them from $WHARF_BIN_DIR),
+// start wharfd on a temp data-root and unix socket, start real distribution
+// registries (internal/testregistry), and drive everything through plain HTTP,
+// the wharf CLI, the docker CLI and the Docker Go SDK.
+//
+// Run: go test ./integration-cli/ [-check.f 'RemoteInspectSuite'] [-check.v]
+package integration
