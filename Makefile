@@ -1,0 +1,109 @@
+# wharf — build, test and chores. `make help` lists the targets.
+#
+# Everything runs with the Go on PATH and the module proxy configured on the
+# machine; nothing here names a package registry. CI calls `make test`
+# through .ci/run.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := build
+
+GO ?= go
+# Never download a toolchain behind our back, and never let a build rewrite
+# go.mod/go.sum: CI must build exactly what is committed.
+export GOTOOLCHAIN ?= local
+export GOFLAGS ?= -mod=readonly
+
+BIN_DIR := $(CURDIR)/bin
+CACHE_BIN := $(CURDIR)/.cache/bin
+REGISTRY_BIN := $(CACHE_BIN)/registry
+# The CNCF registry the integration suites and the demo run against.
+REGISTRY_PKG := github.com/distribution/distribution/v3/cmd/registry@v3.1.2
+
+# Version stamp: cmd/wharfd and cmd/wharf declare main.version (wharfd also
+# main.gitCommit and main.buildTime; the linker ignores -X for a variable a
+# package lacks). buildTime is the commit time, not the wall clock, so that two
+# builds of one commit are identical.
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+GIT_COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null)
+BUILD_TIME ?= $(shell git log -1 --format=%cI 2>/dev/null)
+LDFLAGS := -X main.version=$(VERSION) -X main.gitCommit=$(GIT_COMMIT) -X main.buildTime=$(BUILD_TIME)
+
+# Unit packages: everything but the end-to-end suites (they need the real
+# binaries and run without -race, under their own timeout).
+UNIT_PKGS = $(shell $(GO) list ./... | grep -v /integration-cli)
+
+FUZZTIME ?= 10s
+INTEGRATION_TIMEOUT ?= 8m
+
+.PHONY: help build registry test unit integration lint man completion demo bench fuzz clean distclean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+build: ## build bin/wharfd and bin/wharf
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN_DIR)/wharfd ./cmd/wharfd
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN_DIR)/wharf ./cmd/wharf
+
+registry: $(REGISTRY_BIN) ## build the CNCF registry into .cache/bin (once)
+
+# `go install pkg@version` builds outside our module, so our GOFLAGS
+# (-mod=readonly) do not apply to it.
+$(REGISTRY_BIN):
+	GOFLAGS= GOBIN=$(CACHE_BIN) $(GO) install $(REGISTRY_PKG)
+
+# The commands are variables so that `test` runs each step once, in order,
+# while `unit`, `integration` and `lint` stay available on their own.
+VET = $(GO) vet ./...
+FMT_CHECK = out="$$(find . -name '*.go' -not -path './.git/*' -not -path './.cache/*' \
+		-not -path './bin/*' -not -path '*/testdata/*' -print0 | xargs -0 gofmt -l)"; \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+UNIT = $(GO) test -race -count=1 $(UNIT_PKGS)
+INTEGRATION = WHARF_BIN_DIR=$(BIN_DIR) WHARF_REGISTRY_BIN=$(REGISTRY_BIN) PATH="$(CACHE_BIN):$$PATH" \
+	$(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) ./integration-cli/...
+
+test: build registry ## vet, gofmt, unit tests (-race), integration suites
+	$(VET)
+	@echo "gofmt -l"; $(FMT_CHECK)
+	$(UNIT)
+	$(INTEGRATION)
+
+unit: ## unit tests with the race detector
+	$(UNIT)
+
+integration: build registry ## end-to-end suites against bin/ and the real registry
+	$(INTEGRATION)
+
+lint: ## go vet, and gofmt -l must be empty
+	$(VET)
+	@echo "gofmt -l"; $(FMT_CHECK)
+
+man: build ## roff pages into man/ (from the CLI, and from man/*.N.md)
+	$(BIN_DIR)/wharf gen-man $(CURDIR)/man
+	@shopt -s nullglob; for md in man/*.[1-9].md; do \
+		echo "md2man $$md"; \
+		$(GO) run github.com/cpuguy83/go-md2man/v2 -in "$$md" -out "$${md%.md}"; \
+	done
+
+completion: build ## bash, zsh and fish completions into contrib/completion/
+	mkdir -p contrib/completion
+	$(BIN_DIR)/wharf gen-completion $(CURDIR)/contrib/completion
+
+demo: ## the whole story against a real registry (scripts/demo.sh)
+	$(CURDIR)/scripts/demo.sh
+
+bench: ## benchmarks (the suite comes with issue 5)
+	@if grep -rqs --include='*_test.go' -E '^func Benchmark' .; then \
+		$(GO) test -run='^$$' -bench=. -benchmem $(UNIT_PKGS); \
+	else \
+		echo "bench: no benchmarks yet; the benchmark suite comes with issue 5 (see bench/README.md)"; \
+	fi
+
+fuzz: ## run every Fuzz* target for FUZZTIME (default 10s) each
+	FUZZTIME=$(FUZZTIME) $(CURDIR)/scripts/fuzz.sh
+
+clean: ## remove build outputs (keeps the cached registry binary)
+	rm -rf $(BIN_DIR)
+
+distclean: clean ## also remove .cache (the registry is rebuilt next time)
+	rm -rf $(CURDIR)/.cache
