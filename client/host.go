@@ -3,6 +3,7 @@ package client
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 )
 
 // HostEnv is the environment variable naming the daemon address.
@@ -25,7 +26,8 @@ func OSEnvironment() Environment {
 
 // ResolveHost picks the daemon address: the -H flag, then $WHARF_HOST, then
 // the default socket (root: /run/wharf/wharf.sock; otherwise
-// $XDG_RUNTIME_DIR/wharf/wharf.sock).
+// $XDG_RUNTIME_DIR/wharf/wharf.sock, or $TMPDIR/wharf-UID/wharf.sock without
+// it), the same rule as wharfd's.
 func ResolveHost(flag string, env Environment) string {
 	if flag != "" {
 		return flag
@@ -42,10 +44,10 @@ func DefaultSocket(env Environment) string {
 		return rootSocket
 	}
 	dir := env.Getenv("XDG_RUNTIME_DIR")
-	if dir == "" {
-		// Without XDG_RUNTIME_DIR (e.g. a plain su session) fall back to the
-		// root socket, as the daemon does for a shared system instance.
-		return rootSocket
+	if !filepath.IsAbs(dir) {
+		// Without XDG_RUNTIME_DIR (e.g. a plain su session) wharfd listens in
+		// a per-user directory under the temp dir: the same rule here.
+		return filepath.Join(os.TempDir(), "wharf-"+strconv.Itoa(env.Geteuid()), "wharf.sock")
 	}
 	return filepath.Join(dir, "wharf", "wharf.sock")
 }

@@ -1,6 +1,10 @@
 package client
 
-import "testing"
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
 
 func TestResolveHost(t *testing.T) {
 	env := func(vars map[string]string, uid int) Environment {
@@ -16,6 +20,7 @@ func TestResolveHost(t *testing.T) {
 		{"env next", "", env(map[string]string{"WHARF_HOST": "unix:///x"}, 0), "unix:///x"},
 		{"root default", "", env(map[string]string{"XDG_RUNTIME_DIR": "/run/user/1"}, 0), "unix:///run/wharf/wharf.sock"},
 		{"user default", "", env(map[string]string{"XDG_RUNTIME_DIR": "/run/user/1000"}, 1000), "unix:///run/user/1000/wharf/wharf.sock"},
+		{"user without runtime dir", "", env(map[string]string{}, 1000), "unix://" + filepath.Join(os.TempDir(), "wharf-1000", "wharf.sock")},
 	}
 	for _, tt := range tests {
 		if got := ResolveHost(tt.flag, tt.env); got != tt.want {
