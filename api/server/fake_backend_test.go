@@ -1,0 +1,144 @@
+package server
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/image"
+	"github.com/moby/moby/api/types/registry"
+	"github.com/moby/moby/api/types/system"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/wharfproject/wharf/api/types"
+)
+
+// fakeBackend is a Backend whose methods tests set one by one; unset ones
+// answer errdefs.ErrNotImplemented (501).
+type fakeBackend struct {
+	images         func(types.ImageListOptions) ([]image.Summary, error)
+	inspect        func(string, types.InspectOptions) (*types.ImageInspect, error)
+	history        func(string, *ocispec.Platform) ([]image.HistoryResponseItem, error)
+	tag            func(name, repo, tag string) error
+	del            func(string, bool, bool) ([]image.DeleteResponse, error)
+	importImage    func(io.Reader, types.ImportOptions, types.ProgressWriter) error
+	export         func([]string, io.Writer) error
+	load           func(io.Reader, bool, types.ProgressWriter) error
+	prune          func(types.Filters) (*image.PruneReport, error)
+	pull           func(types.PullOptions, types.ProgressWriter) error
+	push           func(types.PushOptions, types.ProgressWriter) error
+	lookupRemote   func(string, types.RemoteInspectOptions) (*types.RemoteImageInspect, error)
+	remoteManifest func(string, types.RemoteInspectOptions) ([]byte, string, error)
+	distribution   func(string, types.RemoteInspectOptions) (*registry.DistributionInspect, error)
+	login          func(*registry.AuthConfig) (string, error)
+	subscribe      func(since, until time.Time, f types.Filters) ([]types.EventMessage, <-chan types.EventMessage, func())
+}
+
+var errNI = errdefs.ErrNotImplemented
+
+func (f *fakeBackend) Images(_ context.Context, o types.ImageListOptions) ([]image.Summary, error) {
+	if f.images == nil {
+		return nil, errNI
+	}
+	return f.images(o)
+}
+func (f *fakeBackend) ImageInspect(_ context.Context, n string, o types.InspectOptions) (*types.ImageInspect, error) {
+	if f.inspect == nil {
+		return nil, errNI
+	}
+	return f.inspect(n, o)
+}
+func (f *fakeBackend) ImageHistory(_ context.Context, n string, p *ocispec.Platform) ([]image.HistoryResponseItem, error) {
+	if f.history == nil {
+		return nil, errNI
+	}
+	return f.history(n, p)
+}
+func (f *fakeBackend) TagImage(_ context.Context, n, r, t string) error {
+	if f.tag == nil {
+		return errNI
+	}
+	return f.tag(n, r, t)
+}
+func (f *fakeBackend) ImageDelete(_ context.Context, n string, force, prune bool) ([]image.DeleteResponse, error) {
+	if f.del == nil {
+		return nil, errNI
+	}
+	return f.del(n, force, prune)
+}
+func (f *fakeBackend) ImportImage(_ context.Context, r io.Reader, o types.ImportOptions, out types.ProgressWriter) error {
+	if f.importImage == nil {
+		return errNI
+	}
+	return f.importImage(r, o, out)
+}
+func (f *fakeBackend) ExportImage(_ context.Context, n []string, w io.Writer) error {
+	if f.export == nil {
+		return errNI
+	}
+	return f.export(n, w)
+}
+func (f *fakeBackend) LoadImage(_ context.Context, r io.Reader, q bool, out types.ProgressWriter) error {
+	if f.load == nil {
+		return errNI
+	}
+	return f.load(r, q, out)
+}
+func (f *fakeBackend) ImagesPrune(_ context.Context, fl types.Filters) (*image.PruneReport, error) {
+	if f.prune == nil {
+		return nil, errNI
+	}
+	return f.prune(fl)
+}
+func (f *fakeBackend) PullImage(_ context.Context, o types.PullOptions, out types.ProgressWriter) error {
+	if f.pull == nil {
+		return errNI
+	}
+	return f.pull(o, out)
+}
+func (f *fakeBackend) PushImage(_ context.Context, o types.PushOptions, out types.ProgressWriter) error {
+	if f.push == nil {
+		return errNI
+	}
+	return f.push(o, out)
+}
+func (f *fakeBackend) LookupRemote(_ context.Context, n string, o types.RemoteInspectOptions) (*types.RemoteImageInspect, error) {
+	if f.lookupRemote == nil {
+		return nil, errNI
+	}
+	return f.lookupRemote(n, o)
+}
+func (f *fakeBackend) RemoteManifest(_ context.Context, n string, o types.RemoteInspectOptions) ([]byte, string, error) {
+	if f.remoteManifest == nil {
+		return nil, "", errNI
+	}
+	return f.remoteManifest(n, o)
+}
+func (f *fakeBackend) DistributionInspect(_ context.Context, n string, o types.RemoteInspectOptions) (*registry.DistributionInspect, error) {
+	if f.distribution == nil {
+		return nil, errNI
+	}
+	return f.distribution(n, o)
+}
+func (f *fakeBackend) Login(_ context.Context, a *registry.AuthConfig) (string, error) {
+	if f.login == nil {
+		return "", errNI
+	}
+	return f.login(a)
+}
+func (f *fakeBackend) SystemInfo(context.Context) (*system.Info, error) {
+	return &system.Info{ID: "fake", OSType: "linux"}, nil
+}
+func (f *fakeBackend) SystemVersion(context.Context) system.VersionResponse {
+	return system.VersionResponse{Version: "test", APIVersion: types.DefaultAPIVersion}
+}
+func (f *fakeBackend) SystemDiskUsage(context.Context) (*types.DiskUsage, error) {
+	return &types.DiskUsage{LayersSize: 42, Images: []image.Summary{}}, nil
+}
+func (f *fakeBackend) SubscribeEvents(since, until time.Time, fl types.Filters) ([]types.EventMessage, <-chan types.EventMessage, func()) {
+	if f.subscribe == nil {
+		return nil, nil, func() {}
+	}
+	return f.subscribe(since, until, fl)
+}

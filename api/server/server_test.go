@@ -1,0 +1,165 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/image"
+	"github.com/sirupsen/logrus"
+)
+
+func do(t *testing.T, b Backend, method, path string, body io.Reader, hdr map[string]string) *httptest.ResponseRecorder {
+	t.Helper()
+	h := New(b, Options{ServerVersion: "1.0-test", Logger: logrus.NewEntry(logrus.New())})
+	req := httptest.NewRequest(method, path, body)
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+func message(t *testing.T, rec *httptest.ResponseRecorder) string {
+	t.Helper()
+	var e errorResponse
+	if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil {
+		t.Fatalf("error body %q is not JSON: %v", rec.Body.String(), err)
+	}
+	return e.Message
+}
+
+func TestVersionMiddleware(t *testing.T) {
+	tests := []struct {
+		path        string
+		status      int
+		msg         string
+		contentType string
+	}{
+		{"/version", 200, "", "application/json"},
+		{"/v1.50/version", 200, "", "application/json"},
+		{"/v1.24/version", 200, "", "application/json"},
+		{"/v1.41/version", 200, "", "application/json"},
+		{"/v1.51/version", 400, "client version 1.51 is too new. Maximum supported API version is 1.50", "application/json"},
+		{"/v1.100/version", 400, "client version 1.100 is too new. Maximum supported API version is 1.50", "application/json"},
+		{"/v1.23/version", 400, "client version 1.23 is too old. Minimum supported API version is 1.24, please upgrade your client to a newer version", "text/plain; charset=utf-8"},
+		{"/v1.11/version", 400, "client version 1.11 is too old. Minimum supported API version is 1.24, please upgrade your client to a newer version", "text/plain; charset=utf-8"},
+		{"/vabc/version", 404, "page not found", "application/json"},
+		{"/v1.41/nosuchthing", 404, "page not found", "application/json"},
+		{"/nosuchthing", 404, "page not found", "application/json"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.path, func(t *testing.T) {
+			rec := do(t, &fakeBackend{}, "GET", tc.path, nil, nil)
+			if rec.Code != tc.status {
+				t.Fatalf("status %d, want %d: %s", rec.Code, tc.status, rec.Body)
+			}
+			if got := rec.Header().Get("Content-Type"); got != tc.contentType {
+				t.Errorf("Content-Type %q, want %q", got, tc.contentType)
+			}
+			if rec.Header().Get("Api-Version") != "1.50" || rec.Header().Get("Ostype") != "linux" {
+				t.Errorf("version headers missing: %v", rec.Header())
+			}
+			if got := rec.Header().Get("Server"); got != "Wharf/1.0-test (linux)" {
+				t.Errorf("Server %q", got)
+			}
+			if tc.msg == "" {
+				return
+			}
+			got := strings.TrimSpace(rec.Body.String())
+			if strings.HasPrefix(tc.contentType, "application/json") {
+				got = message(t, rec)
+			}
+			if got != tc.msg {
+				t.Errorf("message %q, want %q", got, tc.msg)
+			}
+		})
+	}
+}
+
+func TestCompareVersions(t *testing.T) {
+	tests := []struct {
+		a, b string
+		want int
+	}{
+		{"1.9", "1.10", -1}, {"1.50", "1.50", 0}, {"1.50.0", "1.50", 0},
+		{"1.51", "1.50", 1}, {"2", "1.99", 1}, {"1.24", "1.3", 1},
+	}
+	for _, tc := range tests {
+		if got := compareVersions(tc.a, tc.b); got != tc.want {
+			t.Errorf("compareVersions(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
+
+func TestPing(t *testing.T) {
+	for _, m := range []string{"GET", "HEAD"} {
+		rec := do(t, &fakeBackend{}, m, "/_ping", nil, nil)
+		if rec.Code != 200 {
+			t.Fatalf("%s /_ping: %d", m, rec.Code)
+		}
+		for k, v := range map[string]string{
+			"Api-Version":         "1.50",
+			"Cache-Control":       "no-cache, no-store, must-revalidate",
+			"Pragma":              "no-cache",
+			"Docker-Experimental": "false",
+			"Swarm":               "inactive",
+			"Content-Type":        "text/plain; charset=utf-8",
+		} {
+			if got := rec.Header().Get(k); got != v {
+				t.Errorf("%s /_ping %s = %q, want %q", m, k, got, v)
+			}
+		}
+		want := "OK"
+		if m == "HEAD" {
+			want = ""
+		}
+		if rec.Body.String() != want {
+			t.Errorf("%s /_ping body %q", m, rec.Body)
+		}
+	}
+}
+
+func TestErrorClassToStatus(t *testing.T) {
+	tests := []struct {
+		err    error
+		status int
+	}{
+		{fmt.Errorf("No such image: x%.0w", errdefs.ErrNotFound), 404},
+		{fmt.Errorf("bad%.0w", errdefs.ErrInvalidArgument), 400},
+		{fmt.Errorf("conflict%.0w", errdefs.ErrConflict), 409},
+		{fmt.Errorf("who%.0w", errdefs.ErrUnauthenticated), 401},
+		{fmt.Errorf("blocked%.0w", errdefs.ErrPermissionDenied), 403},
+		{fmt.Errorf("down%.0w", errdefs.ErrUnavailable), 503},
+		{fmt.Errorf("later%.0w", errdefs.ErrNotImplemented), 501},
+		{fmt.Errorf("wrapped: %w", fmt.Errorf("inner%.0w", errdefs.ErrNotFound)), 404},
+		{errors.New("plain"), 500},
+	}
+	for _, tc := range tests {
+		b := &fakeBackend{del: func(string, bool, bool) ([]image.DeleteResponse, error) { return nil, tc.err }}
+		rec := do(t, b, "DELETE", "/v1.50/images/x", nil, nil)
+		if rec.Code != tc.status {
+			t.Errorf("%v: status %d, want %d", tc.err, rec.Code, tc.status)
+		}
+		if got := message(t, rec); got != tc.err.Error() {
+			t.Errorf("message %q, want %q", got, tc.err.Error())
+		}
+	}
+}
+
+func TestContainersProbe(t *testing.T) {
+	rec := do(t, &fakeBackend{}, "GET", "/v1.50/containers/json", nil, nil)
+	if rec.Code != 200 || strings.TrimSpace(rec.Body.String()) != "[]" {
+		t.Errorf("containers/json: %d %s", rec.Code, rec.Body)
+	}
+	rec = do(t, &fakeBackend{}, "GET", "/v1.50/containers/abc/json", nil, nil)
+	if rec.Code != 404 || message(t, rec) != "No such container: abc" {
+		t.Errorf("containers/abc/json: %d %s", rec.Code, rec.Body)
+	}
+}
