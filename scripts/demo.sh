@@ -1,0 +1,281 @@
+#!/usr/bin/env bash
+# The whole wharf story on one machine, nothing from the internet:
+#   a real CNCF registry on 127.0.0.1, wharfd on a temp data-root and socket,
+#   import -> images -> inspect -> push -> rmi -> inspect --remote,
+#   the same through curl on the socket and through the docker CLI.
+# Exits non-zero when any expected step did not behave as expected.
+#
+#   make demo            (builds first)
+#   KEEP=1 make demo     (keep the temp dir and its logs for a look afterwards)
+set -uo pipefail # not -e: every step runs, failures are counted and reported
+
+cd "$(dirname "$0")/.." || exit 1
+REPO=$(pwd)
+BIN="$REPO/bin"
+REGISTRY_BIN="$REPO/.cache/bin/registry"
+
+# Bounded polls: both servers answer in well under a second; 20 s covers a
+# loaded CI box (200 polls x 0.1 s).
+POLLS=200
+
+failures=0
+failed_steps=()
+
+heading() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
+# show ARGS...: echo a command the way one would type it (quoted where needed).
+show() {
+	local line='$' a q="'\\''"
+	for a in "$@"; do
+		if [[ $a =~ ^[A-Za-z0-9_./:@=,+%-]+$ ]]; then
+			line+=" $a"
+		else
+			line+=" '${a//\'/$q}'"
+		fi
+	done
+	printf '%s\n' "$line"
+}
+
+# ok DESC CMD...: run CMD (echoed), count a failure when it fails.
+ok() {
+	local desc=$1
+	shift
+	show "$@"
+	if "$@"; then
+		return 0
+	fi
+	echo "!! expected to succeed: $desc" >&2
+	failures=$((failures + 1))
+	failed_steps+=("$desc")
+	return 1
+}
+
+# fails DESC CMD...: run CMD (echoed), count a failure when it succeeds.
+fails() {
+	local desc=$1
+	shift
+	show "$@"
+	if "$@"; then
+		echo "!! expected to fail: $desc" >&2
+		failures=$((failures + 1))
+		failed_steps+=("$desc")
+		return 1
+	fi
+	echo "(failed, as expected)"
+	return 0
+}
+
+# check DESC WANT GOT: compare two strings.
+check() {
+	if [ "$2" = "$3" ]; then
+		echo "ok: $1"
+	else
+		printf '!! %s: want %q, got %q\n' "$1" "$2" "$3" >&2
+		failures=$((failures + 1))
+		failed_steps+=("$1")
+	fi
+}
+
+# free_port prints a TCP port on 127.0.0.1 that nothing answers on. Another
+# process can still take it before the registry binds it: the caller retries.
+free_port() {
+	local p
+	for _ in $(seq 50); do
+		p=$((20000 + RANDOM % 40000))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return 0
+		fi
+	done
+	return 1
+}
+
+WORK=$(mktemp -d /tmp/wharf-demo.XXXXXX) || exit 1
+SOCK="$WORK/wharf.sock" # short: unix socket paths are capped at 108 bytes
+REGISTRY_PID=""
+WHARFD_PID=""
+
+cleanup() {
+	local pid
+	for pid in "$WHARFD_PID" "$REGISTRY_PID"; do
+		[ -n "$pid" ] || continue
+		kill "$pid" 2>/dev/null
+		# wharfd and the registry stop on SIGTERM in milliseconds; give them 5 s.
+		for _ in $(seq 50); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -9 "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+	done
+	if [ "${KEEP:-}" = 1 ]; then
+		echo "kept $WORK (logs: registry.log, wharfd.log)"
+	else
+		rm -rf "$WORK"
+	fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+heading "Build wharfd, wharf and the CNCF registry"
+ok "make build registry" make --no-print-directory build registry || exit 1
+
+heading "Start the CNCF registry (distribution v3) on 127.0.0.1"
+mkdir -p "$WORK/registry"
+for attempt in 1 2 3; do
+	PORT=$(free_port) || break
+	cat >"$WORK/registry/config.yml" <<EOF
+version: 0.1
+log:
+  level: warn
+  accesslog:
+    disabled: true
+storage:
+  filesystem:
+    rootdirectory: $WORK/registry/storage
+  delete:
+    enabled: true
+http:
+  addr: 127.0.0.1:$PORT
+  secret: wharf-demo-secret
+EOF
+	# The registry would export traces to a collector that is not there.
+	OTEL_TRACES_EXPORTER=none OTEL_SDK_DISABLED=true \
+		"$REGISTRY_BIN" serve "$WORK/registry/config.yml" >"$WORK/registry.log" 2>&1 &
+	REGISTRY_PID=$!
+	up=false
+	for _ in $(seq $POLLS); do
+		if curl -fsS -o /dev/null "http://127.0.0.1:$PORT/v2/" 2>/dev/null; then
+			up=true
+			break
+		fi
+		kill -0 "$REGISTRY_PID" 2>/dev/null || break # exited: port taken, retry
+		sleep 0.1
+	done
+	$up && break
+	kill "$REGISTRY_PID" 2>/dev/null
+	wait "$REGISTRY_PID" 2>/dev/null
+	REGISTRY_PID=""
+	echo "registry did not come up on port $PORT (attempt $attempt)"
+done
+if [ -z "$REGISTRY_PID" ]; then
+	echo "!! the registry did not start; its log:" >&2
+	tail -20 "$WORK/registry.log" >&2
+	exit 1
+fi
+REG="127.0.0.1:$PORT"
+echo "registry: http://$REG  (storage $WORK/registry/storage)"
+
+heading "Start wharfd (in the background) on a temp data-root and socket"
+# daemon.json shows the file form of the options; 127.0.0.0/8 is insecure
+# (plain HTTP) by default anyway, as in dockerd.
+cat >"$WORK/daemon.json" <<EOF
+{
+  "insecure-registries": ["$REG"],
+  "max-concurrent-downloads": 3
+}
+EOF
+cat "$WORK/daemon.json"
+show wharfd --config-file "$WORK/daemon.json" --data-root "$WORK/data" -H "unix://$SOCK"
+"$BIN/wharfd" --config-file "$WORK/daemon.json" --data-root "$WORK/data" -H "unix://$SOCK" \
+	>"$WORK/wharfd.log" 2>&1 &
+WHARFD_PID=$!
+up=false
+for _ in $(seq $POLLS); do
+	if curl -fsS -o /dev/null --unix-socket "$SOCK" http://d/_ping 2>/dev/null; then
+		up=true
+		break
+	fi
+	kill -0 "$WHARFD_PID" 2>/dev/null || break
+	sleep 0.1
+done
+if ! $up; then
+	echo "!! wharfd did not start; its log:" >&2
+	tail -20 "$WORK/wharfd.log" >&2
+	exit 1
+fi
+echo "wharfd: unix://$SOCK  (data-root $WORK/data)"
+export WHARF_HOST="unix://$SOCK"
+wharf() { "$BIN/wharf" "$@"; }
+
+heading "Make a small root filesystem tarball"
+mkdir -p "$WORK/rootfs/bin" "$WORK/rootfs/etc"
+printf '#!/bin/sh\necho "hello from wharf"\n' >"$WORK/rootfs/bin/hello"
+chmod 755 "$WORK/rootfs/bin/hello"
+echo "wharf-demo" >"$WORK/rootfs/etc/hostname"
+printf 'This image was imported by scripts/demo.sh.\n' >"$WORK/rootfs/README"
+ok "create rootfs tar" tar -C "$WORK/rootfs" --owner=0 --group=0 --numeric-owner -cf "$WORK/hello.tar" .
+tar -tvf "$WORK/hello.tar"
+
+IMG="$REG/demo/hello:1.0"
+
+heading "wharf import (with CMD and LABEL changes)"
+ok "wharf import" wharf import \
+	--change 'CMD ["/bin/hello"]' \
+	--change 'LABEL org.opencontainers.image.title=hello demo=wharf' \
+	--message "imported by the wharf demo" \
+	"$WORK/hello.tar" "$IMG"
+
+heading "wharf images"
+ok "wharf images" wharf images
+
+heading "wharf inspect (local)"
+ok "wharf inspect" wharf inspect "$IMG"
+local_id=$(wharf inspect --format '{{.Id}}' "$IMG" 2>/dev/null)
+local_cmd=$(wharf inspect --format '{{json .Config.Cmd}}' "$IMG" 2>/dev/null)
+check "CMD from --change" '["/bin/hello"]' "$local_cmd"
+
+heading "wharf push"
+ok "wharf push" wharf push "$IMG"
+
+heading "wharf rmi"
+ok "wharf rmi" wharf rmi "$IMG"
+
+heading "wharf inspect (local) — gone from the local store"
+fails "local inspect after rmi" wharf inspect "$IMG"
+
+heading "wharf inspect --remote — still in the registry, no layer downloaded"
+ok "wharf inspect --remote" wharf inspect --remote "$IMG"
+
+heading "wharf inspect --remote --format"
+ok "wharf inspect --remote --format" wharf inspect --remote \
+	--format '{{.Digest}} {{.Architecture}} {{json .Config.Labels}}' "$IMG"
+remote_id=$(wharf inspect --remote --format '{{.Id}}' "$IMG" 2>/dev/null)
+check "remote Id equals the Id before push" "$local_id" "$remote_id"
+echo "(the data-root holds no image now: $(wharf images -q | wc -l) local images)"
+
+heading "The same over the socket with curl"
+url="http://d/v1.50/images/$IMG/json?remote=1"
+show curl --unix-socket "$SOCK" "$url"
+status=$(curl -sS --unix-socket "$SOCK" -o "$WORK/remote.json" -w '%{http_code}' "$url")
+head -c 2000 "$WORK/remote.json"
+echo
+check "HTTP status of GET /images/{name}/json?remote=1" 200 "$status"
+if grep -q "\"Id\":\"$remote_id\"" "$WORK/remote.json" && [ -n "$remote_id" ]; then
+	echo "ok: same Id over the raw API"
+else
+	echo "!! raw API answer lacks \"Id\":\"$remote_id\"" >&2
+	failures=$((failures + 1))
+	failed_steps+=("curl remote inspect Id")
+fi
+
+heading "The docker CLI, pointed at wharfd"
+if command -v docker >/dev/null 2>&1; then
+	export DOCKER_HOST="unix://$SOCK"
+	ok "docker version" docker version
+	ok "docker pull through wharfd" docker pull "$IMG"
+	ok "docker images" docker images
+	ok "docker image inspect" docker image inspect --format '{{.Id}} {{.Config.Cmd}}' "$IMG"
+	unset DOCKER_HOST
+else
+	echo "docker CLI not on PATH: skipped"
+fi
+
+heading "Summary"
+if [ "$failures" -eq 0 ]; then
+	echo "demo: every step behaved as expected"
+	exit 0
+fi
+echo "demo: $failures step(s) did not behave as expected:" >&2
+printf '  - %s\n' "${failed_steps[@]}" >&2
+echo "logs: $WORK/wharfd.log, $WORK/registry.log (run with KEEP=1 to keep them)" >&2
+exit 1
