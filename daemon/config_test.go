@@ -1,0 +1,177 @@
+package daemon
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+func parseFlags(t *testing.T, args ...string) (*Config, *pflag.FlagSet) {
+	t.Helper()
+	cfg := &Config{}
+	fs := pflag.NewFlagSet("wharfd", pflag.ContinueOnError)
+	InstallFlags(fs, cfg)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return cfg, fs
+}
+
+func rootEnv() Env { return Env{EUID: 0, Getenv: func(string) string { return "" }, Home: "/root"} }
+
+func userEnv(vars map[string]string) Env {
+	return Env{EUID: 1000, Getenv: func(k string) string { return vars[k] }, Home: "/home/u"}
+}
+
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "daemon.json")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestLoadConfigFile(t *testing.T) {
+	tests := []struct {
+		name    string
+		file    string
+		flags   []string
+		wantErr string // substring; "" = success
+		check   func(t *testing.T, c *Config)
+	}{
+		{name: "all keys", file: `{"data-root":"/srv/wharf","hosts":["unix:///tmp/w.sock"],"debug":true,"log-level":"warn",
+			"insecure-registries":["r:5000"],"registry-mirrors":["https://m"],"add-registry":["quay.io"],"block-registry":["all"],"max-concurrent-downloads":5}`,
+			check: func(t *testing.T, c *Config) {
+				if c.Root != "/srv/wharf" || c.Hosts[0] != "unix:///tmp/w.sock" || !c.Debug || c.LogLevel != "warn" ||
+					c.InsecureRegistries[0] != "r:5000" || c.RegistryMirrors[0] != "https://m" || c.AddRegistries[0] != "quay.io" ||
+					c.BlockRegistries[0] != "all" || c.MaxConcurrentDownloads != 5 {
+					t.Errorf("%+v", c)
+				}
+			}},
+		{name: "unknown key", file: `{"data-root":"/x","storage-driver":"overlay2","bogus":1}`,
+			wantErr: "the following directives don't match any configuration option: bogus, storage-driver"},
+		{name: "bad value type", file: `{"max-concurrent-downloads":"many"}`, wantErr: `invalid value for "max-concurrent-downloads"`},
+		{name: "bad log level", file: `{"log-level":"loud"}`, wantErr: `invalid value for "log-level"`},
+		{name: "relative data-root", file: `{"data-root":"rel"}`, wantErr: `invalid value for "data-root"`},
+		{name: "bad host", file: `{"hosts":["ftp://x"]}`, wantErr: `invalid value for "hosts"`},
+		{name: "invalid JSON", file: `{"debug":`, wantErr: "invalid JSON"},
+		{name: "flag and file", file: `{"data-root":"/a","registry-mirrors":["https://m"]}`, flags: []string{"--data-root", "/b", "--registry-mirror", "https://n"},
+			wantErr: "the following directives are specified both as a flag and in the configuration file: data-root: (from flag: /b, from file: \"/a\"), registry-mirrors: (from flag: [https://n], from file: [\"https://m\"])"},
+		{name: "flags and file on different keys", file: `{"data-root":"/a"}`, flags: []string{"-D", "-H", "unix:///tmp/x.sock"},
+			check: func(t *testing.T, c *Config) {
+				if c.Root != "/a" || !c.Debug || c.Hosts[0] != "unix:///tmp/x.sock" {
+					t.Errorf("%+v", c)
+				}
+			}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeConfig(t, tc.file)
+			cfg, fs := parseFlags(t, append([]string{"--config-file", path}, tc.flags...)...)
+			err := LoadConfig(cfg, fs, rootEnv())
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, cfg)
+		})
+	}
+}
+
+func TestLoadConfigMissingFile(t *testing.T) {
+	cfg, fs := parseFlags(t, "--config-file", "/nonexistent/daemon.json")
+	if err := LoadConfig(cfg, fs, rootEnv()); err == nil {
+		t.Error("an explicit missing config file must be an error")
+	}
+	// The default file is optional.
+	cfg, fs = parseFlags(t)
+	env := userEnv(map[string]string{"XDG_CONFIG_HOME": t.TempDir()})
+	if err := LoadConfig(cfg, fs, env); err != nil {
+		t.Errorf("missing default config file: %v", err)
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	tests := []struct {
+		name       string
+		env        Env
+		root, sock string
+	}{
+		{"root", rootEnv(), "/var/lib/wharf", "unix:///run/wharf/wharf.sock"},
+		{"user with XDG", userEnv(map[string]string{"XDG_DATA_HOME": "/d", "XDG_RUNTIME_DIR": "/run/user/1000"}),
+			"/d/wharf", "unix:///run/user/1000/wharf/wharf.sock"},
+		{"user without XDG", userEnv(nil), "/home/u/.local/share/wharf", "unix://" + filepath.Join(os.TempDir(), "wharf-1000", "wharf.sock")},
+		{"user with relative XDG", userEnv(map[string]string{"XDG_DATA_HOME": "rel"}), "/home/u/.local/share/wharf", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, fs := parseFlags(t, "--config-file", writeConfig(t, `{}`))
+			if err := LoadConfig(cfg, fs, tc.env); err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Root != tc.root || (tc.sock != "" && cfg.Hosts[0] != tc.sock) {
+				t.Errorf("root %q hosts %v", cfg.Root, cfg.Hosts)
+			}
+			if cfg.LogLevel != "info" || cfg.MaxConcurrentDownloads != 3 {
+				t.Errorf("defaults: %+v", cfg)
+			}
+		})
+	}
+}
+
+func TestParseHost(t *testing.T) {
+	tests := []struct {
+		in   string
+		want string
+		ok   bool
+	}{
+		{"unix:///run/wharf/wharf.sock", "unix:///run/wharf/wharf.sock", true},
+		{"unix://rel.sock", "", false},
+		{"tcp://127.0.0.1:2375", "tcp://127.0.0.1:2375", true},
+		{"tcp://[::1]:2375", "tcp://[::1]:2375", true},
+		{"tcp://127.0.0.1", "", false},
+		{"tcp://h:99999", "", false},
+		{"fd://", "fd://", true},
+		{"fd://wharf", "fd://wharf", true},
+		{"/run/x.sock", "", false},
+		{"http://x", "", false},
+	}
+	for _, tc := range tests {
+		h, err := ParseHost(tc.in)
+		if (err == nil) != tc.ok {
+			t.Errorf("%q: err %v", tc.in, err)
+			continue
+		}
+		if tc.ok && h.String() != tc.want {
+			t.Errorf("%q: %q, want %q", tc.in, h, tc.want)
+		}
+	}
+}
+
+func FuzzParseHost(f *testing.F) {
+	for _, s := range []string{"unix:///a", "tcp://1.2.3.4:5", "fd://", "tcp://[::1]:1", "x://"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) { _, _ = ParseHost(s) })
+}
+
+func FuzzConfigFile(f *testing.F) {
+	for _, s := range []string{`{}`, `{"debug":true}`, `{"hosts":"x"}`, `[]`, `{"a":1}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		cfg := &Config{}
+		fs := pflag.NewFlagSet("f", pflag.ContinueOnError)
+		InstallFlags(fs, cfg)
+		_ = mergeConfigFile(cfg, fs, []byte(s))
+	})
+}
