@@ -141,6 +141,8 @@ func newRootCommand(c *cli) *cobra.Command {
 			}
 		},
 	}
+	// `wharf completion SHELL` stays available but out of help and man pages.
+	root.CompletionOptions.HiddenDefaultCmd = true
 	root.SetVersionTemplate("wharf version {{.Version}}\n")
 	root.Flags().StringVarP(&c.host, "host", "H", "", "Daemon socket to connect to (unix:///path or tcp://host:port; default $"+client.HostEnv+", then the default socket)")
 	root.Flags().BoolVarP(&c.debug, "debug", "D", false, "Enable debug mode (debug logs on stderr)")

@@ -106,7 +106,7 @@ func runInspect(ctx context.Context, c *cli, o inspectOptions, names []string) e
 	}
 	if !o.raw {
 		var werr error
-		if o.format == "" {
+		if o.format == "" || o.format == "json" {
 			werr = writeJSONArray(c.out, found)
 		} else {
 			werr = writeTemplated(c.out, o.format, found)

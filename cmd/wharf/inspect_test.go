@@ -275,3 +275,12 @@ func TestInspectRemoteFailingCredentialHelperIsAnError(t *testing.T) {
 		t.Errorf("inspected anonymously after a helper failure (%d requests)", n)
 	}
 }
+
+func TestInspectFormatJSONIsTheIndentedArray(t *testing.T) {
+	d := imagesDaemon(t, map[string]string{"tiny": tinyInspect})
+	a := runCLI(t, testEnv(t), "", "-H", d.host(), "inspect", "--type=image", "tiny")
+	b := runCLI(t, testEnv(t), "", "-H", d.host(), "inspect", "--type=image", "--format", "json", "tiny")
+	if a.stdout != b.stdout || !strings.HasPrefix(b.stdout, "[\n    {") {
+		t.Errorf("--format json:\n%s\ndefault:\n%s", b.stdout, a.stdout)
+	}
+}
