@@ -58,13 +58,15 @@ VET = $(GO) vet ./...
 FMT_CHECK = out="$$(find . -name '*.go' -not -path './.git/*' -not -path './.cache/*' \
 		-not -path './bin/*' -not -path '*/testdata/*' -print0 | xargs -0 gofmt -l)"; \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+DEPCHECK = $(CURDIR)/scripts/depcheck.sh
 UNIT = $(GO) test -race -count=1 $(UNIT_PKGS)
 INTEGRATION = WHARF_BIN_DIR=$(BIN_DIR) WHARF_REGISTRY_BIN=$(REGISTRY_BIN) PATH="$(CACHE_BIN):$$PATH" \
 	$(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) ./integration-cli/...
 
-test: build registry ## vet, gofmt, unit tests (-race), integration suites
+test: build registry ## vet, gofmt, depcheck, unit tests (-race), integration suites
 	$(VET)
 	@echo "gofmt -l"; $(FMT_CHECK)
+	$(DEPCHECK)
 	$(UNIT)
 	$(INTEGRATION)
 
@@ -74,9 +76,10 @@ unit: ## unit tests with the race detector
 integration: build registry ## end-to-end suites against bin/ and the real registry
 	$(INTEGRATION)
 
-lint: ## go vet, and gofmt -l must be empty
+lint: ## go vet, gofmt -l must be empty, imports point down (depcheck)
 	$(VET)
 	@echo "gofmt -l"; $(FMT_CHECK)
+	$(DEPCHECK)
 
 man: build ## roff pages into man/ (from the CLI, and from man/*.N.md)
 	$(BIN_DIR)/wharf gen-man $(CURDIR)/man

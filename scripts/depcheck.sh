@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The dependency-boundary check: arrows between wharf's rooms point down only
+# (docs/architecture.md, "The arrows"). For every package it compares the wharf
+# packages its non-test files import with the rooms it may import; checking the
+# direct imports of every package keeps the layering transitively too.
+# Tests may also import internal/testregistry; nothing else is relaxed for them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+MOD=$(go list -m)
+
+# allowed ROOM: the wharf packages (relative to the module) it may import.
+allowed() {
+	case $1 in
+	api/types) echo "" ;;
+	api/server) echo "api/types" ;;
+	registry) echo "" ;;
+	graph) echo "registry api/types" ;;
+	daemon) echo "api/server api/types graph registry" ;;
+	client) echo "api/types" ;;
+	cmd/wharfd) echo "daemon" ;;
+	cmd/wharf) echo "client api/types" ;;
+	internal/testregistry) echo "" ;;
+	integration-cli) echo "internal/testregistry client api/types" ;;
+	*) echo "UNKNOWN" ;;
+	esac
+}
+
+violations=0
+while read -r pkg kind imports; do
+	room=${pkg#"$MOD"/}
+	[ "$pkg" = "$MOD" ] && room=.
+	ok=$(allowed "$room")
+	if [ "$ok" = UNKNOWN ]; then
+		echo "depcheck: $room is not a room in the table (add it to scripts/depcheck.sh and docs/architecture.md)" >&2
+		violations=$((violations + 1))
+		continue
+	fi
+	[ "$kind" = test ] && ok="$ok internal/testregistry $room"
+	for imp in $imports; do
+		case $imp in "$MOD"/*) ;; *) continue ;; esac
+		dep=${imp#"$MOD"/}
+		if [[ " $ok " != *" $dep "* ]]; then
+			echo "depcheck: $room ($kind) imports $dep; it may import only: ${ok:-no wharf package}" >&2
+			violations=$((violations + 1))
+		fi
+	done
+done < <(go list -f '{{.ImportPath}} code {{join .Imports " "}}
+{{.ImportPath}} test {{join .TestImports " "}} {{join .XTestImports " "}}' ./...)
+
+if [ "$violations" -ne 0 ]; then
+	echo "depcheck: $violations import(s) cross a boundary" >&2
+	exit 1
+fi
+echo "depcheck: every import points down"
