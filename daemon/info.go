@@ -31,7 +31,7 @@ func (d *Daemon) SystemInfo(ctx context.Context) (*system.Info, error) {
 		Images:             d.storeCount(),
 		Driver:             storageDriver,
 		DriverStatus:       [][2]string{{"Root Dir", d.cfg.Root}},
-		Plugins:            system.PluginsInfo{},
+		Plugins:            system.PluginsInfo{Volume: []string{}, Network: []string{}, Authorization: []string{}, Log: []string{}},
 		Debug:              d.cfg.Debug || d.cfg.LogLevel == "debug",
 		NFd:                countFDs(),
 		NGoroutines:        runtime.NumGoroutine(),

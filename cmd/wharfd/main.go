@@ -48,6 +48,12 @@ func newCommand() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
+			// After the first signal, restore the default action so that a
+			// second SIGINT/SIGTERM kills a daemon stuck in shutdown.
+			go func() {
+				<-ctx.Done()
+				stop()
+			}()
 			logger := logrus.StandardLogger()
 			logger.SetFormatter(&logrus.TextFormatter{FullTimestamp: true, TimestampFormat: "2006-01-02T15:04:05.000000000Z07:00"})
 			return daemon.Run(ctx, cfg, daemon.Options{
