@@ -1,0 +1,146 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"gopkg.in/check.v1"
+
+	"github.com/wharfproject/wharf/internal/testregistry"
+)
+
+// DockerCLISuite drives wharfd with the real docker CLI (DOCKER_HOST=unix://…).
+type DockerCLISuite struct {
+	d    *Daemon
+	regs *registries
+}
+
+var _ = check.Suite(&DockerCLISuite{})
+
+func (s *DockerCLISuite) SetUpSuite(c *check.C) {
+	dockerPath(c)
+	s.d = StartDaemon(c)
+	s.regs = startRegistries(c)
+}
+
+func (s *DockerCLISuite) TearDownSuite(c *check.C) {
+	if s.d != nil {
+		s.d.Stop(c)
+	}
+	if s.regs != nil {
+		s.regs.close()
+	}
+}
+
+func (s *DockerCLISuite) TestDockerVersionAndInfo(c *check.C) {
+	out := s.d.DockerOK(c, "version", "--format", "{{json .Server}}")
+	var v struct{ APIVersion, Os, Arch string }
+	c.Assert(json.Unmarshal([]byte(out.Stdout), &v), check.IsNil, check.Commentf("%s", out))
+	c.Assert(v.APIVersion, check.Matches, `1\.[0-9]+`)
+	c.Assert(v.Os, check.Equals, "linux")
+	info := s.d.DockerOK(c, "info", "--format", "{{.DockerRootDir}} {{.Images}} {{.IndexServerAddress}}")
+	c.Assert(strings.TrimSpace(info.Stdout), check.Matches, regexpQuote(s.d.Root)+` [0-9]+ https://index\.docker\.io/v1/`)
+}
+
+func (s *DockerCLISuite) TestDockerImportImagesInspectHistoryTagRmi(c *check.C) {
+	tarPath := filepath.Join(c.MkDir(), "rootfs.tar")
+	tarb, err := testregistry.RandomTar("file.bin", 300)
+	c.Assert(err, check.IsNil)
+	c.Assert(os.WriteFile(tarPath, tarb, 0o644), check.IsNil)
+	imp := s.d.DockerOK(c, "import", "-c", `CMD ["/bin/sh"]`, "-c", "LABEL via=docker", "-m", "imported by docker", tarPath, "dcli/imported:1.0")
+	id := strings.TrimSpace(imp.Stdout)
+	c.Assert(id, check.Matches, `sha256:[0-9a-f]{64}`)
+
+	images := s.d.DockerOK(c, "images", "--format", "{{.Repository}}:{{.Tag}} {{.ID}}", "dcli/imported")
+	c.Assert(strings.TrimSpace(images.Stdout), check.Equals, "dcli/imported:1.0 "+strings.TrimPrefix(id, "sha256:")[:12])
+	q := s.d.DockerOK(c, "images", "-q", "--no-trunc", "dcli/imported")
+	c.Assert(strings.TrimSpace(q.Stdout), check.Equals, id)
+
+	ins := s.d.DockerOK(c, "image", "inspect", "dcli/imported:1.0")
+	arr := inspectArray(c, ins.Stdout)
+	c.Assert(arr[0]["Id"], check.Equals, id)
+	c.Assert(arr[0]["Comment"], check.Equals, "imported by docker")
+	gen := s.d.DockerOK(c, "inspect", "--format", "{{.Id}} {{.Config.Labels.via}}", "dcli/imported:1.0")
+	c.Assert(strings.TrimSpace(gen.Stdout), check.Equals, id+" docker")
+
+	miss := s.d.Docker(c, "image", "inspect", "dcli/nosuch:1")
+	c.Assert(miss.ExitCode, check.Equals, 1)
+	c.Assert(miss.Stderr, check.Matches, `(?s).*No such image: dcli/nosuch:1.*`)
+	missAny := s.d.Docker(c, "inspect", "dcli/nosuch:1")
+	c.Assert(missAny.ExitCode, check.Equals, 1)
+	c.Assert(missAny.Stderr, check.Matches, `(?s).*No such object: dcli/nosuch:1.*`)
+
+	hist := s.d.DockerOK(c, "history", "--no-trunc", "--format", "{{.ID}} {{.Comment}}", "dcli/imported:1.0")
+	c.Assert(hist.Stdout, check.Matches, `(?s)`+id+` imported by docker.*`)
+
+	s.d.DockerOK(c, "tag", "dcli/imported:1.0", "dcli/tagged:2.0")
+	c.Assert(strings.TrimSpace(s.d.DockerOK(c, "images", "-q", "--no-trunc", "dcli/tagged").Stdout), check.Equals, id)
+
+	rmi := s.d.DockerOK(c, "rmi", "dcli/tagged:2.0")
+	c.Assert(rmi.Stdout, check.Matches, `(?s)Untagged: dcli/tagged:2\.0\s*`)
+	rmi = s.d.DockerOK(c, "rmi", "dcli/imported:1.0")
+	c.Assert(rmi.Stdout, check.Matches, `(?s)Untagged: dcli/imported:1\.0\nDeleted: `+id+`\n`)
+	gone := s.d.Docker(c, "rmi", "dcli/imported:1.0")
+	c.Assert(gone.ExitCode, check.Equals, 1)
+	c.Assert(gone.Stderr, check.Matches, `(?s).*No such image: dcli/imported:1\.0.*`)
+}
+
+func (s *DockerCLISuite) TestDockerSaveLoad(c *check.C) {
+	id := s.d.Import(c, "dcli/saved:1")
+	path := filepath.Join(c.MkDir(), "saved.tar")
+	s.d.DockerOK(c, "save", "-o", path, "dcli/saved:1")
+	fresh := StartDaemon(c)
+	defer fresh.Stop(c)
+	load := fresh.DockerOK(c, "load", "-i", path)
+	c.Assert(load.Stdout, check.Matches, `(?s).*Loaded image: dcli/saved:1.*`)
+	c.Assert(strings.TrimSpace(fresh.DockerOK(c, "images", "-q", "--no-trunc", "dcli/saved").Stdout), check.Equals, id)
+
+	garbage := filepath.Join(c.MkDir(), "garbage.tar")
+	c.Assert(os.WriteFile(garbage, []byte("not a tar"), 0o644), check.IsNil)
+	bad := fresh.Docker(c, "load", "-i", garbage)
+	c.Assert(bad.ExitCode, check.Not(check.Equals), 0, check.Commentf("%s", bad))
+}
+
+func (s *DockerCLISuite) TestDockerEventsWithSinceUntil(c *check.C) {
+	since := time.Now().Add(-time.Second).Unix()
+	id := s.d.Import(c, "dcli/events:1")
+	s.d.DockerOK(c, "tag", "dcli/events:1", "dcli/events:2")
+	until := time.Now().Add(time.Second).Unix()
+	ev := s.d.DockerOK(c, "events", "--since", fmt.Sprint(since), "--until", fmt.Sprint(until), "--filter", "type=image", "--format", "{{.Type}} {{.Action}} {{.Actor.ID}}")
+	c.Assert(ev.Stdout, check.Matches, `(?s).*image import `+id+`.*`)
+	c.Assert(ev.Stdout, check.Matches, `(?s).*image tag `+id+`.*`)
+}
+
+func (s *DockerCLISuite) TestDockerLoginPullPushLogout(c *check.C) {
+	for _, reg := range []*testregistry.Registry{s.regs.basic, s.regs.token} {
+		bad := s.d.DockerIn(c, []byte("wrong-password\n"), "login", reg.Host, "-u", reg.Username, "--password-stdin")
+		c.Check(bad.ExitCode, check.Not(check.Equals), 0, check.Commentf("%s", bad))
+		login := s.d.DockerIn(c, []byte(reg.Password+"\n"), "login", reg.Host, "-u", reg.Username, "--password-stdin")
+		c.Assert(login.ExitCode, check.Equals, 0, check.Commentf("%s", login))
+		c.Assert(login.Stdout, check.Matches, `(?s).*Login Succeeded.*`)
+
+		name := reg.Host + "/dcli/pushed:1.0"
+		id := s.d.Import(c, name)
+		push := s.d.DockerOK(c, "push", name)
+		c.Assert(push.Stdout, check.Matches, `(?s).*1\.0: digest: sha256:[0-9a-f]{64} size: [0-9]+.*`)
+		s.d.DockerOK(c, "rmi", name)
+		pull := s.d.DockerOK(c, "pull", name)
+		c.Assert(pull.Stdout, check.Matches, `(?s).*Digest: sha256:[0-9a-f]{64}.*`)
+		c.Assert(strings.TrimSpace(s.d.DockerOK(c, "images", "-q", "--no-trunc", reg.Host+"/dcli/pushed").Stdout), check.Equals, id)
+
+		s.d.DockerOK(c, "logout", reg.Host)
+		s.d.DockerOK(c, "rmi", name)
+		denied := s.d.Docker(c, "pull", name)
+		c.Assert(denied.ExitCode, check.Not(check.Equals), 0, check.Commentf("pull after logout: %s", denied))
+	}
+	// Anonymous registry, multi-platform, --platform.
+	ix := pushIndex(c, s.regs.anon, "dcli/multi", "1.0", testregistry.IndexOptions{})
+	name := s.regs.anon.Host + "/dcli/multi:1.0"
+	s.d.DockerOK(c, "pull", "--platform", "linux/arm64", name)
+	out := s.d.DockerOK(c, "image", "inspect", "--format", "{{.Id}} {{.Architecture}}", name)
+	c.Assert(strings.TrimSpace(out.Stdout), check.Equals, ix.Images[1].ID()+" arm64")
+}

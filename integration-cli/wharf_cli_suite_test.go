@@ -1,0 +1,146 @@
+package integration
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"gopkg.in/check.v1"
+
+	"github.com/wharfproject/wharf/internal/testregistry"
+)
+
+// WharfCLISuite drives wharfd with wharf's own CLI, docker's flags and output.
+type WharfCLISuite struct {
+	d *Daemon
+}
+
+var _ = check.Suite(&WharfCLISuite{})
+
+func (s *WharfCLISuite) SetUpSuite(c *check.C)    { s.d = StartDaemon(c) }
+func (s *WharfCLISuite) TearDownSuite(c *check.C) { s.d.Stop(c) }
+
+func (s *WharfCLISuite) importFile(c *check.C, ref string, args ...string) string {
+	tarb, err := testregistry.RandomTar("f.bin", 150)
+	c.Assert(err, check.IsNil)
+	path := filepath.Join(c.MkDir(), "rootfs.tar")
+	c.Assert(os.WriteFile(path, tarb, 0o644), check.IsNil)
+	out := s.d.WharfOK(c, append(append([]string{"import"}, args...), path, ref)...)
+	id := strings.TrimSpace(out.Stdout)
+	c.Assert(id, check.Matches, `sha256:[0-9a-f]{64}`, check.Commentf("%s", out))
+	return id
+}
+
+func (s *WharfCLISuite) TestWharfImportAndImagesFlags(c *check.C) {
+	id := s.importFile(c, "wcli/img:1", "-c", "LABEL team=wharf", "-m", "from the wharf CLI")
+	dangling := s.importFile(c, "")
+	short := strings.TrimPrefix(id, "sha256:")[:12]
+
+	table := s.d.WharfOK(c, "images", "wcli/img")
+	lines := strings.Split(strings.TrimSpace(table.Stdout), "\n")
+	c.Assert(lines, check.HasLen, 2, check.Commentf("%s", table.Stdout))
+	c.Assert(lines[0], check.Matches, `REPOSITORY\s+TAG\s+IMAGE ID\s+CREATED\s+SIZE`)
+	c.Assert(lines[1], check.Matches, `wcli/img\s+1\s+`+short+`\s+.*`)
+
+	q := s.d.WharfOK(c, "images", "-q", "wcli/img")
+	c.Assert(strings.TrimSpace(q.Stdout), check.Equals, short)
+	qa := s.d.WharfOK(c, "images", "-a", "-q", "--no-trunc")
+	c.Assert(qa.Stdout, check.Matches, `(?s).*`+dangling+`.*`)
+	c.Assert(qa.Stdout, check.Matches, `(?s).*`+id+`.*`)
+
+	dg := s.d.WharfOK(c, "images", "--digests", "wcli/img")
+	c.Assert(dg.Stdout, check.Matches, `(?s)REPOSITORY\s+TAG\s+DIGEST\s+IMAGE ID.*wcli/img\s+1\s+<none>\s+`+short+`.*`)
+
+	f := s.d.WharfOK(c, "images", "--filter", "label=team=wharf", "--format", "{{.Repository}}:{{.Tag}}")
+	c.Assert(strings.TrimSpace(f.Stdout), check.Equals, "wcli/img:1")
+	f = s.d.WharfOK(c, "images", "--filter", "dangling=true", "-q", "--no-trunc")
+	c.Assert(f.Stdout, check.Matches, `(?s).*`+dangling+`.*`)
+	c.Assert(strings.Contains(f.Stdout, id), check.Equals, false)
+	j := s.d.WharfOK(c, "images", "--format", "json", "wcli/img")
+	c.Assert(strings.TrimSpace(j.Stdout), check.Matches, `\{.*"Repository":"wcli/img".*\}`)
+
+	bad := s.d.Wharf(c, "images", "--filter", "bogus=1")
+	c.Assert(bad.ExitCode, check.Not(check.Equals), 0)
+	c.Assert(bad.Stderr, check.Matches, `(?s).*Invalid filter 'bogus'.*`)
+}
+
+func (s *WharfCLISuite) TestWharfInspectFormatsTypesAndMissingNames(c *check.C) {
+	id := s.importFile(c, "wcli/inspect:1", "-c", "LABEL a=b")
+	out := s.d.WharfOK(c, "inspect", "wcli/inspect:1")
+	c.Assert(out.Stdout, check.Matches, `(?s)\[\n    \{\n        "Id": "`+id+`",.*`) // docker's 4-space indent
+	arr := inspectArray(c, out.Stdout)
+	c.Assert(arr[0]["Id"], check.Equals, id)
+
+	f := s.d.WharfOK(c, "inspect", "--format", "{{.Id}}", "wcli/inspect:1")
+	c.Assert(f.Stdout, check.Equals, id+"\n")
+	f = s.d.WharfOK(c, "inspect", "--format", "{{json .Config.Labels}}", "wcli/inspect:1")
+	c.Assert(f.Stdout, check.Equals, `{"a":"b"}`+"\n")
+	f = s.d.WharfOK(c, "inspect", "--type", "image", "-f", "{{.Os}}", "wcli/inspect:1")
+	c.Assert(f.Stdout, check.Equals, "linux\n")
+	bad := s.d.Wharf(c, "inspect", "--type", "volume", "wcli/inspect:1")
+	c.Assert(bad.ExitCode, check.Not(check.Equals), 0)
+
+	multi := s.d.Wharf(c, "inspect", "--format", "{{.Id}}", "wcli/inspect:1", "wcli/missing-x:1", "wcli/missing-y")
+	c.Assert(multi.ExitCode, check.Equals, 1, check.Commentf("%s", multi))
+	c.Assert(multi.Stdout, check.Equals, id+"\n", check.Commentf("found names are still printed"))
+	c.Assert(multi.Stderr, check.Matches, `(?s).*Error: No such image or container: wcli/missing-x:1.*`)
+	c.Assert(multi.Stderr, check.Matches, `(?s).*Error: No such image or container: wcli/missing-y.*`)
+	multi = s.d.Wharf(c, "inspect", "wcli/missing-x:1")
+	c.Assert(multi.ExitCode, check.Equals, 1)
+	c.Assert(strings.TrimSpace(multi.Stdout), check.Equals, "[]")
+}
+
+func (s *WharfCLISuite) TestWharfHistoryTagRmi(c *check.C) {
+	id := s.importFile(c, "wcli/hist:1", "-m", "history message")
+	h := s.d.WharfOK(c, "history", "--no-trunc", "--format", "{{.ID}}|{{.Comment}}", "wcli/hist:1")
+	c.Assert(h.Stdout, check.Matches, `(?s)`+id+`\|history message\n.*`)
+	hq := s.d.WharfOK(c, "history", "-q", "wcli/hist:1")
+	c.Assert(strings.TrimSpace(hq.Stdout), check.Matches, `(?s)`+strings.TrimPrefix(id, "sha256:")[:12]+`.*`)
+
+	s.d.WharfOK(c, "tag", "wcli/hist:1", "wcli/hist2:x")
+	c.Assert(strings.TrimSpace(s.d.WharfOK(c, "images", "-q", "--no-trunc", "wcli/hist2").Stdout), check.Equals, id)
+	miss := s.d.Wharf(c, "tag", "wcli/none:1", "wcli/none2:1")
+	c.Assert(miss.ExitCode, check.Not(check.Equals), 0)
+	c.Assert(miss.Stderr, check.Matches, `(?s).*No such image: wcli/none:1.*`)
+
+	short := strings.TrimPrefix(id, "sha256:")[:12]
+	conflict := s.d.Wharf(c, "rmi", short)
+	c.Assert(conflict.ExitCode, check.Equals, 1)
+	c.Assert(conflict.Stderr, check.Matches, `(?s).*must be forced.*`)
+	rm := s.d.WharfOK(c, "rmi", "-f", short)
+	c.Assert(rm.Stdout, check.Matches, `(?s).*Untagged: wcli/hist:1.*Untagged: wcli/hist2:x.*Deleted: `+id+`.*`)
+}
+
+func (s *WharfCLISuite) TestWharfSaveLoad(c *check.C) {
+	id := s.importFile(c, "wcli/saved:1")
+	path := filepath.Join(c.MkDir(), "out.tar")
+	s.d.WharfOK(c, "save", "-o", path, "wcli/saved:1")
+	fi, err := os.Stat(path)
+	c.Assert(err, check.IsNil)
+	c.Assert(fi.Size() > 0, check.Equals, true)
+
+	fresh := StartDaemon(c)
+	defer fresh.Stop(c)
+	l := fresh.WharfOK(c, "load", "-i", path)
+	c.Assert(l.Stdout, check.Matches, `(?s).*Loaded image: wcli/saved:1.*`)
+	c.Assert(strings.TrimSpace(fresh.WharfOK(c, "images", "-q", "--no-trunc", "wcli/saved").Stdout), check.Equals, id)
+	lq := fresh.WharfOK(c, "load", "-q", "-i", path)
+	c.Assert(lq.Stdout, check.Matches, `(?s).*Loaded image: wcli/saved:1.*`)
+
+	missing := s.d.Wharf(c, "save", "-o", filepath.Join(c.MkDir(), "x.tar"), "wcli/nosuch:1")
+	c.Assert(missing.ExitCode, check.Not(check.Equals), 0)
+	c.Assert(missing.Stderr, check.Matches, `(?s).*No such image: wcli/nosuch:1.*`)
+}
+
+func (s *WharfCLISuite) TestWharfEventsWithSinceUntil(c *check.C) {
+	since := time.Now().Add(-time.Second).Unix()
+	id := s.importFile(c, "wcli/events:1")
+	s.d.WharfOK(c, "tag", "wcli/events:1", "wcli/events:2")
+	until := time.Now().Add(time.Second).Unix()
+	ev := s.d.WharfOK(c, "events", "--since", fmt.Sprint(since), "--until", fmt.Sprint(until), "--filter", "event=tag", "--format", "{{.Action}} {{.Actor.ID}} {{.Actor.Attributes.name}}")
+	c.Assert(strings.TrimSpace(ev.Stdout), check.Equals, "tag "+id+" wcli/events:2")
+	plain := s.d.WharfOK(c, "events", "--since", fmt.Sprint(since), "--until", fmt.Sprint(until))
+	c.Assert(plain.Stdout, check.Matches, `(?s).*image import `+id+`.*`)
+}
