@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/distribution/reference"
@@ -122,8 +123,13 @@ func runInspect(ctx context.Context, c *cli, o inspectOptions, names []string) e
 }
 
 // inspectFailure is the stderr line for a name that could not be inspected.
+// A plain "No such image/container" 404 becomes docker's short line naming
+// what was typed; any other 404 (no such platform in an index, a v1-only
+// registry) keeps the daemon's message, which says why.
 func inspectFailure(err error, name string, o inspectOptions) string {
-	if !client.IsNotFound(err) {
+	var de *client.Error
+	if !errors.As(err, &de) || de.StatusCode != http.StatusNotFound ||
+		!strings.HasPrefix(strings.ToLower(de.Message), "no such ") {
 		return err.Error()
 	}
 	switch {

@@ -284,3 +284,13 @@ func TestInspectFormatJSONIsTheIndentedArray(t *testing.T) {
 		t.Errorf("--format json:\n%s\ndefault:\n%s", b.stdout, a.stdout)
 	}
 }
+
+func TestInspectRemoteOther404KeepsDaemonMessage(t *testing.T) {
+	d := newFakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 404, `{"message":"no matching manifest for linux/s390x in the index; available: linux/amd64, linux/arm64"}`)
+	})
+	res := runCLI(t, testEnv(t), "", "-H", d.host(), "inspect", "-r", "--platform", "linux/s390x", "localhost:5000/x:1")
+	if res.code != 1 || res.stderr != "Error response from daemon: no matching manifest for linux/s390x in the index; available: linux/amd64, linux/arm64\n" {
+		t.Errorf("exit %d stderr %q", res.code, res.stderr)
+	}
+}
