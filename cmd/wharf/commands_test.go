@@ -192,3 +192,18 @@ func TestGenManAndCompletion(t *testing.T) {
 		}
 	}
 }
+
+func TestImportWithEmptyRefIsUntagged(t *testing.T) {
+	d := echoDaemon(t)
+	path := filepath.Join(t.TempDir(), "rootfs.tar")
+	if err := os.WriteFile(path, []byte("ROOTFS"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := runCLI(t, testEnv(t), "", "-H", d.host(), "import", path, "")
+	if res.code != 0 {
+		t.Fatalf("exit %d %s", res.code, res.stderr)
+	}
+	if q := d.requests()[0].URL.Query(); q.Has("repo") || q.Get("fromSrc") != "-" {
+		t.Errorf("query %v", q)
+	}
+}

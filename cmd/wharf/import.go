@@ -28,7 +28,8 @@ func newImportCommand(c *cli) *cobra.Command {
 				return fmt.Errorf("importing from a URL is not supported: download %s and import the file", src)
 			}
 			opts := client.ImportOptions{Changes: changes, Message: message}
-			if len(args) == 2 {
+			// An empty REPOSITORY argument ("") is no tag, as with docker.
+			if len(args) == 2 && args[1] != "" {
 				if _, err := reference.ParseNormalizedNamed(args[1]); err != nil {
 					return fmt.Errorf("invalid reference format: %s", args[1])
 				}
