@@ -319,11 +319,13 @@ func (s *RemoteInspectSuite) TestInspectRemoteRoundTripBudgetOnTokenRegistry(c *
 	reg.ResetCounters()
 	m := s.remoteOK(c, d, reg.Host+"/budget/single:1.0", a, "")
 	c.Assert(m["Id"], check.Equals, single.ID())
+	c.Logf("cold single: %v", reg.RequestLog())
 	c.Assert(reg.Requests() <= 4, check.Equals, true, check.Commentf("cold single-platform inspect made %d requests: %v", reg.Requests(), reg.RequestLog()))
 
 	reg.ResetCounters()
 	m = s.remoteOK(c, d, reg.Host+"/budget/multi:1.0", a, "")
 	c.Assert(m["Digest"], check.Equals, multi.Digest())
+	c.Logf("cold multi: %v", reg.RequestLog())
 	c.Assert(reg.Requests() <= 5, check.Equals, true, check.Commentf("cold multi-platform inspect made %d requests: %v", reg.Requests(), reg.RequestLog()))
 
 	reg.ResetCounters()

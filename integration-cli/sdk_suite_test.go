@@ -92,7 +92,7 @@ func (s *SDKSuite) TestSDKImportListInspectHistoryTagRemove(c *check.C) {
 	id := st.Status
 	c.Assert(id, check.Matches, `sha256:[0-9a-f]{64}`)
 
-	list, err := s.cli.ImageList(ctx, client.ImageListOptions{Filters: client.Filters{}.Add("reference", s.repo("*"))})
+	list, err := s.cli.ImageList(ctx, client.ImageListOptions{Filters: client.Filters{}.Add("reference", s.repo("imported"))})
 	c.Assert(err, check.IsNil)
 	c.Assert(list.Items, check.HasLen, 1)
 	c.Assert(list.Items[0].ID, check.Equals, id)
