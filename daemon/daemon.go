@@ -158,6 +158,8 @@ func (d *Daemon) serve(ctx context.Context, log *logrus.Entry) error {
 		// Headers must arrive within 30 s (slow-loris); bodies and
 		// streams (pull, load, events) have no deadline.
 		ReadHeaderTimeout: 30 * time.Second,
+		// Idle keep-alive connections are dropped after 2 minutes.
+		IdleTimeout: 2 * time.Minute,
 	}
 	srv.RegisterOnShutdown(d.events.Close)
 

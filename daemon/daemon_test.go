@@ -162,3 +162,12 @@ func TestStaleSocketIsReplacedLiveOneRefused(t *testing.T) {
 	}
 	closeListener(ls[0])
 }
+
+func TestFDWithoutSystemdIsAClearError(t *testing.T) {
+	t.Setenv("LISTEN_PID", "")
+	t.Setenv("LISTEN_FDS", "")
+	_, err := listen([]string{"fd://"}, false, logrus.NewEntry(logrus.New()))
+	if err == nil || !strings.Contains(err.Error(), "no sockets passed by systemd") {
+		t.Fatalf("err %v", err)
+	}
+}

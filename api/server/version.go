@@ -58,7 +58,10 @@ func tooNewError(v, maxV string) error {
 	return fmt.Errorf("client version %s is too new. Maximum supported API version is %s%.0w", v, maxV, errdefs.ErrInvalidArgument)
 }
 
-// versionHeaders sets the headers dockerd sends on every response.
+// versionHeaders sets the headers dockerd sends on every response. dockerd
+// says "Server: Docker/<ver> (linux)"; no client reads that header (the
+// docker CLI and the Go SDK negotiate on Api-Version, Ostype and
+// Docker-Experimental only), so wharfd names itself honestly.
 func (s *Server) versionHeaders(w http.ResponseWriter) {
 	h := w.Header()
 	h.Set("Server", "Wharf/"+s.opts.ServerVersion+" (linux)")
