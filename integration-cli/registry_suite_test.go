@@ -260,10 +260,18 @@ func (s *RegistrySuite) TestCredentialsNeverAppearInDaemonLog(c *check.C) {
 		hdr := auth(reg)
 		name := reg.Host + "/logcheck/app"
 		d.Import(c, name+":1")
-		_, lines := d.Push(c, name, "1", hdr)
+		// Every operation must really reach the registry with the
+		// credentials, or the log check below proves nothing.
+		reg.ResetCounters()
+		r, lines := d.Push(c, name, "1", hdr)
+		c.Check(r.Status, check.Equals, http.StatusOK, check.Commentf("push: %s", r))
 		c.Check(lines.Err(), check.Equals, "")
-		d.Pull(c, name, "1", hdr)
-		d.Get(c, "/v1.50/images/"+name+":1/json?remote=1", "X-Registry-Auth", hdr)
+		r, lines = d.Pull(c, name, "1", hdr)
+		c.Check(r.Status, check.Equals, http.StatusOK, check.Commentf("pull: %s", r))
+		c.Check(lines.Err(), check.Equals, "")
+		ri := d.Get(c, "/v1.50/images/"+name+":1/json?remote=1", "X-Registry-Auth", hdr)
+		c.Check(ri.Status, check.Equals, http.StatusOK, check.Commentf("remote inspect: %s", ri))
+		c.Check(reg.Counter.Total() > 0, check.Equals, true)
 		d.Get(c, "/v1.50/distribution/"+name+":1/json", "X-Registry-Auth", hdr)
 		body := fmt.Sprintf(`{"username":%q,"password":%q,"serveraddress":%q}`, reg.Username, reg.Password, reg.Host)
 		d.Req(c, http.MethodPost, "/v1.50/auth", strings.NewReader(body), "Content-Type", "application/json")
