@@ -106,8 +106,8 @@ func ParseHost(host string) (proto, addr string, err error) {
 	return "", "", fmt.Errorf("invalid daemon host %q: want unix://PATH or tcp://HOST:PORT", host)
 }
 
-// Version returns the API version the client uses.
-func (c *Client) Version() string { return c.version }
+// APIVersion returns the API version the client uses (the path prefix).
+func (c *Client) APIVersion() string { return c.version }
 
 // Close releases idle connections.
 func (c *Client) Close() error {

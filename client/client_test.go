@@ -102,7 +102,7 @@ func TestVersionedPaths(t *testing.T) {
 		method    string
 	}{
 		{"ping unversioned", func(c *Client) error { _, err := c.Ping(ctx); return err }, "/_ping", "", "GET"},
-		{"version", func(c *Client) error { _, err := c.ServerVersion(ctx); return err }, "/v1.50/version", "", "GET"},
+		{"version", func(c *Client) error { _, err := c.Version(ctx); return err }, "/v1.50/version", "", "GET"},
 		{"inspect with slash and port", func(c *Client) error {
 			_, _, err := c.ImageInspect(ctx, "127.0.0.1:5000/tiny:1.0", InspectOptions{})
 			return err

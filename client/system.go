@@ -29,8 +29,8 @@ func (c *Client) Ping(ctx context.Context) (PingResult, error) {
 	}, nil
 }
 
-// ServerVersion calls GET /version.
-func (c *Client) ServerVersion(ctx context.Context) (system.VersionResponse, error) {
+// Version calls GET /version: the daemon's version.
+func (c *Client) Version(ctx context.Context) (system.VersionResponse, error) {
 	var v system.VersionResponse
 	_, err := c.getJSON(ctx, request{method: http.MethodGet, path: "/version"}, &v)
 	return v, err

@@ -40,7 +40,7 @@ func newVersionCommand(c *cli) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			sv, serr := api.ServerVersion(cmd.Context())
+			sv, serr := api.Version(cmd.Context())
 			if serr == nil {
 				v.Server = &sv
 			}
