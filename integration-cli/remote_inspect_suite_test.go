@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/moby/moby/client"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -389,4 +390,38 @@ func (s *RemoteInspectSuite) TestInspectRemoteThroughGoSDK(c *check.C) {
 	c.Assert(di.Descriptor.Size, check.Equals, int64(len(s.dockerImg.Manifest.Data)))
 	c.Assert(di.Platforms, check.HasLen, 1)
 	c.Assert(di.Platforms[0].Architecture, check.Equals, "amd64")
+}
+
+func (s *RemoteInspectSuite) TestInspectRemoteRawPrintsManifestAsServed(c *check.C) {
+	for repo, want := range map[string][]byte{
+		"ri/oci:1.0":         s.ociImg.Manifest.Data,
+		"ri/oci-index:1.0":   s.ociIndex.Index.Data,
+		"ri/docker-list:1.0": s.dockerList.Index.Data,
+	} {
+		out := s.d.WharfOK(c, "inspect", "--remote", "--raw", s.regs.anon.Host+"/"+repo)
+		c.Check(strings.TrimSuffix(out.Stdout, "\n"), check.Equals, string(want), check.Commentf("%s", repo))
+	}
+	bad := s.d.Wharf(c, "inspect", "--raw", s.regs.anon.Host+"/ri/oci:1.0")
+	c.Assert(bad.ExitCode, check.Not(check.Equals), 0, check.Commentf("--raw without --remote must be refused"))
+}
+
+func (s *RemoteInspectSuite) TestInspectRemoteLogsEventAndDebugLine(c *check.C) {
+	d := StartDaemon(c)
+	defer d.Stop(c)
+	since := time.Now().Add(-time.Second).Unix()
+	name := s.regs.anon.Host + "/ri/oci:1.0"
+	m := s.remoteOK(c, d, name, "", "")
+	until := time.Now().Add(time.Second).Unix()
+	c.Check(d.Log(), check.Matches, `(?s).*Inspecting image `+regexpQuote(name)+`@`+s.ociImg.Manifest.Digest+`.*`)
+	r := d.Get(c, fmt.Sprintf("/v1.50/events?since=%d&until=%d", since, until))
+	c.Assert(r.Status, check.Equals, http.StatusOK)
+	found := false
+	for _, e := range r.Lines(c) {
+		if e["Action"] == "inspect" {
+			found = true
+			actor, _ := e["Actor"].(map[string]any)
+			c.Check(actor["ID"], check.Equals, m["Id"])
+		}
+	}
+	c.Assert(found, check.Equals, true, check.Commentf("no inspect event: %s", r.Body))
 }
