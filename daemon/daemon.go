@@ -63,7 +63,12 @@ type Daemon struct {
 	warnings []string
 }
 
-var _ server.Backend = (*Daemon)(nil)
+var (
+	_ server.Backend       = (*Daemon)(nil)
+	_ server.EventsBackend = (*Events)(nil)
+	_ graph.EventLogger    = (*Events)(nil)
+	_ imageStore           = (*graph.Store)(nil)
+)
 
 // SubscribeEvents implements server.EventsBackend.
 func (d *Daemon) SubscribeEvents(since, until time.Time, f types.Filters) ([]types.EventMessage, <-chan types.EventMessage, func()) {
