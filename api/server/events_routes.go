@@ -139,6 +139,9 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request, _ map[string]
 				// The daemon is shutting down.
 				return nil
 			}
+			if !until.IsZero() && ev.TimeNano > until.UnixNano() {
+				return nil
+			}
 			if err := send(ev); err != nil {
 				return nil
 			}
