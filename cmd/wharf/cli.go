@@ -97,6 +97,8 @@ func run(args []string, s streams, e env) int {
 	defer stop()
 	c := &cli{streams: s, env: e, log: logrus.New()}
 	c.log.SetOutput(s.err)
+	// Unquoted messages: "-D" lines are read by people (and grepped).
+	c.log.SetFormatter(&logrus.TextFormatter{DisableQuote: true})
 	c.log.SetLevel(logrus.InfoLevel)
 	root := newRootCommand(c)
 	root.SetArgs(args)

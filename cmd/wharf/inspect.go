@@ -99,6 +99,10 @@ func runInspect(ctx context.Context, c *cli, o inspectOptions, names []string) e
 		default:
 			raw, err = inspectLocal(ctx, api, name, o.kind, opts)
 		}
+		if errors.Is(err, client.ErrConnectionFailed) {
+			// No daemon: no "[]", no line per name, just why.
+			return err
+		}
 		if err != nil {
 			failures = append(failures, inspectFailure(err, name, o))
 			continue

@@ -294,3 +294,11 @@ func TestInspectRemoteOther404KeepsDaemonMessage(t *testing.T) {
 		t.Errorf("exit %d stderr %q", res.code, res.stderr)
 	}
 }
+
+func TestInspectWithoutDaemonFailsOnce(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "none.sock")
+	res := runCLI(t, testEnv(t), "", "-H", "unix://"+sock, "inspect", "a", "b")
+	if res.code != 1 || res.stdout != "" || strings.Count(res.stderr, "\n") != 1 || !strings.Contains(res.stderr, "Cannot connect to the wharf daemon at unix://"+sock) {
+		t.Errorf("exit %d stdout %q stderr %q", res.code, res.stdout, res.stderr)
+	}
+}
