@@ -482,3 +482,33 @@ func (s *APISuite) TestEventsWithSinceUntilAndFilters(c *check.C) {
 	r = s.d.Get(c, fmt.Sprintf("/v1.50/events?since=%d&until=%d", until, since))
 	c.Assert(r.Status, check.Equals, http.StatusBadRequest, check.Commentf("until before since: %s", r))
 }
+
+func (s *APISuite) TestInspectFieldsAreGatedByVersion(c *check.C) {
+	s.d.Import(c, "gate/img:1")
+	get := func(v string) map[string]any {
+		r := s.d.Get(c, "/v"+v+"/images/gate/img:1/json")
+		c.Assert(r.Status, check.Equals, 200, check.Commentf("v%s: %s", v, r))
+		var m map[string]any
+		r.JSON(c, &m)
+		return m
+	}
+	has := func(m map[string]any, k string) bool { _, ok := m[k]; return ok }
+	old, cur := get("1.41"), get("1.50")
+	c.Check(has(old, "VirtualSize"), check.Equals, true, check.Commentf("VirtualSize below 1.44"))
+	c.Check(has(cur, "VirtualSize"), check.Equals, false, check.Commentf("no VirtualSize from 1.44"))
+	c.Check(has(old, "Container"), check.Equals, true, check.Commentf("Container below 1.45"))
+	c.Check(has(cur, "Container"), check.Equals, false)
+	c.Check(has(old, "Descriptor"), check.Equals, false, check.Commentf("Descriptor from 1.48"))
+	c.Check(has(cur, "Descriptor"), check.Equals, true)
+	for _, m := range []map[string]any{old, cur} {
+		c.Check(has(m, "Parent"), check.Equals, true, check.Commentf("Parent always below 1.52"))
+		c.Check(has(m, "DockerVersion"), check.Equals, true, check.Commentf("DockerVersion always below 1.52"))
+		c.Check(m["Id"], check.Equals, cur["Id"])
+	}
+	// manifests needs 1.48.
+	r := s.d.Get(c, "/v1.50/images/gate/img:1/json?manifests=1")
+	c.Assert(r.Status, check.Equals, 200)
+	var withM map[string]any
+	r.JSON(c, &withM)
+	c.Check(withM["Manifests"], check.HasLen, 1)
+}

@@ -290,3 +290,23 @@ func (s *RegistrySuite) TestCredentialsNeverAppearInDaemonLog(c *check.C) {
 		}
 	}
 }
+
+func (s *RegistrySuite) TestPullMissingRepositoryOrTagIs404(c *check.C) {
+	pushImage(c, s.regs.anon, "present/app", "1.0", testregistry.ImageOptions{})
+	for _, ref := range [][2]string{{"nosuch/repo", "1.0"}, {"present/app", "nope"}} {
+		name := s.regs.anon.Host + "/" + ref[0]
+		r, _ := s.d.Pull(c, name, ref[1], "")
+		c.Check(r.Status, check.Equals, http.StatusNotFound, check.Commentf("%s:%s: %s", name, ref[1], r))
+		c.Check(r.Message(), check.Matches, `manifest for `+regexpQuote(name+":"+ref[1])+` not found.*`)
+	}
+}
+
+func (s *RegistrySuite) TestPushOfMissingLocalImageFailsInStream(c *check.C) {
+	name := s.regs.anon.Host + "/nosuchlocal/app"
+	r, lines := s.d.Push(c, name, "1.0", "")
+	msg := r.Message()
+	if r.Status == http.StatusOK {
+		msg = lines.Err()
+	}
+	c.Assert(msg, check.Matches, `.*(An image does not exist locally with the tag: |No such image: )`+regexpQuote(name)+`.*`, check.Commentf("%s", r))
+}
