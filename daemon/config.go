@@ -244,8 +244,12 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("invalid value for \"max-concurrent-downloads\": %d: must not be negative", c.MaxConcurrentDownloads)
 	}
 	for _, h := range c.Hosts {
-		if _, err := ParseHost(h); err != nil {
+		host, err := ParseHost(h)
+		if err != nil {
 			return fmt.Errorf("invalid value for \"hosts\": %w", err)
+		}
+		if host.Proto == "tcp" && !c.AllowInsecureTCP {
+			return fmt.Errorf("refusing to listen on %s: the API would be open to the network without TLS; pass --allow-insecure-tcp to do it anyway", h)
 		}
 	}
 	for _, list := range []struct {
