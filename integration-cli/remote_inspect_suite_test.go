@@ -84,8 +84,12 @@ func (s *RemoteInspectSuite) TestInspectRemoteAfterLocalDelete(c *check.C) {
 	name := s.regs.anon.Host + "/seed/app:1.0"
 	d.Import(c, "seed/source:1", `CMD ["/bin/sh","-c","echo hi"]`, "LABEL org.example=seed", "ENV SEED=1")
 	d.WharfOK(c, "tag", "seed/source:1", name)
+	// Only the registry name stays, so RepoTags can match the remote answer.
+	untag := d.WharfOK(c, "rmi", "seed/source:1")
+	c.Assert(untag.Stdout, check.Equals, "Untagged: seed/source:1\n")
 	before := inspectArray(c, d.WharfOK(c, "inspect", name).Stdout)
 	c.Assert(before, check.HasLen, 1)
+	c.Assert(before[0]["RepoTags"], check.DeepEquals, []any{name})
 
 	push := d.WharfOK(c, "push", name)
 	c.Assert(push.Stdout, check.Matches, `(?s).*1\.0: digest: sha256:[0-9a-f]{64} size: [0-9]+.*`)
@@ -105,7 +109,6 @@ func (s *RemoteInspectSuite) TestInspectRemoteAfterLocalDelete(c *check.C) {
 	c.Assert(api["Digest"], check.Equals, remote[0]["Digest"])
 
 	d.WharfOK(c, "rmi", name)
-	d.WharfOK(c, "rmi", "seed/source:1")
 	gone := d.Wharf(c, "inspect", name)
 	c.Assert(gone.ExitCode, check.Equals, 1, check.Commentf("%s", gone))
 	c.Assert(gone.Stderr, check.Matches, `(?s).*No such image or container: `+regexpQuote(name)+`.*`)
