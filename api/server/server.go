@@ -83,6 +83,7 @@ func (s *Server) routes() []route {
 		// images; the fixed paths first, {name:.*} ones after
 		{http.MethodGet, "/images/json", s.getImagesJSON},
 		{http.MethodGet, "/images/get", s.getImagesGet},
+		{http.MethodGet, "/images/search", s.getImagesSearch},
 		{http.MethodPost, "/images/create", s.postImagesCreate},
 		{http.MethodPost, "/images/load", s.postImagesLoad},
 		{http.MethodPost, "/images/prune", s.postImagesPrune},

@@ -163,3 +163,18 @@ func TestContainersProbe(t *testing.T) {
 		t.Errorf("containers/abc/json: %d %s", rec.Code, rec.Body)
 	}
 }
+
+func TestInfoLegacyFields(t *testing.T) {
+	rec := do(t, &fakeBackend{}, "GET", "/v1.41/info", nil, nil)
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"BridgeNfIptables":false`) || !strings.HasPrefix(rec.Body.String(), `{"ID":"fake"`) {
+		t.Errorf("1.41 info: %d %s", rec.Code, rec.Body)
+	}
+	rec = do(t, &fakeBackend{}, "GET", "/v1.50/info", nil, nil)
+	if rec.Code != 200 || strings.Contains(rec.Body.String(), "BridgeNf") {
+		t.Errorf("1.50 info: %d %s", rec.Code, rec.Body)
+	}
+	rec = do(t, &fakeBackend{}, "GET", "/v1.50/images/search?term=x", nil, nil)
+	if rec.Code != 501 {
+		t.Errorf("search: %d", rec.Code)
+	}
+}

@@ -2,9 +2,11 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 
+	"github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/registry"
 )
 
@@ -35,8 +37,46 @@ func (s *Server) getInfo(w http.ResponseWriter, r *http.Request, _ map[string]st
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, info)
+	version := apiVersionFrom(r.Context())
+	if !versionLess(version, "1.50") {
+		writeJSON(w, http.StatusOK, info)
+		return nil
+	}
+	// Fields older API versions still show (dockerd's getInfo).
+	m, err := toObject(info)
+	if err != nil {
+		return err
+	}
+	m["BridgeNfIptables"] = json.RawMessage("false")
+	m["BridgeNfIp6tables"] = json.RawMessage("false")
+	if versionLess(version, "1.47") && !isNullOrMissing(m, "RegistryConfig") {
+		rc := map[string]json.RawMessage{}
+		if err := json.Unmarshal(m["RegistryConfig"], &rc); err == nil {
+			rc["AllowNondistributableArtifactsCIDRs"] = json.RawMessage("null")
+			rc["AllowNondistributableArtifactsHostnames"] = json.RawMessage("null")
+			m["RegistryConfig"] = orderedObject(rc, []string{"AllowNondistributableArtifactsCIDRs", "AllowNondistributableArtifactsHostnames", "InsecureRegistryCIDRs", "IndexConfigs", "Mirrors"})
+		}
+	}
+	writeRawJSON(w, orderedObject(m, infoOrder))
 	return nil
+}
+
+// infoOrder is the field order of system.Info, for the map-based rendering
+// of older API versions.
+var infoOrder = []string{
+	"ID", "Containers", "ContainersRunning", "ContainersPaused", "ContainersStopped",
+	"Images", "Driver", "DriverStatus", "SystemStatus", "Plugins", "MemoryLimit",
+	"SwapLimit", "CpuCfsPeriod", "CpuCfsQuota", "CPUShares", "CPUSet", "PidsLimit",
+	"IPv4Forwarding", "BridgeNfIptables", "BridgeNfIp6tables", "Debug", "NFd",
+	"OomKillDisable", "NGoroutines", "SystemTime", "LoggingDriver", "CgroupDriver",
+	"CgroupVersion", "NEventsListener", "KernelVersion", "OperatingSystem",
+	"OSVersion", "OSType", "Architecture", "IndexServerAddress", "RegistryConfig",
+	"NCPU", "MemTotal", "GenericResources", "DockerRootDir", "HttpProxy",
+	"HttpsProxy", "NoProxy", "Name", "Labels", "ExperimentalBuild", "ServerVersion",
+	"Runtimes", "DefaultRuntime", "Swarm", "LiveRestoreEnabled", "Isolation",
+	"InitBinary", "ContainerdCommit", "RuncCommit", "InitCommit", "SecurityOptions",
+	"ProductLicense", "DefaultAddressPools", "FirewallBackend", "CDISpecDirs",
+	"Containerd", "Warnings",
 }
 
 func (s *Server) getDiskUsage(w http.ResponseWriter, r *http.Request, _ map[string]string) error {
@@ -71,6 +111,12 @@ func (s *Server) postAuth(w http.ResponseWriter, r *http.Request, _ map[string]s
 	}
 	writeJSON(w, http.StatusOK, authResponse{IdentityToken: token, Status: "Login Succeeded"})
 	return nil
+}
+
+// getImagesSearch answers GET /images/search: wharfd has no registry search
+// (distribution v3 has none either), so the docker CLI prints a clear error.
+func (s *Server) getImagesSearch(w http.ResponseWriter, r *http.Request, _ map[string]string) error {
+	return fmt.Errorf("image search is not supported by wharfd%.0w", errdefs.ErrNotImplemented)
 }
 
 func (s *Server) getContainersJSON(w http.ResponseWriter, r *http.Request, _ map[string]string) error {
