@@ -26,6 +26,7 @@ type Client struct {
 	version string
 	ua      string
 	host    string // as given, for messages
+	trace   func(method, path string, status int)
 }
 
 // Option configures a Client.
@@ -39,6 +40,13 @@ func WithHTTPClient(h *http.Client) Option { return func(c *Client) { c.http = h
 
 // WithUserAgent sets the User-Agent header.
 func WithUserAgent(ua string) Option { return func(c *Client) { c.ua = ua } }
+
+// WithTrace calls fn after every request with its method, path and query,
+// and the response status (0 when none came); wharf -D logs them. Headers
+// are never passed: X-Registry-Auth carries credentials.
+func WithTrace(fn func(method, path string, status int)) Option {
+	return func(c *Client) { c.trace = fn }
+}
 
 // New returns a client for host: "unix:///path/to.sock", "tcp://h:p",
 // "http://h:p" or a bare socket path.

@@ -340,3 +340,24 @@ func TestConnectionFailed(t *testing.T) {
 		t.Errorf("err %v", err)
 	}
 }
+
+func TestTraceSeesRequestsButNoHeaders(t *testing.T) {
+	var lines []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeStatus := 404
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(writeStatus)
+		_, _ = io.WriteString(w, `{"message":"No such image: x"}`)
+	}))
+	defer srv.Close()
+	c, err := New("tcp://"+strings.TrimPrefix(srv.URL, "http://"), WithTrace(func(m, p string, s int) {
+		lines = append(lines, m+" "+p+" "+http.StatusText(s))
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, _ = c.ImageInspectRemote(context.Background(), "x", InspectOptions{Auth: &registry.AuthConfig{Password: "secret"}})
+	if len(lines) != 1 || lines[0] != "GET /v1.50/images/x/json?remote=1 Not Found" {
+		t.Errorf("trace %q", lines)
+	}
+}

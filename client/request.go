@@ -73,6 +73,13 @@ func (c *Client) do(ctx context.Context, r request) (*http.Response, error) {
 	}
 	req.Header.Set("User-Agent", c.ua)
 	resp, err := c.http.Do(req)
+	if c.trace != nil {
+		status := 0
+		if resp != nil {
+			status = resp.StatusCode
+		}
+		c.trace(r.method, req.URL.RequestURI(), status)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

@@ -75,7 +75,10 @@ func (c *cli) client() (*client.Client, error) {
 	}
 	host := client.ResolveHost(c.host, client.Environment{Getenv: c.env.Getenv, Geteuid: c.env.Geteuid})
 	c.log.Debugf("using daemon at %s", host)
-	api, err := client.New(host, client.WithUserAgent("wharf/"+version))
+	api, err := client.New(host, client.WithUserAgent("wharf/"+version),
+		client.WithTrace(func(method, path string, status int) {
+			c.log.Debugf("%s %s -> %d", method, path, status)
+		}))
 	if err != nil {
 		return nil, err
 	}
