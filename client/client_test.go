@@ -361,3 +361,23 @@ func TestTraceSeesRequestsButNoHeaders(t *testing.T) {
 		t.Errorf("trace %q", lines)
 	}
 }
+
+func TestDisplayStreamTerminalRewritesLayerLines(t *testing.T) {
+	stream := `{"status":"Pulling from x","id":"1.0"}` + "\n" +
+		`{"status":"Downloading","id":"aaaa","progressDetail":{"current":10,"total":100}}` + "\n" +
+		`{"status":"Downloading","id":"aaaa","progressDetail":{"current":100,"total":100}}` + "\n" +
+		`{"status":"Pull complete","id":"aaaa"}` + "\n"
+	var tty, plain strings.Builder
+	if err := DisplayStream(strings.NewReader(stream), &tty, 0, true, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(tty.String(), "\x1b[") || !strings.Contains(tty.String(), "aaaa: Pull complete") {
+		t.Errorf("terminal output has no cursor movement: %q", tty.String())
+	}
+	if err := DisplayStream(strings.NewReader(stream), &plain, 0, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(plain.String(), "\x1b[") || plain.String() != "1.0: Pulling from x\naaaa: Pull complete\n" {
+		t.Errorf("plain output %q", plain.String())
+	}
+}
