@@ -60,7 +60,7 @@ func newPushCommand(c *cli) *cobra.Command {
 				return err
 			}
 			if quiet {
-				fmt.Fprintln(c.out, reference.FamiliarString(ref))
+				fmt.Fprintln(c.out, ref.String())
 			}
 			return nil
 		},

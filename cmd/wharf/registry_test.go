@@ -232,3 +232,15 @@ func TestServerKey(t *testing.T) {
 		}
 	}
 }
+
+func TestPushQuietPrintsReference(t *testing.T) {
+	d := registryDaemon(t)
+	res := runCLI(t, testEnv(t), "", "-H", d.host(), "push", "-q", "127.0.0.1:5000/tiny:1.0")
+	if res.code != 0 || res.stdout != "127.0.0.1:5000/tiny:1.0\n" {
+		t.Errorf("exit %d stdout %q stderr %q", res.code, res.stdout, res.stderr)
+	}
+	res = runCLI(t, testEnv(t), "", "-H", d.host(), "push", "127.0.0.1:5000/tiny")
+	if res.code != 0 || !strings.HasPrefix(res.stdout, "Using default tag: latest\n") || d.requests()[1].URL.RawQuery != "tag=latest" {
+		t.Errorf("push without tag: %q %s", res.stdout, d.requests()[1].URL.RawQuery)
+	}
+}
