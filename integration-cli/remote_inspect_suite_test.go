@@ -428,3 +428,33 @@ func (s *RemoteInspectSuite) TestInspectRemoteLogsEventAndDebugLine(c *check.C) 
 	}
 	c.Assert(found, check.Equals, true, check.Commentf("no inspect event: %s", r.Body))
 }
+
+func (s *RemoteInspectSuite) TestInspectRemoteForwardsXMetaHeaders(c *check.C) {
+	reg := s.regs.anon
+	reg.ResetCounters()
+	r := s.d.Req(c, http.MethodGet, "/v1.50/images/"+reg.Host+"/ri/oci:1.0/json?remote=1", nil, "X-Meta-Wharf-Trace", "trace-42")
+	c.Assert(r.Status, check.Equals, http.StatusOK, check.Commentf("%s", r))
+	vals := reg.Counter.HeaderValues("X-Meta-Wharf-Trace")
+	c.Assert(len(vals) > 0, check.Equals, true, check.Commentf("no registry request seen"))
+	for i, v := range vals {
+		c.Check(v, check.Equals, "trace-42", check.Commentf("request %d (%s) lacks the X-Meta header", i, reg.Counter.Requests()[i]))
+	}
+}
+
+func (s *RemoteInspectSuite) TestInspectRemoteAnonymousTokenForPublicRepository(c *check.C) {
+	// Docker Hub's shape: token auth, anonymous pull tokens.
+	pub, err := testregistry.Start(testregistry.Options{Auth: testregistry.AuthToken, AnonymousPull: true})
+	c.Assert(err, check.IsNil)
+	defer pub.Close()
+	img := pushImage(c, pub, "library/public", "latest", testregistry.ImageOptions{})
+	pub.ResetCounters() // forget the fixture upload, which used credentials
+	m := s.remoteOK(c, s.d, pub.Host+"/library/public:latest", "", "")
+	c.Assert(m["Id"], check.Equals, img.ID())
+	c.Assert(pub.TokenCounter.Count("GET token") >= 1, check.Equals, true, check.Commentf("no anonymous token was fetched: %v", pub.RequestLog()))
+	for _, h := range pub.TokenCounter.HeaderValues("Authorization") {
+		c.Check(h, check.Equals, "", check.Commentf("anonymous token request carried credentials"))
+	}
+	// No tag given: latest.
+	m = s.remoteOK(c, s.d, pub.Host+"/library/public", "", "")
+	c.Assert(m["Tag"], check.Equals, "latest")
+}

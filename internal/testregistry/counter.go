@@ -20,9 +20,10 @@ type Counter struct {
 
 	srv *httptest.Server
 
-	mu   sync.Mutex
-	log  []string       // "METHOD /path", in arrival order
-	hits map[string]int // by Class
+	mu      sync.Mutex
+	log     []string       // "METHOD /path", in arrival order
+	headers []http.Header  // request headers, same order as log
+	hits    map[string]int // by Class
 }
 
 // NewCounter starts a counting reverse proxy in front of target (a base URL).
@@ -49,6 +50,7 @@ func (c *Counter) record(r *http.Request) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.log = append(c.log, r.Method+" "+r.URL.Path)
+	c.headers = append(c.headers, r.Header.Clone())
 	c.hits[Class(r.Method, r.URL.Path)]++
 }
 
@@ -114,7 +116,20 @@ func (c *Counter) Reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.log = nil
+	c.headers = nil
 	c.hits = map[string]int{}
+}
+
+// HeaderValues returns the values of header key on every request since the
+// last Reset, one entry per request ("" when absent).
+func (c *Counter) HeaderValues(key string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]string, len(c.headers))
+	for i, h := range c.headers {
+		out[i] = h.Get(key)
+	}
+	return out
 }
 
 // Close stops the proxy.
