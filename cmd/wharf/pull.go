@@ -65,9 +65,7 @@ func newPullCommand(c *cli) *cobra.Command {
 			if err := c.display(rc, out, nil); err != nil {
 				return err
 			}
-			if !all {
-				fmt.Fprintln(c.out, ref.String())
-			}
+			fmt.Fprintln(c.out, ref.String())
 			return nil
 		},
 	}
