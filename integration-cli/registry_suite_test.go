@@ -310,3 +310,18 @@ func (s *RegistrySuite) TestPushOfMissingLocalImageFailsInStream(c *check.C) {
 	}
 	c.Assert(msg, check.Matches, `.*(An image does not exist locally with the tag: |No such image: )`+regexpQuote(name)+`.*`, check.Commentf("%s", r))
 }
+
+func (s *RegistrySuite) TestPullRejectsLayerNotMatchingItsDigest(c *check.C) {
+	reg := s.regs.anon
+	img := pushImage(c, reg, "corrupt/layer", "1.0", testregistry.ImageOptions{})
+	c.Assert(reg.CorruptBlob(img.Layers[0].Digest), check.IsNil)
+	name := reg.Host + "/corrupt/layer"
+	r, lines := s.d.Pull(c, name, "1.0", "")
+	msg := r.Message()
+	if r.Status == http.StatusOK {
+		msg = lines.Err()
+	}
+	c.Assert(msg, check.Matches, `(?i).*(digest|verif|mismatch|checksum).*`, check.Commentf("a corrupt layer was accepted: %s", r))
+	c.Assert(s.d.Get(c, "/v1.50/images/"+name+":1.0/json").Status, check.Equals, http.StatusNotFound)
+	c.Assert(s.d.Get(c, "/v1.50/images/"+img.ID()+"/json").Status, check.Equals, http.StatusNotFound)
+}

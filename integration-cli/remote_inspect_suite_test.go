@@ -458,3 +458,15 @@ func (s *RemoteInspectSuite) TestInspectRemoteAnonymousTokenForPublicRepository(
 	m = s.remoteOK(c, s.d, pub.Host+"/library/public", "", "")
 	c.Assert(m["Tag"], check.Equals, "latest")
 }
+
+func (s *RemoteInspectSuite) TestInspectRemoteRejectsContentNotMatchingItsDigest(c *check.C) {
+	reg := s.regs.anon
+	img := pushImage(c, reg, "ri/corrupt", "1.0", testregistry.ImageOptions{})
+	c.Assert(reg.CorruptBlob(img.Config.Digest), check.IsNil)
+	d := StartDaemon(c) // nothing cached
+	defer d.Stop(c)
+	r := s.remote(c, d, reg.Host+"/ri/corrupt:1.0", "", "")
+	c.Assert(r.Status, check.Not(check.Equals), http.StatusOK, check.Commentf("a config blob that does not match its digest was accepted: %s", r))
+	c.Assert(r.Message(), check.Matches, `(?i).*(digest|verif|mismatch).*`, check.Commentf("%s", r))
+	c.Assert(d.Get(c, "/_ping").Status, check.Equals, http.StatusOK)
+}

@@ -2,6 +2,7 @@ package testregistry
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -140,5 +141,31 @@ func TestClassNamesRequestKinds(t *testing.T) {
 		if got := Class(tc[0], tc[1]); got != tc[2] {
 			t.Errorf("Class(%s, %s) = %s, want %s", tc[0], tc[1], got, tc[2])
 		}
+	}
+}
+
+func TestCorruptBlobServesWrongContent(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r := startT(t, Options{})
+	img, err := NewImage(ImageOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Client().PushImage(ctx, "c/x", "1", img); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.CorruptBlob(img.Config.Digest); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(r.URL + "/v2/c/x/blobs/" + img.Config.Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body := make([]byte, len(img.Config.Data)+1)
+	n, _ := io.ReadFull(resp.Body, body)
+	if resp.StatusCode != 200 || n != len(img.Config.Data) || string(body[:n]) == string(img.Config.Data) {
+		t.Fatalf("registry served %s, %d bytes, equal=%v", resp.Status, n, string(body[:n]) == string(img.Config.Data))
 	}
 }
