@@ -81,11 +81,21 @@ lint: ## go vet, gofmt -l must be empty, imports point down (depcheck)
 	@echo "gofmt -l"; $(FMT_CHECK)
 	$(DEPCHECK)
 
-man: build ## roff pages into man/ (from the CLI, and from man/*.N.md)
-	$(BIN_DIR)/wharf gen-man $(CURDIR)/man
+# man/*.N.md (go-md2man markdown, written by hand from `wharf gen-man
+# --markdown`) are the sources; the roff pages go into man/manN/ so that
+# `MANPATH=man man wharf-inspect` works from the checkout. go-md2man is the
+# version go.mod pins (cobra/doc uses it), built once into .cache/bin.
+MD2MAN := $(CACHE_BIN)/go-md2man
+
+$(MD2MAN):
+	$(GO) build -o $@ github.com/cpuguy83/go-md2man/v2
+
+man: $(MD2MAN) ## roff pages into man/man1, man/man8 from man/*.md
 	@shopt -s nullglob; for md in man/*.[1-9].md; do \
-		echo "md2man $$md"; \
-		$(GO) run github.com/cpuguy83/go-md2man/v2 -in "$$md" -out "$${md%.md}"; \
+		page=$$(basename "$$md" .md); sec=$${page##*.}; \
+		mkdir -p "man/man$$sec"; \
+		echo "go-md2man $$md -> man/man$$sec/$$page"; \
+		$(MD2MAN) -in "$$md" -out "man/man$$sec/$$page"; \
 	done
 
 completion: build ## bash, zsh and fish completions into contrib/completion/
@@ -105,8 +115,8 @@ bench: ## benchmarks (the suite comes with issue 5)
 fuzz: ## run every Fuzz* target for FUZZTIME (default 10s) each
 	FUZZTIME=$(FUZZTIME) $(CURDIR)/scripts/fuzz.sh
 
-clean: ## remove build outputs (keeps the cached registry binary)
-	rm -rf $(BIN_DIR)
+clean: ## remove build outputs and generated roff (keeps .cache)
+	rm -rf $(BIN_DIR) man/man[1-9]
 
 distclean: clean ## also remove .cache (the registry is rebuilt next time)
 	rm -rf $(CURDIR)/.cache
