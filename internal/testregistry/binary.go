@@ -47,10 +47,19 @@ func Binary(t Fataler) string {
 	return p
 }
 
-// BuildBinary returns <root>/.cache/bin/registry, running `go install` when it
-// is missing. A file lock keeps parallel test packages from building it twice
+// RegistryBinEnv names a prebuilt registry binary (the Makefile sets it).
+const RegistryBinEnv = "WHARF_REGISTRY_BIN"
+
+// BuildBinary returns $WHARF_REGISTRY_BIN when set, else
+// <root>/.cache/bin/registry, running `go install` when it is missing. A file lock keeps parallel test packages from building it twice
 // at once (go install writes the binary in place).
 func BuildBinary() (string, error) {
+	if p := os.Getenv(RegistryBinEnv); p != "" {
+		if !isExecutable(p) {
+			return "", fmt.Errorf("testregistry: %s=%s is not an executable file", RegistryBinEnv, p)
+		}
+		return p, nil
+	}
 	root, err := RepoRoot()
 	if err != nil {
 		return "", err
@@ -73,7 +82,9 @@ func BuildBinary() (string, error) {
 	}
 	cmd := exec.Command("go", "install", RegistryModule)
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "GOBIN="+bin)
+	// go install pkg@version builds outside our module: -mod=readonly from
+	// the Makefile's GOFLAGS does not apply and would only confuse it.
+	cmd.Env = append(os.Environ(), "GOBIN="+bin, "GOFLAGS=")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("testregistry: go install %s: %w\n%s", RegistryModule, err, out)
 	}
