@@ -16,7 +16,7 @@ import (
 )
 
 func TestWriteBlobVerifiesSizeAndDigest(t *testing.T) {
-	s, _ := newTestStore(t)
+	s, _ := newLocalTestStore(t)
 	ctx := context.Background()
 	data := []byte("hello blob")
 	good := ocispec.Descriptor{Digest: digest.FromBytes(data), Size: int64(len(data))}
@@ -69,7 +69,7 @@ func TestWriteBlobVerifiesSizeAndDigest(t *testing.T) {
 }
 
 func TestWriteBlobExistingDrainsNothing(t *testing.T) {
-	s, _ := newTestStore(t)
+	s, _ := newLocalTestStore(t)
 	data := []byte("abc")
 	d := ocispec.Descriptor{Digest: digest.FromBytes(data), Size: 3}
 	if err := s.WriteBlob(context.Background(), d, bytes.NewReader(data)); err != nil {
@@ -85,7 +85,7 @@ func TestWriteBlobExistingDrainsNothing(t *testing.T) {
 }
 
 func TestWriteBlobConcurrentWritersOfOneBlob(t *testing.T) {
-	s, _ := newTestStore(t)
+	s, _ := newLocalTestStore(t)
 	data := bytes.Repeat([]byte("0123456789"), 100000)
 	d := ocispec.Descriptor{Digest: digest.FromBytes(data), Size: int64(len(data))}
 	var wg sync.WaitGroup
@@ -111,7 +111,7 @@ func TestWriteBlobConcurrentWritersOfOneBlob(t *testing.T) {
 }
 
 func TestReadBlobCapAndMissing(t *testing.T) {
-	s, _ := newTestStore(t)
+	s, _ := newLocalTestStore(t)
 	data := []byte("0123456789")
 	d := ocispec.Descriptor{Digest: digest.FromBytes(data), Size: 10}
 	if err := s.WriteBlob(context.Background(), d, bytes.NewReader(data)); err != nil {
@@ -132,13 +132,13 @@ func TestReadBlobCapAndMissing(t *testing.T) {
 
 func TestStartCleansIngestAndWritesLayout(t *testing.T) {
 	root := t.TempDir()
-	s, _ := openTestStore(t, root)
+	s, _ := openLocalTestStore(t, root)
 	stray := filepath.Join(root, ingestDir, "blob-123")
 	if err := os.WriteFile(stray, []byte("partial"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
-	openTestStore(t, root)
+	openLocalTestStore(t, root)
 	if _, err := os.Stat(stray); !os.IsNotExist(err) {
 		t.Fatalf("stray ingest file survived restart: %v", err)
 	}
@@ -150,7 +150,7 @@ func TestStartCleansIngestAndWritesLayout(t *testing.T) {
 
 func TestSecondStoreOnSameRootRefused(t *testing.T) {
 	root := t.TempDir()
-	openTestStore(t, root)
+	openLocalTestStore(t, root)
 	_, err := New(context.Background(), Options{Root: root})
 	if !errdefs.IsUnavailable(err) {
 		t.Fatalf("second open: %v", err)

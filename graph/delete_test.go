@@ -26,7 +26,7 @@ func deleteStrings(resp []image.DeleteResponse) string {
 }
 
 func TestTagImage(t *testing.T) {
-	s, ev := newTestStore(t)
+	s, ev := newLocalTestStore(t)
 	ctx := context.Background()
 	id := importTestImage(t, s, "127.0.0.1:5000/imported:1.0", "x", "LABEL k=v")
 	if err := s.TagImage(ctx, "127.0.0.1:5000/imported:1.0", "127.0.0.1:5000/imported2", "x"); err != nil {
@@ -66,7 +66,7 @@ func TestTagImage(t *testing.T) {
 }
 
 func TestTagMovesReferenceAndLeavesDangling(t *testing.T) {
-	s, _ := newTestStore(t)
+	s, _ := newLocalTestStore(t)
 	ctx := context.Background()
 	a := importTestImage(t, s, "app:1", "a")
 	b := importTestImage(t, s, "app:1", "b")
@@ -80,7 +80,7 @@ func TestTagMovesReferenceAndLeavesDangling(t *testing.T) {
 }
 
 func TestImageDeleteForms(t *testing.T) {
-	s, ev := newTestStore(t)
+	s, ev := newLocalTestStore(t)
 	ctx := context.Background()
 	id := importTestImage(t, s, "127.0.0.1:5000/imported:1.0", "x")
 	rec, _ := s.Lookup(ctx, id.String())
@@ -132,7 +132,7 @@ func TestImageDeleteForms(t *testing.T) {
 }
 
 func TestImageDeleteForceAndSharedBlobs(t *testing.T) {
-	s, _ := newTestStore(t)
+	s, _ := newLocalTestStore(t)
 	ctx := context.Background()
 	// Same rootfs content: the two images share their layer blob.
 	a := importTestImage(t, s, "a:1", "same", "LABEL which=a")
@@ -167,7 +167,7 @@ func TestImageDeleteForceAndSharedBlobs(t *testing.T) {
 }
 
 func TestImagesPrune(t *testing.T) {
-	s, ev := newTestStore(t)
+	s, ev := newLocalTestStore(t)
 	ctx := context.Background()
 	dangling := importTestImage(t, s, "", "d")
 	tagged := importTestImage(t, s, "keep:1", "k")
@@ -185,8 +185,8 @@ func TestImagesPrune(t *testing.T) {
 	if err != nil || rep.ImagesDeleted != nil || rep.SpaceReclaimed != 0 {
 		t.Fatalf("second prune = %+v %v", rep, err)
 	}
-	if mustJSON(t, rep) != `{"ImagesDeleted":null,"SpaceReclaimed":0}` {
-		t.Fatalf("json = %s", mustJSON(t, rep))
+	if mustJSONText(t, rep) != `{"ImagesDeleted":null,"SpaceReclaimed":0}` {
+		t.Fatalf("json = %s", mustJSONText(t, rep))
 	}
 	rep, err = s.ImagesPrune(ctx, types.Filters{"dangling": {"false": true}, "label!": {"nope": true}})
 	if err != nil || deleteStrings(rep.ImagesDeleted) != "U:keep:1 D:"+tagged.String() {

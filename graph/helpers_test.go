@@ -18,25 +18,25 @@ import (
 	"github.com/wharfproject/wharf/api/types"
 )
 
-// recordedEvent is one event seen by eventRecorder.
-type recordedEvent struct {
+// testRecordedEvent is one event seen by testEventRecorder.
+type testRecordedEvent struct {
 	Actor  string
 	Action events.Action
 	Attrs  map[string]string
 }
 
-type eventRecorder struct {
+type testEventRecorder struct {
 	mu  sync.Mutex
-	evs []recordedEvent
+	evs []testRecordedEvent
 }
 
-func (r *eventRecorder) LogImageEvent(ctx context.Context, actor string, action events.Action, attrs map[string]string) {
+func (r *testEventRecorder) LogImageEvent(ctx context.Context, actor string, action events.Action, attrs map[string]string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.evs = append(r.evs, recordedEvent{actor, action, attrs})
+	r.evs = append(r.evs, testRecordedEvent{actor, action, attrs})
 }
 
-func (r *eventRecorder) actions() []string {
+func (r *testEventRecorder) actions() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []string
@@ -46,19 +46,19 @@ func (r *eventRecorder) actions() []string {
 	return out
 }
 
-func testPlatform() ocispec.Platform { return ocispec.Platform{OS: "linux", Architecture: "amd64"} }
+func localTestPlatform() ocispec.Platform { return ocispec.Platform{OS: "linux", Architecture: "amd64"} }
 
-func newTestStore(t testing.TB) (*Store, *eventRecorder) {
+func newLocalTestStore(t testing.TB) (*Store, *testEventRecorder) {
 	t.Helper()
-	return openTestStore(t, t.TempDir())
+	return openLocalTestStore(t, t.TempDir())
 }
 
-func openTestStore(t testing.TB, root string) (*Store, *eventRecorder) {
+func openLocalTestStore(t testing.TB, root string) (*Store, *testEventRecorder) {
 	t.Helper()
-	ev := &eventRecorder{}
+	ev := &testEventRecorder{}
 	log := logrus.New()
 	log.SetLevel(logrus.ErrorLevel)
-	s, err := New(context.Background(), Options{Root: root, Events: ev, Platform: testPlatform(), Logger: logrus.NewEntry(log)})
+	s, err := New(context.Background(), Options{Root: root, Events: ev, Platform: localTestPlatform(), Logger: logrus.NewEntry(log)})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -66,14 +66,14 @@ func openTestStore(t testing.TB, root string) (*Store, *eventRecorder) {
 	return s, ev
 }
 
-type tarEntry struct {
+type testTarEntry struct {
 	name     string
 	body     string
 	typeflag byte
 	linkname string
 }
 
-func makeTar(t testing.TB, entries ...tarEntry) []byte {
+func makeTestTar(t testing.TB, entries ...testTarEntry) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
@@ -109,7 +109,7 @@ func importTestImage(t testing.TB, s *Store, repo, content string, changes ...st
 	t.Helper()
 	var id string
 	out := types.ProgressFunc(func(m jsonstream.Message) error { id = m.Status; return nil })
-	rootfs := makeTar(t, tarEntry{name: "etc/", typeflag: tar.TypeDir}, tarEntry{name: "etc/hello", body: content})
+	rootfs := makeTestTar(t, testTarEntry{name: "etc/", typeflag: tar.TypeDir}, testTarEntry{name: "etc/hello", body: content})
 	if err := s.ImportImage(context.Background(), bytes.NewReader(rootfs), types.ImportOptions{Repo: repo, Changes: changes, Message: "test import"}, out); err != nil {
 		t.Fatalf("ImportImage(%s): %v", repo, err)
 	}
@@ -146,7 +146,7 @@ func putCustomImage(t testing.TB, s *Store, cfg imageConfig, layers [][]byte, ta
 	return got
 }
 
-func mustJSON(t testing.TB, v any) string {
+func mustJSONText(t testing.TB, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {

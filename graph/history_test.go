@@ -9,7 +9,7 @@ import (
 )
 
 func TestImageHistoryNewestFirst(t *testing.T) {
-	s, _ := newTestStore(t)
+	s, _ := newLocalTestStore(t)
 	t1 := time.Unix(1000, 0).UTC()
 	t2 := time.Unix(2000, 0).UTC()
 	var cfg imageConfig
@@ -40,7 +40,7 @@ func TestImageHistoryNewestFirst(t *testing.T) {
 }
 
 func TestImageHistoryTooManyLayers(t *testing.T) {
-	s, _ := newTestStore(t)
+	s, _ := newLocalTestStore(t)
 	var cfg imageConfig
 	cfg.History = []ocispec.History{{CreatedBy: "a"}, {CreatedBy: "b"}}
 	putCustomImage(t, s, cfg, [][]byte{[]byte("only")}, "bad:1")
@@ -50,7 +50,7 @@ func TestImageHistoryTooManyLayers(t *testing.T) {
 }
 
 func TestImageHistoryImported(t *testing.T) {
-	s, _ := newTestStore(t)
+	s, _ := newLocalTestStore(t)
 	id := importTestImage(t, s, "imp", "x")
 	h, err := s.ImageHistory(context.Background(), "imp", nil)
 	if err != nil {

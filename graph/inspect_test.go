@@ -55,7 +55,7 @@ func TestBuildInspectOCIConfig(t *testing.T) {
 	if !r.Metadata.LastTagTime.Equal(created) {
 		t.Errorf("LastTagTime = %v", r.Metadata.LastTagTime)
 	}
-	js := mustJSON(t, out)
+	js := mustJSONText(t, out)
 	if !strings.Contains(js, `"RepoTags":[]`) || !strings.Contains(js, `"RepoDigests":[]`) {
 		t.Errorf("RepoTags/RepoDigests must be arrays: %s", js)
 	}
@@ -90,7 +90,7 @@ func TestBuildInspectRejectsGarbageConfig(t *testing.T) {
 }
 
 func TestImageInspectLocal(t *testing.T) {
-	s, _ := newTestStore(t)
+	s, _ := newLocalTestStore(t)
 	ctx := context.Background()
 	id := importTestImage(t, s, "127.0.0.1:5000/imported:1.0", "x", `CMD ["/bin/sh"]`, "ENV IMPORTED=1", "WORKDIR /root", `LABEL org.example.src=import`)
 	got, err := s.ImageInspect(ctx, "127.0.0.1:5000/imported:1.0", types.InspectOptions{Manifests: true})
@@ -111,7 +111,7 @@ func TestImageInspectLocal(t *testing.T) {
 	}
 	if len(got.Manifests) != 1 || !got.Manifests[0].Available || got.Manifests[0].Kind != "image" ||
 		got.Manifests[0].ImageData == nil || got.Manifests[0].ImageData.Platform.Architecture != "amd64" {
-		t.Fatalf("Manifests = %s", mustJSON(t, got.Manifests))
+		t.Fatalf("Manifests = %s", mustJSONText(t, got.Manifests))
 	}
 	if got.Size <= 0 || got.Descriptor == nil || got.Descriptor.MediaType != ocispec.MediaTypeImageManifest {
 		t.Fatalf("Size/Descriptor = %d %v", got.Size, got.Descriptor)
@@ -123,7 +123,7 @@ func TestImageInspectLocal(t *testing.T) {
 		t.Fatalf("amd64: %v", err)
 	}
 	var back map[string]any
-	json.Unmarshal([]byte(mustJSON(t, got)), &back)
+	json.Unmarshal([]byte(mustJSONText(t, got)), &back)
 	if _, ok := back["Manifests"]; !ok {
 		t.Fatal("Manifests missing from JSON")
 	}

@@ -17,7 +17,7 @@ import (
 // go-containerregistry's layout package: an independent OCI reader must see
 // every image, its manifest, config and layers, with verified digests.
 func TestDataRootIsReadableOCILayout(t *testing.T) {
-	s, _ := newTestStore(t)
+	s, _ := newLocalTestStore(t)
 	a := importTestImage(t, s, "example.com/a:1", "a", `LABEL x=1`)
 	b := importTestImage(t, s, "", "b")
 	wantIDs := map[string]bool{a.String(): true, b.String(): true}

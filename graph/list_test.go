@@ -17,7 +17,7 @@ import (
 // old (busybox:1, label tier=base), mid (127.0.0.1:5000/tiny:1.0 and
 // 127.0.0.1:5000/multi:1.0) and new (untagged, label tier=app).
 func listFixture(t *testing.T) (*Store, map[string]string) {
-	s, _ := newTestStore(t)
+	s, _ := newLocalTestStore(t)
 	ids := map[string]string{}
 	for i, c := range []struct {
 		key    string
@@ -133,7 +133,7 @@ func TestImagesSummaryShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	js := mustJSON(t, sums)
+	js := mustJSONText(t, sums)
 	for _, want := range []string{`"Containers":-1`, `"SharedSize":-1`, `"RepoTags":[]`, `"RepoDigests":[]`, `"Created":3000`, `"Labels":{"tier":"app"}`, `"ParentId":""`} {
 		if !strings.Contains(js, want) {
 			t.Errorf("missing %s in %s", want, js)

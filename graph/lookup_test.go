@@ -11,7 +11,7 @@ import (
 )
 
 func TestLookupNameForms(t *testing.T) {
-	s, _ := newTestStore(t)
+	s, _ := newLocalTestStore(t)
 	ctx := context.Background()
 	busy := importTestImage(t, s, "busybox", "busy")
 	reg := importTestImage(t, s, "127.0.0.1:5000/team/app:1.4", "app")
@@ -51,7 +51,7 @@ func TestLookupNameForms(t *testing.T) {
 }
 
 func TestLookupMissingAndMalformed(t *testing.T) {
-	s, _ := newTestStore(t)
+	s, _ := newLocalTestStore(t)
 	ctx := context.Background()
 	importTestImage(t, s, "busybox", "busy")
 	zero := "sha256:" + strings.Repeat("0", 64)
@@ -83,7 +83,7 @@ func TestLookupMissingAndMalformed(t *testing.T) {
 }
 
 func TestLookupAmbiguousShortID(t *testing.T) {
-	s, _ := newTestStore(t)
+	s, _ := newLocalTestStore(t)
 	// Import until two IDs share a first hex digit (at most 17 imports).
 	seen := map[byte]digest.Digest{}
 	var a, b digest.Digest
@@ -110,7 +110,7 @@ func TestLookupAmbiguousShortID(t *testing.T) {
 }
 
 func BenchmarkLookupShortID(b *testing.B) {
-	s, _ := newTestStore(b)
+	s, _ := newLocalTestStore(b)
 	// Fill the index directly: 5,000 records, no blobs needed for lookup.
 	s.local.mu.Lock()
 	var last digest.Digest
