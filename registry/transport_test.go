@@ -1,0 +1,285 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/containerd/errdefs"
+	"github.com/distribution/reference"
+	registrytypes "github.com/moby/moby/api/types/registry"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+)
+
+func TestRedirectToAnotherHostDropsAuthorization(t *testing.T) {
+	var mu sync.Mutex
+	var storageAuth []string
+	storage := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		storageAuth = append(storageAuth, r.Header.Get("Authorization"))
+		mu.Unlock()
+		w.Write([]byte("blob-bytes"))
+	}))
+	defer storage.Close()
+	f := newFakeRegistry(t)
+	f.basicAuth = true
+	f.user, f.pass = "u", "p"
+	desc := f.putBlob([]byte("blob-bytes"))
+	f.hook = func(w http.ResponseWriter, r *http.Request) bool {
+		if strings.Contains(r.URL.Path, "/blobs/sha256:") && r.Method == http.MethodGet {
+			if _, _, ok := r.BasicAuth(); !ok {
+				return false // let the registry challenge
+			}
+			http.Redirect(w, r, storage.URL+"/data", http.StatusTemporaryRedirect)
+			return true
+		}
+		return false
+	}
+	s := testService(t, ServiceOptions{})
+	n, _ := reference.ParseNormalizedNamed(f.host() + "/a/b")
+	r, err := s.Repository(context.Background(), n, Credentials{Auth: &registrytypes.AuthConfig{Username: "u", Password: "p", ServerAddress: f.host()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := r.FetchBlob(context.Background(), desc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil || string(b) != "blob-bytes" {
+		t.Fatalf("blob %q, %v", b, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(storageAuth) == 0 {
+		t.Fatal("redirect not followed")
+	}
+	for _, a := range storageAuth {
+		if a != "" {
+			t.Errorf("storage host received Authorization %q", a)
+		}
+	}
+}
+
+func TestRedirectHTTPSToHTTPRefused(t *testing.T) {
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("plain HTTP server reached after a downgrade")
+	}))
+	defer plain.Close()
+	tlsSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, plain.URL+"/v2/x", http.StatusFound)
+	}))
+	defer tlsSrv.Close()
+	s := testService(t, ServiceOptions{Transport: tlsSrv.Client().Transport})
+	req, _ := http.NewRequest(http.MethodGet, tlsSrv.URL+"/v2/", nil)
+	req.Header.Set("Authorization", "Basic c2VjcmV0")
+	resp, err := s.client.Do(req)
+	if err == nil {
+		resp.Body.Close()
+		t.Fatal("https→http redirect was followed")
+	}
+	if !strings.Contains(err.Error(), "downgrade") {
+		t.Errorf("error %v, want a downgrade refusal", err)
+	}
+}
+
+func TestCertsDirTrustsCA(t *testing.T) {
+	srv := httptest.NewTLSServer(http.NotFoundHandler())
+	defer srv.Close()
+	dir := t.TempDir()
+	host := "myreg.example.com:5000"
+	if err := os.MkdirAll(filepath.Join(dir, host), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	if err := os.WriteFile(filepath.Join(dir, host, "ca.crt"), pemBytes, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	conf, found, err := loadCertsDir([]string{filepath.Join(dir, "none"), dir}, host)
+	if err != nil || !found {
+		t.Fatalf("loadCertsDir: found %v, %v", found, err)
+	}
+	if _, err := srv.Certificate().Verify(x509.VerifyOptions{Roots: conf.RootCAs, DNSName: "example.com"}); err != nil {
+		t.Errorf("CA from certs dir not trusted: %v", err)
+	}
+	if _, found, _ := loadCertsDir([]string{dir}, "other.example.com"); found {
+		t.Errorf("certs dir of another host used")
+	}
+	// A lone client.cert is a configuration error, as in dockerd.
+	if err := os.WriteFile(filepath.Join(dir, host, "client.cert"), pemBytes, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := loadCertsDir([]string{dir}, host); err == nil {
+		t.Errorf("client.cert without client.key accepted")
+	}
+	tr := newHostTransports(&config{certsDirs: []string{dir}}, nil)
+	if rt, err := tr.forHost("quay.io"); err != nil || rt != tr.base {
+		t.Errorf("ordinary host: %v %v, want the shared base transport", rt, err)
+	}
+}
+
+func TestBlobReaderVerifies(t *testing.T) {
+	f := newFakeRegistry(t)
+	good := f.putBlob([]byte("0123456789"))
+	s := testService(t, ServiceOptions{})
+	r := mustRepo(t, s, f.host()+"/a/b")
+	ctx := context.Background()
+
+	f.mu.Lock()
+	f.blobs[good.Digest] = []byte("012345678X") // same size, other bytes
+	f.mu.Unlock()
+	rc, err := r.FetchBlob(ctx, good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = io.ReadAll(rc)
+	rc.Close()
+	if !errdefs.IsDataLoss(err) {
+		t.Errorf("tampered blob: read error %v, want a digest mismatch", err)
+	}
+
+	// A reader that never reports EOF cleanly on a short body.
+	short := ocispec.Descriptor{Digest: digest.FromString("0123456789"), Size: 10}
+	vr := newVerifyingReader(strings.NewReader("01234"), short, "h")
+	if _, err := io.ReadAll(vr); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("short body: %v, want unexpected EOF", err)
+	}
+	long := newVerifyingReader(strings.NewReader("0123456789!"), short, "h")
+	if _, err := io.ReadAll(long); err == nil {
+		t.Errorf("long body accepted")
+	}
+	ok := newVerifyingReader(strings.NewReader("0123456789"), short, "h")
+	if b, err := io.ReadAll(ok); err != nil || string(b) != "0123456789" {
+		t.Errorf("good body: %q %v", b, err)
+	}
+	if _, err := r.FetchBlob(ctx, ocispec.Descriptor{Digest: "sha256:../../etc", Size: 1}); !errdefs.IsInvalidArgument(err) {
+		t.Errorf("invalid digest: %v, want InvalidArgument before any request", err)
+	}
+}
+
+func TestIdleReaderTimesOut(t *testing.T) {
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	ir := newIdleReader(pr, 20*time.Millisecond)
+	defer ir.Close()
+	_, err := ir.Read(make([]byte, 1))
+	if !errdefs.IsUnavailable(err) {
+		t.Errorf("idle read: %v, want Unavailable", err)
+	}
+}
+
+func TestLogin(t *testing.T) {
+	ctx := context.Background()
+	t.Run("basic", func(t *testing.T) {
+		f := newFakeRegistry(t)
+		f.basicAuth = true
+		f.user, f.pass = "u", "p"
+		s := testService(t, ServiceOptions{})
+		if tok, err := s.Login(ctx, &registrytypes.AuthConfig{Username: "u", Password: "p", ServerAddress: f.host()}); err != nil || tok != "" {
+			t.Errorf("good credentials: %q %v", tok, err)
+		}
+		_, err := s.Login(ctx, &registrytypes.AuthConfig{Username: "u", Password: "x", ServerAddress: "http://" + f.host() + "/v2/"})
+		if !errdefs.IsUnauthorized(err) || !strings.Contains(err.Error(), "authentication required") {
+			t.Errorf("wrong credentials: %v, want Unauthenticated with the registry's reason", err)
+		}
+	})
+	t.Run("token", func(t *testing.T) {
+		f := newFakeRegistry(t)
+		f.tokenAuth = true
+		f.user, f.pass = "u", "p"
+		s := testService(t, ServiceOptions{})
+		tok, err := s.Login(ctx, &registrytypes.AuthConfig{Username: "u", Password: "p", ServerAddress: f.host()})
+		if err != nil || !strings.HasPrefix(tok, "refresh-") {
+			t.Errorf("good credentials: identity token %q, %v", tok, err)
+		}
+		_, err = s.Login(ctx, &registrytypes.AuthConfig{Username: "u", Password: "x", ServerAddress: f.host()})
+		if !errdefs.IsUnauthorized(err) || !strings.Contains(err.Error(), "incorrect username or password") {
+			t.Errorf("wrong credentials: %v", err)
+		}
+	})
+	t.Run("blocked", func(t *testing.T) {
+		s := testService(t, ServiceOptions{BlockRegistries: []string{"quay.io"}})
+		if _, err := s.Login(ctx, &registrytypes.AuthConfig{ServerAddress: "quay.io"}); !errdefs.IsPermissionDenied(err) {
+			t.Errorf("blocked: %v", err)
+		}
+	})
+}
+
+func TestPushMountTagsAndExists(t *testing.T) {
+	f := newFakeRegistry(t)
+	f.tokenAuth = true
+	s := testService(t, ServiceOptions{})
+	ctx := context.Background()
+	r := mustRepo(t, s, f.host()+"/push/dst")
+
+	blob := []byte("some layer")
+	desc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageLayer, Digest: digest.FromBytes(blob), Size: int64(len(blob))}
+	if ok, err := r.BlobExists(ctx, desc); err != nil || ok {
+		t.Fatalf("exists before push: %v %v", ok, err)
+	}
+	if err := r.PushBlob(ctx, desc, bytes.NewReader(blob)); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := r.BlobExists(ctx, desc); err != nil || !ok {
+		t.Fatalf("exists after push: %v %v", ok, err)
+	}
+	mounted, err := r.MountBlob(ctx, desc, "push/src", nil)
+	if err != nil || !mounted {
+		t.Errorf("mount of a known blob: %v %v", mounted, err)
+	}
+	f.refuseMount = true
+	other := []byte("other layer")
+	odesc := ocispec.Descriptor{Digest: digest.FromBytes(other), Size: int64(len(other))}
+	mounted, err = r.MountBlob(ctx, odesc, "push/src", func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(other)), nil })
+	if err != nil || mounted {
+		t.Errorf("refused mount: mounted %v err %v, want an upload", mounted, err)
+	}
+	if ok, _ := r.BlobExists(ctx, odesc); !ok {
+		t.Errorf("fallback upload did not land")
+	}
+
+	cfg := []byte(`{"os":"linux","architecture":"amd64"}`)
+	cdesc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageConfig, Digest: digest.FromBytes(cfg), Size: int64(len(cfg))}
+	if err := r.PushBlob(ctx, cdesc, bytes.NewReader(cfg)); err != nil {
+		t.Fatal(err)
+	}
+	m := []byte(`{"schemaVersion":2,"mediaType":"` + ocispec.MediaTypeImageManifest + `","config":{"mediaType":"` + ocispec.MediaTypeImageConfig + `","digest":"` + cdesc.Digest.String() + `","size":` + itoa(len(cfg)) + `},"layers":[]}`)
+	mdesc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromBytes(m), Size: int64(len(m))}
+	for _, tag := range []string{"t1", "t2", "t3"} {
+		if err := r.PushManifest(ctx, mdesc, m, tag); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.PushManifest(ctx, mdesc, append(m, ' '), "bad"); !errdefs.IsInvalidArgument(err) {
+		t.Errorf("mismatched manifest push: %v", err)
+	}
+	f.tagsPerPage = 2
+	tags, err := r.Tags(ctx)
+	if err != nil || strings.Join(tags, ",") != "t1,t2,t3" {
+		t.Errorf("tags %v %v", tags, err)
+	}
+	f.reset()
+	img, err := s.Inspect(ctx, InspectRequest{Name: f.host() + "/push/dst:t2", Platform: linuxAmd64()})
+	if err != nil || img.Descriptor.Digest != mdesc.Digest {
+		t.Fatalf("inspect after push: %v", err)
+	}
+	if got := f.reset(); len(got) != 2 {
+		t.Errorf("inspect right after push: %v, want HEAD + config", got)
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
