@@ -1,0 +1,229 @@
+package graph
+
+import (
+	"archive/tar"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/containerd/errdefs"
+	"github.com/distribution/reference"
+	"github.com/moby/moby/api/types/events"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+)
+
+// dockerManifestEntry is one entry of a docker save manifest.json.
+type dockerManifestEntry struct {
+	Config   string
+	RepoTags []string
+	Layers   []string
+}
+
+// savedImage is one image of an export with the references to record.
+type savedImage struct {
+	rec  *ImageRecord
+	meta *imageMeta
+	tags []string // fully qualified name:tag
+}
+
+// ExportImage writes names as one tar that both `docker load` and OCI tools
+// read: an OCI layout (oci-layout, index.json, blobs/sha256/…) plus docker's
+// manifest.json and, when a name is tagged, repositories. Each image is
+// saved by its platform manifest (the index of a multi-platform pull is not
+// carried, so its RepoDigests are not either). Every name is resolved before
+// the first byte is written, so a missing one is a plain NotFound.
+func (s *Store) ExportImage(ctx context.Context, names []string, w io.Writer) error {
+	imgs, err := s.resolveExport(names)
+	if err != nil {
+		return err
+	}
+	tw := tar.NewWriter(w)
+	epoch := time.Unix(0, 0).UTC()
+	for _, dir := range []string{blobsDir + "/", blobsDir + "/sha256/"} {
+		if err := tw.WriteHeader(&tar.Header{Name: dir, Typeflag: tar.TypeDir, Mode: 0o755, ModTime: epoch}); err != nil {
+			return err
+		}
+	}
+	written := map[digest.Digest]bool{}
+	idx := ocispec.Index{Versioned: specsVersioned(), MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{}}
+	var dm []dockerManifestEntry
+	repos := map[string]map[string]string{}
+	for _, im := range imgs {
+		m := im.meta.manifest
+		blobs := append([]ocispec.Descriptor{m.Config}, m.Layers...)
+		blobs = append(blobs, im.rec.Manifest)
+		for _, b := range blobs {
+			if written[b.Digest] {
+				continue
+			}
+			if err := s.writeTarBlob(ctx, tw, b.Digest, epoch); err != nil {
+				return err
+			}
+			written[b.Digest] = true
+		}
+		desc := ocispec.Descriptor{MediaType: im.rec.Manifest.MediaType, Digest: im.rec.Manifest.Digest, Size: im.rec.Manifest.Size}
+		p := im.meta.cfg.Platform
+		if p.OS != "" {
+			desc.Platform = &ocispec.Platform{OS: p.OS, Architecture: p.Architecture, Variant: p.Variant, OSVersion: p.OSVersion}
+		}
+		entry := dockerManifestEntry{Config: blobTarPath(m.Config.Digest), RepoTags: []string{}}
+		for _, l := range m.Layers {
+			entry.Layers = append(entry.Layers, blobTarPath(l.Digest))
+		}
+		if len(im.tags) == 0 {
+			idx.Manifests = append(idx.Manifests, desc)
+		}
+		for _, t := range im.tags {
+			n, err := reference.ParseNormalizedNamed(t)
+			if err != nil {
+				continue
+			}
+			tagged, ok := n.(reference.NamedTagged)
+			if !ok {
+				continue
+			}
+			d := desc
+			d.Annotations = map[string]string{annImageName: t, annRefName: tagged.Tag()}
+			idx.Manifests = append(idx.Manifests, d)
+			entry.RepoTags = append(entry.RepoTags, reference.FamiliarString(n))
+			if len(m.Layers) > 0 {
+				repo := reference.FamiliarName(n)
+				if repos[repo] == nil {
+					repos[repo] = map[string]string{}
+				}
+				repos[repo][tagged.Tag()] = m.Layers[len(m.Layers)-1].Digest.Encoded()
+			}
+		}
+		dm = append(dm, entry)
+	}
+	files := []struct {
+		name string
+		v    any
+	}{
+		{layoutFile, ocispec.ImageLayout{Version: ocispec.ImageLayoutVersion}},
+		{indexFile, idx},
+		{"manifest.json", dm},
+	}
+	if len(repos) > 0 {
+		files = append(files, struct {
+			name string
+			v    any
+		}{"repositories", repos})
+	}
+	for _, f := range files {
+		b, err := json.Marshal(f.v)
+		if err != nil {
+			return err
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: f.name, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(b)), ModTime: epoch}); err != nil {
+			return err
+		}
+		if _, err := tw.Write(b); err != nil {
+			return err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	var evs []imageEvent
+	for _, im := range imgs {
+		evs = append(evs, newImageEvent(im.rec.ID.String(), events.ActionSave, im.rec.ID.String(), im.meta.cfg.Config.Labels))
+	}
+	s.emitEvents(ctx, evs...)
+	return nil
+}
+
+func blobTarPath(d digest.Digest) string {
+	return path.Join(blobsDir, string(d.Algorithm()), d.Encoded())
+}
+
+func (s *Store) writeTarBlob(ctx context.Context, tw *tar.Writer, d digest.Digest, mtime time.Time) error {
+	f, size, err := s.local.openBlob(d)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := tw.WriteHeader(&tar.Header{Name: blobTarPath(d), Typeflag: tar.TypeReg, Mode: 0o644, Size: size, ModTime: mtime}); err != nil {
+		return err
+	}
+	_, err = copyCtx(ctx, tw, f)
+	return err
+}
+
+// resolveExport maps names to images: a bare repository name means all its
+// tags (as docker save does), name:tag that tag, an ID the image untagged.
+func (s *Store) resolveExport(names []string) ([]*savedImage, error) {
+	var out []*savedImage
+	byID := map[digest.Digest]*savedImage{}
+	add := func(rec *ImageRecord, tag string) error {
+		im := byID[rec.ID]
+		if im == nil {
+			meta, err := s.local.metaFor(rec)
+			if err != nil {
+				return err
+			}
+			im = &savedImage{rec: rec, meta: meta}
+			byID[rec.ID] = im
+			out = append(out, im)
+		}
+		if tag != "" {
+			for _, t := range im.tags {
+				if t == tag {
+					return nil
+				}
+			}
+			im.tags = append(im.tags, tag)
+		}
+		return nil
+	}
+	for _, name := range names {
+		if n, err := reference.ParseNormalizedNamed(name); err == nil && reference.IsNameOnly(n) {
+			recs, _ := s.ImagesByRepository(context.Background(), n.Name())
+			if len(recs) > 0 {
+				for tag, rec := range recs {
+					if err := add(rec, n.Name()+":"+tag); err != nil {
+						return nil, err
+					}
+				}
+				continue
+			}
+		}
+		rec, err := s.local.lookup(name)
+		if err != nil {
+			if strings.HasPrefix(err.Error(), "No such image: ") {
+				// docker save names the image as given.
+				return nil, noSuchImage(name)
+			}
+			return nil, err
+		}
+		tag := ""
+		if n, err := reference.ParseNormalizedNamed(name); err == nil && !looksLikeID(name) {
+			if _, canonical := n.(reference.Canonical); !canonical {
+				full := reference.TagNameOnly(n).String()
+				for _, t := range rec.RepoTags {
+					if t == full {
+						tag = full
+					}
+				}
+			}
+		}
+		if err := add(rec, tag); err != nil {
+			return nil, err
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no images to save%.0w", errdefs.ErrInvalidArgument)
+	}
+	return out, nil
+}
+
+// looksLikeID reports whether name could be an image ID or a prefix of one.
+func looksLikeID(name string) bool {
+	p := strings.TrimPrefix(name, "sha256:")
+	return p != "" && len(p) <= 64 && strings.Trim(p, "0123456789abcdef") == ""
+}
