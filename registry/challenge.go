@@ -231,6 +231,9 @@ func parseChallenge(header string) (scheme string, params map[string]string) {
 			return scheme, params
 		}
 		key := strings.ToLower(strings.TrimSpace(rest[:eq]))
+		if key == "" {
+			return scheme, params
+		}
 		rest = strings.TrimLeft(rest[eq+1:], " \t")
 		var val string
 		if strings.HasPrefix(rest, `"`) {

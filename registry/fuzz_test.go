@@ -1,0 +1,86 @@
+package registry
+
+import (
+	"encoding/base64"
+	"strings"
+	"testing"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+)
+
+func FuzzDecodeAuthConfig(f *testing.F) {
+	for _, s := range []string{
+		"",
+		base64.URLEncoding.EncodeToString([]byte(`{"username":"u","password":"p","serveraddress":"docker.io"}`)),
+		base64.RawURLEncoding.EncodeToString([]byte(`{"identitytoken":"x"}`)),
+		base64.URLEncoding.EncodeToString([]byte(`{"a":1}{"b":2}`)),
+		base64.StdEncoding.EncodeToString([]byte(`{"auth":"dTpw"}`)),
+		"!!!",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ac := DecodeAuthConfig(s)
+		if ac != nil && ac.Username == "" && ac.Password == "" && ac.IdentityToken == "" && ac.RegistryToken == "" && ac.ServerAddress == "" && ac.Auth == "" {
+			t.Errorf("empty AuthConfig returned for %q", s)
+		}
+	})
+}
+
+func FuzzDecodeDocument(f *testing.F) {
+	for _, s := range []string{
+		`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"digest":"sha256:` + strings.Repeat("a", 64) + `","size":1},"layers":[]}`,
+		`{"schemaVersion":2,"manifests":[{"digest":"sha256:` + strings.Repeat("b", 64) + `","size":1,"platform":{"os":"linux","architecture":"amd64"}}]}`,
+		`{"schemaVersion":1,"fsLayers":[{"blobSum":"sha256:` + strings.Repeat("c", 64) + `"}],"history":[{"v1Compatibility":"{}"}],"signatures":[{"protected":"eyJmb3JtYXRMZW5ndGgiOjEwLCJmb3JtYXRUYWlsIjoiZlEifQ"}]}`,
+		`{"manifests":[],"layers":[]}`,
+		`null`,
+		`[]`,
+	} {
+		f.Add(s, ocispec.MediaTypeImageManifest)
+		f.Add(s, "")
+	}
+	f.Fuzz(func(t *testing.T, body, served string) {
+		d, err := decodeDocument("fuzz", served, []byte(body))
+		if err != nil {
+			return
+		}
+		switch d.kind {
+		case kindIndex:
+			_, _ = SelectManifest(&d.index, ocispec.Platform{OS: "linux", Architecture: "arm64"})
+		case kindManifest:
+			if d.manifest.Config.Digest.Validate() != nil {
+				t.Errorf("accepted a manifest with an invalid config digest")
+			}
+		case kindSchema1:
+			if len(d.v1Layers) == 0 {
+				t.Errorf("accepted a schema1 manifest without layers")
+			}
+		default:
+			t.Errorf("unknown kind %d", d.kind)
+		}
+		_ = sniffMediaType([]byte(body))
+	})
+}
+
+func FuzzParseChallenge(f *testing.F) {
+	for _, s := range []string{
+		`Bearer realm="https://auth.docker.io/token",service="registry.docker.io",scope="repository:x:pull"`,
+		`Basic realm="r"`,
+		`Bearer realm="a\"b", service=x`,
+		`Bearer realm="`,
+		`=`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		scheme, params := parseChallenge(s)
+		if scheme != strings.ToLower(scheme) {
+			t.Errorf("scheme %q not lower case", scheme)
+		}
+		for k := range params {
+			if k == "" {
+				t.Errorf("empty parameter name from %q", s)
+			}
+		}
+	})
+}
