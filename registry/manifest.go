@@ -100,6 +100,9 @@ func (r *Repository) headManifest(ctx context.Context, ep *repoEndpoint, ref str
 	case http.StatusOK:
 	case http.StatusMethodNotAllowed, http.StatusNotImplemented:
 		return ocispec.Descriptor{}, false, nil
+	case http.StatusNotFound:
+		// A HEAD answer has no body; word it as the GET would have been.
+		return ocispec.Descriptor{}, false, responseError(http.MethodHead, resp, []byte(`{"errors":[{"code":"MANIFEST_UNKNOWN","message":"manifest unknown"}]}`))
 	default:
 		return ocispec.Descriptor{}, false, responseError(http.MethodHead, resp, nil)
 	}
