@@ -283,3 +283,42 @@ func TestPushMountTagsAndExists(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+func TestProbeSchemeFallsBackToHTTPForInsecureHosts(t *testing.T) {
+	f := newFakeRegistry(t)
+	s := testService(t, ServiceOptions{})
+	plain, ok := s.probeScheme(context.Background(), f.host())
+	if !ok || !plain {
+		t.Errorf("plain-HTTP registry probed as plain=%v ok=%v", plain, ok)
+	}
+	tlsSrv := httptest.NewTLSServer(http.NotFoundHandler())
+	defer tlsSrv.Close()
+	plain, ok = s.probeScheme(context.Background(), strings.TrimPrefix(tlsSrv.URL, "https://"))
+	if !ok || plain {
+		t.Errorf("TLS registry probed as plain=%v ok=%v", plain, ok)
+	}
+}
+
+func TestMirrorServesDockerHubNamesWithoutHubCredentials(t *testing.T) {
+	m := newFakeRegistry(t)
+	m.addImage("library/busybox", "latest", "linux", "amd64", "")
+	var sawAuth bool
+	m.hook = func(w http.ResponseWriter, r *http.Request) bool {
+		if r.Header.Get("Authorization") != "" {
+			sawAuth = true
+		}
+		return false
+	}
+	s := testService(t, ServiceOptions{Mirrors: []string{"http://" + m.host()}})
+	creds := Credentials{Auth: &registrytypes.AuthConfig{Username: "hub", Password: "secret", ServerAddress: IndexServerAddress}}
+	img, err := s.Inspect(context.Background(), InspectRequest{Name: "busybox", Platform: linuxAmd64(), Credentials: creds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img.Registry != "docker.io" || img.Name.String() != "docker.io/library/busybox" || img.Tag != "latest" {
+		t.Errorf("mirror answer: registry %s name %s tag %s", img.Registry, img.Name, img.Tag)
+	}
+	if sawAuth {
+		t.Errorf("Docker Hub credentials were sent to the mirror")
+	}
+}
