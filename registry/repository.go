@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"regexp"
 
 	"github.com/containerd/errdefs"
@@ -98,6 +99,9 @@ func (s *Service) newRepoEndpoint(ep *endpoint, path, index string, creds Creden
 		Header:   header,
 		Cache:    s.tokenCacheFor(credentialIdentity(creds.Auth)),
 		ClientID: oauthClientID,
+	}
+	if isLoopbackHost(ep.host) {
+		ac.BlockedRealmPrefixes = loopbackRealmPrefixes()
 	}
 	if !ep.mirror {
 		ac.Credential = credentialFunc(creds.Auth, index)
@@ -301,4 +305,21 @@ func (r *Repository) PushManifest(ctx context.Context, desc ocispec.Descriptor, 
 	r.svc.content.put(desc.Digest, desc.MediaType, content)
 	r.svc.warm.add(r.warmKey())
 	return nil
+}
+
+// loopbackRealmPrefixes is oras-go's realm denylist without loopback, for
+// registries on this machine: oras-go refuses a bearer realm on a loopback
+// address unless its host name equals the registry's, which breaks a local
+// registry at localhost:5000 whose token server is 127.0.0.1:5001. A
+// loopback registry sending us to a loopback realm gains nothing; metadata
+// and link-local addresses stay refused.
+func loopbackRealmPrefixes() []netip.Prefix {
+	var out []netip.Prefix
+	for _, p := range auth.DefaultBlockedRealmPrefixes() {
+		if p.Addr().IsLoopback() {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
 }
