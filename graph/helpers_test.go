@@ -46,7 +46,9 @@ func (r *testEventRecorder) actions() []string {
 	return out
 }
 
-func localTestPlatform() ocispec.Platform { return ocispec.Platform{OS: "linux", Architecture: "amd64"} }
+func localTestPlatform() ocispec.Platform {
+	return ocispec.Platform{OS: "linux", Architecture: "amd64"}
+}
 
 func newLocalTestStore(t testing.TB) (*Store, *testEventRecorder) {
 	t.Helper()

@@ -1,0 +1,350 @@
+package graph
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/containerd/errdefs"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/moby/moby/api/types/jsonstream"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/wharfproject/wharf/api/types"
+)
+
+func saveToBytes(t *testing.T, s *Store, names ...string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := s.ExportImage(context.Background(), names, &buf); err != nil {
+		t.Fatalf("ExportImage(%v): %v", names, err)
+	}
+	return buf.Bytes()
+}
+
+func tarFiles(t *testing.T, b []byte) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	tr := tar.NewReader(bytes.NewReader(b))
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(tr)
+		out[hdr.Name] = body
+	}
+}
+
+func loadBytes(t *testing.T, s *Store, b []byte) ([]string, error) {
+	t.Helper()
+	var lines []string
+	out := types.ProgressFunc(func(m jsonstream.Message) error { lines = append(lines, m.Stream); return nil })
+	err := s.LoadImage(context.Background(), bytes.NewReader(b), true, out)
+	return lines, err
+}
+
+func TestExportImageLayout(t *testing.T) {
+	s, ev := newLocalTestStore(t)
+	id := importTestImage(t, s, "127.0.0.1:5000/imported:1.0", "x")
+	b := saveToBytes(t, s, "127.0.0.1:5000/imported:1.0")
+	files := tarFiles(t, b)
+	rec, _ := s.Lookup(context.Background(), id.String())
+	meta, _ := s.local.metaFor(rec)
+	var dm []dockerManifestEntry
+	if err := json.Unmarshal(files["manifest.json"], &dm); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(`[{"Config":"blobs/sha256/%s","RepoTags":["127.0.0.1:5000/imported:1.0"],"Layers":["blobs/sha256/%s"]}]`,
+		id.Encoded(), meta.manifest.Layers[0].Digest.Encoded())
+	if string(files["manifest.json"]) != want {
+		t.Fatalf("manifest.json = %s\nwant %s", files["manifest.json"], want)
+	}
+	wantRepos := fmt.Sprintf(`{"127.0.0.1:5000/imported":{"1.0":"%s"}}`, meta.manifest.Layers[0].Digest.Encoded())
+	if string(files["repositories"]) != wantRepos {
+		t.Fatalf("repositories = %s", files["repositories"])
+	}
+	if string(files["oci-layout"]) != `{"imageLayoutVersion":"1.0.0"}` {
+		t.Fatalf("oci-layout = %s", files["oci-layout"])
+	}
+	var idx ocispec.Index
+	json.Unmarshal(files["index.json"], &idx)
+	if len(idx.Manifests) != 1 || idx.Manifests[0].Digest != rec.Manifest.Digest ||
+		idx.Manifests[0].Annotations[annImageName] != "127.0.0.1:5000/imported:1.0" || idx.Manifests[0].Annotations[ocispec.AnnotationRefName] != "1.0" {
+		t.Fatalf("index.json = %s", files["index.json"])
+	}
+	for n, body := range files {
+		if d, ok := blobName(strings.TrimSuffix(n, "/")); ok && digest.FromBytes(body) != d {
+			t.Fatalf("%s does not match its digest", n)
+		}
+	}
+	// An independent docker-archive reader (go-containerregistry) reads it.
+	tag, _ := name.NewTag("127.0.0.1:5000/imported:1.0")
+	img, err := tarball.Image(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }, &tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cn, err := img.ConfigName()
+	if err != nil || cn.String() != id.String() {
+		t.Fatalf("tarball config = %v %v", cn, err)
+	}
+	if acts := ev.actions(); acts[len(acts)-1] != "save" {
+		t.Fatalf("events = %v", acts)
+	}
+	// A missing name fails before anything is written.
+	var buf bytes.Buffer
+	err = s.ExportImage(context.Background(), []string{"127.0.0.1:5000/imported:1.0", "nosuchimage"}, &buf)
+	if !errdefs.IsNotFound(err) || err.Error() != "No such image: nosuchimage" || buf.Len() != 0 {
+		t.Fatalf("missing: %v (%d bytes written)", err, buf.Len())
+	}
+}
+
+func TestSaveLoadRoundTrip(t *testing.T) {
+	src, _ := newLocalTestStore(t)
+	ctx := context.Background()
+	a := importTestImage(t, src, "app:1", "same", "LABEL v=1")
+	b := importTestImage(t, src, "other/app:2", "same", "LABEL v=2") // shares a's layer
+	c := importTestImage(t, src, "", "untagged")
+	if err := src.TagImage(ctx, "app:1", "app", "latest"); err != nil {
+		t.Fatal(err)
+	}
+	tarball := saveToBytes(t, src, "app", "other/app:2", c.Encoded()[:12])
+
+	dst, ev := newLocalTestStore(t)
+	lines, err := loadBytes(t, dst, tarball)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(lines)
+	want := []string{"Loaded image ID: " + c.String() + "\n", "Loaded image: app:1\n", "Loaded image: app:latest\n", "Loaded image: other/app:2\n"}
+	if fmt.Sprint(lines) != fmt.Sprint(want) {
+		t.Fatalf("lines = %q\nwant %q", lines, want)
+	}
+	for _, id := range []digest.Digest{a, b, c} {
+		sr, _ := src.Lookup(ctx, id.String())
+		dr, err := dst.Lookup(ctx, id.String())
+		if err != nil {
+			t.Fatalf("%s missing after load: %v", id, err)
+		}
+		if dr.Manifest.Digest != sr.Manifest.Digest {
+			t.Fatalf("manifest digest %s != %s", dr.Manifest.Digest, sr.Manifest.Digest)
+		}
+		if fmt.Sprint(dr.RepoTags) != fmt.Sprint(sr.RepoTags) {
+			t.Fatalf("tags %v != %v", dr.RepoTags, sr.RepoTags)
+		}
+		si, _ := src.ImageInspect(ctx, id.String(), types.InspectOptions{})
+		di, _ := dst.ImageInspect(ctx, id.String(), types.InspectOptions{})
+		si.GraphDriver, di.GraphDriver = nil, nil
+		si.Metadata, di.Metadata = di.Metadata, di.Metadata
+		if mustJSONText(t, si) != mustJSONText(t, di) {
+			t.Fatalf("inspect differs:\n%s\n%s", mustJSONText(t, si), mustJSONText(t, di))
+		}
+	}
+	if n := strings.Count(strings.Join(ev.actions(), ","), "load"); n != 3 {
+		t.Fatalf("load events = %v", ev.actions())
+	}
+	// Loading again is idempotent.
+	if _, err := loadBytes(t, dst, tarball); err != nil || dst.Count() != 3 {
+		t.Fatalf("reload: %v, %d images", err, dst.Count())
+	}
+}
+
+// legacyTar builds a docker save archive in the pre-25 layout: <id>.json,
+// <layer>/layer.tar (uncompressed; the second image's layer is a symlink to
+// the first's), manifest.json, repositories.
+func legacyTar(t *testing.T, mutate func(cfg map[string]any)) ([]byte, digest.Digest) {
+	layer := makeTestTar(t, testTarEntry{name: "hello", body: "legacy"})
+	diffID := digest.FromBytes(layer)
+	cfg := map[string]any{
+		"architecture": "amd64", "os": "linux", "created": "2026-12-03T07:46:09.011963844Z",
+		"docker_version": "20.10.24", "comment": "imported for golden samples",
+		"config": map[string]any{"Env": []string{"IMPORTED=1"}, "Cmd": []string{"/bin/sh"}},
+		"rootfs": map[string]any{"type": "layers", "diff_ids": []string{diffID.String()}},
+	}
+	if mutate != nil {
+		mutate(cfg)
+	}
+	cb, _ := json.Marshal(cfg)
+	id := digest.FromBytes(cb)
+	lid := "6ff093dda4b01800907774f342501b9ed8fc4aafa4d72f73280343d3175db664"
+	manifest := fmt.Sprintf(`[{"Config":"%s.json","RepoTags":["127.0.0.1:5000/imported:1.0"],"Layers":["%s/layer.tar"]},`+
+		`{"Config":"%s.json","RepoTags":["legacy-copy:1"],"Layers":["dup/layer.tar"]}]`, id.Encoded(), lid, id.Encoded())
+	return makeTestTar(t,
+		testTarEntry{name: lid + "/", typeflag: tar.TypeDir},
+		testTarEntry{name: lid + "/VERSION", body: "1.0"},
+		testTarEntry{name: lid + "/json", body: `{"id":"` + lid + `"}`},
+		testTarEntry{name: lid + "/layer.tar", body: string(layer)},
+		testTarEntry{name: "dup/layer.tar", typeflag: tar.TypeSymlink, linkname: "../" + lid + "/layer.tar"},
+		testTarEntry{name: id.Encoded() + ".json", body: string(cb)},
+		testTarEntry{name: "manifest.json", body: manifest},
+		testTarEntry{name: "repositories", body: `{"127.0.0.1:5000/imported":{"1.0":"` + lid + `"}}`},
+	), id
+}
+
+func TestLoadLegacyDockerArchive(t *testing.T) {
+	s, _ := newLocalTestStore(t)
+	ctx := context.Background()
+	b, id := legacyTar(t, nil)
+	lines, err := loadBytes(t, s, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(lines) != "[Loaded image: 127.0.0.1:5000/imported:1.0\n Loaded image: legacy-copy:1\n]" {
+		t.Fatalf("lines = %q", lines)
+	}
+	rec, err := s.Lookup(ctx, "legacy-copy:1")
+	if err != nil || rec.ID != id {
+		t.Fatalf("lookup: %v %v", rec, err)
+	}
+	meta, _ := s.local.metaFor(rec)
+	if rec.Manifest.MediaType != mediaTypeDockerManifest || meta.manifest.Layers[0].MediaType != mediaTypeDockerLayer {
+		t.Fatalf("media types: %s %s", rec.Manifest.MediaType, meta.manifest.Layers[0].MediaType)
+	}
+	ins, err := s.ImageInspect(ctx, id.String(), types.InspectOptions{})
+	if err != nil || ins.Comment != "imported for golden samples" || ins.Legacy.DockerVersion != "20.10.24" || len(ins.RepoTags) != 2 {
+		t.Fatalf("inspect: %+v %v", ins, err)
+	}
+	// Saved again and loaded into a fresh store: same ID and manifest digest.
+	again := saveToBytes(t, s, "legacy-copy:1")
+	s2, _ := newLocalTestStore(t)
+	if _, err := loadBytes(t, s2, again); err != nil {
+		t.Fatal(err)
+	}
+	rec2, err := s2.Lookup(ctx, "legacy-copy:1")
+	if err != nil || rec2.ID != id || rec2.Manifest.Digest != rec.Manifest.Digest {
+		t.Fatalf("re-load: %+v %v", rec2, err)
+	}
+}
+
+func TestLoadRejectsInconsistentArchives(t *testing.T) {
+	badDiff, _ := legacyTar(t, func(cfg map[string]any) {
+		cfg["rootfs"] = map[string]any{"type": "layers", "diff_ids": []string{digest.FromString("other").String()}}
+	})
+	tooMany, _ := legacyTar(t, func(cfg map[string]any) { cfg["rootfs"] = map[string]any{"type": "layers"} })
+	payload := []byte("hello")
+	wrongBlob := makeTestTar(t,
+		testTarEntry{name: "blobs/sha256/" + digest.FromString("different").Encoded(), body: string(payload)},
+		testTarEntry{name: "index.json", body: `{"schemaVersion":2,"manifests":[]}`})
+	missingBlob := makeTestTar(t, testTarEntry{name: "index.json", body: `{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"` +
+		digest.FromString("m").String() + `","size":1}]}`})
+	tests := []struct {
+		name string
+		body []byte
+		msg  string
+	}{
+		{"diff id mismatch", badDiff, "has diff ID"},
+		{"layer count mismatch", tooMany, "1 layers but 0 diff IDs"},
+		{"blob content mismatch", wrongBlob, "digest mismatch"},
+		{"missing blob", missingBlob, "is missing"},
+		{"no manifest", makeTestTar(t, testTarEntry{name: "hello", body: "x"}), "no manifest.json or index.json"},
+		{"bad manifest.json", makeTestTar(t, testTarEntry{name: "manifest.json", body: "{"}), "manifest.json"},
+		{"garbage", bytes.Repeat([]byte{0xde, 0xad, 0xbe, 0xef}, 300), "invalid tar archive"},
+		{"truncated", makeTestTar(t, testTarEntry{name: "manifest.json", body: strings.Repeat("x", 2000)})[:1000], "invalid tar archive: unexpected EOF"},
+		{"empty", nil, "no manifest.json or index.json"},
+		{"huge manifest.json", makeTestTar(t, testTarEntry{name: "manifest.json", body: strings.Repeat(" ", maxManifestSize+1)}), "too large"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _ := newLocalTestStore(t)
+			_, err := loadBytes(t, s, tt.body)
+			if !errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), tt.msg) {
+				t.Fatalf("err = %v, want InvalidArgument containing %q", err, tt.msg)
+			}
+			if s.Count() != 0 {
+				t.Fatal("a rejected archive recorded images")
+			}
+			assertNoBlobs(t, s)
+		})
+	}
+}
+
+// assertNoBlobs checks that a rejected load left no blob behind.
+func assertNoBlobs(t *testing.T, s *Store) {
+	t.Helper()
+	ents, err := os.ReadDir(filepath.Join(s.local.root, blobsDir, "sha256"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ents) != 0 {
+		t.Fatalf("rejected load left %d blobs", len(ents))
+	}
+}
+
+func TestLoadRejectsEscapingEntries(t *testing.T) {
+	manifest := testTarEntry{name: "manifest.json", body: `[]`}
+	tests := []struct {
+		name  string
+		entry testTarEntry
+	}{
+		{"dotdot", testTarEntry{name: "../evil", body: "x"}},
+		{"nested dotdot", testTarEntry{name: "blobs/../../evil", body: "x"}},
+		{"absolute", testTarEntry{name: "/tmp/evil", body: "x"}},
+		{"symlink dotdot", testTarEntry{name: "link", typeflag: tar.TypeSymlink, linkname: "../../etc/passwd"}},
+		{"symlink absolute", testTarEntry{name: "link", typeflag: tar.TypeSymlink, linkname: "/etc/passwd"}},
+		{"symlink nested escape", testTarEntry{name: "a/link", typeflag: tar.TypeSymlink, linkname: "../../x"}},
+		{"hardlink dotdot", testTarEntry{name: "link", typeflag: tar.TypeLink, linkname: "../x"}},
+		{"hardlink absolute", testTarEntry{name: "link", typeflag: tar.TypeLink, linkname: "/etc/shadow"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			parent := t.TempDir()
+			root := filepath.Join(parent, "root")
+			s, _ := openLocalTestStore(t, root)
+			b := makeTestTar(t, tt.entry, testTarEntry{name: "evil", body: "payload"}, manifest)
+			_, err := loadBytes(t, s, b)
+			if !errdefs.IsInvalidArgument(err) {
+				t.Fatalf("err = %v, want InvalidArgument", err)
+			}
+			ents, _ := os.ReadDir(parent)
+			if len(ents) != 1 || ents[0].Name() != "root" {
+				t.Fatalf("something was written beside the root: %v", ents)
+			}
+			if _, err := os.Stat("/tmp/evil"); err == nil {
+				t.Fatal("/tmp/evil exists")
+			}
+			assertNoBlobs(t, s)
+		})
+	}
+}
+
+func TestLoadInsideSymlinkAccepted(t *testing.T) {
+	// A symlink that stays inside the archive (docker save's shared layers)
+	// is followed; covered by the legacy fixture's dup/layer.tar.
+	s, _ := newLocalTestStore(t)
+	b, _ := legacyTar(t, nil)
+	if _, err := loadBytes(t, s, b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func FuzzLoadArchive(f *testing.F) {
+	seedStore, _ := newLocalTestStore(f)
+	importTestImage(f, seedStore, "seed:1", "seed", "LABEL a=b")
+	var saved bytes.Buffer
+	if err := seedStore.ExportImage(context.Background(), []string{"seed:1"}, &saved); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(saved.Bytes())
+	f.Add(makeTestTar(f, testTarEntry{name: "manifest.json", body: `[{"Config":"c.json","Layers":["l/layer.tar"]}]`},
+		testTarEntry{name: "c.json", body: `{"rootfs":{"diff_ids":[]}}`}))
+	f.Add(makeTestTar(f, testTarEntry{name: "index.json", body: `{"manifests":[{"digest":"sha256:../../x"}]}`}))
+	f.Add(makeTestTar(f, testTarEntry{name: "l", typeflag: tar.TypeSymlink, linkname: "l"}, testTarEntry{name: "manifest.json", body: `[{"Config":"l"}]`}))
+	f.Add([]byte("garbage"))
+	s, _ := newLocalTestStore(f)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_ = s.LoadImage(context.Background(), bytes.NewReader(b), true, types.DiscardProgress)
+	})
+}
