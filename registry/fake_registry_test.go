@@ -43,6 +43,7 @@ type fakeRegistry struct {
 	hook         func(w http.ResponseWriter, r *http.Request) bool // true = handled
 	tagsPerPage  int
 	refuseMount  bool
+	realmBase    string // token realm base URL; default the server's own
 }
 
 type fakeManifest struct {
@@ -158,7 +159,11 @@ func (f *fakeRegistry) authorised(w http.ResponseWriter, r *http.Request) bool {
 		if parts := strings.SplitN(strings.TrimPrefix(r.URL.Path, "/v2/"), "/manifests/", 2); len(parts) == 2 {
 			scope = fmt.Sprintf(`,scope="repository:%s:pull"`, parts[0])
 		}
-		w.Header().Set("Www-Authenticate", fmt.Sprintf(`Bearer realm="%s/token",service="fake"%s`, f.srv.URL, scope))
+		realm := f.srv.URL
+		if f.realmBase != "" {
+			realm = f.realmBase
+		}
+		w.Header().Set("Www-Authenticate", fmt.Sprintf(`Bearer realm="%s/token",service="fake"%s`, realm, scope))
 		writeErr(w, http.StatusUnauthorized, "UNAUTHORIZED", "authentication required")
 		return false
 	case basicAuth:

@@ -397,3 +397,13 @@ func TestInspectShortNameSearchesAdditionalRegistries(t *testing.T) {
 		t.Errorf("answered by %s (a saw %d requests), want %s after %s", img.Registry, a.count(), b.host(), a.host())
 	}
 }
+
+func TestLoopbackRegistryMayUseLoopbackRealm(t *testing.T) {
+	f := newFakeRegistry(t)
+	f.tokenAuth = true
+	f.realmBase = "http://localhost:" + f.srv.URL[strings.LastIndex(f.srv.URL, ":")+1:]
+	f.addImage("a/b", "t", "linux", "amd64", "")
+	if _, err := testService(t, ServiceOptions{}).Inspect(context.Background(), InspectRequest{Name: f.host() + "/a/b:t", Platform: linuxAmd64()}); err != nil {
+		t.Errorf("127.0.0.1 registry with a localhost realm: %v", err)
+	}
+}
