@@ -11,21 +11,8 @@ import (
 	"github.com/wharfproject/wharf/api/types"
 )
 
-type remoteState struct{}
-
-func newRemoteState(opts Options) *remoteState { return &remoteState{} }
-
-func (s *Store) PullImage(ctx context.Context, opts types.PullOptions, out types.ProgressWriter) error {
-	return errdefs.ErrNotImplemented
-}
 func (s *Store) PushImage(ctx context.Context, opts types.PushOptions, out types.ProgressWriter) error {
 	return errdefs.ErrNotImplemented
-}
-func (s *Store) LookupRemote(ctx context.Context, name string, opts types.RemoteInspectOptions) (*types.RemoteImageInspect, error) {
-	return nil, errdefs.ErrNotImplemented
-}
-func (s *Store) RemoteManifest(ctx context.Context, name string, opts types.RemoteInspectOptions) ([]byte, string, error) {
-	return nil, "", errdefs.ErrNotImplemented
 }
 func (s *Store) DistributionInspect(ctx context.Context, name string, opts types.RemoteInspectOptions) (*registry.DistributionInspect, error) {
 	return nil, errdefs.ErrNotImplemented

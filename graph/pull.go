@@ -1,0 +1,270 @@
+package graph
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/containerd/errdefs"
+	"github.com/distribution/reference"
+	"github.com/moby/moby/api/types/events"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/registry"
+)
+
+// PullImage pulls FromImage[:Tag|@digest] (all tags when neither is given)
+// and streams dockerd's progress messages to out. The name is resolved
+// before the first message, so a missing repository or tag is a plain
+// errdefs.ErrNotFound the server can answer with 404.
+func (s *Store) PullImage(ctx context.Context, opts types.PullOptions, out types.ProgressWriter) error {
+	// `docker pull -a name` sends fromImage=name: with a trailing colon.
+	tn, err := splitTypedName(strings.TrimSuffix(opts.FromImage, ":"))
+	if err != nil {
+		return err
+	}
+	if opts.Tag != "" && tn.Digest == "" {
+		if d, derr := digest.Parse(opts.Tag); derr == nil {
+			tn.Digest, tn.Tag = d, ""
+		} else {
+			tn.Tag = opts.Tag
+		}
+	}
+	if isScratch(tn.Repo) {
+		return fmt.Errorf("'scratch' is a reserved name%.0w", errdefs.ErrPermissionDenied)
+	}
+	creds := credentials(opts.Auth, opts.MetaHeaders)
+	platform := s.platformOr(opts.Platform)
+	po := newProgressOutput(out)
+
+	if tn.pin() == "" {
+		return s.pullAllTags(ctx, tn, creds, platform, po)
+	}
+	res, err := s.resolveRemote(ctx, tn, creds)
+	if err != nil {
+		return pullNotFound(tn, err)
+	}
+	upToDate, err := s.pullResolved(ctx, res, platform, po)
+	if err != nil {
+		return err
+	}
+	return writePullStatus(po, reference.FamiliarString(res.Ref), upToDate)
+}
+
+func isScratch(repo string) bool {
+	n, err := reference.ParseNormalizedNamed(repo)
+	return err == nil && reference.FamiliarName(n) == "scratch"
+}
+
+// pullNotFound words a missing repository or tag like dockerd:
+// "manifest for NAME:TAG not found: <registry's reason>".
+func pullNotFound(tn typedName, err error) error {
+	if !errdefs.IsNotFound(err) || strings.HasPrefix(err.Error(), "manifest for ") {
+		return err
+	}
+	ref := tn.Repo
+	if n, perr := reference.ParseNormalizedNamed(tn.Repo); perr == nil {
+		if r, werr := tn.withPin(n); werr == nil {
+			ref = reference.FamiliarString(r)
+		}
+	}
+	return fmt.Errorf("manifest for %s not found: %w", ref, err)
+}
+
+func writePullStatus(po *progressOutput, ref string, upToDate bool) error {
+	if upToDate {
+		return po.status("", "Status: Image is up to date for "+ref)
+	}
+	return po.status("", "Status: Downloaded newer image for "+ref)
+}
+
+// pullAllTags pulls every tag of the repository (docker pull -a).
+func (s *Store) pullAllTags(ctx context.Context, tn typedName, creds registry.Credentials, platform ocispec.Platform, po *progressOutput) error {
+	svc, err := s.registryService()
+	if err != nil {
+		return err
+	}
+	cands, err := svc.Candidates(tn.Repo)
+	if err != nil {
+		return err
+	}
+	var (
+		repo    *registry.Repository
+		name    reference.Named
+		tags    []string
+		lastErr error
+	)
+	for _, c := range cands {
+		r, err := svc.Repository(ctx, reference.TrimNamed(c), creds)
+		if err != nil {
+			return err
+		}
+		t, err := r.Tags(ctx)
+		if err == nil && len(t) > 0 {
+			repo, name, tags = r, reference.TrimNamed(c), t
+			break
+		}
+		if err != nil && !errdefs.IsNotFound(err) {
+			return err
+		}
+		lastErr = err
+	}
+	if repo == nil {
+		if lastErr == nil {
+			lastErr = fmt.Errorf("repository %s has no tags%.0w", tn.Repo, errdefs.ErrNotFound)
+		}
+		return lastErr
+	}
+	allUpToDate := true
+	for _, tag := range tags {
+		ref, err := reference.WithTag(name, tag)
+		if err != nil {
+			continue // a registry listing a malformed tag: skip it, as dockerd does
+		}
+		desc, err := repo.Resolve(ctx, tag)
+		if err != nil {
+			return err
+		}
+		upToDate, err := s.pullResolved(ctx, &resolvedRemote{Repo: repo, Ref: ref, Desc: desc}, platform, po)
+		if err != nil {
+			return err
+		}
+		allUpToDate = allUpToDate && upToDate
+	}
+	return writePullStatus(po, reference.FamiliarName(name), allUpToDate)
+}
+
+// pullResolved pulls one resolved manifest: top level, platform manifest,
+// config and layers, all verified; the image becomes visible (PutImage)
+// only after every blob is stored. It reports whether the reference already
+// named this exact image.
+func (s *Store) pullResolved(ctx context.Context, res *resolvedRemote, platform ocispec.Platform, po *progressOutput) (bool, error) {
+	ref := res.Ref
+	id := reference.FamiliarString(ref)
+	if t, ok := ref.(reference.Tagged); ok {
+		if _, digested := ref.(reference.Digested); !digested {
+			id = t.Tag()
+		}
+	}
+	// dockerd names the repository by its path: "library/busybox", "tiny".
+	if err := po.status(id, "Pulling from "+reference.Path(ref)); err != nil {
+		return false, err
+	}
+
+	top := res.Desc
+	topBytes, err := res.Repo.FetchManifest(ctx, top)
+	if err != nil {
+		return false, err
+	}
+	if top.MediaType == "" {
+		top.MediaType = sniffMediaType(topBytes)
+	}
+	top = ocispec.Descriptor{MediaType: top.MediaType, Digest: top.Digest, Size: int64(len(topBytes))}
+
+	plat, manBytes := top, topBytes
+	if isIndexMediaType(top.MediaType) {
+		var idx ocispec.Index
+		if err := json.Unmarshal(topBytes, &idx); err != nil {
+			return false, fmt.Errorf("parse index %s: %w", top.Digest, err)
+		}
+		plat, err = registry.SelectManifest(&idx, platform)
+		if err != nil {
+			return false, err
+		}
+		if manBytes, err = res.Repo.FetchManifest(ctx, plat); err != nil {
+			return false, err
+		}
+	}
+	if isSchema1(plat.MediaType) || isSchema1(sniffMediaType(manBytes)) {
+		return false, fmt.Errorf("%s: schema1 manifests are not supported: push the image again with a current client%.0w", id, errdefs.ErrNotImplemented)
+	}
+	var man ocispec.Manifest
+	if err := json.Unmarshal(manBytes, &man); err != nil {
+		return false, fmt.Errorf("parse manifest %s: %w", plat.Digest, err)
+	}
+	if err := man.Config.Digest.Validate(); err != nil {
+		return false, fmt.Errorf("manifest %s: config: %w", plat.Digest, errdefs.ErrInvalidArgument)
+	}
+	if plat.MediaType == "" {
+		plat.MediaType = sniffMediaType(manBytes)
+	}
+	config, err := res.Repo.FetchConfig(ctx, man.Config)
+	if err != nil {
+		return false, err
+	}
+
+	upToDate := false
+	if cur, err := s.Lookup(ctx, ref.String()); err == nil && cur.Target.Digest == top.Digest && cur.ID == man.Config.Digest {
+		upToDate = true
+	}
+	// dockerd shows no layer lines when the image is already complete.
+	if !s.HasBlob(man.Config.Digest) || !s.hasAll(man.Layers) {
+		if err := s.remote.downloadLayers(ctx, res.Repo, s, man.Layers, po); err != nil {
+			return false, err
+		}
+	}
+
+	for _, b := range []struct {
+		desc ocispec.Descriptor
+		data []byte
+	}{{man.Config, config}, {plat, manBytes}, {top, topBytes}} {
+		if err := s.WriteBlob(ctx, b.desc, bytes.NewReader(b.data)); err != nil {
+			return false, fmt.Errorf("store %s: %w", b.desc.Digest, err)
+		}
+	}
+	rec := ImageRecord{ID: man.Config.Digest, Target: top, Manifest: plat}
+	name := reference.TrimNamed(ref)
+	if c, err := reference.WithDigest(name, top.Digest); err == nil {
+		rec.RepoDigests = []string{c.String()}
+	}
+	if _, ok := ref.(reference.Tagged); ok {
+		rec.RepoTags = []string{ref.String()}
+		rec.LastTagTime = time.Now().UTC()
+	}
+	if err := s.PutImage(ctx, rec); err != nil {
+		return false, err
+	}
+	if err := po.status("", "Digest: "+top.Digest.String()); err != nil {
+		return false, err
+	}
+	s.logEvent(ctx, reference.FamiliarString(ref), events.ActionPull, map[string]string{"name": reference.FamiliarString(ref)})
+	return upToDate, nil
+}
+
+func (s *Store) hasAll(descs []ocispec.Descriptor) bool {
+	for _, d := range descs {
+		if !s.HasBlob(d.Digest) {
+			return false
+		}
+	}
+	return true
+}
+
+// sniffMediaType reads the mediaType field of a manifest document, or
+// guesses from its shape when the field is absent (OCI allows that).
+func sniffMediaType(b []byte) string {
+	var doc struct {
+		SchemaVersion int             `json:"schemaVersion"`
+		MediaType     string          `json:"mediaType"`
+		Manifests     json.RawMessage `json:"manifests"`
+		FSLayers      json.RawMessage `json:"fsLayers"`
+	}
+	if json.Unmarshal(b, &doc) != nil {
+		return ""
+	}
+	switch {
+	case doc.MediaType != "":
+		return doc.MediaType
+	case doc.Manifests != nil:
+		return ocispec.MediaTypeImageIndex
+	case doc.SchemaVersion == 1 || doc.FSLayers != nil:
+		return "application/vnd.docker.distribution.manifest.v1+json"
+	default:
+		return ocispec.MediaTypeImageManifest
+	}
+}

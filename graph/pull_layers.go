@@ -1,0 +1,153 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+)
+
+// blobFetcher is what a pull needs from a registry repository.
+type blobFetcher interface {
+	FetchBlob(ctx context.Context, desc ocispec.Descriptor) (io.ReadCloser, error)
+}
+
+// blobIngester is what a pull needs from the local content store: WriteBlob
+// verifies while streaming and makes the blob visible only once verified.
+type blobIngester interface {
+	HasBlob(d digest.Digest) bool
+	WriteBlob(ctx context.Context, desc ocispec.Descriptor, r io.Reader) error
+}
+
+// layerDownload is one layer of one pull.
+type layerDownload struct {
+	desc    ocispec.Descriptor
+	id      string
+	present bool          // already stored before the pull began
+	done    chan struct{} // closed when err is final
+	err     error
+}
+
+// downloadLayers stores every layer of a pull, at most maxDownloads at a
+// time, and reports them as dockerd does: "Already exists" or "Pulling fs
+// layer" for each first, then per layer Waiting / Downloading / Verifying
+// Checksum / Download complete, and "Pull complete" in layer order. On the
+// first failure the other downloads are cancelled and waited for, so no
+// goroutine writes to the stream after it returns. Verified blobs stay in
+// the store for the next attempt.
+func (rs *remoteState) downloadLayers(ctx context.Context, src blobFetcher, dst blobIngester, layers []ocispec.Descriptor, po *progressOutput) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	dls := make([]*layerDownload, len(layers))
+	for i, l := range layers {
+		dl := &layerDownload{desc: l, id: shortID(l.Digest), done: make(chan struct{})}
+		dls[i] = dl
+		if dst.HasBlob(l.Digest) {
+			dl.present = true
+			close(dl.done)
+			if err := po.layer(dl.id, "Already exists"); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := po.layer(dl.id, "Pulling fs layer"); err != nil {
+			return err
+		}
+	}
+
+	slots := make(chan struct{}, rs.maxDownloads)
+	for _, dl := range dls {
+		if dl.present {
+			continue
+		}
+		go func() {
+			defer close(dl.done)
+			dl.err = rs.downloadLayer(ctx, src, dst, dl, slots, po)
+		}()
+	}
+
+	var firstErr error
+	for _, dl := range dls {
+		<-dl.done
+		if firstErr != nil || dl.present {
+			continue
+		}
+		if dl.err != nil {
+			firstErr = dl.err
+			cancel()
+			continue
+		}
+		if err := po.layer(dl.id, "Pull complete"); err != nil {
+			firstErr = err
+			cancel()
+		}
+	}
+	return firstErr
+}
+
+// downloadLayer waits for a slot, then shares the download of the blob with
+// any concurrent pull that wants the same digest.
+func (rs *remoteState) downloadLayer(ctx context.Context, src blobFetcher, dst blobIngester, dl *layerDownload, slots chan struct{}, po *progressOutput) error {
+	select {
+	case slots <- struct{}{}:
+	default:
+		if err := po.layer(dl.id, "Waiting"); err != nil {
+			return err
+		}
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	defer func() { <-slots }()
+
+	if err := rs.sharedFetch(ctx, src, dst, dl.desc, dl.id, po); err != nil {
+		return err
+	}
+	return po.layer(dl.id, "Download complete")
+}
+
+// sharedFetch stores desc once however many pulls ask for it at the same
+// time. The first asker downloads under its own context and sees byte
+// progress; the others wait. If the first asker is cancelled, a waiter
+// whose own context is still live starts the download again rather than
+// failing with someone else's cancellation.
+func (rs *remoteState) sharedFetch(ctx context.Context, src blobFetcher, dst blobIngester, desc ocispec.Descriptor, id string, po *progressOutput) error {
+	for {
+		leader := false
+		ch := rs.downloads.DoChan(desc.Digest.String(), func() (any, error) {
+			leader = true
+			return nil, fetchBlobInto(ctx, src, dst, desc, id, po)
+		})
+		select {
+		case res := <-ch:
+			if res.Err != nil && !leader && ctx.Err() == nil &&
+				(errors.Is(res.Err, context.Canceled) || errors.Is(res.Err, context.DeadlineExceeded)) {
+				continue
+			}
+			return res.Err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// fetchBlobInto streams one blob from the registry into the store; it is
+// never held in memory whole.
+func fetchBlobInto(ctx context.Context, src blobFetcher, dst blobIngester, desc ocispec.Descriptor, id string, po *progressOutput) error {
+	if dst.HasBlob(desc.Digest) {
+		return nil // a pull that finished just before us stored it
+	}
+	rc, err := src.FetchBlob(ctx, desc)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	pr := newProgressReader(rc, po, id, "Downloading", desc.Size)
+	pr.onEOF = func() { _ = po.layer(id, "Verifying Checksum") }
+	return dst.WriteBlob(ctx, desc, pr)
+}

@@ -1,0 +1,243 @@
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/containerd/errdefs"
+	"github.com/distribution/reference"
+	"github.com/moby/moby/api/types/events"
+	"github.com/moby/moby/api/types/image"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/registry"
+)
+
+// LookupRemote answers a remote inspect: the image's metadata from its
+// registry, built by BuildInspect exactly as a local inspect is, plus where
+// the answer came from. No layer is downloaded.
+//
+// RepoTags and RepoDigests mirror what the local store shows for the same
+// image after a push or pull of that one name: [name:tag] (only when a tag
+// was resolved) and [name@top-level digest], in familiar form.
+func (s *Store) LookupRemote(ctx context.Context, name string, opts types.RemoteInspectOptions) (*types.RemoteImageInspect, error) {
+	ri, err := s.inspectRemote(ctx, name, opts)
+	if err != nil {
+		return nil, err
+	}
+	insp, err := BuildInspect(remoteInspectSource(ri))
+	if err != nil {
+		return nil, err
+	}
+	out := &types.RemoteImageInspect{
+		ImageInspect:           *insp,
+		Registry:               ri.Registry,
+		Digest:                 ri.Descriptor.Digest.String(),
+		Tag:                    ri.Tag,
+		PlatformManifestDigest: ri.Manifest.Digest.String(),
+		ManifestAnnotations:    ri.Annotations,
+	}
+	if out.PlatformManifestDigest == "" {
+		out.PlatformManifestDigest = out.Digest
+	}
+	// The registry has none of the local-only state.
+	out.GraphDriver = nil
+	if opts.Manifests {
+		out.Manifests = remoteManifestSummaries(ri)
+	}
+
+	actor := out.ID
+	if actor == "" {
+		actor = remoteRefString(ri)
+	}
+	s.logEvent(ctx, actor, events.Action("inspect"), map[string]string{
+		"name":     remoteRefString(ri),
+		"registry": ri.Registry,
+		"digest":   out.Digest,
+	})
+	return out, nil
+}
+
+// RemoteManifest returns the manifest bytes as the registry served them and
+// their media type: the top level (index or manifest) unless a platform was
+// asked for, then the manifest chosen for that platform.
+func (s *Store) RemoteManifest(ctx context.Context, name string, opts types.RemoteInspectOptions) ([]byte, string, error) {
+	ri, err := s.inspectRemote(ctx, name, opts)
+	if err != nil {
+		return nil, "", err
+	}
+	if opts.Platform != nil && ri.ManifestBytes != nil {
+		return ri.ManifestBytes, ri.Manifest.MediaType, nil
+	}
+	return ri.Raw, ri.Descriptor.MediaType, nil
+}
+
+// inspectRemote asks the registry; a missing repository or tag becomes the
+// same "No such image" a local inspect answers.
+func (s *Store) inspectRemote(ctx context.Context, name string, opts types.RemoteInspectOptions) (*registry.RemoteImage, error) {
+	svc, err := s.registryService()
+	if err != nil {
+		return nil, err
+	}
+	ri, err := svc.Inspect(ctx, registry.InspectRequest{
+		Name:        name,
+		Platform:    s.platformOr(opts.Platform),
+		Credentials: credentials(opts.Auth, opts.MetaHeaders),
+	})
+	if err != nil {
+		if errdefs.IsNotFound(err) && !isPlatformMismatch(err) {
+			return nil, fmt.Errorf("No such image: %s%.0w", name, errdefs.ErrNotFound)
+		}
+		return nil, err
+	}
+	if ri == nil {
+		return nil, fmt.Errorf("No such image: %s%.0w", name, errdefs.ErrNotFound)
+	}
+	return ri, nil
+}
+
+// isPlatformMismatch tells SelectManifest's "no matching manifest" (which
+// names the platforms that exist, and should reach the user as is) from a
+// missing repository or tag.
+func isPlatformMismatch(err error) bool {
+	return strings.Contains(err.Error(), "no matching manifest")
+}
+
+// remoteInspectSource fills the InspectSource the way the local store does
+// for the same image.
+func remoteInspectSource(ri *registry.RemoteImage) InspectSource {
+	src := InspectSource{
+		ID:         ri.Config.Digest,
+		Config:     ri.ConfigBytes,
+		Descriptor: &ocispec.Descriptor{MediaType: ri.Descriptor.MediaType, Digest: ri.Descriptor.Digest, Size: ri.Descriptor.Size},
+		Layers:     ri.Layers,
+	}
+	if ri.V1 {
+		src.ID = v1ImageID(ri.ConfigBytes, ri.Config.Digest)
+	}
+	if ri.Name != nil {
+		repo := reference.TrimNamed(ri.Name)
+		if ri.Tag != "" {
+			if t, err := reference.WithTag(repo, ri.Tag); err == nil {
+				src.RepoTags = []string{reference.FamiliarString(t)}
+			}
+		}
+		if ri.Descriptor.Digest != "" {
+			if c, err := reference.WithDigest(repo, ri.Descriptor.Digest); err == nil {
+				src.RepoDigests = []string{reference.FamiliarString(c)}
+			}
+		}
+	}
+	return src
+}
+
+// v1ImageID is the id a v1 registry or a schema1 v1Compatibility record
+// gives the image (64 hex digits), as a sha256 digest; fallback when absent.
+func v1ImageID(v1Compat []byte, fallback digest.Digest) digest.Digest {
+	var rec struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal(v1Compat, &rec) == nil && rec.ID != "" {
+		d := digest.NewDigestFromEncoded(digest.SHA256, rec.ID)
+		if d.Validate() == nil {
+			return d
+		}
+	}
+	if fallback == "" && len(v1Compat) > 0 {
+		return digest.FromBytes(v1Compat)
+	}
+	return fallback
+}
+
+// remoteRefString is the familiar name:tag or name@digest that was inspected.
+func remoteRefString(ri *registry.RemoteImage) string {
+	if ri.Name == nil {
+		return ri.Descriptor.Digest.String()
+	}
+	repo := reference.TrimNamed(ri.Name)
+	if ri.Tag != "" {
+		if t, err := reference.WithTag(repo, ri.Tag); err == nil {
+			return reference.FamiliarString(t)
+		}
+	}
+	if c, err := reference.WithDigest(repo, ri.Descriptor.Digest); err == nil {
+		return reference.FamiliarString(c)
+	}
+	return reference.FamiliarName(repo)
+}
+
+// Annotations BuildKit puts on attestation manifests in an index.
+const (
+	annotationReferenceType   = "vnd.docker.reference.type"
+	annotationReferenceDigest = "vnd.docker.reference.digest"
+	attestationManifestType   = "attestation-manifest"
+)
+
+// remoteManifestSummaries lists every manifest of the image as the
+// Manifests field of a local inspect does; nothing is available locally.
+// A single-platform image is its own one entry.
+func remoteManifestSummaries(ri *registry.RemoteImage) []image.ManifestSummary {
+	if ri.Index == nil {
+		d := ri.Descriptor
+		if d.Platform == nil {
+			if p := configPlatform(ri.ConfigBytes); p != nil {
+				d.Platform = p
+			}
+		}
+		return []image.ManifestSummary{manifestSummary(d)}
+	}
+	out := make([]image.ManifestSummary, 0, len(ri.Index.Manifests))
+	for _, d := range ri.Index.Manifests {
+		out = append(out, manifestSummary(d))
+	}
+	return out
+}
+
+func manifestSummary(d ocispec.Descriptor) image.ManifestSummary {
+	ms := image.ManifestSummary{
+		ID:         d.Digest.String(),
+		Descriptor: d,
+		Available:  false,
+		Kind:       image.ManifestKindImage,
+	}
+	ms.Size.Content = d.Size
+	ms.Size.Total = d.Size
+	if isAttestation(d) {
+		ms.Kind = image.ManifestKindAttestation
+		ms.AttestationData = &image.AttestationProperties{For: digest.Digest(d.Annotations[annotationReferenceDigest])}
+		return ms
+	}
+	if d.Platform != nil {
+		ms.ImageData = &image.ImageProperties{Platform: *d.Platform, Containers: []string{}}
+	}
+	return ms
+}
+
+func isAttestation(d ocispec.Descriptor) bool {
+	if d.Annotations[annotationReferenceType] == attestationManifestType {
+		return true
+	}
+	return d.Platform != nil && d.Platform.OS == "unknown" && d.Platform.Architecture == "unknown"
+}
+
+// configPlatform reads the platform fields of an image config; nil when the
+// config is not JSON or names no OS.
+func configPlatform(config []byte) *ocispec.Platform {
+	var img ocispec.Image
+	if len(config) == 0 || json.Unmarshal(config, &img) != nil || img.OS == "" {
+		return nil
+	}
+	p := img.Platform
+	return &p
+}
+
+// logEvent records an image event when the store has an event log.
+func (s *Store) logEvent(ctx context.Context, actor string, action events.Action, attrs map[string]string) {
+	if s.opts.Events != nil {
+		s.opts.Events.LogImageEvent(ctx, actor, action, attrs)
+	}
+}
