@@ -148,7 +148,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 		si, _ := src.ImageInspect(ctx, id.String(), types.InspectOptions{})
 		di, _ := dst.ImageInspect(ctx, id.String(), types.InspectOptions{})
 		si.GraphDriver, di.GraphDriver = nil, nil
-		si.Metadata, di.Metadata = di.Metadata, di.Metadata
+		si.Metadata = di.Metadata // LastTagTime is when each store tagged it
 		if mustJSONText(t, si) != mustJSONText(t, di) {
 			t.Fatalf("inspect differs:\n%s\n%s", mustJSONText(t, si), mustJSONText(t, di))
 		}
