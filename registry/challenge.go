@@ -138,6 +138,8 @@ func (m *challengeMemo) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	case resp.StatusCode == http.StatusOK && m.isRealm(req):
 		return m.captureToken(resp)
+	case resp.StatusCode >= 400 && m.isRealm(req):
+		return reasonAsErrors(resp)
 	}
 	return resp, nil
 }
@@ -270,4 +272,31 @@ func parseChallenge(header string) (scheme string, params map[string]string) {
 			params[key] = val
 		}
 	}
+}
+
+// reasonAsErrors rewrites a refused token request's body into the
+// distribution {"errors":[…]} form, which is the only one oras-go reads:
+// token servers (Docker Hub's among them) say why in {"details": "…"}, and
+// the user should see "incorrect username or password", not a bare 401.
+func reasonAsErrors(resp *http.Response) (*http.Response, error) {
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	if err != nil {
+		return nil, fmt.Errorf("reading token error from %s: %w", resp.Request.URL.Host, err)
+	}
+	var probe struct {
+		Errors json.RawMessage `json:"errors"`
+	}
+	if json.Unmarshal(body, &probe) != nil || !present(probe.Errors) {
+		if reason := registryReason(body); reason != "" {
+			code := "UNAUTHORIZED"
+			if resp.StatusCode == http.StatusForbidden {
+				code = "DENIED"
+			}
+			body, _ = json.Marshal(map[string]any{"errors": []map[string]string{{"code": code, "message": reason}}})
+		}
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	resp.ContentLength = int64(len(body))
+	return resp, nil
 }

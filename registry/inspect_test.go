@@ -308,8 +308,8 @@ func TestInspectHostileRegistries(t *testing.T) {
 		f.addImage("h/priv", "t", "linux", "amd64", "")
 		creds := Credentials{Auth: &registrytypes.AuthConfig{Username: "u", Password: "wrong", ServerAddress: f.host()}}
 		_, err := testService(t, ServiceOptions{}).Inspect(ctx, InspectRequest{Name: f.host() + "/h/priv:t", Platform: linuxAmd64(), Credentials: creds})
-		if !errdefs.IsUnauthorized(err) {
-			t.Errorf("got %v, want Unauthenticated", err)
+		if !errdefs.IsUnauthorized(err) || !strings.Contains(err.Error(), "incorrect username or password") {
+			t.Errorf("got %v, want Unauthenticated with the token server's reason", err)
 		}
 		creds.Auth.Password = "p"
 		if _, err := testService(t, ServiceOptions{}).Inspect(ctx, InspectRequest{Name: f.host() + "/h/priv:t", Platform: linuxAmd64(), Credentials: creds}); err != nil {
