@@ -257,8 +257,9 @@ func (r *Repository) FetchConfig(ctx context.Context, desc ocispec.Descriptor) (
 		if err != nil {
 			return err
 		}
-		defer rc.Close()
-		b, err := io.ReadAll(newVerifyingReader(newIdleReader(rc, blobIdleTimeout), desc, ep.host))
+		idle := newIdleReader(rc, blobIdleTimeout)
+		defer idle.Close()
+		b, err := io.ReadAll(io.LimitReader(newVerifyingReader(idle, desc, ep.host), maxConfigSize+1))
 		if err != nil {
 			return err
 		}
