@@ -1,0 +1,70 @@
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/containerd/errdefs"
+	registrytypes "github.com/moby/moby/api/types/registry"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/wharfproject/wharf/api/types"
+)
+
+// DistributionInspect answers GET /distribution/{name}/json as dockerd
+// does: the top-level descriptor with its real media type and size, and the
+// platforms it offers — every index entry's, or, for a single manifest, the
+// one in its config. Platform manifests of an index are not fetched.
+func (s *Store) DistributionInspect(ctx context.Context, name string, opts types.RemoteInspectOptions) (*registrytypes.DistributionInspect, error) {
+	tn, err := splitTypedName(name)
+	if err != nil {
+		return nil, err
+	}
+	if tn.pin() == "" {
+		tn.Tag = "latest"
+	}
+	res, err := s.resolveRemote(ctx, tn, credentials(opts.Auth, opts.MetaHeaders))
+	if err != nil {
+		return nil, err
+	}
+	raw, err := res.Repo.FetchManifest(ctx, res.Desc)
+	if err != nil {
+		return nil, err
+	}
+	mt := sniffMediaType(raw)
+	if mt == "" {
+		mt = res.Desc.MediaType
+	}
+	out := &registrytypes.DistributionInspect{
+		Descriptor: ocispec.Descriptor{MediaType: mt, Digest: res.Desc.Digest, Size: int64(len(raw))},
+		Platforms:  []ocispec.Platform{},
+	}
+	switch {
+	case isSchema1(mt):
+		return nil, fmt.Errorf("%s: schema1 manifests are not supported%.0w", name, errdefs.ErrNotImplemented)
+	case isIndexMediaType(mt):
+		var idx ocispec.Index
+		if err := json.Unmarshal(raw, &idx); err != nil {
+			return nil, fmt.Errorf("parse index %s: %w", res.Desc.Digest, err)
+		}
+		for _, d := range idx.Manifests {
+			if d.Platform != nil {
+				out.Platforms = append(out.Platforms, *d.Platform)
+			}
+		}
+	default:
+		var man ocispec.Manifest
+		if err := json.Unmarshal(raw, &man); err != nil {
+			return nil, fmt.Errorf("parse manifest %s: %w", res.Desc.Digest, err)
+		}
+		cfg, err := res.Repo.FetchConfig(ctx, man.Config)
+		if err != nil {
+			return nil, err
+		}
+		if p := configPlatform(cfg); p != nil {
+			out.Platforms = append(out.Platforms, *p)
+		}
+	}
+	return out, nil
+}

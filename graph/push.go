@@ -1,0 +1,306 @@
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/containerd/errdefs"
+	"github.com/distribution/reference"
+	"github.com/moby/moby/api/types/events"
+	"github.com/moby/moby/api/types/jsonstream"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/registry"
+)
+
+// PushImage pushes the local tags of a repository (one tag, or all when
+// opts.Tag is empty) and streams dockerd's progress messages. Like dockerd,
+// it names the repository first and reports a missing local image in-stream.
+func (s *Store) PushImage(ctx context.Context, opts types.PushOptions, out types.ProgressWriter) error {
+	named, err := reference.ParseNormalizedNamed(opts.Name)
+	if err != nil {
+		return fmt.Errorf("%v%.0w", err, errdefs.ErrInvalidArgument)
+	}
+	repoName := reference.TrimNamed(named) // a tag in the name is ignored
+	svc, err := s.registryService()
+	if err != nil {
+		return err
+	}
+	po := newProgressOutput(out)
+	if err := po.status("", "The push refers to repository ["+repoName.String()+"]"); err != nil {
+		return err
+	}
+
+	imgs, err := s.ImagesByRepository(ctx, repoName.String())
+	if err != nil {
+		return err
+	}
+	var tags []string
+	if opts.Tag != "" {
+		if imgs[opts.Tag] != nil {
+			tags = []string{opts.Tag}
+		}
+	} else {
+		for t := range imgs {
+			tags = append(tags, t)
+		}
+		sort.Strings(tags)
+	}
+	if len(tags) == 0 {
+		return fmt.Errorf("An image does not exist locally with the tag: %s%.0w", reference.FamiliarName(repoName), errdefs.ErrNotFound)
+	}
+
+	repo, err := svc.Repository(ctx, repoName, credentials(opts.Auth, opts.MetaHeaders))
+	if err != nil {
+		return err
+	}
+	for _, tag := range tags {
+		if err := s.pushTag(ctx, repo, repoName, tag, imgs[tag], po); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pushManifest is one manifest to upload with its parsed content.
+type pushManifest struct {
+	desc  ocispec.Descriptor
+	bytes []byte
+	man   ocispec.Manifest
+}
+
+// pushTag uploads one image: layers, config(s), platform manifest(s), and
+// the index when the image was pulled or loaded as one and every platform
+// of it is stored locally. A pull keeps only the chosen platform, so such an
+// index names manifests this store does not have and a registry would refuse
+// it: then only the platform manifest is pushed, and its digest is the
+// one reported and recorded.
+func (s *Store) pushTag(ctx context.Context, repo *registry.Repository, repoName reference.Named, tag string, img *ImageRecord, po *progressOutput) error {
+	pm, err := s.readPushManifest(img.Manifest)
+	if err != nil {
+		return err
+	}
+	manifests := []pushManifest{pm}
+	top, topBytes := pm.desc, pm.bytes
+	if isIndexMediaType(img.Target.MediaType) && img.Target.Digest != img.Manifest.Digest {
+		if children, idxBytes, ok := s.localIndex(img.Target); ok {
+			manifests = children
+			top = ocispec.Descriptor{MediaType: img.Target.MediaType, Digest: img.Target.Digest, Size: int64(len(idxBytes))}
+			topBytes = idxBytes
+		}
+	}
+
+	var layers, configs []ocispec.Descriptor
+	seen := map[string]bool{}
+	for _, m := range manifests {
+		for _, l := range m.man.Layers {
+			if !seen[l.Digest.String()] {
+				seen[l.Digest.String()] = true
+				layers = append(layers, l)
+			}
+		}
+		if !seen[m.man.Config.Digest.String()] {
+			seen[m.man.Config.Digest.String()] = true
+			configs = append(configs, m.man.Config)
+		}
+	}
+
+	if err := s.pushLayers(ctx, repo, repoName, img, layers, po); err != nil {
+		return err
+	}
+	for _, c := range configs {
+		if err := s.pushBlob(ctx, repo, c, nil); err != nil {
+			return fmt.Errorf("push config %s: %w", c.Digest, err)
+		}
+	}
+	for _, m := range manifests {
+		if m.desc.Digest == top.Digest {
+			continue
+		}
+		if err := repo.PushManifest(ctx, m.desc, m.bytes, ""); err != nil {
+			return fmt.Errorf("push manifest %s: %w", m.desc.Digest, err)
+		}
+	}
+	if err := repo.PushManifest(ctx, top, topBytes, tag); err != nil {
+		return fmt.Errorf("push manifest %s: %w", top.Digest, err)
+	}
+
+	if err := po.status("", fmt.Sprintf("%s: digest: %s size: %d", tag, top.Digest, len(topBytes))); err != nil {
+		return err
+	}
+	aux, err := json.Marshal(types.PushResult{Tag: tag, Digest: top.Digest.String(), Size: len(topBytes)})
+	if err != nil {
+		return err
+	}
+	raw := json.RawMessage(aux)
+	if err := po.write(jsonstream.Message{Progress: &jsonstream.Progress{}, Aux: &raw}); err != nil {
+		return err
+	}
+
+	// The local image now carries the digest the registry knows it by.
+	if c, err := reference.WithDigest(repoName, top.Digest); err == nil {
+		if err := s.PutImage(ctx, ImageRecord{ID: img.ID, Target: img.Target, Manifest: img.Manifest, RepoDigests: []string{c.String()}}); err != nil {
+			return fmt.Errorf("record %s: %w", c, err)
+		}
+	}
+	ref := reference.FamiliarName(repoName) + ":" + tag
+	s.logEvent(ctx, ref, events.ActionPush, map[string]string{"name": ref})
+	return nil
+}
+
+func (s *Store) readPushManifest(desc ocispec.Descriptor) (pushManifest, error) {
+	b, err := s.ReadBlob(desc.Digest, maxManifestSize)
+	if err != nil {
+		return pushManifest{}, fmt.Errorf("read manifest %s: %w", desc.Digest, err)
+	}
+	var man ocispec.Manifest
+	if err := json.Unmarshal(b, &man); err != nil {
+		return pushManifest{}, fmt.Errorf("parse manifest %s: %w", desc.Digest, err)
+	}
+	mt := desc.MediaType
+	if mt == "" {
+		mt = sniffMediaType(b)
+	}
+	return pushManifest{desc: ocispec.Descriptor{MediaType: mt, Digest: desc.Digest, Size: int64(len(b))}, bytes: b, man: man}, nil
+}
+
+// localIndex returns the manifests of index target when each of them, its
+// config and its layers are stored.
+func (s *Store) localIndex(target ocispec.Descriptor) ([]pushManifest, []byte, bool) {
+	b, err := s.ReadBlob(target.Digest, maxManifestSize)
+	if err != nil {
+		return nil, nil, false
+	}
+	var idx ocispec.Index
+	if json.Unmarshal(b, &idx) != nil || len(idx.Manifests) == 0 {
+		return nil, nil, false
+	}
+	var out []pushManifest
+	for _, d := range idx.Manifests {
+		if isIndexMediaType(d.MediaType) || !s.HasBlob(d.Digest) {
+			return nil, nil, false // nested indexes are not walked
+		}
+		pm, err := s.readPushManifest(d)
+		if err != nil || !s.HasBlob(pm.man.Config.Digest) || !s.hasAll(pm.man.Layers) {
+			return nil, nil, false
+		}
+		pm.desc.MediaType = d.MediaType
+		if pm.desc.MediaType == "" {
+			pm.desc.MediaType = sniffMediaType(pm.bytes)
+		}
+		out = append(out, pm)
+	}
+	return out, b, true
+}
+
+// pushLayers uploads layers, at most maxConcurrentUploads at a time:
+// "Preparing" for each, "Waiting" while no slot is free, then "Layer already
+// exists", "Mounted from <repo>" or Pushing… "Pushed".
+func (s *Store) pushLayers(ctx context.Context, repo *registry.Repository, repoName reference.Named, img *ImageRecord, layers []ocispec.Descriptor, po *progressOutput) error {
+	for _, l := range layers {
+		if err := po.layer(shortID(l.Digest), "Preparing"); err != nil {
+			return err
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	mountFrom := mountSources(repoName, img)
+	slots := make(chan struct{}, maxConcurrentUploads)
+	errs := make([]chan error, len(layers))
+	for i, l := range layers {
+		errs[i] = make(chan error, 1)
+		go func() { errs[i] <- s.pushLayer(ctx, repo, l, mountFrom, slots, po) }()
+	}
+	var firstErr error
+	for _, ch := range errs {
+		if err := <-ch; err != nil && firstErr == nil {
+			firstErr = err
+			cancel()
+		}
+	}
+	return firstErr
+}
+
+func (s *Store) pushLayer(ctx context.Context, repo *registry.Repository, l ocispec.Descriptor, mountFrom []string, slots chan struct{}, po *progressOutput) error {
+	id := shortID(l.Digest)
+	select {
+	case slots <- struct{}{}:
+	default:
+		if err := po.layer(id, "Waiting"); err != nil {
+			return err
+		}
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	defer func() { <-slots }()
+
+	exists, err := repo.BlobExists(ctx, l)
+	if err != nil {
+		return err
+	}
+	if exists {
+		return po.layer(id, "Layer already exists")
+	}
+	// A mount that the registry refuses costs one request and falls
+	// through to the next source, then to an upload.
+	for _, from := range mountFrom {
+		if mounted, err := repo.MountBlob(ctx, l, from, nil); err == nil && mounted {
+			return po.layer(id, "Mounted from "+from)
+		} else if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	if err := s.pushBlob(ctx, repo, l, po); err != nil {
+		return fmt.Errorf("push layer %s: %w", l.Digest, err)
+	}
+	return po.layer(id, "Pushed")
+}
+
+// pushBlob uploads a stored blob unless the registry has it, streaming it
+// from disk; with po, as "Pushing" progress.
+func (s *Store) pushBlob(ctx context.Context, repo *registry.Repository, desc ocispec.Descriptor, po *progressOutput) error {
+	if po == nil {
+		if ok, err := repo.BlobExists(ctx, desc); err == nil && ok {
+			return nil
+		}
+	}
+	rc, size, err := s.OpenBlob(desc.Digest)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	if desc.Size == 0 {
+		desc.Size = size
+	}
+	var r io.Reader = rc
+	if po != nil {
+		r = newProgressReader(rc, po, shortID(desc.Digest), "Pushing", desc.Size)
+	}
+	return repo.PushBlob(ctx, desc, r)
+}
+
+// mountSources are the other repositories on the same registry that the
+// image is known by (its RepoDigests, then RepoTags): a registry can link a
+// blob from them instead of receiving it again.
+func mountSources(repoName reference.Named, img *ImageRecord) []string {
+	var out []string
+	seen := map[string]bool{reference.Path(repoName): true}
+	for _, r := range append(append([]string{}, img.RepoDigests...), img.RepoTags...) {
+		n, err := reference.ParseNormalizedNamed(r)
+		if err != nil || reference.Domain(n) != reference.Domain(repoName) {
+			continue
+		}
+		if p := reference.Path(n); !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
