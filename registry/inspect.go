@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -81,7 +82,7 @@ func (s *Service) inspect(ctx context.Context, req InspectRequest) (*RemoteImage
 		lastErr = err
 		// Only "not here" moves on to the next registry: a registry that is
 		// down must not make a short name silently resolve elsewhere.
-		if !errdefs.IsNotFound(err) && !errdefs.IsUnauthorized(err) {
+		if (!errdefs.IsNotFound(err) && !errdefs.IsUnauthorized(err)) || errors.Is(err, errNoMatchingPlatform) {
 			return nil, err
 		}
 	}
@@ -106,10 +107,13 @@ func (s *Service) inspectName(ctx context.Context, name reference.Named, req Ins
 		tag = "latest"
 	}
 	img, err := repo.inspectRef(ctx, tag, dgst, req.Platform)
-	if err != nil && implicit && errdefs.IsNotFound(err) {
+	if err != nil && implicit && errdefs.IsNotFound(err) && !errors.Is(err, errNoMatchingPlatform) {
 		if tags, terr := repo.Tags(ctx); terr == nil && len(tags) > 0 && tags[0] != "latest" {
 			img, err = repo.inspectRef(ctx, tags[0], "", req.Platform)
 		}
+	}
+	if errors.Is(err, errNoMatchingPlatform) {
+		return nil, err
 	}
 	if err != nil && errdefs.IsNotFound(err) {
 		if repo.hasNoV2(ctx) {
@@ -127,9 +131,6 @@ func notFoundError(name reference.Named, tag string, dgst digest.Digest, err err
 		ref += "@" + dgst.String()
 	} else {
 		ref += ":" + tag
-	}
-	if strings.Contains(err.Error(), "no matching manifest") {
-		return err
 	}
 	return fmt.Errorf("manifest for %s not found: %w", ref, err)
 }

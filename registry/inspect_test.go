@@ -177,11 +177,16 @@ func TestInspectNoTagTriesLatestThenFirstTag(t *testing.T) {
 
 func TestInspectPlatformNotInIndex(t *testing.T) {
 	f := newFakeRegistry(t)
-	f.addIndex("m/x", "1", ocispec.Platform{OS: "linux", Architecture: "amd64"})
+	f.addIndex("m/x", "latest", ocispec.Platform{OS: "linux", Architecture: "amd64"})
 	s := testService(t, ServiceOptions{})
-	_, err := s.Inspect(context.Background(), InspectRequest{Name: f.host() + "/m/x:1", Platform: ocispec.Platform{OS: "linux", Architecture: "s390x"}})
+	_, err := s.Inspect(context.Background(), InspectRequest{Name: f.host() + "/m/x", Platform: ocispec.Platform{OS: "linux", Architecture: "s390x"}})
 	if !errdefs.IsNotFound(err) || !strings.Contains(err.Error(), "linux/amd64") || strings.Contains(err.Error(), "unknown/unknown") {
 		t.Errorf("got %v, want NotFound naming linux/amd64 and not the attestation", err)
+	}
+	for _, r := range f.reset() {
+		if r == "GET /v2/" || strings.Contains(r, "/tags/") {
+			t.Errorf("a platform mismatch made %s: the image exists, nothing else to try", r)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -78,6 +79,10 @@ func variantRank(v string) int {
 	return -1
 }
 
+// errNoMatchingPlatform marks SelectManifest's NotFound: the image exists,
+// only not for this platform (so neither v1 nor another registry is tried).
+var errNoMatchingPlatform = errors.New("no matching platform")
+
 // SelectManifest chooses the entry of idx for platform p (variant-aware,
 // attestations skipped); when none matches, errdefs.ErrNotFound naming the
 // platforms that exist. An empty p.OS / p.Architecture means linux / the
@@ -119,8 +124,8 @@ func SelectManifest(idx *ocispec.Index, p ocispec.Platform) (ocispec.Descriptor,
 		}
 	}
 	if best < 0 {
-		return ocispec.Descriptor{}, fmt.Errorf("no matching manifest for %s in the manifest list entries: [%s]%.0w",
-			formatPlatform(want), strings.Join(available, ", "), errdefs.ErrNotFound)
+		return ocispec.Descriptor{}, fmt.Errorf("no matching manifest for %s in the manifest list entries: [%s]%.0w%.0w",
+			formatPlatform(want), strings.Join(available, ", "), errdefs.ErrNotFound, errNoMatchingPlatform)
 	}
 	return idx.Manifests[best], nil
 }
