@@ -236,6 +236,18 @@ func (f *fakeRegistry) serve(w http.ResponseWriter, r *http.Request) {
 func (f *fakeRegistry) serveToken(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if r.Method == http.MethodPost {
+		r.ParseForm()
+		if r.PostForm.Get("grant_type") != "refresh_token" || !strings.HasPrefix(r.PostForm.Get("refresh_token"), "refresh-") {
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprint(w, `{"details":"invalid refresh token"}`)
+			return
+		}
+		tok := fmt.Sprintf("tok-%d", len(f.tokens)+1)
+		f.tokens[tok] = true
+		fmt.Fprintf(w, `{"access_token":%q,"expires_in":%d}`, tok, f.expiresIn)
+		return
+	}
 	if f.user != "" {
 		u, p, ok := r.BasicAuth()
 		if !ok || u != f.user || p != f.pass {

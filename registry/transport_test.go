@@ -210,6 +210,18 @@ func TestLogin(t *testing.T) {
 		if !errdefs.IsUnauthorized(err) || !strings.Contains(err.Error(), "incorrect username or password") {
 			t.Errorf("wrong credentials: %v", err)
 		}
+		if _, err := s.Login(ctx, &registrytypes.AuthConfig{IdentityToken: tok, ServerAddress: f.host()}); err != nil {
+			t.Errorf("identity token login: %v", err)
+		}
+		if _, err := s.Login(ctx, &registrytypes.AuthConfig{IdentityToken: "stolen", ServerAddress: f.host()}); !errdefs.IsUnauthorized(err) {
+			t.Errorf("bad identity token: %v", err)
+		}
+		// The identity token also works for pulls (OAuth2 refresh grant).
+		f.addImage("id/img", "t", "linux", "amd64", "")
+		creds := Credentials{Auth: &registrytypes.AuthConfig{IdentityToken: tok, ServerAddress: f.host()}}
+		if _, err := testService(t, ServiceOptions{}).Inspect(ctx, InspectRequest{Name: f.host() + "/id/img:t", Platform: linuxAmd64(), Credentials: creds}); err != nil {
+			t.Errorf("inspect with identity token: %v", err)
+		}
 	})
 	t.Run("blocked", func(t *testing.T) {
 		s := testService(t, ServiceOptions{BlockRegistries: []string{"quay.io"}})
