@@ -221,6 +221,9 @@ ok "wharf images" wharf images
 heading "wharf inspect (local)"
 ok "wharf inspect" wharf inspect "$IMG"
 local_id=$(wharf inspect --format '{{.Id}}' "$IMG" 2>/dev/null)
+# The fields a local and a remote inspect must agree on (one BuildInspect).
+SHARED='{{.Id}} {{.Created}} {{.Architecture}} {{.Os}} {{.Size}} {{json .Config}} {{json .RootFS}}'
+local_shared=$(wharf inspect --format "$SHARED" "$IMG" 2>/dev/null)
 local_cmd=$(wharf inspect --format '{{json .Config.Cmd}}' "$IMG" 2>/dev/null)
 check "CMD from --change" '["/bin/hello"]' "$local_cmd"
 
@@ -241,6 +244,8 @@ ok "wharf inspect --remote --format" wharf inspect --remote \
 	--format '{{.Digest}} {{.Architecture}} {{json .Config.Labels}}' "$IMG"
 remote_id=$(wharf inspect --remote --format '{{.Id}}' "$IMG" 2>/dev/null)
 check "remote Id equals the Id before push" "$local_id" "$remote_id"
+remote_shared=$(wharf inspect --remote --format "$SHARED" "$IMG" 2>/dev/null)
+check "remote Created, platform, Size, Config and RootFS equal the local ones" "$local_shared" "$remote_shared"
 echo "(the data-root holds no image now: $(wharf images -q | wc -l) local images)"
 
 heading "The same over the socket with curl"
