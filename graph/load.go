@@ -223,9 +223,19 @@ func (l *localStore) checkManifest(desc ocispec.Descriptor) (*ImageRecord, error
 	if len(cfg.RootFS.DiffIDs) != len(m.Layers) {
 		return nil, fmt.Errorf("invalid archive: image %s has %d layers but %d diff IDs%.0w", m.Config.Digest, len(m.Layers), len(cfg.RootFS.DiffIDs), errdefs.ErrInvalidArgument)
 	}
-	for _, ld := range m.Layers {
+	for i, ld := range m.Layers {
 		if !l.hasBlob(ld.Digest) {
 			return nil, fmt.Errorf("invalid archive: layer %s is missing%.0w", ld.Digest, errdefs.ErrInvalidArgument)
+		}
+		if !isTarLayer(ld.MediaType) {
+			continue // zstd, foreign layers: their DiffID is not checked here
+		}
+		_, diffID, err := l.layerDiffID(ld.Digest)
+		if err != nil {
+			return nil, fmt.Errorf("invalid archive: layer %s: %v%.0w", ld.Digest, err, errdefs.ErrInvalidArgument)
+		}
+		if diffID != cfg.RootFS.DiffIDs[i] {
+			return nil, fmt.Errorf("invalid archive: layer %s has diff ID %s, config says %s%.0w", ld.Digest, diffID, cfg.RootFS.DiffIDs[i], errdefs.ErrInvalidArgument)
 		}
 	}
 	md := ocispec.Descriptor{MediaType: desc.MediaType, Digest: desc.Digest, Size: desc.Size}
@@ -309,6 +319,16 @@ func (l *localStore) layerDiffID(d digest.Digest) (string, digest.Digest, error)
 		return mediaTypeDockerLayerGzip, dg.Digest(), nil
 	}
 	return mediaTypeDockerLayer, d, nil
+}
+
+// isTarLayer reports whether mt is a plain or gzip tar layer, whose DiffID
+// the load verifies.
+func isTarLayer(mt string) bool {
+	switch mt {
+	case ocispec.MediaTypeImageLayer, ocispec.MediaTypeImageLayerGzip, mediaTypeDockerLayer, mediaTypeDockerLayerGzip:
+		return true
+	}
+	return false
 }
 
 func appendUnique(list []string, s string) []string {

@@ -128,3 +128,21 @@ func BenchmarkLookupShortID(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkTagWith5000Images(b *testing.B) {
+	s, _ := newLocalTestStore(b)
+	id := importTestImage(b, s, "bench:1", "bench")
+	s.local.mu.Lock()
+	for i := 0; i < 5000; i++ {
+		d := digest.FromString(strings.Repeat("i", i+1))
+		s.local.images[d] = &ImageRecord{ID: d, RepoTags: []string{"docker.io/library/img" + strings.Repeat("x", i%50) + ":latest"}, RepoDigests: []string{}}
+	}
+	s.local.reindex()
+	s.local.mu.Unlock()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := s.TagImage(context.Background(), id.String(), "bench", "2"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
