@@ -106,6 +106,19 @@ func (m *challengeMemo) forget(host string) {
 	delete(m.byHost, strings.ToLower(host))
 }
 
+// forgetRealm drops every host that sent us to req's realm.
+func (m *challengeMemo) forgetRealm(req *http.Request) {
+	key := realmKey(req.URL.Scheme, req.URL.Host, req.URL.Path)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.realms, key)
+	for h, c := range m.byHost {
+		if u, err := parseURL(c.realm); err == nil && realmKey(u.Scheme, u.Host, u.Path) == key {
+			delete(m.byHost, h)
+		}
+	}
+}
+
 // expiry returns when token stops being valid; zero when unknown (basic
 // auth, or a token from a realm we did not see).
 func (m *challengeMemo) expiry(token string) time.Time {
@@ -126,6 +139,11 @@ func (m *challengeMemo) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp, err := m.next.RoundTrip(req)
 	if err != nil {
+		if m.isRealm(req) {
+			// The remembered realm is gone (a restarted registry may no longer
+			// use tokens): ask the registries again next time.
+			m.forgetRealm(req)
+		}
 		return resp, err
 	}
 	switch {
@@ -139,6 +157,9 @@ func (m *challengeMemo) RoundTrip(req *http.Request) (*http.Response, error) {
 	case resp.StatusCode == http.StatusOK && m.isRealm(req):
 		return m.captureToken(resp)
 	case resp.StatusCode >= 400 && m.isRealm(req):
+		if resp.StatusCode == http.StatusNotFound || resp.StatusCode >= 500 {
+			m.forgetRealm(req)
+		}
 		return reasonAsErrors(resp)
 	}
 	return resp, nil

@@ -412,3 +412,30 @@ func TestLoopbackRegistryMayUseLoopbackRealm(t *testing.T) {
 		t.Errorf("127.0.0.1 registry with a localhost realm: %v", err)
 	}
 }
+
+func TestRegistryThatDropsTokenAuthIsAskedAgain(t *testing.T) {
+	f := newFakeRegistry(t)
+	f.tokenAuth = true
+	f.addImage("a/b", "t", "linux", "amd64", "")
+	f.addImage("a/c", "t", "linux", "amd64", "")
+	s := testService(t, ServiceOptions{})
+	ctx := context.Background()
+	if _, err := s.Inspect(ctx, InspectRequest{Name: f.host() + "/a/b:t", Platform: linuxAmd64()}); err != nil {
+		t.Fatal(err)
+	}
+	// The registry restarts without auth and its token server is gone.
+	f.mu.Lock()
+	f.tokenAuth = false
+	f.mu.Unlock()
+	f.hook = func(w http.ResponseWriter, r *http.Request) bool {
+		if r.URL.Path == "/token" {
+			http.NotFound(w, r)
+			return true
+		}
+		return false
+	}
+	_, _ = s.Inspect(ctx, InspectRequest{Name: f.host() + "/a/c:t", Platform: linuxAmd64()})
+	if _, err := s.Inspect(ctx, InspectRequest{Name: f.host() + "/a/c:t", Platform: linuxAmd64()}); err != nil {
+		t.Errorf("after the registry dropped token auth: %v", err)
+	}
+}
