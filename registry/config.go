@@ -25,9 +25,10 @@ var defaultCertsDirs = []string{"/etc/wharf/certs.d", "/etc/docker/certs.d"}
 
 // loopbackCIDRs are always insecure, as in dockerd (a registry on the same
 // machine is usually a test or a cache, and plain HTTP to it leaves no host).
+// The order is Docker 28's /info order.
 var loopbackCIDRs = []netip.Prefix{
-	netip.MustParsePrefix("127.0.0.0/8"),
 	netip.MustParsePrefix("::1/128"),
+	netip.MustParsePrefix("127.0.0.0/8"),
 }
 
 // anchoredDomain matches a whole host[:port] the way reference does.

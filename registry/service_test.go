@@ -127,7 +127,7 @@ func TestSecureAndInsecureRegistries(t *testing.T) {
 		}
 	}
 	sc := s.ServiceConfig()
-	want := []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128"), netip.MustParsePrefix("10.1.0.0/16")}
+	want := []netip.Prefix{netip.MustParsePrefix("::1/128"), netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("10.1.0.0/16")}
 	if len(sc.InsecureRegistryCIDRs) != len(want) {
 		t.Fatalf("InsecureRegistryCIDRs = %v, want %v", sc.InsecureRegistryCIDRs, want)
 	}
