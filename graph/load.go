@@ -38,8 +38,8 @@ type loadedImage struct {
 // the layer digest equals its DiffID and a later save gives the same bytes);
 // every DiffID is checked against the config. Each loaded image gets a
 // {"stream":"Loaded image: <ref>\n"} line per tag, or "Loaded image ID:
-// sha256:…" when untagged — also when quiet, as dockerd does (quiet only
-// drops progress, and wharf sends none).
+// sha256:…" when untagged — also when quiet, as dockerd does; without
+// quiet a "Loading layer" line per layer comes first.
 func (s *Store) LoadImage(ctx context.Context, r io.Reader, quiet bool, out types.ProgressWriter) error {
 	l := s.local
 	arc, err := l.readArchive(ctx, r)
@@ -62,6 +62,11 @@ func (s *Store) LoadImage(ctx context.Context, r io.Reader, quiet bool, out type
 	l.mu.Unlock()
 	if err != nil {
 		return err
+	}
+	if !quiet {
+		if err := l.loadProgress(imgs, out); err != nil {
+			return err
+		}
 	}
 	var evs []imageEvent
 	for _, im := range imgs {
@@ -102,6 +107,33 @@ func (s *Store) loadImages(ctx context.Context, arc *loadArchive) ([]*loadedImag
 		return s.loadDocker(ctx, arc, dm)
 	}
 	return nil, fmt.Errorf("invalid archive: no manifest.json or index.json found%.0w", errdefs.ErrInvalidArgument)
+}
+
+// loadProgress reports each layer as loaded, in dockerd's "Loading layer"
+// shape (one final line per layer: the archive was staged before).
+func (l *localStore) loadProgress(imgs []*loadedImage, out types.ProgressWriter) error {
+	seen := map[digest.Digest]bool{}
+	for _, im := range imgs {
+		m, err := l.metaFor(im.rec)
+		if err != nil {
+			continue
+		}
+		for _, ld := range m.manifest.Layers {
+			if seen[ld.Digest] {
+				continue
+			}
+			seen[ld.Digest] = true
+			msg := jsonstream.Message{
+				Status:   "Loading layer",
+				ID:       ld.Digest.Encoded()[:12],
+				Progress: &jsonstream.Progress{Current: ld.Size, Total: ld.Size},
+			}
+			if err := out.WriteMessage(msg); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // loadOCI records the images of an OCI layout's index.json.

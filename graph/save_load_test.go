@@ -348,3 +348,24 @@ func FuzzLoadArchive(f *testing.F) {
 		_ = s.LoadImage(context.Background(), bytes.NewReader(b), true, types.DiscardProgress)
 	})
 }
+
+func TestLoadProgressUnlessQuiet(t *testing.T) {
+	src, _ := newLocalTestStore(t)
+	importTestImage(t, src, "p:1", "p")
+	b := saveToBytes(t, src, "p:1")
+	for _, quiet := range []bool{true, false} {
+		dst, _ := newLocalTestStore(t)
+		var msgs []string
+		out := types.ProgressFunc(func(m jsonstream.Message) error { msgs = append(msgs, m.Status+m.Stream); return nil })
+		if err := dst.LoadImage(context.Background(), bytes.NewReader(b), quiet, out); err != nil {
+			t.Fatal(err)
+		}
+		want := "[Loaded image: p:1\n]"
+		if !quiet {
+			want = "[Loading layer Loaded image: p:1\n]"
+		}
+		if fmt.Sprint(msgs) != want {
+			t.Fatalf("quiet=%v: %q", quiet, msgs)
+		}
+	}
+}
