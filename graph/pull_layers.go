@@ -123,6 +123,9 @@ func (rs *remoteState) sharedFetch(ctx context.Context, src blobFetcher, dst blo
 			leader = true
 			return nil, fetchBlobInto(ctx, src, dst, desc, id, po)
 		})
+		if rs.flightJoined != nil {
+			rs.flightJoined(desc.Digest.String())
+		}
 		select {
 		case res := <-ch:
 			if res.Err != nil && !leader && ctx.Err() == nil &&

@@ -25,6 +25,9 @@ type remoteState struct {
 	downloads singleflight.Group
 	// maxDownloads bounds concurrent layer downloads per pull.
 	maxDownloads int
+	// flightJoined, when set (tests only), is called after each caller
+	// joins or starts the shared download of a digest.
+	flightJoined func(key string)
 }
 
 // maxConcurrentUploads bounds concurrent layer uploads per push; dockerd's
