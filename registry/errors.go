@@ -55,7 +55,7 @@ func classify(err error, host string) error {
 	}
 	var er *errcode.ErrorResponse
 	if errors.As(err, &er) {
-		msg := er.Errors.Error()
+		msg := errorsMessage(er.Errors)
 		if len(er.Errors) == 0 {
 			msg = strings.ToLower(http.StatusText(er.StatusCode))
 		}
@@ -117,4 +117,15 @@ func invalidDocument(host, format string, args ...any) error {
 // digestMismatch is content that does not hash to what was asked for.
 func digestMismatch(host, what string, want, got fmt.Stringer) error {
 	return fmt.Errorf("registry %s: %s digest mismatch: want %s, got %s%.0w", host, what, want, got, errdefs.ErrDataLoss)
+}
+
+// errorsMessage words registry errors as "code: message" without their
+// detail (a structure dump, e.g. the scope that was refused).
+func errorsMessage(errs errcode.Errors) string {
+	parts := make([]string, 0, len(errs))
+	for _, e := range errs {
+		e.Detail = nil
+		parts = append(parts, e.Error())
+	}
+	return strings.Join(parts, "; ")
 }
