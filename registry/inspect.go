@@ -77,6 +77,7 @@ func (s *Service) inspect(ctx context.Context, req InspectRequest) (*RemoteImage
 	for _, c := range cands {
 		img, err := s.inspectName(ctx, c, req)
 		if err == nil {
+			s.log.WithField("registry", img.Registry).Debugf("Inspecting image %s", describeImage(img))
 			return img, nil
 		}
 		lastErr = err
@@ -241,4 +242,19 @@ func (r *Repository) hasNoV2(ctx context.Context) bool {
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
 	resp.Body.Close()
 	return resp.StatusCode == http.StatusNotFound
+}
+
+// describeImage is NAME[:TAG][@DIGEST] of what answered, for the debug log.
+func describeImage(img *RemoteImage) string {
+	var s string
+	if img.Name != nil {
+		s = reference.FamiliarName(img.Name)
+	}
+	if img.Tag != "" {
+		s += ":" + img.Tag
+	}
+	if img.Descriptor.Digest != "" {
+		s += "@" + img.Descriptor.Digest.String()
+	}
+	return s
 }
