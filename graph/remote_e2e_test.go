@@ -1,0 +1,422 @@
+package graph
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/image"
+	"github.com/moby/moby/api/types/jsonstream"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/sirupsen/logrus"
+
+	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/internal/testregistry"
+	"github.com/wharfproject/wharf/registry"
+)
+
+// startRemoteTestRegistry starts the real distribution registry, or skips
+// the test when its binary is not built (make test builds it).
+func startRemoteTestRegistry(t *testing.T) *testregistry.Registry {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a registry")
+	}
+	bin := os.Getenv(testregistry.RegistryBinEnv)
+	if bin == "" {
+		root, err := testregistry.RepoRoot()
+		if err != nil {
+			t.Skip(err)
+		}
+		bin = filepath.Join(root, ".cache", "bin", "registry")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Skipf("registry binary not built: %v", err)
+	}
+	reg, err := testregistry.Start(testregistry.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(reg.Close)
+	return reg
+}
+
+func newRemoteTestStore(t *testing.T) (*Store, *testEventRecorder) {
+	t.Helper()
+	svc, err := registry.NewService(registry.ServiceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := &testEventRecorder{}
+	log := logrus.New()
+	log.SetLevel(logrus.ErrorLevel)
+	s, err := New(context.Background(), Options{Root: t.TempDir(), Registry: svc, Events: ev, Platform: localTestPlatform(), Logger: logrus.NewEntry(log)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, ev
+}
+
+type remoteStream struct{ msgs []jsonstream.Message }
+
+func (r *remoteStream) WriteMessage(m jsonstream.Message) error {
+	r.msgs = append(r.msgs, m)
+	return nil
+}
+
+func (r *remoteStream) has(id, status string) bool {
+	for _, m := range r.msgs {
+		if m.ID == id && m.Status == status {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *remoteStream) last() jsonstream.Message { return r.msgs[len(r.msgs)-1] }
+
+func (r *remoteStream) String() string {
+	var b strings.Builder
+	for _, m := range r.msgs {
+		j, _ := json.Marshal(m)
+		b.Write(j)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// sharedInspectJSON is the JSON of the fields local and remote inspect
+// must agree on: everything but the local-only GraphDriver and Metadata.
+func sharedInspectJSON(t *testing.T, in types.ImageInspect) string {
+	t.Helper()
+	r := in.InspectResponse
+	r.GraphDriver = nil
+	r.Metadata = image.Metadata{}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestRemoteRoundTrip: import → push → inspect remotely (equal to local) →
+// rmi → pull → same ID; then pull a fixture, pull again, and push it to a
+// second repository of the same registry (layers mounted).
+func TestRemoteRoundTrip(t *testing.T) {
+	reg := startRemoteTestRegistry(t)
+	s, ev := newRemoteTestStore(t)
+	ctx := context.Background()
+	host := reg.Host
+
+	rootfs := makeTestTar(t, testTarEntry{name: "bin/", typeflag: tar.TypeDir}, testTarEntry{name: "bin/sh", body: strings.Repeat("#!", 4096)})
+	name := host + "/team/imp"
+	if err := s.ImportImage(ctx, bytes.NewReader(rootfs), types.ImportOptions{Repo: name + ":1.0", Changes: []string{`LABEL a=b`}}, types.DiscardProgress); err != nil {
+		t.Fatal(err)
+	}
+	local, err := s.Lookup(ctx, name+":1.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var push remoteStream
+	if err := s.PushImage(ctx, types.PushOptions{Name: name, Tag: "1.0"}, &push); err != nil {
+		t.Fatalf("push: %v\n%s", err, &push)
+	}
+	if push.msgs[0].Status != "The push refers to repository ["+name+"]" {
+		t.Fatalf("first push message %+v", push.msgs[0])
+	}
+	aux := push.last()
+	var res types.PushResult
+	if aux.Aux == nil || json.Unmarshal(*aux.Aux, &res) != nil || res.Tag != "1.0" || !strings.HasPrefix(res.Digest, "sha256:") || res.Size <= 0 {
+		t.Fatalf("push aux %+v\n%s", aux, &push)
+	}
+	if st := push.msgs[len(push.msgs)-2].Status; st != "1.0: digest: "+res.Digest+" size: "+itoa(res.Size) {
+		t.Fatalf("push status %q", st)
+	}
+	layerID := ""
+	for _, m := range push.msgs {
+		if m.Status == "Preparing" {
+			layerID = m.ID
+		}
+	}
+	if layerID == "" || !push.has(layerID, "Pushed") {
+		t.Fatalf("layer not reported pushed:\n%s", &push)
+	}
+
+	localInsp, err := s.ImageInspect(ctx, name+":1.0", types.InspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantDigest := name + "@" + res.Digest
+	if !containsString(localInsp.RepoDigests, wantDigest) {
+		t.Fatalf("local RepoDigests %v lack %s", localInsp.RepoDigests, wantDigest)
+	}
+	remote, err := s.LookupRemote(ctx, name+":1.0", types.RemoteInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if remote.Registry != host || remote.Digest != res.Digest || remote.Tag != "1.0" || remote.PlatformManifestDigest != res.Digest {
+		t.Fatalf("remote extras: registry %q digest %q tag %q platform %q", remote.Registry, remote.Digest, remote.Tag, remote.PlatformManifestDigest)
+	}
+	if got, want := sharedInspectJSON(t, remote.ImageInspect), sharedInspectJSON(t, *localInsp); got != want {
+		t.Fatalf("remote and local inspect differ:\nremote %s\nlocal  %s", got, want)
+	}
+
+	// rmi → pull → same image.
+	if _, err := s.ImageDelete(ctx, name+":1.0", true, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Lookup(ctx, name+":1.0"); !errdefs.IsNotFound(err) {
+		t.Fatalf("after rmi: %v", err)
+	}
+	var pull remoteStream
+	if err := s.PullImage(ctx, types.PullOptions{FromImage: name, Tag: "1.0"}, &pull); err != nil {
+		t.Fatalf("pull: %v\n%s", err, &pull)
+	}
+	back, err := s.Lookup(ctx, name+":1.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.ID != local.ID {
+		t.Fatalf("pulled ID %s, imported %s", back.ID, local.ID)
+	}
+	if pull.msgs[0].Status != "Pulling from team/imp" || pull.msgs[0].ID != "1.0" ||
+		pull.last().Status != "Status: Downloaded newer image for "+name+":1.0" ||
+		!pull.has("", "Digest: "+res.Digest) {
+		t.Fatalf("pull stream:\n%s", &pull)
+	}
+	for _, want := range []string{"push", "inspect", "pull"} {
+		if !strings.Contains(","+strings.Join(ev.actions(), ",")+",", ","+want+",") {
+			t.Fatalf("events %v lack %s", ev.actions(), want)
+		}
+	}
+}
+
+func itoa(n int) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestRemotePullFixtureAndMountPush(t *testing.T) {
+	reg := startRemoteTestRegistry(t)
+	s, _ := newRemoteTestStore(t)
+	ctx := context.Background()
+	img, err := testregistry.NewImage(testregistry.ImageOptions{Docker: true, Layers: 3, LayerSize: 600 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Client().PushImage(ctx, "src/app", "1.0", img); err != nil {
+		t.Fatal(err)
+	}
+	name := reg.Host + "/src/app"
+
+	var first remoteStream
+	if err := s.PullImage(ctx, types.PullOptions{FromImage: name + ":1.0"}, &first); err != nil {
+		t.Fatalf("pull: %v\n%s", err, &first)
+	}
+	for _, l := range img.Layers {
+		id := l.Digest[len("sha256:"):][:12]
+		for _, st := range []string{"Pulling fs layer", "Verifying Checksum", "Download complete", "Pull complete"} {
+			if !first.has(id, st) {
+				t.Fatalf("layer %s: no %q\n%s", id, st, &first)
+			}
+		}
+	}
+	rec, err := s.Lookup(ctx, name+":1.0")
+	if err != nil || rec.ID.String() != img.ID() {
+		t.Fatalf("lookup after pull: %v %v, want ID %s", rec, err, img.ID())
+	}
+
+	var again remoteStream
+	if err := s.PullImage(ctx, types.PullOptions{FromImage: name, Tag: "1.0"}, &again); err != nil {
+		t.Fatal(err)
+	}
+	if len(again.msgs) != 3 || again.last().Status != "Status: Image is up to date for "+name+":1.0" {
+		t.Fatalf("second pull:\n%s", &again)
+	}
+
+	// By digest: the id of "Pulling from" is the whole reference.
+	var byDigest remoteStream
+	if err := s.PullImage(ctx, types.PullOptions{FromImage: name, Tag: img.Manifest.Digest}, &byDigest); err != nil {
+		t.Fatal(err)
+	}
+	if byDigest.msgs[0].ID != name+"@"+img.Manifest.Digest || byDigest.last().Status != "Status: Image is up to date for "+name+"@"+img.Manifest.Digest {
+		t.Fatalf("pull by digest:\n%s", &byDigest)
+	}
+
+	if err := s.TagImage(ctx, name+":1.0", reg.Host+"/other/app", "2.0"); err != nil {
+		t.Fatal(err)
+	}
+	var push remoteStream
+	if err := s.PushImage(ctx, types.PushOptions{Name: reg.Host + "/other/app:ignored", Tag: "2.0"}, &push); err != nil {
+		t.Fatalf("push: %v\n%s", err, &push)
+	}
+	for _, l := range img.Layers {
+		if id := l.Digest[len("sha256:"):][:12]; !push.has(id, "Mounted from src/app") {
+			t.Fatalf("layer %s not mounted:\n%s", id, &push)
+		}
+	}
+	// The manifest is pushed byte for byte: same digest in the new repository.
+	if st := push.msgs[len(push.msgs)-2].Status; !strings.HasPrefix(st, "2.0: digest: "+img.Manifest.Digest+" size: ") {
+		t.Fatalf("push status %q, want digest %s", st, img.Manifest.Digest)
+	}
+}
+
+func TestRemoteErrors(t *testing.T) {
+	reg := startRemoteTestRegistry(t)
+	s, _ := newRemoteTestStore(t)
+	ctx := context.Background()
+	img, err := testregistry.NewImage(testregistry.ImageOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Client().PushImage(ctx, "tiny", "1.0", img); err != nil {
+		t.Fatal(err)
+	}
+	name := reg.Host + "/tiny"
+
+	for _, tc := range []struct{ from, tag, want string }{
+		{name, "nope", "manifest for " + name + ":nope not found: "},
+		{reg.Host + "/nosuchrepo", "1.0", "manifest for " + reg.Host + "/nosuchrepo:1.0 not found: "},
+	} {
+		var out remoteStream
+		err := s.PullImage(ctx, types.PullOptions{FromImage: tc.from, Tag: tc.tag}, &out)
+		if !errdefs.IsNotFound(err) || !strings.HasPrefix(err.Error(), tc.want) || len(out.msgs) != 0 {
+			t.Errorf("pull %s:%s: err %v, %d messages; want NotFound %q before any message", tc.from, tc.tag, err, len(out.msgs), tc.want)
+		}
+	}
+	if _, err := s.LookupRemote(ctx, name+":nope", types.RemoteInspectOptions{}); !errdefs.IsNotFound(err) || err.Error() != "No such image: "+name+":nope" {
+		t.Errorf("remote inspect of a missing tag: %v", err)
+	}
+	if err := s.PullImage(ctx, types.PullOptions{FromImage: "scratch"}, types.DiscardProgress); !errdefs.IsPermissionDenied(err) || err.Error() != "'scratch' is a reserved name" {
+		t.Errorf("pull scratch: %v", err)
+	}
+	var push remoteStream
+	err = s.PushImage(ctx, types.PushOptions{Name: reg.Host + "/nosuchlocal", Tag: "1.0"}, &push)
+	if !errdefs.IsNotFound(err) || err.Error() != "An image does not exist locally with the tag: "+reg.Host+"/nosuchlocal" ||
+		len(push.msgs) != 1 || push.msgs[0].Status != "The push refers to repository ["+reg.Host+"/nosuchlocal]" {
+		t.Errorf("push missing: %v\n%s", err, &push)
+	}
+
+	di, err := s.DistributionInspect(ctx, name+":1.0", types.RemoteInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if di.Descriptor.Digest.String() != img.Manifest.Digest || di.Descriptor.Size != int64(len(img.Manifest.Data)) ||
+		di.Descriptor.MediaType != img.Manifest.MediaType || len(di.Platforms) != 1 || di.Platforms[0].Architecture != "amd64" {
+		t.Fatalf("distribution inspect %+v", di)
+	}
+	raw, mt, err := s.RemoteManifest(ctx, name+":1.0", types.RemoteInspectOptions{})
+	if err != nil || !bytes.Equal(raw, img.Manifest.Data) || mt != img.Manifest.MediaType {
+		t.Fatalf("raw manifest: %v %q", err, mt)
+	}
+}
+
+func TestRemoteIndex(t *testing.T) {
+	reg := startRemoteTestRegistry(t)
+	s, _ := newRemoteTestStore(t)
+	ctx := context.Background()
+	ix, err := testregistry.NewIndex(testregistry.IndexOptions{Attestation: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Client().PushIndex(ctx, "multi", "1.0", ix); err != nil {
+		t.Fatal(err)
+	}
+	name := reg.Host + "/multi"
+
+	ri, err := s.LookupRemote(ctx, name+":1.0", types.RemoteInspectOptions{InspectOptions: types.InspectOptions{Manifests: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ri.Digest != ix.Digest() || ri.PlatformManifestDigest != ix.Images[0].Manifest.Digest || ri.ID != ix.Images[0].ID() {
+		t.Fatalf("remote index inspect: digest %s platform %s id %s", ri.Digest, ri.PlatformManifestDigest, ri.ID)
+	}
+	kinds := []string{}
+	for _, m := range ri.Manifests {
+		kinds = append(kinds, string(m.Kind))
+		if m.Available {
+			t.Fatalf("remote manifest %s reported available", m.ID)
+		}
+	}
+	if strings.Join(kinds, ",") != "image,image,attestation" || ri.Manifests[2].AttestationData.For.String() != ix.Images[0].Manifest.Digest {
+		t.Fatalf("manifests %+v", ri.Manifests)
+	}
+
+	di, err := s.DistributionInspect(ctx, name+":1.0", types.RemoteInspectOptions{})
+	if err != nil || di.Descriptor.MediaType != ocispec.MediaTypeImageIndex || len(di.Platforms) != 3 {
+		t.Fatalf("distribution inspect %+v %v", di, err)
+	}
+
+	arm := &ocispec.Platform{OS: "linux", Architecture: "arm64"}
+	var pull remoteStream
+	if err := s.PullImage(ctx, types.PullOptions{FromImage: name, Tag: "1.0", Platform: arm}, &pull); err != nil {
+		t.Fatalf("pull arm64: %v\n%s", err, &pull)
+	}
+	rec, err := s.Lookup(ctx, name+":1.0")
+	if err != nil || rec.ID.String() != ix.Images[1].ID() || rec.Target.Digest.String() != ix.Digest() {
+		t.Fatalf("pulled %+v %v; want ID %s target %s", rec, err, ix.Images[1].ID(), ix.Digest())
+	}
+
+	var bad remoteStream
+	err = s.PullImage(ctx, types.PullOptions{FromImage: name, Tag: "1.0", Platform: &ocispec.Platform{OS: "windows", Architecture: "s390x"}}, &bad)
+	if err == nil || !strings.HasPrefix(err.Error(), "no matching manifest for windows/s390x") || len(bad.msgs) != 1 {
+		t.Fatalf("bad platform: %v\n%s", err, &bad)
+	}
+
+	// Only arm64 is stored, so the push sends its manifest, not the index.
+	if err := s.TagImage(ctx, name+":1.0", reg.Host+"/multi2", "x"); err != nil {
+		t.Fatal(err)
+	}
+	var push remoteStream
+	if err := s.PushImage(ctx, types.PushOptions{Name: reg.Host + "/multi2", Tag: "x"}, &push); err != nil {
+		t.Fatalf("push: %v\n%s", err, &push)
+	}
+	if st := push.msgs[len(push.msgs)-2].Status; !strings.HasPrefix(st, "x: digest: "+ix.Images[1].Manifest.Digest) {
+		t.Fatalf("push of a partial index: %q", st)
+	}
+}
+
+// TestRemotePullStreamsLayers: a pull allocates far less than the layer
+// it stores, so layers are streamed to disk, never held whole in memory.
+func TestRemotePullStreamsLayers(t *testing.T) {
+	reg := startRemoteTestRegistry(t)
+	s, _ := newRemoteTestStore(t)
+	ctx := context.Background()
+	const layerSize = 24 << 20
+	img, err := testregistry.NewImage(testregistry.ImageOptions{LayerSize: layerSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Client().PushImage(ctx, "big", "1.0", img); err != nil {
+		t.Fatal(err)
+	}
+	img.Layers = nil // let the fixture's bytes go before measuring
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if err := s.PullImage(ctx, types.PullOptions{FromImage: reg.Host + "/big", Tag: "1.0"}, types.DiscardProgress); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > layerSize/3 {
+		t.Fatalf("pull of a %d MiB layer allocated %d MiB", layerSize>>20, alloc>>20)
+	}
+}
