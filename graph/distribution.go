@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 
 	"github.com/containerd/errdefs"
 	registrytypes "github.com/moby/moby/api/types/registry"
@@ -12,11 +13,17 @@ import (
 	"github.com/wharfproject/wharf/api/types"
 )
 
+var fullImageID = regexp.MustCompile(`^(sha256:)?[a-f0-9]{64}$`)
+
 // DistributionInspect answers GET /distribution/{name}/json as dockerd
 // does: the top-level descriptor with its real media type and size, and the
 // platforms it offers — every index entry's, or, for a single manifest, the
 // one in its config. Platform manifests of an index are not fetched.
 func (s *Store) DistributionInspect(ctx context.Context, name string, opts types.RemoteInspectOptions) (*registrytypes.DistributionInspect, error) {
+	// A bare image ID names nothing on a registry (dockerd's wording).
+	if fullImageID.MatchString(name) {
+		return nil, fmt.Errorf("no manifest found for full image ID%.0w", errdefs.ErrInvalidArgument)
+	}
 	tn, err := splitTypedName(name)
 	if err != nil {
 		return nil, err

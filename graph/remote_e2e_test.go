@@ -277,6 +277,15 @@ func TestRemotePullFixtureAndMountPush(t *testing.T) {
 	if st := push.msgs[len(push.msgs)-2].Status; !strings.HasPrefix(st, "2.0: digest: "+img.Manifest.Digest+" size: ") {
 		t.Fatalf("push status %q, want digest %s", st, img.Manifest.Digest)
 	}
+	var pushAgain remoteStream
+	if err := s.PushImage(ctx, types.PushOptions{Name: reg.Host + "/other/app"}, &pushAgain); err != nil {
+		t.Fatalf("push pushAgain: %v\n%s", err, &pushAgain)
+	}
+	for _, l := range img.Layers {
+		if id := l.Digest[len("sha256:"):][:12]; !pushAgain.has(id, "Layer already exists") {
+			t.Fatalf("layer %s not reported existing:\n%s", id, &pushAgain)
+		}
+	}
 }
 
 func TestRemoteErrors(t *testing.T) {
@@ -418,5 +427,78 @@ func TestRemotePullStreamsLayers(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > layerSize/3 {
 		t.Fatalf("pull of a %d MiB layer allocated %d MiB", layerSize>>20, alloc>>20)
+	}
+}
+
+// TestRemotePushWholeIndex: once every platform of an index is stored, a
+// push sends the index itself, so NAME@digest pins the same multi-platform
+// image in the new repository.
+func TestRemotePushWholeIndex(t *testing.T) {
+	reg := startRemoteTestRegistry(t)
+	s, _ := newRemoteTestStore(t)
+	ctx := context.Background()
+	ix, err := testregistry.NewIndex(testregistry.IndexOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Client().PushIndex(ctx, "multi", "1.0", ix); err != nil {
+		t.Fatal(err)
+	}
+	name := reg.Host + "/multi"
+	for _, p := range []ocispec.Platform{{OS: "linux", Architecture: "arm64"}, {OS: "linux", Architecture: "amd64"}} {
+		if err := s.PullImage(ctx, types.PullOptions{FromImage: name, Tag: "1.0", Platform: &p}, types.DiscardProgress); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.TagImage(ctx, name+":1.0", reg.Host+"/copy", "1.0"); err != nil {
+		t.Fatal(err)
+	}
+	var push remoteStream
+	if err := s.PushImage(ctx, types.PushOptions{Name: reg.Host + "/copy", Tag: "1.0"}, &push); err != nil {
+		t.Fatalf("push: %v\n%s", err, &push)
+	}
+	if st := push.msgs[len(push.msgs)-2].Status; st != "1.0: digest: "+ix.Digest()+" size: "+itoa(len(ix.Index.Data)) {
+		t.Fatalf("push status %q, want the index %s", st, ix.Digest())
+	}
+	for _, img := range ix.Images {
+		if id := img.Layers[0].Digest[len("sha256:"):][:12]; !push.has(id, "Mounted from multi") {
+			t.Fatalf("layer %s of %s not mounted:\n%s", id, img.Platform.Architecture, &push)
+		}
+	}
+	ri, err := s.LookupRemote(ctx, reg.Host+"/copy:1.0", types.RemoteInspectOptions{InspectOptions: types.InspectOptions{Platform: &ocispec.Platform{OS: "linux", Architecture: "arm64"}}})
+	if err != nil || ri.Digest != ix.Digest() || ri.ID != ix.Images[1].ID() {
+		t.Fatalf("remote inspect of the pushed index: %v %+v", err, ri)
+	}
+}
+
+// TestRemotePullAllTags: no tag anywhere pulls every tag of the repository.
+func TestRemotePullAllTags(t *testing.T) {
+	reg := startRemoteTestRegistry(t)
+	s, _ := newRemoteTestStore(t)
+	ctx := context.Background()
+	for _, tag := range []string{"1.0", "2.0"} {
+		img, err := testregistry.NewImage(testregistry.ImageOptions{Labels: map[string]string{"tag": tag}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := reg.Client().PushImage(ctx, "many", tag, img); err != nil {
+			t.Fatal(err)
+		}
+	}
+	name := reg.Host + "/many"
+	var out remoteStream
+	if err := s.PullImage(ctx, types.PullOptions{FromImage: name + ":"}, &out); err != nil {
+		t.Fatalf("pull -a: %v\n%s", err, &out)
+	}
+	for _, tag := range []string{"1.0", "2.0"} {
+		if _, err := s.Lookup(ctx, name+":"+tag); err != nil {
+			t.Fatalf("%s not pulled: %v", tag, err)
+		}
+		if !out.has(tag, "Pulling from many") {
+			t.Fatalf("no Pulling from for %s:\n%s", tag, &out)
+		}
+	}
+	if out.last().Status != "Status: Downloaded newer image for "+name {
+		t.Fatalf("final status %q", out.last().Status)
 	}
 }
