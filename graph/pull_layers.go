@@ -112,11 +112,14 @@ func (rs *remoteState) downloadLayer(ctx context.Context, src blobFetcher, dst b
 }
 
 // sharedFetch stores desc once however many pulls ask for it at the same
-// time. The first asker downloads under its own context and sees byte
-// progress; the others wait. If the first asker is cancelled, a waiter
-// whose own context is still live starts the download again rather than
-// failing with someone else's cancellation.
+// time. The first asker downloads under its own context and credentials and
+// sees byte progress; the others wait. A waiter does not inherit the first
+// asker's failure blindly: that pull may have been cancelled, or may have
+// used another repository or credentials, so a waiter whose own context is
+// live tries again (any number of times after a cancellation, once after
+// another failure).
 func (rs *remoteState) sharedFetch(ctx context.Context, src blobFetcher, dst blobIngester, desc ocispec.Descriptor, id string, po *progressOutput) error {
+	retried := false
 	for {
 		leader := false
 		ch := rs.downloads.DoChan(desc.Digest.String(), func() (any, error) {
@@ -126,15 +129,21 @@ func (rs *remoteState) sharedFetch(ctx context.Context, src blobFetcher, dst blo
 		if rs.flightJoined != nil {
 			rs.flightJoined(desc.Digest.String())
 		}
+		var err error
 		select {
 		case res := <-ch:
-			if res.Err != nil && !leader && ctx.Err() == nil &&
-				(errors.Is(res.Err, context.Canceled) || errors.Is(res.Err, context.DeadlineExceeded)) {
-				continue
-			}
-			return res.Err
+			err = res.Err
 		case <-ctx.Done():
 			return ctx.Err()
+		}
+		if err == nil || leader || ctx.Err() != nil {
+			return err
+		}
+		if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+			if retried {
+				return err
+			}
+			retried = true
 		}
 	}
 }

@@ -296,3 +296,36 @@ func TestSharedFetchRetriesAfterLeaderCancelled(t *testing.T) {
 		t.Fatal("blob not stored by the follower")
 	}
 }
+
+func TestSharedFetchFollowerRetriesOwnSourceOnce(t *testing.T) {
+	layers, blobs := remoteTestLayers(1)
+	d := layers[0].Digest
+	gate := make(chan struct{})
+	denied := fmt.Errorf("denied%.0w", errdefs.ErrUnauthenticated)
+	// The first pull's repository refuses the blob; the second's serves it.
+	refusing := &remoteFakeFetcher{blobs: blobs, gate: map[digest.Digest]chan struct{}{d: gate}, started: make(chan digest.Digest, 1), fail: map[digest.Digest]error{d: denied}}
+	serving := &remoteFakeFetcher{blobs: blobs}
+	dst := &remoteFakeIngester{}
+	rs := newRemoteState(Options{})
+	joined := make(chan string, 4)
+	rs.flightJoined = func(key string) { joined <- key }
+	po := newProgressOutput(types.DiscardProgress)
+
+	firstErr := make(chan error, 1)
+	go func() { firstErr <- rs.sharedFetch(context.Background(), refusing, dst, layers[0], "x", po) }()
+	<-refusing.started
+	<-joined
+	secondErr := make(chan error, 1)
+	go func() { secondErr <- rs.sharedFetch(context.Background(), serving, dst, layers[0], "x", po) }()
+	waitForFlight(t, joined, d)
+	close(gate)
+	if err := <-firstErr; !errors.Is(err, denied) {
+		t.Fatalf("first pull err = %v, want its own refusal", err)
+	}
+	if err := <-secondErr; err != nil {
+		t.Fatalf("second pull inherited the first pull's failure: %v", err)
+	}
+	if serving.calls.Load() != 1 || !dst.HasBlob(d) {
+		t.Fatalf("second pull did not fetch from its own source (calls %d)", serving.calls.Load())
+	}
+}
