@@ -14,6 +14,7 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/image"
 	"github.com/moby/moby/api/types/jsonstream"
+	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/sirupsen/logrus"
 
@@ -502,3 +503,47 @@ func TestRemotePullAllTags(t *testing.T) {
 		t.Fatalf("final status %q", out.last().Status)
 	}
 }
+
+// TestRemoteFailedPullLeavesNoImage: a layer that fails verification ends
+// the pull in-stream; no image appears, the verified layers stay stored and
+// are not downloaded again by the next pull.
+func TestRemoteFailedPullLeavesNoImage(t *testing.T) {
+	reg := startRemoteTestRegistry(t)
+	s, _ := newRemoteTestStore(t)
+	ctx := context.Background()
+	img, err := testregistry.NewImage(testregistry.ImageOptions{Layers: 2, LayerSize: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Client().PushImage(ctx, "broken", "1.0", img); err != nil {
+		t.Fatal(err)
+	}
+	good, bad := img.Layers[0], img.Layers[1]
+	if err := reg.CorruptBlob(bad.Digest); err != nil {
+		t.Fatal(err)
+	}
+	name := reg.Host + "/broken"
+	var out remoteStream
+	if err := s.PullImage(ctx, types.PullOptions{FromImage: name, Tag: "1.0"}, &out); err == nil {
+		t.Fatalf("pull of a corrupt layer succeeded:\n%s", &out)
+	}
+	if _, err := s.Lookup(ctx, name+":1.0"); !errdefs.IsNotFound(err) {
+		t.Fatalf("image visible after a failed pull: %v", err)
+	}
+	if !s.HasBlob(digestOf(good.Digest)) || s.HasBlob(digestOf(bad.Digest)) {
+		t.Fatal("want the verified layer kept and the corrupt one absent")
+	}
+	// Repair the blob (flip it back) and pull again: the good layer is reused.
+	if err := reg.CorruptBlob(bad.Digest); err != nil {
+		t.Fatal(err)
+	}
+	var again remoteStream
+	if err := s.PullImage(ctx, types.PullOptions{FromImage: name, Tag: "1.0"}, &again); err != nil {
+		t.Fatalf("second pull: %v\n%s", err, &again)
+	}
+	if id := good.Digest[len("sha256:"):][:12]; !again.has(id, "Already exists") {
+		t.Fatalf("verified layer downloaded again:\n%s", &again)
+	}
+}
+
+func digestOf(s string) digest.Digest { return digest.Digest(s) }
