@@ -21,7 +21,7 @@ type Counter struct {
 	srv *httptest.Server
 
 	mu      sync.Mutex
-	log     []string       // "METHOD /path", in arrival order
+	log     []string       // "METHOD /path[?query]", in arrival order
 	headers []http.Header  // request headers, same order as log
 	hits    map[string]int // by Class
 }
@@ -49,7 +49,11 @@ func NewCounter(target string) (*Counter, error) {
 func (c *Counter) record(r *http.Request) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.log = append(c.log, r.Method+" "+r.URL.Path)
+	entry := r.Method + " " + r.URL.Path
+	if r.URL.RawQuery != "" {
+		entry += "?" + r.URL.RawQuery
+	}
+	c.log = append(c.log, entry)
 	c.headers = append(c.headers, r.Header.Clone())
 	c.hits[Class(r.Method, r.URL.Path)]++
 }
@@ -92,7 +96,7 @@ func (c *Counter) Total() int {
 	return len(c.log)
 }
 
-// Requests returns "METHOD /path" of every request since the last Reset.
+// Requests returns "METHOD /path[?query]" of every request since the last Reset.
 func (c *Counter) Requests() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
