@@ -128,3 +128,26 @@ func TestImageInspectLocal(t *testing.T) {
 		t.Fatal("Manifests missing from JSON")
 	}
 }
+
+// FuzzBuildInspect feeds config documents as a registry or an archive may
+// serve them: BuildInspect must never panic, and a result must carry arrays.
+func FuzzBuildInspect(f *testing.F) {
+	for _, s := range []string{
+		`{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}}`,
+		`{"id":"x","parent":"y","container_config":{"Cmd":["a"]},"docker_version":"1"}`,
+		`{"created":"not a time"}`,
+		`{"config":{"Healthcheck":{"Interval":-1}},"history":[{"empty_layer":true}]}`,
+		`null`, `[]`, `{"rootfs":{"diff_ids":["sha256:zz"]}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		out, err := BuildInspect(InspectSource{Config: b})
+		if err != nil {
+			return
+		}
+		if out.RepoTags == nil || out.RepoDigests == nil || out.Config == nil || out.RootFS.Type == "" {
+			t.Fatalf("incomplete inspect for %q: %+v", b, out)
+		}
+	})
+}
