@@ -103,13 +103,15 @@ func (s *Store) Images(ctx context.Context, opts types.ImageListOptions) ([]imag
 	return out, nil
 }
 
-// summarize builds the list entry of rec. Containers and SharedSize are -1
-// ("not computed") as dockerd reports them; api/server adjusts per version.
+// summarize builds the list entry of rec. Containers is the real count of
+// containers using the image, 0 on wharf (API ≥ 1.51 reports it; api/server
+// turns it into -1 for older versions, as dockerd does); SharedSize is -1
+// ("not computed").
 func summarize(rec *ImageRecord, meta *imageMeta) image.Summary {
 	target := rec.Target
 	target.Data = nil
 	return image.Summary{
-		Containers:  -1,
+		Containers:  0,
 		Created:     meta.cfg.created().Unix(),
 		ID:          rec.ID.String(),
 		Labels:      meta.cfg.Config.Labels,

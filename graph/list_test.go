@@ -134,7 +134,7 @@ func TestImagesSummaryShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	js := mustJSONText(t, sums)
-	for _, want := range []string{`"Containers":-1`, `"SharedSize":-1`, `"RepoTags":[]`, `"RepoDigests":[]`, `"Created":3000`, `"Labels":{"tier":"app"}`, `"ParentId":""`} {
+	for _, want := range []string{`"Containers":0`, `"SharedSize":-1`, `"RepoTags":[]`, `"RepoDigests":[]`, `"Created":3000`, `"Labels":{"tier":"app"}`, `"ParentId":""`} {
 		if !strings.Contains(js, want) {
 			t.Errorf("missing %s in %s", want, js)
 		}
