@@ -109,11 +109,12 @@ func (s *Store) pushTag(ctx context.Context, repo *registry.Repository, repoName
 		}
 	}
 
-	if err := s.pushLayers(ctx, repo, repoName, img, layers, po); err != nil {
+	mountFrom := mountSources(repoName, img)
+	if err := s.pushLayers(ctx, repo, mountFrom, layers, po); err != nil {
 		return err
 	}
 	for _, c := range configs {
-		if err := s.pushBlob(ctx, repo, c, nil); err != nil {
+		if _, _, err := s.transferBlob(ctx, repo, c, mountFrom, nil); err != nil {
 			return fmt.Errorf("push config %s: %w", c.Digest, err)
 		}
 	}
@@ -200,7 +201,7 @@ func (s *Store) localIndex(target ocispec.Descriptor) ([]pushManifest, []byte, b
 // pushLayers uploads layers, at most maxConcurrentUploads at a time:
 // "Preparing" for each, "Waiting" while no slot is free, then "Layer already
 // exists", "Mounted from <repo>" or Pushing… "Pushed".
-func (s *Store) pushLayers(ctx context.Context, repo *registry.Repository, repoName reference.Named, img *ImageRecord, layers []ocispec.Descriptor, po *progressOutput) error {
+func (s *Store) pushLayers(ctx context.Context, repo *registry.Repository, mountFrom []string, layers []ocispec.Descriptor, po *progressOutput) error {
 	for _, l := range layers {
 		if err := po.layer(shortID(l.Digest), "Preparing"); err != nil {
 			return err
@@ -208,7 +209,6 @@ func (s *Store) pushLayers(ctx context.Context, repo *registry.Repository, repoN
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	mountFrom := mountSources(repoName, img)
 	slots := make(chan struct{}, maxConcurrentUploads)
 	errs := make([]chan error, len(layers))
 	for i, l := range layers {
@@ -241,36 +241,54 @@ func (s *Store) pushLayer(ctx context.Context, repo *registry.Repository, l ocis
 	}
 	defer func() { <-slots }()
 
-	exists, err := repo.BlobExists(ctx, l)
-	if err != nil {
-		return err
-	}
-	if exists {
-		return po.layer(id, "Layer already exists")
-	}
-	// A mount that the registry refuses costs one request and falls
-	// through to the next source, then to an upload.
-	for _, from := range mountFrom {
-		if mounted, err := repo.MountBlob(ctx, l, from, nil); err == nil && mounted {
-			return po.layer(id, "Mounted from "+from)
-		} else if ctx.Err() != nil {
-			return ctx.Err()
-		}
-	}
-	if err := s.pushBlob(ctx, repo, l, po); err != nil {
+	how, from, err := s.transferBlob(ctx, repo, l, mountFrom, po)
+	switch {
+	case err != nil:
 		return fmt.Errorf("push layer %s: %w", l.Digest, err)
+	case how == blobExisted:
+		return po.layer(id, "Layer already exists")
+	case how == blobMounted:
+		return po.layer(id, "Mounted from "+from)
+	default:
+		return po.layer(id, "Pushed")
 	}
-	return po.layer(id, "Pushed")
 }
 
-// pushBlob uploads a stored blob unless the registry has it, streaming it
-// from disk; with po, as "Pushing" progress.
-func (s *Store) pushBlob(ctx context.Context, repo *registry.Repository, desc ocispec.Descriptor, po *progressOutput) error {
-	if po == nil {
-		if ok, err := repo.BlobExists(ctx, desc); err == nil && ok {
-			return nil
+// How a blob reached the registry.
+const (
+	blobExisted = iota
+	blobMounted
+	blobPushed
+)
+
+// transferBlob makes the registry have desc: nothing when it does, a
+// cross-repository mount from one of mountFrom when the registry agrees (a
+// refused mount costs one request and falls through to the next source),
+// else an upload streamed from disk, reported as "Pushing" when po is set.
+func (s *Store) transferBlob(ctx context.Context, repo *registry.Repository, desc ocispec.Descriptor, mountFrom []string, po *progressOutput) (how int, from string, err error) {
+	exists, err := repo.BlobExists(ctx, desc)
+	if err != nil {
+		return 0, "", err
+	}
+	if exists {
+		return blobExisted, "", nil
+	}
+	for _, from := range mountFrom {
+		if mounted, err := repo.MountBlob(ctx, desc, from, nil); err == nil && mounted {
+			return blobMounted, from, nil
+		} else if ctx.Err() != nil {
+			return 0, "", ctx.Err()
 		}
 	}
+	if err := s.pushBlob(ctx, repo, desc, po); err != nil {
+		return 0, "", err
+	}
+	return blobPushed, "", nil
+}
+
+// pushBlob uploads a stored blob, streaming it from disk; with po, as
+// "Pushing" progress.
+func (s *Store) pushBlob(ctx context.Context, repo *registry.Repository, desc ocispec.Descriptor, po *progressOutput) error {
 	rc, size, err := s.OpenBlob(desc.Digest)
 	if err != nil {
 		return err
