@@ -4,10 +4,12 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"gopkg.in/check.v1"
 
@@ -351,4 +353,134 @@ func (s *RegistrySuite) TestPullRejectsLayerNotMatchingItsDigest(c *check.C) {
 	c.Assert(msg, check.Matches, `(?i).*(digest|verif|mismatch|checksum).*`, check.Commentf("a corrupt layer was accepted: %s", r))
 	c.Assert(s.d.Get(c, "/v1.50/images/"+name+":1.0/json").Status, check.Equals, http.StatusNotFound)
 	c.Assert(s.d.Get(c, "/v1.50/images/"+img.ID()+"/json").Status, check.Equals, http.StatusNotFound)
+}
+
+// hasStatus reports whether a stream line has exactly this status and id.
+func hasStatus(lines StreamLines, status, id string) bool {
+	for _, m := range lines {
+		if m["status"] == status && (id == "" || m["id"] == id) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *RegistrySuite) TestPullAndPushStreamsHaveDockerShape(c *check.C) {
+	img := pushImage(c, s.regs.anon, "shape/app", "1.0", testregistry.ImageOptions{Layers: 2})
+	name := s.regs.anon.Host + "/shape/app"
+	d := StartDaemon(c)
+	defer d.Stop(c)
+	r, lines := d.Pull(c, name, "1.0", "")
+	c.Assert(r.Status, check.Equals, http.StatusOK)
+	c.Assert(r.Header.Get("Content-Type"), check.Equals, "application/json")
+	c.Assert(lines.Err(), check.Equals, "", check.Commentf("%s", r.Body))
+	c.Check(hasStatus(lines, "Pulling from shape/app", "1.0"), check.Equals, true, check.Commentf("%s", r.Body))
+	for _, l := range img.Layers {
+		short := strings.TrimPrefix(l.Digest, "sha256:")[:12]
+		c.Check(hasStatus(lines, "Pulling fs layer", short), check.Equals, true, check.Commentf("layer %s: %s", short, r.Body))
+		c.Check(hasStatus(lines, "Pull complete", short), check.Equals, true, check.Commentf("layer %s: %s", short, r.Body))
+	}
+	c.Check(hasStatus(lines, "Digest: "+img.Manifest.Digest, ""), check.Equals, true)
+	c.Check(hasStatus(lines, "Status: Downloaded newer image for "+name+":1.0", ""), check.Equals, true)
+
+	second := s.regs.anon.Host + "/shape/copy"
+	c.Assert(d.Req(c, http.MethodPost, "/v1.50/images/"+name+":1.0/tag?repo="+second+"&tag=x", nil).Status, check.Equals, 201)
+	r, lines = d.Push(c, second, "x", "")
+	c.Assert(r.Status, check.Equals, http.StatusOK)
+	c.Assert(lines.Err(), check.Equals, "", check.Commentf("%s", r.Body))
+	c.Check(hasStatus(lines, "The push refers to repository ["+second+"]", ""), check.Equals, true, check.Commentf("%s", r.Body))
+	for _, l := range img.Layers {
+		short := strings.TrimPrefix(l.Digest, "sha256:")[:12]
+		c.Check(hasStatus(lines, "Preparing", short), check.Equals, true, check.Commentf("layer %s: %s", short, r.Body))
+	}
+	aux := lines.Aux()
+	c.Assert(aux, check.NotNil)
+	c.Check(aux["Digest"], check.Equals, img.Manifest.Digest, check.Commentf("a pulled image must push back byte-identical"))
+	c.Check(aux["Size"], check.Equals, float64(len(img.Manifest.Data)))
+	c.Check(hasStatus(lines, fmt.Sprintf("x: digest: %s size: %d", img.Manifest.Digest, len(img.Manifest.Data)), ""), check.Equals, true)
+}
+
+func (s *RegistrySuite) TestPushAndPullLogEvents(c *check.C) {
+	d := StartDaemon(c)
+	defer d.Stop(c)
+	since := time.Now().Add(-time.Second).Unix()
+	name := s.regs.anon.Host + "/events/app"
+	id := d.Import(c, name+":1")
+	_, lines := d.Push(c, name, "1", "")
+	c.Assert(lines.Err(), check.Equals, "")
+	c.Assert(d.Req(c, http.MethodDelete, "/v1.50/images/"+name+":1", nil).Status, check.Equals, 200)
+	_, lines = d.Pull(c, name, "1", "")
+	c.Assert(lines.Err(), check.Equals, "")
+	until := time.Now().Add(time.Second).Unix()
+	r := d.Get(c, fmt.Sprintf("/v1.50/events?since=%d&until=%d&filters=%s", since, until, filtersQuery(map[string][]string{"event": {"push", "pull"}})))
+	c.Assert(r.Status, check.Equals, http.StatusOK)
+	got := map[string]string{}
+	for _, e := range r.Lines(c) {
+		actor, _ := e["Actor"].(map[string]any)
+		attrs, _ := actor["Attributes"].(map[string]any)
+		got[fmt.Sprint(e["Action"])] = fmt.Sprint(attrs["name"])
+	}
+	c.Assert(got["push"], check.Equals, name+":1", check.Commentf("%s", r.Body))
+	c.Assert(got["pull"], check.Equals, name+":1", check.Commentf("%s", r.Body))
+	_ = id
+}
+
+func (s *RegistrySuite) TestPulledImageSurvivesRestart(c *check.C) {
+	img := pushImage(c, s.regs.anon, "restart/app", "1.0", testregistry.ImageOptions{})
+	name := s.regs.anon.Host + "/restart/app"
+	d := StartDaemon(c)
+	_, lines := d.Pull(c, name, "1.0", "")
+	c.Assert(lines.Err(), check.Equals, "")
+	before := d.Inspect(c, name+":1.0")
+	d.Restart(c)
+	defer d.Stop(c)
+	after := d.Inspect(c, name+":1.0")
+	c.Assert(after["Id"], check.Equals, img.ID())
+	for _, k := range []string{"RepoTags", "RepoDigests", "RootFS", "Size", "Descriptor", "Config"} {
+		c.Check(after[k], check.DeepEquals, before[k], check.Commentf("%s after restart", k))
+	}
+	_, lines = d.Pull(c, name, "1.0", "")
+	c.Assert(hasStatus(lines, "Status: Image is up to date for "+name+":1.0", ""), check.Equals, true)
+}
+
+func (s *RegistrySuite) TestConcurrentPullsOfOneImageFetchEachLayerOnce(c *check.C) {
+	reg := s.regs.anon
+	img := pushImage(c, reg, "concurrent/app", "1.0", testregistry.ImageOptions{Layers: 3, LayerSize: 64 << 10})
+	name := reg.Host + "/concurrent/app"
+	d := StartDaemon(c)
+	defer d.Stop(c)
+	reg.ResetCounters()
+	const n = 4
+	errs := make(chan string, n)
+	for i := 0; i < n; i++ {
+		go func() {
+			// Plain HTTP here: check.C must not be used off the test goroutine.
+			req, _ := http.NewRequest(http.MethodPost, "http://wharfd/v1.50/images/create?fromImage="+url.QueryEscape(name)+"&tag=1.0", nil)
+			resp, err := d.HTTPClient().Do(req)
+			if err != nil {
+				errs <- err.Error()
+				return
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != http.StatusOK || strings.Contains(string(body), "errorDetail") {
+				errs <- fmt.Sprintf("%d %s", resp.StatusCode, body)
+				return
+			}
+			errs <- ""
+		}()
+	}
+	for i := 0; i < n; i++ {
+		c.Check(<-errs, check.Equals, "")
+	}
+	for _, l := range img.Layers {
+		gets := 0
+		for _, req := range reg.Counter.Requests() {
+			if strings.HasPrefix(req, "GET ") && strings.Contains(req, "/blobs/"+l.Digest) {
+				gets++
+			}
+		}
+		c.Check(gets, check.Equals, 1, check.Commentf("layer %s fetched %d times by %d concurrent pulls", l.Digest, gets, n))
+	}
+	c.Assert(d.Inspect(c, name+":1.0")["Id"], check.Equals, img.ID())
 }
