@@ -49,7 +49,7 @@ func (s *Store) PullImage(ctx context.Context, opts types.PullOptions, out types
 	if err != nil {
 		return pullNotFound(tn, err)
 	}
-	upToDate, err := s.pullResolved(ctx, res, platform, po)
+	upToDate, err := s.pullResolved(ctx, res, platform, opts.Platform != nil, po)
 	if err != nil {
 		return err
 	}
@@ -130,7 +130,7 @@ func (s *Store) pullAllTags(ctx context.Context, tn typedName, creds registry.Cr
 		if err != nil {
 			return err
 		}
-		upToDate, err := s.pullResolved(ctx, &resolvedRemote{Repo: repo, Ref: ref, Desc: desc}, platform, po)
+		upToDate, err := s.pullResolved(ctx, &resolvedRemote{Repo: repo, Ref: ref, Desc: desc}, platform, false, po)
 		if err != nil {
 			return err
 		}
@@ -143,7 +143,9 @@ func (s *Store) pullAllTags(ctx context.Context, tn typedName, creds registry.Cr
 // config and layers, all verified; the image becomes visible (PutImage)
 // only after every blob is stored. It reports whether the reference already
 // named this exact image.
-func (s *Store) pullResolved(ctx context.Context, res *resolvedRemote, platform ocispec.Platform, po *progressOutput) (bool, error) {
+// With strict (a platform the user asked for), a single-platform image of
+// another platform is refused, as dockerd does.
+func (s *Store) pullResolved(ctx context.Context, res *resolvedRemote, platform ocispec.Platform, strict bool, po *progressOutput) (bool, error) {
 	ref := res.Ref
 	id := reference.FamiliarString(ref)
 	if t, ok := ref.(reference.Tagged); ok {
@@ -196,6 +198,12 @@ func (s *Store) pullResolved(ctx context.Context, res *resolvedRemote, platform 
 	config, err := res.Repo.FetchConfig(ctx, man.Config)
 	if err != nil {
 		return false, err
+	}
+	if strict && !isIndexMediaType(top.MediaType) {
+		if have := configPlatform(config); have != nil && !platformMatches(platform, *have) {
+			return false, fmt.Errorf("image with reference %s was found but its platform (%s) does not match the specified platform (%s)%.0w",
+				reference.FamiliarString(ref), formatPlatform(*have), formatPlatform(platform), errdefs.ErrNotFound)
+		}
 	}
 
 	upToDate := false

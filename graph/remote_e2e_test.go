@@ -318,6 +318,11 @@ func TestRemoteErrors(t *testing.T) {
 	if err := s.PullImage(ctx, types.PullOptions{FromImage: "scratch"}, types.DiscardProgress); !errdefs.IsPermissionDenied(err) || err.Error() != "'scratch' is a reserved name" {
 		t.Errorf("pull scratch: %v", err)
 	}
+	var arm remoteStream
+	err = s.PullImage(ctx, types.PullOptions{FromImage: name, Tag: "1.0", Platform: &ocispec.Platform{OS: "linux", Architecture: "arm64"}}, &arm)
+	if err == nil || !strings.Contains(err.Error(), "does not match the specified platform (linux/arm64)") {
+		t.Errorf("pull of an amd64-only image for arm64: %v\n%s", err, &arm)
+	}
 	var push remoteStream
 	err = s.PushImage(ctx, types.PushOptions{Name: reg.Host + "/nosuchlocal", Tag: "1.0"}, &push)
 	if !errdefs.IsNotFound(err) || err.Error() != "An image does not exist locally with the tag: "+reg.Host+"/nosuchlocal" ||
