@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 
@@ -196,6 +198,9 @@ func (s *Service) loginToken(ctx context.Context, ep *endpoint, base, realm, ser
 	if ru.Scheme == "http" && !ep.plainHTTP {
 		return "", fmt.Errorf("login: bearer realm %q uses http but the registry is https%.0w", realm, errdefs.ErrUnavailable)
 	}
+	if err := checkRealmHost(ctx, ru, ep.host); err != nil {
+		return "", err
+	}
 	var req *http.Request
 	if ac.IdentityToken != "" {
 		form := url.Values{}
@@ -315,4 +320,33 @@ func registryReason(body []byte) string {
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// checkRealmHost applies oras-go's realm denylist (its check is not
+// exported) to the realm login sends the password to: a registry must not
+// point it at link-local or cloud-metadata addresses, nor, unless the
+// registry is itself on this machine, at loopback.
+func checkRealmHost(ctx context.Context, realm *url.URL, registryHost string) error {
+	host := realm.Hostname()
+	if strings.EqualFold(host, hostOnly(registryHost)) {
+		return nil
+	}
+	prefixes := auth.DefaultBlockedRealmPrefixes()
+	if isLoopbackHost(registryHost) {
+		prefixes = loopbackRealmPrefixes()
+	}
+	var addrs []netip.Addr
+	if a, err := netip.ParseAddr(host); err == nil {
+		addrs = append(addrs, a)
+	} else if ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host); err == nil {
+		addrs = ips
+	}
+	for _, a := range addrs {
+		for _, p := range prefixes {
+			if p.Contains(a.Unmap()) {
+				return fmt.Errorf("login: bearer realm %q resolves to %s, which is refused%.0w", realm.Redacted(), a, errdefs.ErrPermissionDenied)
+			}
+		}
+	}
+	return nil
 }

@@ -334,3 +334,13 @@ func TestMirrorServesDockerHubNamesWithoutHubCredentials(t *testing.T) {
 		t.Errorf("Docker Hub credentials were sent to the mirror")
 	}
 }
+
+func TestLoginRefusesMetadataRealm(t *testing.T) {
+	f := newFakeRegistry(t)
+	f.tokenAuth = true
+	f.realmBase = "http://169.254.169.254"
+	_, err := testService(t, ServiceOptions{}).Login(context.Background(), &registrytypes.AuthConfig{Username: "u", Password: "p", ServerAddress: f.host()})
+	if !errdefs.IsPermissionDenied(err) {
+		t.Errorf("realm on the metadata address: %v, want PermissionDenied", err)
+	}
+}
