@@ -470,3 +470,44 @@ func (s *RemoteInspectSuite) TestInspectRemoteRejectsContentNotMatchingItsDigest
 	c.Assert(r.Message(), check.Matches, `(?i).*(digest|verif|mismatch).*`, check.Commentf("%s", r))
 	c.Assert(d.Get(c, "/_ping").Status, check.Equals, http.StatusOK)
 }
+
+func (s *RemoteInspectSuite) TestDistributionInspectAnswersAndErrors(c *check.C) {
+	host := s.regs.anon.Host
+	r := s.d.Get(c, "/v1.50/distribution/"+host+"/ri/docker-list:1.0/json")
+	c.Assert(r.Status, check.Equals, http.StatusOK, check.Commentf("%s", r))
+	var di struct {
+		Descriptor struct {
+			MediaType string `json:"mediaType"`
+			Digest    string `json:"digest"`
+			Size      int64  `json:"size"`
+		}
+		Platforms []ocispec.Platform
+	}
+	r.JSON(c, &di)
+	c.Assert(di.Descriptor.Digest, check.Equals, s.dockerList.Digest())
+	c.Assert(di.Descriptor.MediaType, check.Equals, testregistry.MediaTypeDockerList)
+	c.Assert(di.Descriptor.Size, check.Equals, int64(len(s.dockerList.Index.Data)))
+	c.Assert(di.Platforms, check.DeepEquals, []ocispec.Platform{{OS: "linux", Architecture: "amd64"}, {OS: "linux", Architecture: "arm64", Variant: "v8"}})
+
+	// By digest.
+	r = s.d.Get(c, "/v1.50/distribution/"+host+"/ri/oci@"+s.ociImg.Manifest.Digest+"/json")
+	c.Assert(r.Status, check.Equals, http.StatusOK, check.Commentf("%s", r))
+
+	r = s.d.Get(c, "/v1.50/distribution/UPPER:case/json")
+	c.Check(r.Status, check.Equals, http.StatusBadRequest, check.Commentf("%s", r))
+	c.Check(r.Message(), check.Matches, `invalid reference format.*`)
+	r = s.d.Get(c, "/v1.50/distribution/"+host+"/ri/no-such-repo:1.0/json")
+	c.Check(r.Status, check.Equals, http.StatusNotFound, check.Commentf("%s", r))
+	r = s.d.Get(c, "/v1.50/distribution/"+host+"/ri/oci:nope/json")
+	c.Check(r.Status, check.Equals, http.StatusNotFound, check.Commentf("%s", r))
+
+	reg := s.regs.basic
+	pushImage(c, reg, "ri/dist-private", "1.0", testregistry.ImageOptions{})
+	r = s.d.Get(c, "/v1.50/distribution/"+reg.Host+"/ri/dist-private:1.0/json", "X-Registry-Auth", RegistryAuth(reg.Username, "wrong", reg.Host))
+	c.Check(r.Status, check.Equals, http.StatusUnauthorized, check.Commentf("%s", r))
+	r = s.d.Get(c, "/v1.50/distribution/"+reg.Host+"/ri/dist-private:1.0/json", "X-Registry-Auth", auth(reg))
+	c.Check(r.Status, check.Equals, http.StatusOK, check.Commentf("%s", r))
+	// An invalid X-Registry-Auth is ignored (anonymous), not a 400.
+	r = s.d.Get(c, "/v1.50/distribution/"+host+"/ri/oci:1.0/json", "X-Registry-Auth", "%%%not-base64")
+	c.Check(r.Status, check.Equals, http.StatusOK, check.Commentf("%s", r))
+}
