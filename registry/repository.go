@@ -119,9 +119,11 @@ func (s *Service) newRepoEndpoint(ep *endpoint, path, index string, creds Creden
 	if err := or.Reference.ValidateRepository(); err != nil {
 		return nil, fmt.Errorf("%w%.0w", err, errdefs.ErrInvalidArgument)
 	}
-	// The referrers API is not used by wharf; declaring it absent keeps
-	// oras-go from probing it when a manifest with a subject is pushed.
-	_ = or.SetReferrersCapability(false)
+	// wharf pushes manifests as docker does, without client-side referrers
+	// indexing: declaring the referrers API present makes oras-go PUT the
+	// manifest and nothing else (absent would make it rewrite a
+	// sha256-<subject> tag index for every manifest with a subject).
+	_ = or.SetReferrersCapability(true)
 	return &repoEndpoint{endpoint: ep, client: ac, oras: or}, nil
 }
 
