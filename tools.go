@@ -9,6 +9,7 @@ import (
 	_ "github.com/coreos/go-systemd/v22/activation"
 	_ "github.com/distribution/reference"
 	_ "github.com/gofrs/flock"
+	_ "github.com/golang-jwt/jwt/v5"
 	_ "github.com/google/go-containerregistry/pkg/v1/layout"
 	_ "github.com/gorilla/mux"
 	_ "github.com/moby/moby/client"
@@ -23,5 +24,4 @@ import (
 	_ "oras.land/oras-go/v2/registry/remote/auth"
 	_ "oras.land/oras-go/v2/registry/remote/credentials"
 	_ "oras.land/oras-go/v2/registry/remote/retry"
-	_ "github.com/golang-jwt/jwt/v5"
 )
