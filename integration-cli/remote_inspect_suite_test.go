@@ -511,3 +511,21 @@ func (s *RemoteInspectSuite) TestDistributionInspectAnswersAndErrors(c *check.C)
 	r = s.d.Get(c, "/v1.50/distribution/"+host+"/ri/oci:1.0/json", "X-Registry-Auth", "%%%not-base64")
 	c.Check(r.Status, check.Equals, http.StatusOK, check.Commentf("%s", r))
 }
+
+func (s *RemoteInspectSuite) TestInspectRemoteFormatAndOldAPIVersion(c *check.C) {
+	name := s.regs.anon.Host + "/ri/oci:1.0"
+	out := s.d.WharfOK(c, "inspect", "--remote", "--format", "{{.Registry}} {{.Tag}} {{.Digest}} {{.Id}}", name)
+	c.Assert(out.Stdout, check.Equals, fmt.Sprintf("%s 1.0 %s %s\n", s.regs.anon.Host, s.ociImg.Manifest.Digest, s.ociImg.ID()))
+	out = s.d.WharfOK(c, "inspect", "-r", "-f", "{{json .Config.Labels}}", name)
+	c.Assert(out.Stdout, check.Equals, `{"kind":"oci"}`+"\n")
+
+	// Old clients get the same answer, version-gated like a local inspect.
+	r := s.d.Get(c, "/v1.41/images/"+name+"/json?remote=1")
+	c.Assert(r.Status, check.Equals, http.StatusOK, check.Commentf("%s", r))
+	var m map[string]any
+	r.JSON(c, &m)
+	c.Assert(m["Id"], check.Equals, s.ociImg.ID())
+	c.Assert(m["Digest"], check.Equals, s.ociImg.Manifest.Digest)
+	_, hasDescriptor := m["Descriptor"]
+	c.Assert(hasDescriptor, check.Equals, false, check.Commentf("Descriptor is >= 1.48 only"))
+}
