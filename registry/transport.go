@@ -242,8 +242,12 @@ func newRetryPolicy(maxWait time.Duration) retry.Policy {
 		Retryable: retry.DefaultPredicate,
 		Backoff: func(attempt int, resp *http.Response) time.Duration {
 			if resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
-				if s, err := strconv.ParseInt(strings.TrimSpace(resp.Header.Get("Retry-After")), 10, 64); err == nil && s >= 0 {
+				v := strings.TrimSpace(resp.Header.Get("Retry-After"))
+				if s, err := strconv.ParseInt(v, 10, 64); err == nil && s >= 0 {
 					return time.Duration(s) * time.Second
+				}
+				if at, err := http.ParseTime(v); err == nil {
+					return time.Until(at) // clamped to [MinWait, MaxWait] by GenericPolicy
 				}
 			}
 			return exp(attempt, resp)

@@ -344,3 +344,42 @@ func TestLoginRefusesMetadataRealm(t *testing.T) {
 		t.Errorf("realm on the metadata address: %v, want PermissionDenied", err)
 	}
 }
+
+func TestRetryPolicyHonoursRetryAfterWithinCap(t *testing.T) {
+	p := newRetryPolicy(2 * time.Second)
+	mk := func(status int, ra string) *http.Response {
+		r := &http.Response{StatusCode: status, Header: http.Header{}}
+		if ra != "" {
+			r.Header.Set("Retry-After", ra)
+		}
+		return r
+	}
+	tests := []struct {
+		resp     *http.Response
+		attempt  int
+		min, max time.Duration // want in [min, max]; max < 0 = no retry
+	}{
+		{mk(429, "1"), 0, time.Second, time.Second},
+		{mk(503, "1"), 0, time.Second, time.Second},
+		{mk(429, "3600"), 0, 2 * time.Second, 2 * time.Second},
+		{mk(429, time.Now().Add(time.Hour).UTC().Format(http.TimeFormat)), 0, 2 * time.Second, 2 * time.Second},
+		{mk(500, ""), 0, retryMinWait, 2 * time.Second},
+		{mk(404, ""), 0, -1, -1},
+		{mk(429, "1"), retryAttempts, -1, -1},
+	}
+	for i, tc := range tests {
+		d, err := p.Retry(tc.attempt, tc.resp, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.max < 0 {
+			if d >= 0 {
+				t.Errorf("%d: retried after %s, want no retry", i, d)
+			}
+			continue
+		}
+		if d < tc.min || d > tc.max {
+			t.Errorf("%d: wait %s, want in [%s, %s]", i, d, tc.min, tc.max)
+		}
+	}
+}
