@@ -237,6 +237,16 @@ func (l *localStore) sortedRecords() []*ImageRecord {
 
 // writeIndex derives the layout's index.json from the records.
 func (l *localStore) writeIndex() error {
+	b, err := l.indexBytes()
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(l.root, indexFile, b)
+}
+
+// indexBytes is the index.json the records call for (the system check
+// compares it with the file). Called with mu held.
+func (l *localStore) indexBytes() ([]byte, error) {
 	idx := ocispec.Index{
 		Versioned: specsVersioned(),
 		MediaType: ocispec.MediaTypeImageIndex,
@@ -263,11 +273,7 @@ func (l *localStore) writeIndex() error {
 			idx.Manifests = append(idx.Manifests, d)
 		}
 	}
-	b, err := json.Marshal(idx)
-	if err != nil {
-		return err
-	}
-	return writeFileAtomic(l.root, indexFile, b)
+	return json.Marshal(idx)
 }
 
 func nonNil(s []string) []string {
