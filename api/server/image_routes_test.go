@@ -206,6 +206,12 @@ func TestRemoteInspect(t *testing.T) {
 			t.Fatalf("%s: %d %s", v, rec.Code, rec.Body)
 		}
 		remote := decodeObject(t, rec.Body.Bytes())
+		for _, k := range []string{"GraphDriver", "Metadata", "VirtualSize"} {
+			if _, ok := remote[k]; ok {
+				t.Errorf("%s: remote answer carries the local-only field %s", v, k)
+			}
+			delete(local, k)
+		}
 		for k, lv := range local {
 			if string(remote[k]) != string(lv) {
 				t.Errorf("%s: %s local %s remote %s", v, k, lv, remote[k])

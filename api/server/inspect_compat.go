@@ -134,5 +134,14 @@ func gateInspect(v any, legacy types.LegacyImageFields, version string) ([]byte,
 	if versionLess(version, "1.53") {
 		delete(m, "Identity")
 	}
+	if _, remote := v.(*types.RemoteImageInspect); remote {
+		// A registry knows nothing of the local-only fields: no storage
+		// driver, no last tag time, and VirtualSize was the size of the
+		// unpacked layers on disk. Leaving them out keeps a zero
+		// LastTagTime from looking like a fact.
+		for _, k := range []string{"GraphDriver", "Metadata", "VirtualSize"} {
+			delete(m, k)
+		}
+	}
 	return orderedObject(m, inspectOrder), nil
 }
