@@ -146,4 +146,21 @@ func (s *DockerCLISuite) TestDockerLoginPullPushLogout(c *check.C) {
 	s.d.DockerOK(c, "pull", "--platform", "linux/arm64", name)
 	out := s.d.DockerOK(c, "image", "inspect", "--format", "{{.Id}} {{.Architecture}}", name)
 	c.Assert(strings.TrimSpace(out.Stdout), check.Equals, ix.Images[1].ID()+" arm64")
+
+	// By digest: the image is recorded under name@digest, with no tag.
+	one := pushImage(c, s.regs.anon, "dcli/bydigest", "1.0", testregistry.ImageOptions{})
+	byDigest := s.regs.anon.Host + "/dcli/bydigest@" + one.Manifest.Digest
+	pull := s.d.DockerOK(c, "pull", byDigest)
+	c.Assert(pull.Stdout, check.Matches, `(?s).*Digest: `+one.Manifest.Digest+`.*`)
+	out = s.d.DockerOK(c, "image", "inspect", "--format", "{{.Id}}", byDigest)
+	c.Assert(strings.TrimSpace(out.Stdout), check.Equals, one.ID())
+
+	// -a: every tag of the repository arrives.
+	a := pushImage(c, s.regs.anon, "dcli/alltags", "a", testregistry.ImageOptions{})
+	b := pushImage(c, s.regs.anon, "dcli/alltags", "b", testregistry.ImageOptions{})
+	s.d.DockerOK(c, "pull", "-a", s.regs.anon.Host+"/dcli/alltags")
+	for tag, img := range map[string]*testregistry.Image{"a": a, "b": b} {
+		out = s.d.DockerOK(c, "image", "inspect", "--format", "{{.Id}}", s.regs.anon.Host+"/dcli/alltags:"+tag)
+		c.Assert(strings.TrimSpace(out.Stdout), check.Equals, img.ID(), check.Commentf("tag %s", tag))
+	}
 }
