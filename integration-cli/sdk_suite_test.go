@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/moby/moby/client"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"gopkg.in/check.v1"
 
 	"github.com/wharfproject/wharf/internal/testregistry"
@@ -238,4 +239,36 @@ func (s *SDKSuite) TestSDKLoginPullPushDistributionInspect(c *check.C) {
 		err = pull.Wait(ctx)
 	}
 	c.Assert(err, check.NotNil, check.Commentf("pull without credentials succeeded"))
+}
+
+func (s *SDKSuite) TestSDKPullPlatformDigestAndAllTags(c *check.C) {
+	ctx, cancel := sdkCtx()
+	defer cancel()
+	reg := s.regs.anon
+	pullOK := func(ref string, opts client.ImagePullOptions) {
+		res, err := s.cli.ImagePull(ctx, ref, opts)
+		c.Assert(err, check.IsNil, check.Commentf("pull %s", ref))
+		c.Assert(res.Wait(ctx), check.IsNil, check.Commentf("pull %s", ref))
+	}
+	inspectID := func(ref string) string {
+		ins, err := s.cli.ImageInspect(ctx, ref)
+		c.Assert(err, check.IsNil, check.Commentf("inspect %s", ref))
+		return ins.ID
+	}
+
+	ix := pushIndex(c, reg, s.repo("multi"), "1.0", testregistry.IndexOptions{})
+	multi := reg.Host + "/" + s.repo("multi") + ":1.0"
+	pullOK(multi, client.ImagePullOptions{Platforms: []ocispec.Platform{{OS: "linux", Architecture: "arm64"}}})
+	c.Assert(inspectID(multi), check.Equals, ix.Images[1].ID())
+
+	one := pushImage(c, reg, s.repo("bydigest"), "1.0", testregistry.ImageOptions{})
+	byDigest := reg.Host + "/" + s.repo("bydigest") + "@" + one.Manifest.Digest
+	pullOK(byDigest, client.ImagePullOptions{})
+	c.Assert(inspectID(byDigest), check.Equals, one.ID())
+
+	a := pushImage(c, reg, s.repo("alltags"), "a", testregistry.ImageOptions{})
+	b := pushImage(c, reg, s.repo("alltags"), "b", testregistry.ImageOptions{})
+	pullOK(reg.Host+"/"+s.repo("alltags"), client.ImagePullOptions{All: true})
+	c.Assert(inspectID(reg.Host+"/"+s.repo("alltags")+":a"), check.Equals, a.ID())
+	c.Assert(inspectID(reg.Host+"/"+s.repo("alltags")+":b"), check.Equals, b.ID())
 }
