@@ -143,6 +143,7 @@ func Run(ctx context.Context, cfg *Config, opts Options) error {
 	}()
 
 	d := &Daemon{imageStore: store, events: evs, registry: reg, cfg: cfg, opts: opts, id: id}
+	d.warnings = append(d.warnings, startupCheck(ctx, store, log.WithField("module", "graph"))...)
 	return d.serve(ctx, log)
 }
 

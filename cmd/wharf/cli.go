@@ -170,6 +170,7 @@ func newRootCommand(c *cli) *cobra.Command {
 		newPushCommand(c),
 		newLoginCommand(c),
 		newLogoutCommand(c),
+		newSystemCommand(c),
 		newGenManCommand(root),
 		newGenCompletionCommand(root),
 	)

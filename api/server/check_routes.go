@@ -1,0 +1,61 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/containerd/errdefs"
+)
+
+// The store check is wharf's own endpoint, not a Docker one:
+//
+//	GET /wharf/system/check[?full=0]   (also under /v1.NN/)
+//
+// It answers 200 with a CheckReport whether or not problems were found
+// (the CLI exits 1 when Problems is not empty); full=0 skips hashing.
+
+// CheckProblem is one thing wrong in the store (graph.CheckProblem on the wire).
+type CheckProblem struct {
+	Kind    string `json:"Kind"`
+	Image   string `json:"Image,omitempty"`
+	Object  string `json:"Object,omitempty"`
+	Message string `json:"Message"`
+}
+
+// CheckReport is the answer of GET /wharf/system/check.
+type CheckReport struct {
+	Full     bool
+	Images   int
+	Blobs    int
+	Problems []CheckProblem
+}
+
+// CheckBackend runs the store check. It is separate from Backend so that
+// backends without a store (tests, fakes) need not implement it: the route
+// answers 501 for them.
+type CheckBackend interface {
+	SystemCheck(ctx context.Context, full bool) (*CheckReport, error)
+}
+
+// checkPath is the route of the store check.
+const checkPath = "/wharf/system/check"
+
+func (s *Server) getSystemCheck(w http.ResponseWriter, r *http.Request, _ map[string]string) error {
+	if err := parseForm(r); err != nil {
+		return err
+	}
+	cb, ok := s.backend.(CheckBackend)
+	if !ok {
+		return fmt.Errorf("the store check is not available on this daemon%.0w", errdefs.ErrNotImplemented)
+	}
+	rep, err := cb.SystemCheck(r.Context(), boolValueOrDefault(r, "full", true))
+	if err != nil {
+		return err
+	}
+	if rep.Problems == nil {
+		rep.Problems = []CheckProblem{}
+	}
+	writeJSON(w, http.StatusOK, rep)
+	return nil
+}
