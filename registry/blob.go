@@ -34,7 +34,7 @@ func (r *Repository) FetchBlob(ctx context.Context, desc ocispec.Descriptor) (io
 		if err != nil {
 			return err
 		}
-		idle := newIdleReader(rc, blobIdleTimeout)
+		idle := newIdleReader(rc, r.svc.tm.window)
 		out = &readCloser{Reader: newVerifyingReader(idle, desc, ep.host), Closer: idle}
 		return nil
 	})

@@ -152,7 +152,7 @@ func (r *Repository) getManifest(ctx context.Context, ep *repoEndpoint, ref stri
 	if resp.ContentLength > maxManifestSize {
 		return ocispec.Descriptor{}, nil, invalidDocument(ep.host, "manifest %s is larger than %d bytes", ref, maxManifestSize)
 	}
-	idle := newIdleReader(resp.Body, blobIdleTimeout)
+	idle := newIdleReader(resp.Body, r.svc.tm.window)
 	defer idle.Close()
 	body, err := io.ReadAll(io.LimitReader(idle, maxManifestSize+1))
 	if err != nil {
@@ -257,7 +257,7 @@ func (r *Repository) FetchConfig(ctx context.Context, desc ocispec.Descriptor) (
 		if err != nil {
 			return err
 		}
-		idle := newIdleReader(rc, blobIdleTimeout)
+		idle := newIdleReader(rc, r.svc.tm.window)
 		defer idle.Close()
 		b, err := io.ReadAll(io.LimitReader(newVerifyingReader(idle, desc, ep.host), maxConfigSize+1))
 		if err != nil {

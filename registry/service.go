@@ -22,6 +22,7 @@ type Service struct {
 	opts ServiceOptions
 	cfg  *config
 	log  *logrus.Entry
+	tm   timeouts
 
 	transports *hostTransports
 	memo       *challengeMemo
@@ -50,6 +51,10 @@ func newService(opts ServiceOptions, maxWait time.Duration) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w%.0w", err, errdefs.ErrInvalidArgument)
 	}
+	tm, err := envTimeouts()
+	if err != nil {
+		return nil, fmt.Errorf("%w%.0w", err, errdefs.ErrInvalidArgument)
+	}
 	log := opts.Logger
 	if log == nil {
 		l := logrus.New()
@@ -60,12 +65,13 @@ func newService(opts ServiceOptions, maxWait time.Duration) (*Service, error) {
 		opts:        opts,
 		cfg:         cfg,
 		log:         log,
+		tm:          tm,
 		content:     newContentCache(contentCacheBytes),
 		warm:        newRepoSet(maxWarmRepos),
 		tokenCaches: map[string]*tokenCache{},
 		plainHTTP:   map[string]bool{},
 	}
-	s.transports = newHostTransports(cfg, opts.Transport)
+	s.transports = newHostTransports(cfg, tm, opts.Transport)
 	s.memo = newChallengeMemo(s.transports)
 	s.client = &http.Client{
 		Transport:     newIdempotentRetry(s.memo, newRetryPolicy(maxWait)),

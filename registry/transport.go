@@ -38,11 +38,11 @@ const (
 	retryMaxWait  = 10 * time.Second
 )
 
-func newBaseTransport() *http.Transport {
+func newBaseTransport(tm timeouts) *http.Transport {
 	return &http.Transport{
 		Proxy: http.ProxyFromEnvironment,
 		DialContext: (&net.Dialer{
-			Timeout:   dialTimeout,
+			Timeout:   tm.dial,
 			KeepAlive: 30 * time.Second,
 		}).DialContext,
 		ForceAttemptHTTP2:     true,
@@ -50,7 +50,7 @@ func newBaseTransport() *http.Transport {
 		MaxIdleConnsPerHost:   maxIdleConnsPerHost,
 		IdleConnTimeout:       idleConnTimeout,
 		TLSHandshakeTimeout:   tlsHandshakeTimeout,
-		ResponseHeaderTimeout: responseHeaderTimeout,
+		ResponseHeaderTimeout: tm.header,
 		ExpectContinueTimeout: time.Second,
 		TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12},
 	}
@@ -63,6 +63,7 @@ func newBaseTransport() *http.Transport {
 // are per host anyway, so this loses no reuse.
 type hostTransports struct {
 	cfg      *config
+	tm       timeouts
 	base     *http.Transport
 	insecure *http.Transport
 	override http.RoundTripper // ServiceOptions.Transport (tests)
@@ -71,8 +72,8 @@ type hostTransports struct {
 	perHost map[string]*http.Transport
 }
 
-func newHostTransports(cfg *config, override http.RoundTripper) *hostTransports {
-	t := &hostTransports{cfg: cfg, base: newBaseTransport(), override: override, perHost: map[string]*http.Transport{}}
+func newHostTransports(cfg *config, tm timeouts, override http.RoundTripper) *hostTransports {
+	t := &hostTransports{cfg: cfg, tm: tm, base: newBaseTransport(tm), override: override, perHost: map[string]*http.Transport{}}
 	t.insecure = t.base.Clone()
 	t.insecure.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: true} //nolint:gosec // only for registries configured insecure
 	return t
@@ -86,7 +87,14 @@ func (t *hostTransports) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
-	return rt.RoundTrip(req)
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	// Every body, from manifests and blobs to tokens and error documents,
+	// is under the slow-body rule (timeouts.go).
+	resp.Body = newSlowBody(resp.Body, req.URL.Host, t.tm.window)
+	return resp, nil
 }
 
 func (t *hostTransports) forHost(host string) (http.RoundTripper, error) {

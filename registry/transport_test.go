@@ -126,7 +126,7 @@ func TestCertsDirTrustsCA(t *testing.T) {
 	if _, _, err := loadCertsDir([]string{dir}, host); err == nil {
 		t.Errorf("client.cert without client.key accepted")
 	}
-	tr := newHostTransports(&config{certsDirs: []string{dir}}, nil)
+	tr := newHostTransports(&config{certsDirs: []string{dir}}, defaultTimeouts(), nil)
 	if rt, err := tr.forHost("quay.io"); err != nil || rt != tr.base {
 		t.Errorf("ordinary host: %v %v, want the shared base transport", rt, err)
 	}
