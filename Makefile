@@ -60,8 +60,10 @@ FMT_CHECK = out="$$(find . -name '*.go' -not -path './.git/*' -not -path './.cac
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 DEPCHECK = $(CURDIR)/scripts/depcheck.sh
 UNIT = $(GO) test -race -count=1 $(UNIT_PKGS)
+# -v only so that gocheck's "OK: N passed" summary reaches the log (one
+# go-level Test runs all the suites; it prints nothing else when they pass).
 INTEGRATION = WHARF_BIN_DIR=$(BIN_DIR) WHARF_REGISTRY_BIN=$(REGISTRY_BIN) PATH="$(CACHE_BIN):$$PATH" \
-	$(GO) test -count=1 -timeout $(INTEGRATION_TIMEOUT) ./integration-cli/...
+	$(GO) test -v -count=1 -timeout $(INTEGRATION_TIMEOUT) ./integration-cli/...
 
 test: build registry ## vet, gofmt, depcheck, unit tests (-race), integration suites
 	$(VET)
