@@ -35,18 +35,20 @@ show() {
 	printf '%s\n' "$line"
 }
 
+# fail DESC: report and count a step that did not behave as expected.
+fail() {
+	echo "!! $1" >&2
+	failures=$((failures + 1))
+	failed_steps+=("$1")
+	return 1
+}
+
 # ok DESC CMD...: run CMD (echoed), count a failure when it fails.
 ok() {
 	local desc=$1
 	shift
 	show "$@"
-	if "$@"; then
-		return 0
-	fi
-	echo "!! expected to succeed: $desc" >&2
-	failures=$((failures + 1))
-	failed_steps+=("$desc")
-	return 1
+	"$@" || fail "expected to succeed: $desc"
 }
 
 # fails DESC CMD...: run CMD (echoed), count a failure when it succeeds.
@@ -55,13 +57,10 @@ fails() {
 	shift
 	show "$@"
 	if "$@"; then
-		echo "!! expected to fail: $desc" >&2
-		failures=$((failures + 1))
-		failed_steps+=("$desc")
-		return 1
+		fail "expected to fail: $desc"
+		return
 	fi
 	echo "(failed, as expected)"
-	return 0
 }
 
 # check DESC WANT GOT: compare two strings.
@@ -69,10 +68,22 @@ check() {
 	if [ "$2" = "$3" ]; then
 		echo "ok: $1"
 	else
-		printf '!! %s: want %q, got %q\n' "$1" "$2" "$3" >&2
-		failures=$((failures + 1))
-		failed_steps+=("$1")
+		printf '   want %q\n   got  %q\n' "$2" "$3" >&2
+		fail "$1"
 	fi
+}
+
+# wait_up PID CMD...: poll CMD until it succeeds; give up when PID exits or
+# after POLLS tries.
+wait_up() {
+	local pid=$1
+	shift
+	for _ in $(seq $POLLS); do
+		"$@" >/dev/null 2>&1 && return 0
+		kill -0 "$pid" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
 }
 
 # free_port prints a TCP port on 127.0.0.1 that nothing answers on. Another
@@ -142,16 +153,8 @@ EOF
 	OTEL_TRACES_EXPORTER=none OTEL_SDK_DISABLED=true \
 		"$REGISTRY_BIN" serve "$WORK/registry/config.yml" >"$WORK/registry.log" 2>&1 &
 	REGISTRY_PID=$!
-	up=false
-	for _ in $(seq $POLLS); do
-		if curl -fsS -o /dev/null "http://127.0.0.1:$PORT/v2/" 2>/dev/null; then
-			up=true
-			break
-		fi
-		kill -0 "$REGISTRY_PID" 2>/dev/null || break # exited: port taken, retry
-		sleep 0.1
-	done
-	$up && break
+	# An early exit usually means the port was taken meanwhile: try another.
+	wait_up "$REGISTRY_PID" curl -fsS "http://127.0.0.1:$PORT/v2/" && break
 	kill "$REGISTRY_PID" 2>/dev/null
 	wait "$REGISTRY_PID" 2>/dev/null
 	REGISTRY_PID=""
@@ -179,16 +182,7 @@ show wharfd --config-file "$WORK/daemon.json" --data-root "$WORK/data" -H "unix:
 "$BIN/wharfd" --config-file "$WORK/daemon.json" --data-root "$WORK/data" -H "unix://$SOCK" \
 	>"$WORK/wharfd.log" 2>&1 &
 WHARFD_PID=$!
-up=false
-for _ in $(seq $POLLS); do
-	if curl -fsS -o /dev/null --unix-socket "$SOCK" http://d/_ping 2>/dev/null; then
-		up=true
-		break
-	fi
-	kill -0 "$WHARFD_PID" 2>/dev/null || break
-	sleep 0.1
-done
-if ! $up; then
+if ! wait_up "$WHARFD_PID" curl -fsS --unix-socket "$SOCK" http://d/_ping; then
 	echo "!! wharfd did not start; its log:" >&2
 	tail -20 "$WORK/wharfd.log" >&2
 	exit 1
@@ -255,12 +249,10 @@ status=$(curl -sS --unix-socket "$SOCK" -o "$WORK/remote.json" -w '%{http_code}'
 head -c 2000 "$WORK/remote.json"
 echo
 check "HTTP status of GET /images/{name}/json?remote=1" 200 "$status"
-if grep -q "\"Id\":\"$remote_id\"" "$WORK/remote.json" && [ -n "$remote_id" ]; then
+if [ -n "$remote_id" ] && grep -q "\"Id\":\"$remote_id\"" "$WORK/remote.json"; then
 	echo "ok: same Id over the raw API"
 else
-	echo "!! raw API answer lacks \"Id\":\"$remote_id\"" >&2
-	failures=$((failures + 1))
-	failed_steps+=("curl remote inspect Id")
+	fail "raw API answer has \"Id\":\"$remote_id\""
 fi
 
 heading "The docker CLI, pointed at wharfd"
