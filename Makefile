@@ -107,8 +107,12 @@ completion: build ## bash, zsh and fish completions into contrib/completion/
 demo: ## the whole story against a real registry (scripts/demo.sh)
 	$(CURDIR)/scripts/demo.sh
 
-bench: ## benchmarks (the suite comes with issue 5)
-	@if grep -rqs --include='*_test.go' -E '^func Benchmark' .; then \
+# The suite (bench/, build tag `bench`, issue 5) starts the registry and
+# wharfd itself; until it exists, whatever `func Benchmark…` the packages have.
+bench: build registry ## the benchmark suite (bench/, issue 5), else go test -bench
+	@if [ -f bench/main.go ]; then \
+		WHARFD=$(BIN_DIR)/wharfd $(GO) run -tags bench ./bench; \
+	elif grep -rqs --include='*_test.go' -E '^func Benchmark' .; then \
 		$(GO) test -run='^$$' -bench=. -benchmem $(UNIT_PKGS); \
 	else \
 		echo "bench: no benchmarks yet; the benchmark suite comes with issue 5 (see bench/README.md)"; \
