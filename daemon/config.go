@@ -29,6 +29,12 @@ type Config struct {
 	AddRegistries          []string `json:"add-registry"`
 	BlockRegistries        []string `json:"block-registry"`
 	MaxConcurrentDownloads int      `json:"max-concurrent-downloads"`
+	// TLS for tcp:// hosts (dockerd's keys): the server certificate and
+	// key, and the CA that signs the client certificates it accepts.
+	TLSVerify bool   `json:"tlsverify"`
+	TLSCACert string `json:"tlscacert"`
+	TLSCert   string `json:"tlscert"`
+	TLSKey    string `json:"tlskey"`
 
 	// Flag-only settings.
 
@@ -55,12 +61,16 @@ var fileKeyOfFlag = map[string]string{
 	"add-registry":             "add-registry",
 	"block-registry":           "block-registry",
 	"max-concurrent-downloads": "max-concurrent-downloads",
+	"tlsverify":                "tlsverify",
+	"tlscacert":                "tlscacert",
+	"tlscert":                  "tlscert",
+	"tlskey":                   "tlskey",
 }
 
 // InstallFlags defines wharfd's flags on fs, bound to cfg.
 func InstallFlags(fs *pflag.FlagSet, cfg *Config) {
 	fs.StringVar(&cfg.Root, "data-root", "", "Root directory of persistent wharf state (default /var/lib/wharf, or $XDG_DATA_HOME/wharf when not root)")
-	fs.StringArrayVarP(&cfg.Hosts, "host", "H", nil, "Daemon socket(s) to listen on: unix://PATH, fd://, tcp://HOST:PORT (needs --allow-insecure-tcp)")
+	fs.StringArrayVarP(&cfg.Hosts, "host", "H", nil, "Daemon socket(s) to listen on: unix://PATH, fd://, tcp://HOST:PORT (needs --tlsverify, or --allow-insecure-tcp)")
 	fs.BoolVarP(&cfg.Debug, "debug", "D", false, "Enable debug mode")
 	fs.StringVarP(&cfg.LogLevel, "log-level", "l", "", `Set the logging level ("debug"|"info"|"warn"|"error"|"fatal") (default "info")`)
 	fs.StringArrayVar(&cfg.InsecureRegistries, "insecure-registry", nil, "Registry (host[:port] or CIDR) to talk to over plain HTTP or unverified TLS")
@@ -69,6 +79,10 @@ func InstallFlags(fs *pflag.FlagSet, cfg *Config) {
 	fs.StringArrayVar(&cfg.BlockRegistries, "block-registry", nil, `Registry to refuse ("all" blocks every registry not added with --add-registry)`)
 	fs.IntVar(&cfg.MaxConcurrentDownloads, "max-concurrent-downloads", 0, "Maximum concurrent layer downloads per pull (default 3)")
 	fs.StringVar(&cfg.ConfigFile, "config-file", "", "Daemon configuration file (default /etc/wharf/daemon.json when it exists)")
+	fs.BoolVar(&cfg.TLSVerify, "tlsverify", false, "Serve tcp:// hosts over TLS and require client certificates signed by --tlscacert")
+	fs.StringVar(&cfg.TLSCACert, "tlscacert", "", "Trust client certificates signed by this CA only (with --tlsverify)")
+	fs.StringVar(&cfg.TLSCert, "tlscert", "", "Path to the server's TLS certificate (with --tlsverify)")
+	fs.StringVar(&cfg.TLSKey, "tlskey", "", "Path to the server's TLS key (with --tlsverify)")
 	fs.BoolVar(&cfg.AllowInsecureTCP, "allow-insecure-tcp", false, "Allow tcp:// hosts without TLS (INSECURE: gives the network full control of the image store)")
 }
 
@@ -197,6 +211,10 @@ func (c *Config) fieldsByKey() map[string]any {
 		"add-registry":             &c.AddRegistries,
 		"block-registry":           &c.BlockRegistries,
 		"max-concurrent-downloads": &c.MaxConcurrentDownloads,
+		"tlsverify":                &c.TLSVerify,
+		"tlscacert":                &c.TLSCACert,
+		"tlscert":                  &c.TLSCert,
+		"tlskey":                   &c.TLSKey,
 	}
 }
 
@@ -211,6 +229,11 @@ func copyField(dst, src any) {
 	case *int:
 		*d = *src.(*int)
 	}
+}
+
+// TLS returns the API's TLS settings.
+func (c *Config) TLS() TLSOptions {
+	return TLSOptions{Verify: c.TLSVerify, CACert: c.TLSCACert, Cert: c.TLSCert, Key: c.TLSKey}
 }
 
 // defaultMaxConcurrentDownloads is dockerd's default (3): enough to fill a
@@ -248,9 +271,12 @@ func (c *Config) Validate() error {
 		if err != nil {
 			return fmt.Errorf("invalid value for \"hosts\": %w", err)
 		}
-		if host.Proto == "tcp" && !c.AllowInsecureTCP {
-			return fmt.Errorf("refusing to listen on %s: the API would be open to the network without TLS; pass --allow-insecure-tcp to do it anyway", h)
+		if host.Proto == "tcp" && !c.TLSVerify && !c.AllowInsecureTCP {
+			return fmt.Errorf("refusing to listen on %s: the API would be open to the network without TLS; use --tlsverify --tlscacert --tlscert --tlskey, or pass --allow-insecure-tcp to do it anyway", h)
 		}
+	}
+	if err := c.TLS().validate(); err != nil {
+		return err
 	}
 	for _, list := range []struct {
 		key  string

@@ -10,6 +10,7 @@ package daemon
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -148,7 +149,15 @@ func Run(ctx context.Context, cfg *Config, opts Options) error {
 }
 
 func (d *Daemon) serve(ctx context.Context, log *logrus.Entry) error {
-	ls, err := listen(d.cfg.Hosts, d.cfg.AllowInsecureTCP, log)
+	var tlsCfg *tls.Config
+	if d.cfg.TLSVerify {
+		c, err := d.cfg.TLS().serverConfig()
+		if err != nil {
+			return fmt.Errorf("API TLS: %w", err)
+		}
+		tlsCfg = c
+	}
+	ls, err := listen(d.cfg.Hosts, tlsCfg, d.cfg.AllowInsecureTCP, log)
 	if err != nil {
 		return err
 	}

@@ -125,11 +125,11 @@ func TestDaemonServesAndShutsDown(t *testing.T) {
 }
 
 func TestTCPNeedsExplicitInsecureFlag(t *testing.T) {
-	_, err := listen([]string{"tcp://127.0.0.1:0"}, false, logrus.NewEntry(logrus.New()))
+	_, err := listen([]string{"tcp://127.0.0.1:0"}, nil, false, logrus.NewEntry(logrus.New()))
 	if err == nil || !strings.Contains(err.Error(), "--allow-insecure-tcp") {
 		t.Fatalf("err %v", err)
 	}
-	ls, err := listen([]string{"tcp://127.0.0.1:0"}, true, logrus.NewEntry(logrus.New()))
+	ls, err := listen([]string{"tcp://127.0.0.1:0"}, nil, true, logrus.NewEntry(logrus.New()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,11 +142,11 @@ func TestStaleSocketIsReplacedLiveOneRefused(t *testing.T) {
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "s.sock")
 	log := logrus.NewEntry(logrus.New())
-	ls, err := listen([]string{"unix://" + sock}, false, log)
+	ls, err := listen([]string{"unix://" + sock}, nil, false, log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := listen([]string{"unix://" + sock}, false, log); err == nil {
+	if _, err := listen([]string{"unix://" + sock}, nil, false, log); err == nil {
 		t.Error("a live socket must not be taken over")
 	}
 	// Close without removing: a stale socket file stays, as after a crash.
@@ -156,7 +156,7 @@ func TestStaleSocketIsReplacedLiveOneRefused(t *testing.T) {
 	if _, err := os.Stat(sock); err != nil {
 		t.Fatalf("stale socket not left behind: %v", err)
 	}
-	ls, err = listen([]string{"unix://" + sock}, false, log)
+	ls, err = listen([]string{"unix://" + sock}, nil, false, log)
 	if err != nil {
 		t.Fatalf("stale socket: %v", err)
 	}
@@ -166,7 +166,7 @@ func TestStaleSocketIsReplacedLiveOneRefused(t *testing.T) {
 func TestFDWithoutSystemdIsAClearError(t *testing.T) {
 	t.Setenv("LISTEN_PID", "")
 	t.Setenv("LISTEN_FDS", "")
-	_, err := listen([]string{"fd://"}, false, logrus.NewEntry(logrus.New()))
+	_, err := listen([]string{"fd://"}, nil, false, logrus.NewEntry(logrus.New()))
 	if err == nil || !strings.Contains(err.Error(), "no sockets passed by systemd") {
 		t.Fatalf("err %v", err)
 	}

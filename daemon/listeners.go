@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -67,8 +68,9 @@ type listener struct {
 	socketPath string
 }
 
-// listen binds every host. tcp:// needs allowInsecureTCP.
-func listen(hosts []string, allowInsecureTCP bool, log *logrus.Entry) ([]listener, error) {
+// listen binds every host. tcp:// needs TLS with client verification
+// (tlsCfg non-nil) or allowInsecureTCP.
+func listen(hosts []string, tlsCfg *tls.Config, allowInsecureTCP bool, log *logrus.Entry) ([]listener, error) {
 	var out []listener
 	fail := func(err error) ([]listener, error) {
 		for _, l := range out {
@@ -89,13 +91,18 @@ func listen(hosts []string, allowInsecureTCP bool, log *logrus.Entry) ([]listene
 			}
 			out = append(out, listener{Listener: l, host: h, socketPath: h.Addr})
 		case "tcp":
-			if !allowInsecureTCP {
-				return fail(fmt.Errorf("refusing to listen on %s: the API would be open to the network without TLS; pass --allow-insecure-tcp to do it anyway", s))
+			if tlsCfg == nil && !allowInsecureTCP {
+				return fail(fmt.Errorf("refusing to listen on %s: the API would be open to the network without TLS; use --tlsverify --tlscacert --tlscert --tlskey, or pass --allow-insecure-tcp to do it anyway", s))
 			}
-			log.Warnf("!!! INSECURE: listening on %s without TLS or authentication: anyone who can reach it controls this daemon's images and registry credentials !!!", s)
 			l, err := net.Listen("tcp", h.Addr)
 			if err != nil {
 				return fail(fmt.Errorf("listen %s: %w", s, err))
+			}
+			if tlsCfg != nil {
+				log.Infof("%s: TLS, client certificates required", s)
+				l = tls.NewListener(l, tlsCfg)
+			} else {
+				log.Warnf("!!! INSECURE: listening on %s without TLS or authentication: anyone who can reach it controls this daemon's images and registry credentials !!!", s)
 			}
 			out = append(out, listener{Listener: l, host: h})
 		case "fd":

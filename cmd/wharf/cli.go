@@ -63,6 +63,7 @@ type cli struct {
 	env   env
 	host  string
 	debug bool
+	tls   tlsFlags // tls.go
 	log   *logrus.Logger
 
 	api *client.Client
@@ -75,10 +76,18 @@ func (c *cli) client() (*client.Client, error) {
 	}
 	host := client.ResolveHost(c.host, client.Environment{Getenv: c.env.Getenv, Geteuid: c.env.Geteuid})
 	c.log.Debugf("using daemon at %s", host)
-	api, err := client.New(host, client.WithUserAgent("wharf/"+version),
+	opts := []client.Option{client.WithUserAgent("wharf/" + version),
 		client.WithTrace(func(method, path string, status int) {
 			c.log.Debugf("%s %s -> %d", method, path, status)
-		}))
+		})}
+	tlsOpt, err := c.tlsOption()
+	if err != nil {
+		return nil, err
+	}
+	if tlsOpt != nil {
+		opts = append(opts, tlsOpt)
+	}
+	api, err := client.New(host, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -151,6 +160,7 @@ func newRootCommand(c *cli) *cobra.Command {
 	root.SetVersionTemplate("wharf version {{.Version}}\n")
 	root.Flags().StringVarP(&c.host, "host", "H", "", "Daemon socket to connect to (unix:///path or tcp://host:port; default $"+client.HostEnv+", then the default socket)")
 	root.Flags().BoolVarP(&c.debug, "debug", "D", false, "Enable debug mode (debug logs on stderr)")
+	c.tls.install(root)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return &statusError{status: 125, message: fmt.Sprintf("%s\nSee '%s --help'.", err, cmd.CommandPath())}
 	})
