@@ -59,6 +59,8 @@ type hcase struct {
 	// must be refused before any URL is built from them).
 	forbidden []string
 	check     func(c *check.C, r *hostile.Registry)
+	// byDigest inspects and pulls NAME@<manifest digest> instead of the tag.
+	byDigest bool
 }
 
 const ok = "ok"
@@ -88,7 +90,11 @@ func (s *HostileRegistrySuite) runOne(c *check.C, tc hcase) {
 		return check.Commentf("case %q %s: %s\n--- wharfd log tail ---\n%s", tc.name, op, msg, logTail(d))
 	}
 	if tc.remote != "" {
-		r := d.remoteInspect(c, reg.Ref(), "")
+		ref := reg.Ref()
+		if tc.byDigest {
+			ref = reg.Name() + "@" + reg.Image.Manifest.Digest
+		}
+		r := d.remoteInspect(c, ref, "")
 		c.Logf("%s: remote inspect: %d %s", tc.name, r.Status, r.Message())
 		if tc.remote == ok {
 			c.Check(r.Status, check.Equals, http.StatusOK, cm("remote inspect", r.String()))
@@ -99,7 +105,11 @@ func (s *HostileRegistrySuite) runOne(c *check.C, tc hcase) {
 		}
 	}
 	if tc.pull != "" {
-		msg := d.pullMessage(c, reg.Name(), reg.Tag, "")
+		tag := reg.Tag
+		if tc.byDigest {
+			tag = reg.Image.Manifest.Digest
+		}
+		msg := d.pullMessage(c, reg.Name(), tag, "")
 		c.Logf("%s: pull: %s", tc.name, msg)
 		if tc.pull == ok {
 			c.Check(msg, check.Equals, "", cm("pull", msg))
@@ -119,7 +129,11 @@ func (s *HostileRegistrySuite) runOne(c *check.C, tc hcase) {
 	}
 	if tc.pull == ok {
 		// Leave the store as it was for the next case.
-		r := d.Req(c, http.MethodDelete, "/v1.50/images/"+reg.Ref(), nil)
+		ref := reg.Ref()
+		if tc.byDigest {
+			ref = reg.Name() + "@" + reg.Image.Manifest.Digest
+		}
+		r := d.Req(c, http.MethodDelete, "/v1.50/images/"+ref, nil)
 		c.Check(r.Status, check.Equals, http.StatusOK, cm("rmi", r.String()))
 	}
 	d.ping(c)

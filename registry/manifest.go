@@ -185,6 +185,12 @@ func (r *Repository) getManifest(ctx context.Context, ep *repoEndpoint, ref stri
 	if want != "" && want != got {
 		return ocispec.Descriptor{}, nil, digestMismatch(ep.host, "manifest", want, got)
 	}
+	// Refuse a document that contradicts itself or its Content-Type, or
+	// names an invalid digest, before it is cached or handed to a pull:
+	// every caller then sees only documents inspect would accept.
+	if _, err := decodeDocument(ep.host, served, body); err != nil {
+		return ocispec.Descriptor{}, nil, err
+	}
 	mt := served
 	if !isKnownManifestType(mt) {
 		mt = sniffMediaType(body)
@@ -237,7 +243,17 @@ func (r *Repository) fetchManifest(ctx context.Context, desc ocispec.Descriptor)
 		body, mt = b, d.MediaType
 		return nil
 	})
-	return body, mt, err
+	if err != nil {
+		return nil, "", err
+	}
+	// The descriptor that led here (an index entry) must agree with what
+	// the document is: an "image manifest" entry that is an index is refused.
+	if isKnownManifestType(desc.MediaType) {
+		if _, err := decodeDocument(r.upstream.host, desc.MediaType, body); err != nil {
+			return nil, "", err
+		}
+	}
+	return body, mt, nil
 }
 
 // FetchConfig returns a config blob, verified, capped at 8 MiB, cached by digest.

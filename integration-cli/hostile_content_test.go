@@ -1,0 +1,163 @@
+package integration
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/opencontainers/go-digest"
+	specs "github.com/opencontainers/image-spec/specs-go"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"gopkg.in/check.v1"
+
+	"github.com/wharfproject/wharf/internal/hostile"
+	"github.com/wharfproject/wharf/internal/testregistry"
+)
+
+// serveDoc makes the registry answer the tag with body as mediaType.
+func serveDoc(mediaType string, body func(img *testregistry.Image) []byte) func(r *hostile.Registry) {
+	return func(r *hostile.Registry) { r.ServeManifest(mediaType, body(r.Image)) }
+}
+
+// withDigests is the image's manifest with the config and first layer
+// digests replaced.
+func withDigests(cfg, lay string) func(img *testregistry.Image) []byte {
+	return func(img *testregistry.Image) []byte {
+		c, l := img.Config.Descriptor(), img.Layers[0].Descriptor()
+		if cfg != "" {
+			c.Digest = digest.Digest(cfg)
+		}
+		if lay != "" {
+			l.Digest = digest.Digest(lay)
+		}
+		return manifestJSON(c, l)
+	}
+}
+
+func indexOf(descs ...ocispec.Descriptor) []byte {
+	b, _ := json.Marshal(ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, Manifests: descs})
+	return b
+}
+
+func (s *HostileRegistrySuite) TestLyingContent(c *check.C) {
+	zero := "sha256:" + strings.Repeat("0", 64)
+	s.run(c, []hcase{
+		{
+			name: "manifest bytes do not match the requested digest",
+			fault: func(img *testregistry.Image) hostile.Fault {
+				other := hostile.Padded(img.Manifest.Data, len(img.Manifest.Data)+1)
+				return func(w http.ResponseWriter, r *http.Request, req hostile.Request) bool {
+					if req.Kind != hostile.KindManifest || !strings.HasPrefix(req.Ref, "sha256:") {
+						return false
+					}
+					hostile.WriteContent(w, r, img.Manifest.MediaType, other, req.Ref)
+					return true
+				}
+			},
+			remote: "digest mismatch", pull: "digest mismatch", byDigest: true,
+		},
+		{
+			name: "Docker-Content-Digest disagrees with the body",
+			fault: func(img *testregistry.Image) hostile.Fault {
+				return func(w http.ResponseWriter, r *http.Request, req hostile.Request) bool {
+					if req.Kind != hostile.KindManifest {
+						return false
+					}
+					hostile.WriteContent(w, r, img.Manifest.MediaType, img.Manifest.Data, zero)
+					return true
+				}
+			},
+			remote: "digest mismatch", pull: "digest mismatch",
+		},
+		{
+			name: "config bytes do not match the descriptor",
+			fault: onBlob(config, func(w http.ResponseWriter, r *http.Request, b testregistry.Blob) bool {
+				hostile.WriteContent(w, r, b.MediaType, flipped(b.Data), b.Digest)
+				return true
+			}),
+			remote: "digest mismatch", pull: "digest mismatch",
+		},
+		{
+			name: "layer bytes do not match the descriptor",
+			fault: onBlob(layer, func(w http.ResponseWriter, r *http.Request, b testregistry.Blob) bool {
+				hostile.WriteContent(w, r, b.MediaType, flipped(b.Data), b.Digest)
+				return true
+			}),
+			remote: ok, pull: "digest mismatch",
+		},
+		{
+			name: "layer shorter than its descriptor",
+			fault: onBlob(layer, func(w http.ResponseWriter, r *http.Request, b testregistry.Blob) bool {
+				hostile.WriteContent(w, r, b.MediaType, b.Data[:len(b.Data)/2], b.Digest)
+				return true
+			}),
+			remote: ok, pull: "Content-Length",
+		},
+		{
+			name: "document both manifest and index",
+			prep: serveDoc(ocispec.MediaTypeImageManifest, func(img *testregistry.Image) []byte {
+				var m map[string]any
+				_ = json.Unmarshal(img.Manifest.Data, &m)
+				m["manifests"] = []any{img.Config.Descriptor()}
+				b, _ := json.Marshal(m)
+				return b
+			}),
+			remote: "both a manifest and an index", pull: "both a manifest and an index",
+		},
+		{
+			name: "media type says manifest, body is an index",
+			prep: serveDoc(ocispec.MediaTypeImageManifest, func(img *testregistry.Image) []byte {
+				return indexOf(img.Manifest.Descriptor())
+			}),
+			remote: "contradicts", pull: "contradicts",
+		},
+		{
+			name: "media type says index, body is a manifest",
+			prep: serveDoc(ocispec.MediaTypeImageIndex, func(img *testregistry.Image) []byte {
+				return img.Manifest.Data
+			}),
+			remote: "contradicts", pull: "contradicts",
+		},
+		{
+			name:   "layer digest with a path",
+			prep:   serveDoc(ocispec.MediaTypeImageManifest, withDigests("", "sha256:../../x")),
+			remote: "invalid digest", pull: "invalid digest", forbidden: []string{"..", "/x"},
+		},
+		{
+			name:   "config digest of the wrong length",
+			prep:   serveDoc(ocispec.MediaTypeImageManifest, withDigests("sha256:abc", "")),
+			remote: "invalid digest", pull: "invalid digest", forbidden: []string{"sha256:abc/", "sha256:abc"},
+		},
+		{
+			name:   "layer digest with an unknown algorithm",
+			prep:   serveDoc(ocispec.MediaTypeImageManifest, withDigests("", "md5:d41d8cd98f00b204e9800998ecf8427e")),
+			remote: "invalid digest", pull: "invalid digest", forbidden: []string{"md5"},
+		},
+		{
+			name: "index entry digest with a path",
+			prep: serveDoc(ocispec.MediaTypeImageIndex, func(img *testregistry.Image) []byte {
+				d := img.Manifest.Descriptor()
+				d.Digest = "sha256:../../../etc/passwd"
+				d.Platform = &ocispec.Platform{OS: "linux", Architecture: "amd64"}
+				return indexOf(d)
+			}),
+			remote: "invalid digest", pull: "invalid digest", forbidden: []string{"..", "passwd"},
+		},
+		{
+			name: "Docker-Content-Digest with a path",
+			fault: onManifest(func(w http.ResponseWriter, r *http.Request, req hostile.Request) bool {
+				hostile.WriteContent(w, r, ocispec.MediaTypeImageManifest, []byte(`{}`), "sha256:../../x")
+				return true
+			}),
+			remote: "invalid Docker-Content-Digest", pull: "invalid Docker-Content-Digest", forbidden: []string{".."},
+		},
+		{
+			name: "Docker-Content-Digest with an unknown algorithm",
+			fault: onManifest(func(w http.ResponseWriter, r *http.Request, req hostile.Request) bool {
+				hostile.WriteContent(w, r, ocispec.MediaTypeImageManifest, []byte(`{}`), "md5:d41d8cd98f00b204e9800998ecf8427e")
+				return true
+			}),
+			remote: "Docker-Content-Digest", pull: "Docker-Content-Digest", forbidden: []string{"md5"},
+		},
+	})
+}
