@@ -1,0 +1,167 @@
+//go:build bench
+
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+)
+
+// pull is POST /images/create?fromImage=NAME&tag=TAG, reading the progress
+// stream to its end; an errorDetail line is an error.
+func (e *env) pull(ctx context.Context, d *wharfd, name, tag string) (time.Duration, error) {
+	q := url.Values{"fromImage": {name}, "tag": {tag}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://wharfd/v1.50/images/create?"+q.Encode(), nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("X-Registry-Auth", e.auth)
+	start := time.Now()
+	resp, err := d.http.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return 0, fmt.Errorf("pull %s:%s: %d %s", name, tag, resp.StatusCode, b)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		var m struct {
+			Error string `json:"error"`
+		}
+		if json.Unmarshal(sc.Bytes(), &m) == nil && m.Error != "" {
+			return 0, fmt.Errorf("pull %s:%s: %s", name, tag, m.Error)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return time.Since(start), nil
+}
+
+// download fetches every layer of img in parallel to io.Discard with a plain
+// Go HTTP client and a bearer token: the floor for a pull.
+func (e *env) download(ctx context.Context, f *fixtures) (time.Duration, error) {
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+	defer hc.CloseIdleConnections()
+	start := time.Now()
+	tok, err := e.token(ctx, hc, "bench/big")
+	if err != nil {
+		return 0, err
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(f.big.Layers))
+	for i, l := range f.big.Layers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+e.host+"/v2/bench/big/blobs/"+l.Digest, nil)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			req.Header.Set("Authorization", "Bearer "+tok)
+			resp, err := hc.Do(req)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer resp.Body.Close()
+			n, err := io.Copy(io.Discard, resp.Body)
+			if err == nil && (resp.StatusCode != http.StatusOK || n != int64(len(l.Data))) {
+				err = fmt.Errorf("blob %s: status %d, %d bytes", l.Digest, resp.StatusCode, n)
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return 0, err
+		}
+	}
+	return time.Since(start), nil
+}
+
+// casePull is case 3: pull of the 8-layer image at RTT 0 into a fresh
+// daemon, against the parallel download of its blobs, then a second pull.
+func casePull(ctx context.Context, e *env, f *fixtures, iters int) ([]row, error) {
+	e.setRTT(0)
+	var walls, bases []time.Duration
+	var peak int64
+	var second counts
+	var secondLat []time.Duration
+	var total int64
+	for _, l := range f.big.Layers {
+		total += int64(len(l.Data))
+	}
+	for i := 0; i < iters; i++ {
+		b, err := e.download(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		bases = append(bases, b)
+		d, root, err := freshDaemon(e)
+		if err != nil {
+			return nil, err
+		}
+		err = func() error {
+			w, err := e.pull(ctx, d, e.host+"/bench/big", "1")
+			if err != nil {
+				return err
+			}
+			walls = append(walls, w)
+			hwm, err := d.peakRSS()
+			if err != nil {
+				return err
+			}
+			peak = max(peak, hwm)
+			e.reset()
+			s, err := e.pull(ctx, d, e.host+"/bench/big", "1")
+			if err != nil {
+				return err
+			}
+			secondLat = append(secondLat, s)
+			c := e.counts()
+			if c.total() > second.total() || i == 0 {
+				second = c
+			}
+			return nil
+		}()
+		dropDaemon(d, root)
+		if err != nil {
+			return nil, err
+		}
+	}
+	med, p95 := stats(walls)
+	bmed, _ := stats(bases)
+	smed, sp95 := stats(secondLat)
+	mib := float64(total) / (1 << 20)
+	return []row{
+		{
+			Case: "3", Name: fmt.Sprintf("pull %.0f MiB, %d layers, RTT 0", mib, len(f.big.Layers)), Unit: "ms", N: len(walls),
+			Median: ms(med), P95: ms(p95), Baseline: ms(bmed), BaseName: "parallel GET to /dev/null", Ratio: ms(med) / ms(bmed),
+			Target: "≤1.20× download", Pass: pass(ms(med) <= 1.2*ms(bmed)),
+			Note: fmt.Sprintf("wharf %.0f MiB/s, plain client %.0f MiB/s", mib/med.Seconds(), mib/bmed.Seconds()),
+		},
+		{
+			Case: "3", Name: "  wharfd peak RSS (VmHWM) during pull", Unit: "MiB", N: iters,
+			Median: float64(peak) / (1 << 20), Target: "≤64 MiB", Pass: pass(peak <= 64<<20),
+		},
+		{
+			Case: "3", Name: "  second pull of the same image", Unit: "ms", N: len(secondLat),
+			Reqs: fmt.Sprintf("%d/%d", second.reg, second.tok), Conns: fmt.Sprintf("%d/%d", second.regConns, second.tokConns),
+			Median: ms(smed), P95: ms(sp95), Target: "≤3 requests", Pass: pass(second.total() <= 3),
+		},
+	}, nil
+}
