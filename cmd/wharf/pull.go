@@ -32,15 +32,8 @@ func newPullCommand(c *cli) *cobra.Command {
 			case reference.NamedTagged:
 				opts.Tag = r.Tag()
 			}
-			if all && opts.Tag != "" {
-				return errors.New("tag can't be used with --all-tags/-a")
-			}
-			if !all && opts.Tag == "" {
-				ref = reference.TagNameOnly(ref)
-				opts.Tag = "latest"
-				if !quiet {
-					fmt.Fprintln(c.out, "Using default tag: latest")
-				}
+			if ref, opts.Tag, err = c.defaultTag(ref, opts.Tag, all, quiet); err != nil {
+				return err
 			}
 			if opts.Platform, err = parsePlatform(platform); err != nil {
 				return err
@@ -74,4 +67,22 @@ func newPullCommand(c *cli) *cobra.Command {
 	fl.BoolVarP(&quiet, "quiet", "q", false, "Suppress verbose output")
 	fl.StringVar(&platform, "platform", "", "Set platform if server is multi-platform capable (os/arch[/variant])")
 	return cmd
+}
+
+// defaultTag applies docker's rule for pull and push: --all-tags takes no
+// tag; without it, no tag means latest (said aloud unless quiet).
+func (c *cli) defaultTag(ref reference.Named, tag string, all, quiet bool) (reference.Named, string, error) {
+	if all {
+		if tag != "" {
+			return nil, "", errors.New("tag can't be used with --all-tags/-a")
+		}
+		return ref, "", nil
+	}
+	if tag != "" {
+		return ref, tag, nil
+	}
+	if !quiet {
+		fmt.Fprintln(c.out, "Using default tag: latest")
+	}
+	return reference.TagNameOnly(ref), "latest", nil
 }

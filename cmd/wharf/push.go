@@ -29,15 +29,8 @@ func newPushCommand(c *cli) *cobra.Command {
 			if nt, ok := ref.(reference.NamedTagged); ok {
 				opts.Tag = nt.Tag()
 			}
-			if all && opts.Tag != "" {
-				return errors.New("tag can't be used with --all-tags/-a")
-			}
-			if !all && opts.Tag == "" {
-				ref = reference.TagNameOnly(ref)
-				opts.Tag = "latest"
-				if !quiet {
-					fmt.Fprintln(c.out, "Using default tag: latest")
-				}
+			if ref, opts.Tag, err = c.defaultTag(ref, opts.Tag, all, quiet); err != nil {
+				return err
 			}
 			ctx := cmd.Context()
 			if opts.Auth, err = c.authFor(ctx, args[0]); err != nil {
