@@ -18,7 +18,7 @@ import (
 // needs (e.g. json.Unmarshal alone), measured in the same run.
 var goBenchPkgs = []string{"./registry", "./graph", "./api/server"}
 
-var benchLine = regexp.MustCompile(`^(BenchmarkHot\S*?)(?:-\d+)?\s+(\d+)\s+([\d.]+) ns/op(?:\s+(\d+) B/op\s+(\d+) allocs/op)?`)
+var benchLine = regexp.MustCompile(`^(BenchmarkHot\S*?)(?:-\d+)?\s+(\d+)\s+([\d.]+) ns/op(?:\s+[\d.]+ MB/s)?(?:\s+(\d+) B/op\s+(\d+) allocs/op)?`)
 
 type goBench struct {
 	name          string
