@@ -43,7 +43,7 @@ type loadArchive struct {
 // leave the archive, make the whole archive InvalidArgument.
 func (l *localStore) readArchive(ctx context.Context, r io.Reader) (*loadArchive, error) {
 	a := &loadArchive{files: map[string][]byte{}, blobs: map[string]ocispec.Descriptor{}, links: map[string]string{}}
-	stream, err := decompress(bufio.NewReaderSize(r, 64<<10))
+	stream, err := decompress(bufio.NewReaderSize(r, 64<<10), l.bombLimit)
 	if err != nil {
 		return a, err
 	}

@@ -124,7 +124,7 @@ func (l *localStore) storeManifest(ctx context.Context, cb []byte, layers []ocis
 // InvalidArgument.
 func (l *localStore) ingestRootfs(ctx context.Context, r io.Reader) (ocispec.Descriptor, digest.Digest, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
-	tarStream, err := decompress(br)
+	tarStream, err := decompress(br, l.bombLimit)
 	if err != nil {
 		return ocispec.Descriptor{}, "", err
 	}
@@ -202,18 +202,20 @@ func invalidTar(err error) error {
 }
 
 // decompress detects gzip and bzip2 by their magic numbers; anything else
-// is read as a plain tar. xz and zstd are refused by name.
-func decompress(br *bufio.Reader) (io.Reader, error) {
+// is read as a plain tar. xz and zstd are refused by name. Decompressed
+// output is capped by lim (bomb.go).
+func decompress(br *bufio.Reader, lim decompressLimit) (io.Reader, error) {
 	magic, _ := br.Peek(6)
+	in := &countingReader{r: br}
 	switch {
 	case bytes.HasPrefix(magic, []byte{0x1f, 0x8b}):
-		gz, err := gzip.NewReader(br)
+		gz, err := gzip.NewReader(in)
 		if err != nil {
 			return nil, fmt.Errorf("invalid gzip stream: %v%.0w", err, errdefs.ErrInvalidArgument)
 		}
-		return gz, nil
+		return lim.guard(in, gz), nil
 	case bytes.HasPrefix(magic, []byte("BZh")):
-		return bzip2.NewReader(br), nil
+		return lim.guard(in, bzip2.NewReader(in)), nil
 	case bytes.HasPrefix(magic, []byte{0xfd, '7', 'z', 'X', 'Z', 0x00}):
 		return nil, fmt.Errorf("xz-compressed archives are not supported%.0w", errdefs.ErrInvalidArgument)
 	case bytes.HasPrefix(magic, []byte{0x28, 0xb5, 0x2f, 0xfd}):

@@ -340,12 +340,13 @@ func (l *localStore) layerDiffID(d digest.Digest) (string, digest.Digest, error)
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
 			return "", "", err
 		}
-		gz, err := gzip.NewReader(f)
+		in := &countingReader{r: f}
+		gz, err := gzip.NewReader(in)
 		if err != nil {
 			return "", "", err
 		}
 		dg := digest.SHA256.Digester()
-		if _, err := io.Copy(dg.Hash(), gz); err != nil {
+		if _, err := io.Copy(dg.Hash(), l.bombLimit.guard(in, gz)); err != nil {
 			return "", "", err
 		}
 		return mediaTypeDockerLayerGzip, dg.Digest(), nil

@@ -77,6 +77,10 @@ type localStore struct {
 
 	metaMu sync.Mutex
 	meta   map[digest.Digest]*imageMeta // manifest digest → parsed manifest + config (immutable content)
+
+	// bombLimit caps decompression of client input (bomb.go); the zero
+	// value is the default, tests lower it.
+	bombLimit decompressLimit
 }
 
 // recordsDoc is the JSON form of wharf/images.json.

@@ -1,0 +1,135 @@
+package graph
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/jsonstream"
+	"github.com/opencontainers/go-digest"
+
+	"github.com/wharfproject/wharf/api/types"
+)
+
+// testBombLimit: 1 MiB of slack, ratio 128, so that bombs of a few tens of
+// MiB exercise the same code as real ones of many GiB.
+var testBombLimit = decompressLimit{slack: 1 << 20, ratio: 128}
+
+// tarOf is a tar holding one file name of size bytes from src.
+func tarOf(t *testing.T, name string, size int64, src io.Reader) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: size, Typeflag: tar.TypeReg}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.CopyN(tw, src, size); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func gzipOf(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	if _, err := zw.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+func assertBombRefused(t *testing.T, s *Store, err error) {
+	t.Helper()
+	if err == nil || !errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), "decompression bomb") {
+		t.Fatalf("err = %v, want an InvalidArgument decompression bomb", err)
+	}
+	ents, _ := os.ReadDir(filepath.Join(s.local.root, ingestDir))
+	if len(ents) != 0 {
+		t.Fatalf("ingest not cleaned: %d files", len(ents))
+	}
+	if s.Count() != 0 {
+		t.Fatalf("%d images stored", s.Count())
+	}
+}
+
+func TestImportRefusesDecompressionBomb(t *testing.T) {
+	s, _ := newLocalTestStore(t)
+	s.local.bombLimit = testBombLimit
+	bomb := gzipOf(t, tarOf(t, "zeros", 32<<20, zeros{})) // ≈ 32 KiB → 32 MiB
+	err := s.ImportImage(context.Background(), bytes.NewReader(bomb), types.ImportOptions{Repo: "bomb:1"}, discardProgress)
+	assertBombRefused(t, s, err)
+
+	// Real data passes at a size well past the slack: ratio ≈ 1.
+	real := gzipOf(t, tarOf(t, "random", 4<<20, rand.Reader))
+	if err := s.ImportImage(context.Background(), bytes.NewReader(real), types.ImportOptions{Repo: "real:1"}, discardProgress); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLoadRefusesCompressedArchiveBomb(t *testing.T) {
+	s, _ := newLocalTestStore(t)
+	s.local.bombLimit = testBombLimit
+	// A docker-save archive whose one layer is 32 MiB of zeros, gzipped as
+	// a whole: expanding it would stage 32 MiB on disk.
+	inner := tarOf(t, "layer.tar", 32<<20, zeros{})
+	err := s.LoadImage(context.Background(), bytes.NewReader(gzipOf(t, inner)), true, discardProgress)
+	assertBombRefused(t, s, err)
+}
+
+func TestLoadRefusesGzipLayerBombWhenComputingDiffID(t *testing.T) {
+	s, _ := newLocalTestStore(t)
+	s.local.bombLimit = testBombLimit
+	layerTar := tarOf(t, "zeros", 32<<20, zeros{})
+	layer := gzipOf(t, layerTar)
+	cfg, _ := json.Marshal(map[string]any{
+		"architecture": "amd64", "os": "linux",
+		"rootfs": map[string]any{"type": "layers", "diff_ids": []string{digest.FromBytes(layerTar).String()}},
+	})
+	manifest, _ := json.Marshal([]map[string]any{{"Config": "cfg.json", "RepoTags": []string{"bomb:1"}, "Layers": []string{"layer.tar.gz"}}})
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, f := range []struct {
+		name string
+		b    []byte
+	}{{"cfg.json", cfg}, {"layer.tar.gz", layer}, {"manifest.json", manifest}} {
+		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.b)), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write(f.b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	err := s.LoadImage(context.Background(), bytes.NewReader(buf.Bytes()), true, discardProgress)
+	assertBombRefused(t, s, err)
+
+	// The same archive under the default limit loads (the DiffID matches).
+	s2, _ := newLocalTestStore(t)
+	if err := s2.LoadImage(context.Background(), bytes.NewReader(buf.Bytes()), true, discardProgress); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var discardProgress = types.ProgressFunc(func(jsonstream.Message) error { return nil })
