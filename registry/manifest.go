@@ -1,7 +1,9 @@
 package registry
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"mime"
@@ -279,6 +281,9 @@ func (r *Repository) FetchConfig(ctx context.Context, desc ocispec.Descriptor) (
 		if err != nil {
 			return err
 		}
+		if err := checkImageConfig(ep.host, desc, b); err != nil {
+			return err
+		}
 		data = b
 		return nil
 	})
@@ -287,4 +292,22 @@ func (r *Repository) FetchConfig(ctx context.Context, desc ocispec.Descriptor) (
 	}
 	r.svc.content.put(desc.Digest, desc.MediaType, data)
 	return data, nil
+}
+
+// checkImageConfig refuses an image config that is not a JSON object of
+// the image config's shape, naming the registry, before a pull stores it
+// or an inspect builds on it. Configs of other media types (artifacts) are
+// passed through as opaque bytes.
+func checkImageConfig(host string, desc ocispec.Descriptor, b []byte) error {
+	if desc.MediaType != "" && desc.MediaType != ocispec.MediaTypeImageConfig && desc.MediaType != mediaTypeDockerConfig {
+		return nil
+	}
+	if t := bytes.TrimSpace(b); len(t) == 0 || t[0] != '{' {
+		return invalidDocument(host, "image config %s is not a JSON object", desc.Digest)
+	}
+	var img ocispec.Image
+	if err := json.Unmarshal(b, &img); err != nil {
+		return invalidDocument(host, "image config %s: %v", desc.Digest, err)
+	}
+	return nil
 }
