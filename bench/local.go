@@ -97,84 +97,129 @@ type localResult struct {
 	list, byName, byID, ping []time.Duration
 }
 
-func measureLocal(ctx context.Context, e *env, n, listIters, inspectIters int) (*localResult, error) {
+// localDaemon is a wharfd on a prepared root of n images.
+type localDaemon struct {
+	n    int
+	root string
+	recs []graph.ImageRecord
+	d    *wharfd
+	rng  *rand.Rand
+	res  *localResult
+}
+
+func startLocal(e *env, n int) (*localDaemon, error) {
 	root, err := os.MkdirTemp("", "wharf-bench-many-")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(root)
 	recs, err := prepareRoot(root, n)
 	if err != nil {
+		os.RemoveAll(root)
 		return nil, err
 	}
 	d, err := startWharfd(e.wharfd, root)
 	if err != nil {
+		os.RemoveAll(root)
 		return nil, err
 	}
-	defer d.stop()
-	res := &localResult{n: n}
-	get := func(path string) (time.Duration, error) {
-		t := time.Now()
-		status, body, err := d.do(ctx, http.MethodGet, path, nil, nil)
-		el := time.Since(t)
-		if err != nil {
-			return 0, err
-		}
-		if status != http.StatusOK {
-			return 0, fmt.Errorf("GET %s: %d %.300s", path, status, body)
-		}
-		return el, nil
-	}
-	// The first list reads every manifest and config from disk.
-	if res.listCold, err = get("/v1.50/images/json"); err != nil {
-		return nil, err
-	}
-	status, body, err := d.do(ctx, http.MethodGet, "/v1.50/images/json", nil, nil)
+	return &localDaemon{n: n, root: root, recs: recs, d: d, rng: rand.New(rand.NewPCG(uint64(n), 7)), res: &localResult{n: n}}, nil
+}
+
+func (l *localDaemon) close() {
+	l.d.stop()
+	os.RemoveAll(l.root)
+}
+
+func (l *localDaemon) get(ctx context.Context, path string) (time.Duration, error) {
+	t := time.Now()
+	status, body, err := l.d.do(ctx, http.MethodGet, path, nil, nil)
+	el := time.Since(t)
 	if err != nil {
-		return nil, err
+		return 0, err
+	}
+	if status != http.StatusOK {
+		return 0, fmt.Errorf("GET %s: %d %.300s", path, status, body)
+	}
+	return el, nil
+}
+
+// warm does the first list (which reads every manifest and config from
+// disk) and checks it lists n images.
+func (l *localDaemon) warm(ctx context.Context) error {
+	var err error
+	if l.res.listCold, err = l.get(ctx, "/v1.50/images/json"); err != nil {
+		return err
+	}
+	status, body, err := l.d.do(ctx, http.MethodGet, "/v1.50/images/json", nil, nil)
+	if err != nil {
+		return err
 	}
 	var list []json.RawMessage
-	if err := json.Unmarshal(body, &list); err != nil || status != http.StatusOK || len(list) != n {
-		return nil, fmt.Errorf("GET /images/json: %d, %d images (want %d), %v", status, len(list), n, err)
+	if err := json.Unmarshal(body, &list); err != nil || status != http.StatusOK || len(list) != l.n {
+		return fmt.Errorf("GET /images/json: %d, %d images (want %d), %v", status, len(list), l.n, err)
 	}
-	for i := 0; i < listIters; i++ {
-		el, err := get("/v1.50/images/json")
-		if err != nil {
-			return nil, err
-		}
-		res.list = append(res.list, el)
+	return nil
+}
+
+func (l *localDaemon) list(ctx context.Context) error {
+	el, err := l.get(ctx, "/v1.50/images/json")
+	l.res.list = append(l.res.list, el)
+	return err
+}
+
+func (l *localDaemon) inspect(ctx context.Context) error {
+	r := l.recs[l.rng.IntN(l.n)]
+	el, err := l.get(ctx, fmt.Sprintf("/v1.50/images/%s/json", r.RepoTags[0]))
+	if err != nil {
+		return err
 	}
-	rng := rand.New(rand.NewPCG(uint64(n), 7))
-	for i := 0; i < inspectIters; i++ {
-		r := recs[rng.IntN(n)]
-		el, err := get(fmt.Sprintf("/v1.50/images/%s/json", r.RepoTags[0]))
-		if err != nil {
-			return nil, err
-		}
-		res.byName = append(res.byName, el)
-		r = recs[rng.IntN(n)]
-		if el, err = get(fmt.Sprintf("/v1.50/images/%s/json", r.ID.Encoded()[:12])); err != nil {
-			return nil, err
-		}
-		res.byID = append(res.byID, el)
-		if el, err = get("/_ping"); err != nil {
-			return nil, err
-		}
-		res.ping = append(res.ping, el)
+	l.res.byName = append(l.res.byName, el)
+	r = l.recs[l.rng.IntN(l.n)]
+	if el, err = l.get(ctx, fmt.Sprintf("/v1.50/images/%s/json", r.ID.Encoded()[:12])); err != nil {
+		return err
 	}
-	return res, nil
+	l.res.byID = append(l.res.byID, el)
+	if el, err = l.get(ctx, "/_ping"); err != nil {
+		return err
+	}
+	l.res.ping = append(l.res.ping, el)
+	return nil
 }
 
 // caseLocal is case 4: list and local inspect with 500 and 5,000 images.
+// Both daemons run at once and the requests alternate between them, so a
+// change in the machine's speed during the case hits both sizes alike.
 func caseLocal(ctx context.Context, e *env, listIters, inspectIters int) ([]row, error) {
-	small, err := measureLocal(ctx, e, 500, listIters, inspectIters)
+	sd, err := startLocal(e, 500)
 	if err != nil {
 		return nil, err
 	}
-	large, err := measureLocal(ctx, e, 5000, listIters, inspectIters)
+	defer sd.close()
+	ld, err := startLocal(e, 5000)
 	if err != nil {
 		return nil, err
 	}
+	defer ld.close()
+	for _, l := range []*localDaemon{sd, ld} {
+		if err := l.warm(ctx); err != nil {
+			return nil, err
+		}
+	}
+	for i := 0; i < listIters; i++ {
+		for _, l := range []*localDaemon{sd, ld} {
+			if err := l.list(ctx); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for i := 0; i < inspectIters; i++ {
+		for _, l := range []*localDaemon{sd, ld} {
+			if err := l.inspect(ctx); err != nil {
+				return nil, err
+			}
+		}
+	}
+	small, large := sd.res, ld.res
 	var rows []row
 	add := func(name string, s, l []time.Duration, growthLimit float64, growthText string) {
 		pmed, _ := stats(small.ping)
