@@ -10,6 +10,7 @@ import (
 	"math/big"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -80,3 +81,6 @@ func freeTCPAddr(c *check.C) string {
 	c.Assert(l.Close(), check.IsNil)
 	return addr
 }
+
+// execLookPath is exec.LookPath (a variable name-clash-free alias).
+var execLookPath = exec.LookPath
