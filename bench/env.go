@@ -120,7 +120,7 @@ type fixtures struct {
 }
 
 func pushFixtures(ctx context.Context, e *env, quick bool) (*fixtures, error) {
-	f := &fixtures{newRepos: 12, tpRepos: 50, bigLayers: 8}
+	f := &fixtures{newRepos: 12, tpRepos: 64, bigLayers: 8}
 	c := e.client()
 	var err error
 	if f.small, err = testregistry.NewImage(testregistry.ImageOptions{Labels: map[string]string{"bench": "small"}}); err != nil {
