@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync/atomic"
 
 	"github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
@@ -160,4 +161,42 @@ func (s *HostileRegistrySuite) TestLyingContent(c *check.C) {
 			remote: "Docker-Content-Digest", pull: "Docker-Content-Digest", forbidden: []string{"md5"},
 		},
 	})
+}
+
+// A schema2 manifest may not declare a layer of size 0 and then stream an
+// endless body: the download stops at the declared size instead of filling
+// the disk.
+func (s *HostileRegistrySuite) TestZeroSizeLayerWithEndlessBody(c *check.C) {
+	var served atomic.Int64
+	s.runOne(c, hcase{
+		name: "docker layer declared 0 bytes, served endlessly",
+		prep: func(r *hostile.Registry) {
+			l := r.Image.Layers[0].Descriptor()
+			l.MediaType = testregistry.MediaTypeDockerLayer
+			l.Size = 0
+			r.ServeManifest(testregistry.MediaTypeDockerManifest, dockerManifestJSON(r.Image.Config.Descriptor(), l))
+		},
+		fault: onBlob(layer, func(w http.ResponseWriter, r *http.Request, b testregistry.Blob) bool {
+			w.WriteHeader(http.StatusOK)
+			chunk := make([]byte, 64<<10)
+			for i := 0; i < 1024 && r.Context().Err() == nil; i++ { // at most 64 MiB
+				n, err := w.Write(chunk)
+				served.Add(int64(n))
+				if err != nil {
+					return true
+				}
+			}
+			return true
+		}),
+		remote: ok, pull: "larger than 0 bytes",
+	})
+	c.Check(served.Load() < 16<<20, check.Equals, true, check.Commentf("wharfd read %d bytes of a 0-byte layer", served.Load()))
+}
+
+func dockerManifestJSON(cfg ocispec.Descriptor, layers ...ocispec.Descriptor) []byte {
+	cfg.MediaType = testregistry.MediaTypeDockerConfig
+	b, _ := json.Marshal(ocispec.Manifest{
+		Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: testregistry.MediaTypeDockerManifest, Config: cfg, Layers: layers,
+	})
+	return b
 }

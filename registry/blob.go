@@ -48,9 +48,11 @@ type readCloser struct {
 
 // verifyingReader passes bytes through while counting and hashing them. It
 // fails as soon as more than size bytes arrive, and at the end returns an
-// error in place of io.EOF when the size or digest is wrong. desc.Size 0
-// with a non-empty body is a size mismatch, except that a zero size is
-// treated as unknown for schema1 layers (their size is not recorded).
+// error in place of io.EOF when the size or digest is wrong. desc.Size is
+// always binding: a Docker layer declared with size 0 (the schema1 way of
+// saying "unknown") and served endlessly is cut at the first byte, naming
+// the registry; schema1 images are inspected, never pulled, so no real
+// download needs an unknown size.
 type verifyingReader struct {
 	r      io.Reader
 	desc   ocispec.Descriptor
@@ -62,7 +64,7 @@ type verifyingReader struct {
 }
 
 func newVerifyingReader(r io.Reader, desc ocispec.Descriptor, host string) io.Reader {
-	v := &verifyingReader{r: r, desc: desc, host: host, strict: desc.Size > 0 || desc.MediaType != mediaTypeDockerLayer}
+	v := &verifyingReader{r: r, desc: desc, host: host, strict: true}
 	if !desc.Digest.Algorithm().Available() {
 		v.err = fmt.Errorf("unsupported digest algorithm in %q%.0w", desc.Digest, errdefs.ErrInvalidArgument)
 		return v
