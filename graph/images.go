@@ -334,6 +334,12 @@ func (l *localStore) collectGarbage(candidates []digest.Digest) int64 {
 			l.log.WithError(err).WithField("digest", d).Warn("remove unreferenced blob")
 			continue
 		}
+		// The metadata cache holds one entry per manifest: dropping it with
+		// the blob keeps the cache no larger than the store (without this a
+		// pull/rmi loop grew it for the daemon's lifetime).
+		l.metaMu.Lock()
+		delete(l.meta, d)
+		l.metaMu.Unlock()
 		freed += n
 	}
 	return freed
