@@ -75,12 +75,17 @@ func fdCount(c *check.C, pid int) int {
 type storeState struct {
 	Images string
 	Blobs  []string
+	Ingest []string // temp files of downloads in flight; none may stay behind
 }
 
 func (d *Daemon) storeState(c *check.C) storeState {
 	r := d.Get(c, "/v1.50/images/json?all=1")
 	c.Assert(r.Status, check.Equals, http.StatusOK)
-	ents, err := os.ReadDir(filepath.Join(d.Root, "blobs", "sha256"))
+	return storeState{Images: string(r.Body), Blobs: dirNames(c, filepath.Join(d.Root, "blobs", "sha256")), Ingest: dirNames(c, filepath.Join(d.Root, "ingest"))}
+}
+
+func dirNames(c *check.C, dir string) []string {
+	ents, err := os.ReadDir(dir)
 	if err != nil && !os.IsNotExist(err) {
 		c.Fatal(err)
 	}
@@ -89,7 +94,7 @@ func (d *Daemon) storeState(c *check.C) storeState {
 		names = append(names, e.Name())
 	}
 	sort.Strings(names)
-	return storeState{Images: string(r.Body), Blobs: names}
+	return names
 }
 
 // remoteInspect is GET /images/REF/json?remote=1 with an optional X-Registry-Auth.

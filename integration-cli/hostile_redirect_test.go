@@ -182,3 +182,36 @@ func (s *HostileRegistrySuite) TestMalformedJSON(c *check.C) {
 		},
 	})
 }
+
+// Redirects that go nowhere useful: a loop on the registry itself, and a
+// hop to a server that never answers. Both end in an error naming the
+// registry, within the redirect and timeout bounds.
+func (s *HostileRegistrySuite) TestRedirectLoopAndDeadEnd(c *check.C) {
+	silent, err := hostile.Silent()
+	c.Assert(err, check.IsNil)
+	defer silent.Close()
+	s.run(c, []hcase{
+		{
+			name: "layer redirect loop",
+			fault: func(*testregistry.Image) hostile.Fault {
+				return func(w http.ResponseWriter, r *http.Request, req hostile.Request) bool {
+					if req.Kind != hostile.KindBlob || r.URL.Query().Get("loop") == "stop" {
+						return false
+					}
+					hostile.Redirect(w, r.URL.Path+"?hop="+r.URL.Query().Get("hop")+"x")
+					return true
+				}
+			},
+			remote: "redirects", pull: "redirects",
+			check:  atMost(hostile.KindBlob, 3*11*2),
+		},
+		{
+			name: "layer redirected to a silent server",
+			fault: onBlob(layer, func(w http.ResponseWriter, r *http.Request, b testregistry.Blob) bool {
+				hostile.Redirect(w, "http://"+silent.Host+r.URL.Path)
+				return true
+			}),
+			remote: ok, pull: "unavailable",
+		},
+	})
+}

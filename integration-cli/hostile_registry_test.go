@@ -245,6 +245,14 @@ func (s *HostileRegistrySuite) TestOversizedAndEndlessBodies(c *check.C) {
 			remote: "bad request", pull: "bad request",
 		},
 		{
+			name: "endless 500 error body on a layer",
+			fault: onBlob(layer, func(w http.ResponseWriter, r *http.Request, b testregistry.Blob) bool {
+				hostile.Endless(w, r, http.StatusInternalServerError, "application/json", []byte(`{"errors":[`))
+				return true
+			}),
+			remote: ok, pull: "unavailable",
+		},
+		{
 			name: "token body over 64 KiB", token: true,
 			fault: func(*testregistry.Image) hostile.Fault {
 				return func(w http.ResponseWriter, r *http.Request, req hostile.Request) bool {
