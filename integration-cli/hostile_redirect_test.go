@@ -203,7 +203,7 @@ func (s *HostileRegistrySuite) TestRedirectLoopAndDeadEnd(c *check.C) {
 				}
 			},
 			remote: "redirects", pull: "redirects",
-			check:  atMost(hostile.KindBlob, 3*11*2),
+			check: atMost(hostile.KindBlob, 3*11*2),
 		},
 		{
 			name: "layer redirected to a silent server",
