@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -153,4 +154,45 @@ func afterCrash(c *check.C, d *Daemon, what string) []string {
 		ids = append(ids, im.ID)
 	}
 	return ids
+}
+
+// ingestWatch SIGKILLs wharfd as soon as a file in its ingest/ area holds
+// at least n bytes: the kill lands in the middle of a blob write. It polls
+// the directory without sleeping (the event is the file's size).
+type ingestWatch struct {
+	killed chan struct{} // closed after the kill
+	quit   chan struct{}
+	done   chan struct{}
+}
+
+func watchIngest(d *Daemon, n int64) *ingestWatch {
+	w := &ingestWatch{killed: make(chan struct{}), quit: make(chan struct{}), done: make(chan struct{})}
+	dir := filepath.Join(d.Root, "ingest")
+	go func() {
+		defer close(w.done)
+		for {
+			select {
+			case <-w.quit:
+				return
+			default:
+			}
+			ents, _ := os.ReadDir(dir)
+			for _, e := range ents {
+				if fi, err := e.Info(); err == nil && fi.Size() >= n {
+					d.Kill()
+					close(w.killed)
+					return
+				}
+			}
+			runtime.Gosched()
+		}
+	}()
+	return w
+}
+
+// stop ends the watch and reports whether it killed wharfd.
+func (w *ingestWatch) stop() bool {
+	close(w.quit)
+	<-w.done
+	return isClosed(w.killed)
 }

@@ -62,7 +62,7 @@ func (s *CrashSuite) TestKill9DuringWrites(c *check.C) {
 	c.Assert(d.Req(c, http.MethodDelete, "/v1.50/images/"+name(0)+":v1", nil).Status, check.Equals, http.StatusOK)
 
 	emptyAuth := http.Header{"X-Registry-Auth": {base64.URLEncoding.EncodeToString([]byte("{}"))}}
-	ops := []string{"pull", "pull", "push", "load", "tag", "rmi"}
+	ops := []string{"pull", "pull", "pull-ingest", "push", "load", "tag", "rmi"}
 	counts := map[string]int{}
 	kills := 0
 	for round := 0; round < rounds; round++ {
@@ -77,6 +77,20 @@ func (s *CrashSuite) TestKill9DuringWrites(c *check.C) {
 			q := url.Values{"fromImage": {name(i)}, "tag": {"v1"}}
 			_, killed = streamUntil(c, d, http.MethodPost, "/v1.50/images/create?"+q.Encode(), nil, nil, nil,
 				func(n int, _ map[string]any) bool { return n >= k })
+		case "pull-ingest":
+			// Kill while a layer is half written: when a file in ingest/
+			// reaches n bytes.
+			// Remove the image first so that its layers are downloaded.
+			// (by ID with force: other tags may hold it).
+			d.Req(c, http.MethodDelete, "/v1.50/images/"+imgs[i].ID()+"?force=1", nil)
+			n := 1 + rng.Int63n(512<<10)
+			what = fmt.Sprintf("round %d: pull %s, kill when an ingest file reaches %d bytes", round, name(i), n)
+			w := watchIngest(d, n)
+			q := url.Values{"fromImage": {name(i)}, "tag": {"v1"}}
+			_, _ = streamUntil(c, d, http.MethodPost, "/v1.50/images/create?"+q.Encode(), nil, nil, w.killed,
+				func(int, map[string]any) bool { return false })
+			killed = w.stop()
+			op = "pull"
 		case "push":
 			// Push needs a local image: pull it first (not interrupted).
 			_, lines := d.Pull(c, name(i), "v1", "")
