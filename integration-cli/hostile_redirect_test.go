@@ -72,7 +72,7 @@ func (s *HostileRegistrySuite) TestRedirectsCarryNoCredentials(c *check.C) {
 					c.Check(seen.Authorization, check.Equals, "", check.Commentf("%s %s on %s got credentials (%s)", seen.Method, seen.Path, o.Host, what))
 				}
 			}
-			c.Check(s.d.Req(c, http.MethodDelete, "/v1.50/images/"+reg.Ref(), nil).Status, check.Equals, http.StatusOK)
+			c.Check(s.d.oneShot(c, http.MethodDelete, "/v1.50/images/"+reg.Ref()).Status, check.Equals, http.StatusOK)
 			reg.Close()
 			final.Close()
 			if hop != nil {
@@ -106,7 +106,7 @@ func (s *HostileRegistrySuite) TestForeignLayerURLsAreNotFetched(c *check.C) {
 	c.Check(msg, check.Equals, "")
 	c.Check(foreign.Seen(), check.HasLen, 0)
 	c.Check(reg.Count(hostile.KindBlob) >= 2, check.Equals, true)
-	c.Check(s.d.Req(c, http.MethodDelete, "/v1.50/images/"+reg.Ref(), nil).Status, check.Equals, http.StatusOK)
+	c.Check(s.d.oneShot(c, http.MethodDelete, "/v1.50/images/"+reg.Ref()).Status, check.Equals, http.StatusOK)
 }
 
 // Malformed, truncated and wrongly typed JSON in every document a registry

@@ -20,7 +20,8 @@ import (
 // error that names the registry and the problem, store nothing, and leave
 // wharfd serving with bounded memory.
 type HostileRegistrySuite struct {
-	d *Daemon
+	d    *Daemon
+	base leakBaseline
 }
 
 var _ = check.Suite(&HostileRegistrySuite{})
@@ -38,10 +39,14 @@ const maxHWMKiB = 160 << 10
 func (s *HostileRegistrySuite) SetUpSuite(c *check.C) {
 	needBinaries(c)
 	s.d = startDaemonEnv(c, []string{"WHARF_REGISTRY_TIMEOUT=" + hostileTimeout.String()})
+	s.base = s.d.leakBaseline(c)
 }
 
 func (s *HostileRegistrySuite) TearDownSuite(c *check.C) {
 	if s.d != nil {
+		// Every hostile server is closed by now: whatever wharfd still
+		// holds (goroutines, sockets, files) is a leak of an error path.
+		s.d.checkBackToBaseline(c, s.base)
 		s.d.Stop(c)
 	}
 }
@@ -133,7 +138,7 @@ func (s *HostileRegistrySuite) runOne(c *check.C, tc hcase) {
 		if tc.byDigest {
 			ref = reg.Name() + "@" + reg.Image.Manifest.Digest
 		}
-		r := d.Req(c, http.MethodDelete, "/v1.50/images/"+ref, nil)
+		r := d.oneShot(c, http.MethodDelete, "/v1.50/images/"+ref)
 		c.Check(r.Status, check.Equals, http.StatusOK, cm("rmi", r.String()))
 	}
 	d.ping(c)
