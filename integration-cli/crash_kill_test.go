@@ -62,7 +62,10 @@ func (s *CrashSuite) TestKill9DuringWrites(c *check.C) {
 	c.Assert(d.Req(c, http.MethodDelete, "/v1.50/images/"+name(0)+":v1", nil).Status, check.Equals, http.StatusOK)
 
 	emptyAuth := http.Header{"X-Registry-Auth": {base64.URLEncoding.EncodeToString([]byte("{}"))}}
-	ops := []string{"pull", "pull", "pull-ingest", "push", "load", "tag", "rmi"}
+	rootfs, err := testregistry.RandomTar("data.bin", 2<<20)
+	c.Assert(err, check.IsNil)
+
+	ops := []string{"pull", "pull", "pull-ingest", "push", "load", "import", "tag", "rmi"}
 	counts := map[string]int{}
 	kills := 0
 	for round := 0; round < rounds; round++ {
@@ -106,6 +109,13 @@ func (s *CrashSuite) TestKill9DuringWrites(c *check.C) {
 			what = fmt.Sprintf("round %d: load of %d bytes, kill after %d bytes read", round, len(archive), off)
 			kr := &killingReader{r: bytes.NewReader(archive), after: off, kill: d.Kill, killed: make(chan struct{})}
 			_, killed = streamUntil(c, d, http.MethodPost, "/v1.50/images/load", kr, http.Header{"Content-Type": {"application/x-tar"}}, kr.killed,
+				func(int, map[string]any) bool { return false })
+		case "import":
+			off := rng.Int63n(int64(len(rootfs)))
+			what = fmt.Sprintf("round %d: import of %d bytes, kill after %d bytes read", round, len(rootfs), off)
+			kr := &killingReader{r: bytes.NewReader(rootfs), after: off, kill: d.Kill, killed: make(chan struct{})}
+			q := url.Values{"fromSrc": {"-"}, "repo": {fmt.Sprintf("local/imported:%d", round)}}
+			_, killed = streamUntil(c, d, http.MethodPost, "/v1.50/images/create?"+q.Encode(), kr, http.Header{"Content-Type": {"application/x-tar"}}, kr.killed,
 				func(int, map[string]any) bool { return false })
 		case "tag", "rmi":
 			// One quick request: kill as soon as it is written, or once
