@@ -38,10 +38,13 @@ type env struct {
 	host     string // registry host:port as image names use it (the RTT proxy)
 	auth     string // X-Registry-Auth for the default user
 	wharfd   string // path of bin/wharfd
+	// tokens are the tokens replays fetched, by repository, for a replay
+	// of a warm operation that sent no token request.
+	tokens map[string]string
 }
 
 func newEnv(rtt time.Duration, handshake bool, wharfdBin string) (*env, error) {
-	e := &env{wharfd: wharfdBin}
+	e := &env{wharfd: wharfdBin, tokens: map[string]string{}}
 	var err error
 	if e.regProxy, err = newRTTProxy(rtt, handshake); err != nil {
 		return nil, err

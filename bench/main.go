@@ -107,6 +107,12 @@ func run() error {
 				rows, err := caseRemote(ctx, e, f, it.remote, it.warm, true)
 				collect("case 1 (handshakes)", rows, err)
 			}
+			if rtt != 0 {
+				step("case 1: remote inspect at RTT 0 (wharf's own time)")
+				e.setRTT(0)
+				rows, err := caseRemote(ctx, e, f, it.remote, it.warm, false)
+				collect("case 1 (RTT 0)", rows, err)
+			}
 		}
 		if cases["2"] {
 			step("case 2: throughput at RTT 0")
