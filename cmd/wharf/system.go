@@ -22,7 +22,7 @@ func newSystemCheckCommand(c *cli) *cobra.Command {
 	var quick, asJSON bool
 	cmd := &cobra.Command{
 		Use:   "check [OPTIONS]",
-		Short: "Verify the image store: every blob's digest and size, every image complete, index.json and tags consistent",
+		Short: "Verify the image store (blobs, images, index.json, tags)",
 		Long: "Verify the image store. Every image's manifest, config and layers must be present with the sizes " +
 			"their descriptors give, index.json must match the image records, every tag must name an image, " +
 			"and (unless --quick) every blob must hash to its digest. Problems are printed one a line; " +
