@@ -185,12 +185,18 @@ func (s *Store) pullResolved(ctx context.Context, res *resolvedRemote, platform 
 	if isSchema1(plat.MediaType) || isSchema1(sniffMediaType(manBytes)) {
 		return false, fmt.Errorf("%s: schema1 manifests are not supported: push the image again with a current client%.0w", id, errdefs.ErrNotImplemented)
 	}
+	// The registry package has refused documents that contradict their
+	// media type; an index whose entry is another index is still possible.
+	host := res.Repo.Info().Index.Name
+	if plat.Digest != top.Digest && (isIndexMediaType(plat.MediaType) || isIndexMediaType(sniffMediaType(manBytes))) {
+		return false, fmt.Errorf("registry %s: index entry %s is itself an index%.0w", host, plat.Digest, errdefs.ErrInvalidArgument)
+	}
 	var man ocispec.Manifest
 	if err := json.Unmarshal(manBytes, &man); err != nil {
-		return false, fmt.Errorf("parse manifest %s: %w", plat.Digest, err)
+		return false, fmt.Errorf("registry %s: parse manifest %s: %w", host, plat.Digest, err)
 	}
 	if err := man.Config.Digest.Validate(); err != nil {
-		return false, fmt.Errorf("manifest %s: config: %w", plat.Digest, errdefs.ErrInvalidArgument)
+		return false, fmt.Errorf("registry %s: manifest %s has no valid config digest%.0w", host, plat.Digest, errdefs.ErrInvalidArgument)
 	}
 	if plat.MediaType == "" {
 		plat.MediaType = sniffMediaType(manBytes)

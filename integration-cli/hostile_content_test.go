@@ -120,6 +120,28 @@ func (s *HostileRegistrySuite) TestLyingContent(c *check.C) {
 			remote: "contradicts", pull: "contradicts",
 		},
 		{
+			name: "index entry that is another index",
+			prep: func(r *hostile.Registry) {
+				inner := testregistry.NewBlob(ocispec.MediaTypeImageIndex, indexOf(r.Image.Manifest.Descriptor()))
+				r.ServeBlob(inner)
+				d := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageIndex, Digest: digest.Digest(inner.Digest), Size: int64(len(inner.Data)),
+					Platform: &ocispec.Platform{OS: "linux", Architecture: "amd64"}}
+				r.ServeManifest(ocispec.MediaTypeImageIndex, indexOf(d))
+			},
+			remote: "index", pull: "index",
+		},
+		{
+			name: "index entry typed as a manifest that is an index",
+			prep: func(r *hostile.Registry) {
+				inner := testregistry.NewBlob(ocispec.MediaTypeImageIndex, indexOf(r.Image.Manifest.Descriptor()))
+				r.ServeBlob(inner)
+				d := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.Digest(inner.Digest), Size: int64(len(inner.Data)),
+					Platform: &ocispec.Platform{OS: "linux", Architecture: "amd64"}}
+				r.ServeManifest(ocispec.MediaTypeImageIndex, indexOf(d))
+			},
+			remote: "contradicts", pull: "contradicts",
+		},
+		{
 			name:   "layer digest with a path",
 			prep:   serveDoc(ocispec.MediaTypeImageManifest, withDigests("", "sha256:../../x")),
 			remote: "invalid digest", pull: "invalid digest", forbidden: []string{"..", "/x"},

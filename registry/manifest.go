@@ -229,9 +229,25 @@ func (r *Repository) fetchManifest(ctx context.Context, desc ocispec.Descriptor)
 	if desc.Size > maxManifestSize {
 		return nil, "", fmt.Errorf("manifest %s is larger than %d bytes%.0w", desc.Digest, maxManifestSize, errdefs.ErrInvalidArgument)
 	}
-	if b, mt, ok := r.svc.content.get(desc.Digest); ok {
-		return b, mt, nil
+	body, mt, ok := r.svc.content.get(desc.Digest)
+	if !ok {
+		var err error
+		if body, mt, err = r.fetchManifestRemote(ctx, desc); err != nil {
+			return nil, "", err
+		}
 	}
+	// The descriptor that led here (an index entry) must agree with what
+	// the document is: an "image manifest" entry that is an index is
+	// refused, whether the bytes came from the network or the cache.
+	if isKnownManifestType(desc.MediaType) {
+		if _, err := decodeDocument(r.upstream.host, desc.MediaType, body); err != nil {
+			return nil, "", err
+		}
+	}
+	return body, mt, nil
+}
+
+func (r *Repository) fetchManifestRemote(ctx context.Context, desc ocispec.Descriptor) ([]byte, string, error) {
 	var body []byte
 	var mt string
 	err := r.readEach(ctx, func(ep *repoEndpoint) error {
@@ -247,13 +263,6 @@ func (r *Repository) fetchManifest(ctx context.Context, desc ocispec.Descriptor)
 	})
 	if err != nil {
 		return nil, "", err
-	}
-	// The descriptor that led here (an index entry) must agree with what
-	// the document is: an "image manifest" entry that is an index is refused.
-	if isKnownManifestType(desc.MediaType) {
-		if _, err := decodeDocument(r.upstream.host, desc.MediaType, body); err != nil {
-			return nil, "", err
-		}
 	}
 	return body, mt, nil
 }
