@@ -93,6 +93,19 @@ func (s *HostileRegistrySuite) TestRetriesAndBrokenConnections(c *check.C) {
 			remote: "fewer than 1024 bytes received", pull: "fewer than 1024 bytes received",
 		},
 		{
+			name: "token response trickled a byte every 100 ms", token: true,
+			fault: func(*testregistry.Image) hostile.Fault {
+				return func(w http.ResponseWriter, r *http.Request, req hostile.Request) bool {
+					if req.Kind != hostile.KindToken {
+						return false
+					}
+					hostile.Trickle(w, r, "application/json", []byte(`{"token":"`+hostile.TokenValue+`","expires_in":300}`), 100*time.Millisecond)
+					return true
+				}
+			},
+			remote: "fewer than 1024 bytes received", pull: "fewer than 1024 bytes received",
+		},
+		{
 			name: "layer trickled a byte every 100 ms",
 			fault: onBlob(layer, func(w http.ResponseWriter, r *http.Request, b testregistry.Blob) bool {
 				hostile.Trickle(w, r, b.MediaType, b.Data, 100*time.Millisecond)
