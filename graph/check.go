@@ -89,12 +89,16 @@ func (l *localStore) check(ctx context.Context, full bool) (*CheckReport, error)
 				Message: fmt.Sprintf("reference %s names image %s, which has no record", ref, id)})
 		}
 	}
+	// index.json is rewritten under the write lock: read it under ours so
+	// that a concurrent import is not reported as a mismatch.
 	want, err := l.indexDoc()
+	if err == nil {
+		l.checkIndexFile(want, add)
+	}
 	l.mu.RUnlock()
 	if err != nil {
 		return nil, err
 	}
-	l.checkIndexFile(want, add)
 
 	n, err := l.walkBlobs(ctx, full, add)
 	if err != nil {

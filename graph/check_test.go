@@ -1,11 +1,15 @@
 package graph
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/wharfproject/wharf/api/types"
 )
 
 func checkKinds(rep *CheckReport) []string {
@@ -117,5 +121,50 @@ func checkMust(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCheckConcurrentWithWrites: a check running while images are imported
+// and removed reports no problem (it sees the store at one moment, and a
+// blob removed while it is hashed is skipped).
+func TestCheckConcurrentWithWrites(t *testing.T) {
+	s, _ := newLocalTestStore(t)
+	importTestImage(t, s, "base:1", "base")
+	ctx := context.Background()
+	done := make(chan struct{})
+	errc := make(chan error, 1)
+	go func() {
+		defer close(done)
+		for i := 0; i < 30; i++ {
+			name := fmt.Sprintf("churn:%d", i)
+			rootfs := makeTestTar(t, testTarEntry{name: "f", body: name})
+			if err := s.ImportImage(ctx, bytes.NewReader(rootfs), types.ImportOptions{Repo: name}, types.DiscardProgress); err != nil {
+				errc <- err
+				return
+			}
+			if _, err := s.ImageDelete(ctx, name, false, true); err != nil {
+				errc <- err
+				return
+			}
+		}
+	}()
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		for _, full := range []bool{false, true} {
+			rep, err := s.Check(ctx, full)
+			checkMust(t, err)
+			if len(rep.Problems) != 0 {
+				t.Fatalf("full=%v: problems during writes: %s", full, strings.Join(checkKinds(rep), "; "))
+			}
+		}
+	}
+	select {
+	case err := <-errc:
+		t.Fatal(err)
+	default:
 	}
 }
