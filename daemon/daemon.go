@@ -175,6 +175,10 @@ func (d *Daemon) serve(ctx context.Context, log *logrus.Entry) error {
 		ReadHeaderTimeout: 30 * time.Second,
 		// Idle keep-alive connections are dropped after 2 minutes.
 		IdleTimeout: 2 * time.Minute,
+		// The request line and headers (a query string, X-Registry-Auth)
+		// are capped at 1 MiB, net/http's default, said here so that it
+		// stays: beyond it clients get 431 (ClientInputSuite.TestHugeQueryStrings).
+		MaxHeaderBytes: 1 << 20,
 	}
 	srv.RegisterOnShutdown(d.events.Close)
 
