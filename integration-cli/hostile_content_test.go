@@ -2,6 +2,7 @@ package integration
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -221,4 +222,31 @@ func dockerManifestJSON(cfg ocispec.Descriptor, layers ...ocispec.Descriptor) []
 		Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: testregistry.MediaTypeDockerManifest, Config: cfg, Layers: layers,
 	})
 	return b
+}
+
+// An index of 10,000 entries (under the 4 MiB cap) costs a remote inspect
+// with manifests=1 and a pull a bounded number of requests: entries are
+// listed from the index, not fetched one by one.
+func (s *HostileRegistrySuite) TestHugeIndexIsNotAnAmplifier(c *check.C) {
+	s.runOne(c, hcase{
+		name: "index of 10,000 entries",
+		prep: func(r *hostile.Registry) {
+			var descs []ocispec.Descriptor
+			for i := 0; i < 10000; i++ {
+				d := r.Image.Manifest.Descriptor()
+				d.Platform = &ocispec.Platform{OS: "linux", Architecture: fmt.Sprintf("arch%d", i)}
+				descs = append(descs, d)
+			}
+			descs[9999].Platform = &ocispec.Platform{OS: "linux", Architecture: "amd64"}
+			r.ServeManifest(ocispec.MediaTypeImageIndex, indexOf(descs...))
+		},
+		remote: ok, pull: ok,
+		check: func(c *check.C, r *hostile.Registry) {
+			resp := s.d.oneShot(c, http.MethodGet, "/v1.50/images/"+r.Ref()+"/json?remote=1&manifests=1")
+			c.Check(resp.Status, check.Equals, http.StatusOK, check.Commentf("%s", resp))
+			c.Check(len(resp.Body) < 64<<20, check.Equals, true)
+			c.Check(len(r.Seen()) < 30, check.Equals, true, check.Commentf("%d requests for one index", len(r.Seen())))
+			c.Logf("10,000-entry index: %d registry requests, manifests=1 answer %d bytes", len(r.Seen()), len(resp.Body))
+		},
+	})
 }
