@@ -3,8 +3,9 @@
 // event log, the API listeners, and a graceful shutdown.
 //
 // Files: config.go/defaults.go (configuration), lock.go, listeners.go,
-// events.go, info.go (system endpoints), daemon.go (this: the Backend and
-// the lifecycle).
+// tls.go (TLS with client certificates on tcp://), events.go, info.go
+// (system endpoints), check.go (the store check at start-up and on the
+// API), daemon.go (this: the Backend and the lifecycle).
 package daemon
 
 import (
