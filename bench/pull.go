@@ -180,7 +180,7 @@ func casePull(ctx context.Context, e *env, f *fixtures, iters int) ([]row, error
 	e.setRTT(0)
 	var walls, bases, floors, walls8 []time.Duration
 	var peak int64
-	var second counts
+	var first, second counts
 	var secondLat []time.Duration
 	var total int64
 	for _, l := range f.big.Layers {
@@ -207,11 +207,13 @@ func casePull(ctx context.Context, e *env, f *fixtures, iters int) ([]row, error
 			return nil, err
 		}
 		err = func() error {
+			e.reset()
 			w, err := e.pull(ctx, d, e.host+"/bench/big", "1")
 			if err != nil {
 				return err
 			}
 			walls = append(walls, w)
+			first = e.counts()
 			hwm, err := d.peakRSS()
 			if err != nil {
 				return err
@@ -264,6 +266,7 @@ func casePull(ctx context.Context, e *env, f *fixtures, iters int) ([]row, error
 	return []row{
 		{
 			Case: "3", Name: fmt.Sprintf("pull %.0f MiB, %d layers, RTT 0", mib, len(f.big.Layers)), Unit: "ms", N: len(walls),
+			Reqs: fmt.Sprintf("%d/%d", first.reg, first.tok), Conns: fmt.Sprintf("%d/%d", first.regConns, first.tokConns),
 			Median: ms(med), P95: ms(p95), Baseline: ms(bmed), BaseName: "parallel GET to /dev/null", Ratio: ms(med) / ms(bmed),
 			Target: "≤1.20× download", Pass: pass(ms(med) <= 1.2*ms(bmed)),
 			Note: fmt.Sprintf("wharf %.0f MiB/s, plain client %.0f MiB/s", mib/med.Seconds(), mib/bmed.Seconds()),
