@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -8,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/containerd/errdefs"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 // FuzzReferenceParsing feeds client-supplied names to every parser that
@@ -72,5 +75,44 @@ func FuzzCheckIndexFile(f *testing.F) {
 				t.Fatalf("unexpected problem %+v", p)
 			}
 		}
+	})
+}
+
+// FuzzDecodeManifestOrIndex: bytes stored as a blob and then read as an
+// index (pickManifest), a manifest (checkManifest) or an image's manifest
+// (metaFor, which the check and inspect use) never panic and fail with a
+// classified error or an ordinary one, never a record naming unstored blobs.
+func FuzzDecodeManifestOrIndex(f *testing.F) {
+	s, _ := newLocalTestStore(f)
+	id := importTestImage(f, s, "fuzz/man:1", "man")
+	rec, err := s.Lookup(context.Background(), id.String())
+	if err != nil {
+		f.Fatal(err)
+	}
+	good, err := s.ReadBlob(rec.Manifest.Digest, maxManifestSize)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	f.Add([]byte(`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"` + rec.Manifest.Digest.String() + `","size":1,"platform":{"os":"linux","architecture":"amd64"}}]}`))
+	f.Add([]byte(`{"schemaVersion":2,"config":{"digest":"sha256:../../x"},"layers":[{"digest":"sha512:0"}],"manifests":[{}]}`))
+	f.Add([]byte(`{"config":{"digest":"` + id.String() + `"},"layers":null}`))
+	f.Add([]byte(`[]`))
+	ctx := context.Background()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		d := digest.FromBytes(b)
+		desc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: d, Size: int64(len(b))}
+		if err := s.WriteBlob(ctx, desc, bytes.NewReader(b)); err != nil {
+			t.Fatal(err)
+		}
+		_, _ = s.local.pickManifest(d, localTestPlatform())
+		if r, err := s.local.checkManifest(desc); err == nil {
+			for _, bd := range []digest.Digest{r.ID, r.Manifest.Digest} {
+				if !s.HasBlob(bd) {
+					t.Fatalf("checkManifest accepted a record naming unstored %s", bd)
+				}
+			}
+		}
+		_, _ = s.local.metaFor(&ImageRecord{ID: id, Manifest: desc})
 	})
 }
