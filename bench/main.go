@@ -60,7 +60,7 @@ func run() error {
 		return fmt.Errorf("%s: %w (run make build)", bin, err)
 	}
 
-	it := struct{ remote, warm, pull, list, inspect int }{5, 20, 5, 20, 200}
+	it := struct{ remote, warm, pull, list, inspect int }{9, 20, 5, 20, 200}
 	tpDur := 3 * time.Second
 	benchtime := "1s"
 	if quick {

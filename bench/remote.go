@@ -189,7 +189,7 @@ func caseRemote(ctx context.Context, e *env, f *fixtures, iters, warmIters int, 
 			Reqs:   fmt.Sprintf("%d/%d", s.worst.reg, s.worst.tok),
 			Conns:  fmt.Sprintf("%d/%d", s.worst.regConns, s.worst.tokConns),
 			Median: ms(med), P95: ms(p95),
-			Baseline: ms(bmed), BaseName: "same requests, plain client", Ratio: ms(med) / ms(bmed),
+			Baseline: ms(bmed), BaseName: "same requests, plain client", Ratio: pairedRatio(s.lat, s.base),
 			Note: fmt.Sprintf("plain client p95 %.2f ms; protocol floor %.0f ms", ms(bp95), floor),
 		}
 		ok := reqs <= maxReqs && ms(med) <= limit

@@ -66,6 +66,30 @@ func stats(ds []time.Duration) (med, p95 time.Duration) {
 	return med, s[idx-1]
 }
 
+// pairedRatio is the median of a[i]/b[i]: each measurement against the
+// baseline taken right beside it, so that a change in the machine's speed
+// during the run cancels out.
+func pairedRatio(a, b []time.Duration) float64 {
+	n := min(len(a), len(b))
+	if n == 0 {
+		return 0
+	}
+	r := make([]float64, 0, n)
+	for i := 0; i < n; i++ {
+		if b[i] > 0 {
+			r = append(r, float64(a[i])/float64(b[i]))
+		}
+	}
+	if len(r) == 0 {
+		return 0
+	}
+	sort.Float64s(r)
+	if len(r)%2 == 1 {
+		return r[len(r)/2]
+	}
+	return (r[len(r)/2-1] + r[len(r)/2]) / 2
+}
+
 func pass(ok bool) *bool { return &ok }
 
 func passText(p *bool) string {
