@@ -1,0 +1,137 @@
+package integration
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/moby/moby/api/types/registry"
+
+	"github.com/wharfproject/wharf/internal/testregistry"
+)
+
+// Every wharfd log of the whole run is searched for credentials and tokens
+// once all suites have finished. check.v1 deletes each suite's temp
+// directories (where the Daemon harness keeps wharfd.log) when the suite
+// ends, so this file, without changing the harness:
+//
+//   - points TMPDIR at a private directory for the run, so that every
+//     suite's directories (and the registries') live under it;
+//   - sets -check.work, so that check.v1 keeps them;
+//   - TestZZNoSecretInAnyDaemonLog (this file sorts after main_test.go, so
+//     it runs after Test, which runs every suite) reads every wharfd.log
+//     under that directory, then removes the whole directory.
+//
+// A -check.work given on the command line keeps its meaning (the directory
+// is then left in place and its path printed).
+
+// logsRoot is the private TMPDIR of this run ("" when it could not be made).
+var logsRoot string
+
+// userKeepsWork is true when -check.work was asked for explicitly.
+var userKeepsWork bool
+
+func init() {
+	d, err := os.MkdirTemp("", "wharf-it-")
+	if err != nil {
+		return
+	}
+	logsRoot = d
+	os.Setenv("TMPDIR", d)
+	if f := flag.Lookup("check.work"); f != nil {
+		userKeepsWork = f.Value.String() == "true"
+		_ = f.Value.Set("true")
+	}
+}
+
+// knownSecrets are the credentials every suite uses (the test registries'
+// default user), in each form that could leak: the password, the basic
+// Authorization value, and the base64url prefixes of an X-Registry-Auth
+// holding it as wharf/curl-style maps (sorted keys) and as the docker CLI
+// and SDK encode AuthConfig (username first).
+func knownSecrets() map[string]string {
+	u, p := testregistry.DefaultUsername, testregistry.DefaultPassword
+	prefix := func(s string) string {
+		s = s[:len(s)/3*3] // whole base64 quanta only: the encoding is then a stable prefix
+		return base64.URLEncoding.EncodeToString([]byte(s))
+	}
+	return map[string]string{
+		"password":                               p,
+		"wrong password used by the suites":      p + "-WRONG",
+		"basic Authorization value":              base64.StdEncoding.EncodeToString([]byte(u + ":" + p)),
+		"X-Registry-Auth (sorted keys)":          prefix(fmt.Sprintf(`{"password":%q,`, p)),
+		"X-Registry-Auth (docker CLI, username)": prefix(fmt.Sprintf(`{"username":%q,"password":%q,`, u, p)),
+	}
+}
+
+func TestZZNoSecretInAnyDaemonLog(t *testing.T) {
+	if logsRoot == "" {
+		t.Skip("no private TMPDIR: nothing collected")
+	}
+	if !userKeepsWork {
+		defer os.RemoveAll(logsRoot)
+	}
+	var logs []string
+	_ = filepath.WalkDir(logsRoot, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && d.Name() == "wharfd.log" {
+			logs = append(logs, p)
+		}
+		return nil
+	})
+	if len(logs) == 0 {
+		t.Skip("no wharfd log was written (no suite ran)")
+	}
+	t.Logf("searching %d wharfd logs", len(logs))
+	secrets := knownSecrets()
+	// The prefixes must match the headers the suites really send, or this
+	// test proves nothing.
+	u, pw := testregistry.DefaultUsername, testregistry.DefaultPassword
+	sdk, _ := json.Marshal(registry.AuthConfig{Username: u, Password: pw, ServerAddress: "127.0.0.1:5000"})
+	for what, hdr := range map[string]string{
+		"X-Registry-Auth (sorted keys)":          RegistryAuth(u, pw, "127.0.0.1:5000"),
+		"X-Registry-Auth (docker CLI, username)": base64.URLEncoding.EncodeToString(sdk),
+	} {
+		if !strings.Contains(hdr, secrets[what]) {
+			t.Fatalf("%s: prefix %q does not match a real header %q", what, secrets[what], hdr)
+		}
+	}
+	tokens := []*regexp.Regexp{jwtPattern, refreshPattern}
+	for _, p := range logs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		log := string(b)
+		for what, s := range secrets {
+			if i := strings.Index(log, s); i >= 0 {
+				t.Errorf("%s holds the %s: …%s…", p, what, excerpt(log, i))
+			}
+		}
+		for _, re := range tokens {
+			if loc := re.FindStringIndex(log); loc != nil {
+				t.Errorf("%s holds a token (%s): …%s…", p, re, excerpt(log, loc[0]))
+			}
+		}
+	}
+}
+
+// excerpt is the log line around i, with the secret itself cut short.
+func excerpt(log string, i int) string {
+	start := strings.LastIndex(log[:i], "\n") + 1
+	end := strings.Index(log[i:], "\n")
+	if end < 0 {
+		end = len(log) - i
+	}
+	line := log[start : i+end]
+	if len(line) > 200 {
+		line = line[:200]
+	}
+	return line
+}
