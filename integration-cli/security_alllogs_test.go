@@ -37,12 +37,19 @@ var logsRoot string
 // userKeepsWork is true when -check.work was asked for explicitly.
 var userKeepsWork bool
 
+// origTMPDIR is TMPDIR before this run changed it (hadTMPDIR: it was set).
+var (
+	origTMPDIR string
+	hadTMPDIR  bool
+)
+
 func init() {
 	d, err := os.MkdirTemp("", "wharf-it-")
 	if err != nil {
 		return
 	}
 	logsRoot = d
+	origTMPDIR, hadTMPDIR = os.LookupEnv("TMPDIR")
 	os.Setenv("TMPDIR", d)
 	if f := flag.Lookup("check.work"); f != nil {
 		userKeepsWork = f.Value.String() == "true"
@@ -74,11 +81,26 @@ func TestZZNoSecretInAnyDaemonLog(t *testing.T) {
 	if logsRoot == "" {
 		t.Skip("no private TMPDIR: nothing collected")
 	}
-	if !userKeepsWork {
-		defer os.RemoveAll(logsRoot)
-	}
+	// Afterwards the harness is as it was: the original TMPDIR, and suites
+	// removing their directories again (so that -count=2 neither fails nor
+	// leaks); a second round is not searched.
+	defer func(root string) {
+		if hadTMPDIR {
+			os.Setenv("TMPDIR", origTMPDIR)
+		} else {
+			os.Unsetenv("TMPDIR")
+		}
+		if f := flag.Lookup("check.work"); f != nil {
+			_ = f.Value.Set(fmt.Sprint(userKeepsWork))
+		}
+		if !userKeepsWork {
+			removeAllButBinaries(root)
+		}
+	}(logsRoot)
+	root := logsRoot
+	logsRoot = ""
 	var logs []string
-	_ = filepath.WalkDir(logsRoot, func(p string, d os.DirEntry, err error) error {
+	_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && d.Name() == "wharfd.log" {
 			logs = append(logs, p)
 		}
@@ -134,4 +156,24 @@ func excerpt(log string, i int) string {
 		line = line[:200]
 	}
 	return line
+}
+
+// removeAllButBinaries empties root except the directory TestMain built the
+// binaries in (it removes that one itself, and a -count=2 run still needs
+// them); root goes too when nothing is left. When TestMain built the
+// binaries, an empty root stays behind in the temp dir.
+func removeAllButBinaries(root string) {
+	ents, _ := os.ReadDir(root)
+	kept := false
+	for _, e := range ents {
+		p := filepath.Join(root, e.Name())
+		if bins.Wharfd != "" && strings.HasPrefix(bins.Wharfd, p+string(filepath.Separator)) {
+			kept = true
+			continue
+		}
+		os.RemoveAll(p)
+	}
+	if !kept {
+		os.Remove(root)
+	}
 }
