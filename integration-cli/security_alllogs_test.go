@@ -133,27 +133,28 @@ func TestZZNoSecretInAnyDaemonLog(t *testing.T) {
 		log := string(b)
 		for what, s := range secrets {
 			if i := strings.Index(log, s); i >= 0 {
-				t.Errorf("%s holds the %s: …%s…", p, what, excerpt(log, i))
+				t.Errorf("%s holds the %s: …%s…", p, what, excerpt(log, i, len(s)))
 			}
 		}
 		for _, re := range tokens {
 			if loc := re.FindStringIndex(log); loc != nil {
-				t.Errorf("%s holds a token (%s): …%s…", p, re, excerpt(log, loc[0]))
+				t.Errorf("%s holds a token (%s): …%s…", p, re, excerpt(log, loc[0], loc[1]-loc[0]))
 			}
 		}
 	}
 }
 
-// excerpt is the log line around i, with the secret itself cut short.
-func excerpt(log string, i int) string {
+// excerpt is the log line around the secret at log[i:i+n], with the secret
+// replaced by <SECRET> so that the failure message does not spread it.
+func excerpt(log string, i, n int) string {
 	start := strings.LastIndex(log[:i], "\n") + 1
 	end := strings.Index(log[i:], "\n")
 	if end < 0 {
 		end = len(log) - i
 	}
-	line := log[start : i+end]
-	if len(line) > 200 {
-		line = line[:200]
+	line := log[start:i] + "<SECRET>" + log[min(i+n, i+end):i+end]
+	if len(line) > 300 {
+		line = line[:300]
 	}
 	return line
 }
