@@ -19,34 +19,41 @@ import (
 // Every wharfd log of the whole run is searched for credentials and tokens
 // once all suites have finished. check.v1 deletes each suite's temp
 // directories (where the Daemon harness keeps wharfd.log) when the suite
-// ends, so this file, without changing the harness:
+// ends, so, without changing the harness:
 //
-//   - points TMPDIR at a private directory for the run, so that every
-//     suite's directories (and the registries') live under it;
-//   - sets -check.work, so that check.v1 keeps them;
+//   - TestCollectDaemonLogs (clientinput_logcollect_test.go, a file that
+//     sorts before main_test.go, so it runs after TestMain built the
+//     binaries and before Test runs the suites) points TMPDIR at a private
+//     directory and sets -check.work, so that every suite's directories
+//     are made there and kept;
 //   - TestZZNoSecretInAnyDaemonLog (this file sorts after main_test.go, so
-//     it runs after Test, which runs every suite) reads every wharfd.log
-//     under that directory, then removes the whole directory.
+//     it runs after Test) reads every wharfd.log there, then puts TMPDIR
+//     and -check.work back and removes the directory.
 //
 // A -check.work given on the command line keeps its meaning (the directory
-// is then left in place and its path printed).
+// is then left in place and its path printed). Running only some tests
+// (-run) without both of these just searches nothing.
 
-// logsRoot is the private TMPDIR of this run ("" when it could not be made).
+// logsRoot is the private TMPDIR of this run ("" when not collecting).
 var logsRoot string
 
 // userKeepsWork is true when -check.work was asked for explicitly.
 var userKeepsWork bool
 
-// origTMPDIR is TMPDIR before this run changed it (hadTMPDIR: it was set).
+// origTMPDIR is TMPDIR before collection changed it (hadTMPDIR: it was set).
 var (
 	origTMPDIR string
 	hadTMPDIR  bool
 )
 
-func init() {
-	d, err := os.MkdirTemp("", "wharf-it-")
-	if err != nil {
+// startLogCollection is TestCollectDaemonLogs's work.
+func startLogCollection(t *testing.T) {
+	if logsRoot != "" {
 		return
+	}
+	d, err := os.MkdirTemp("", "wharf-it-logs-")
+	if err != nil {
+		t.Skipf("no private TMPDIR, logs will not be searched: %v", err)
 	}
 	logsRoot = d
 	origTMPDIR, hadTMPDIR = os.LookupEnv("TMPDIR")
@@ -79,7 +86,7 @@ func knownSecrets() map[string]string {
 
 func TestZZNoSecretInAnyDaemonLog(t *testing.T) {
 	if logsRoot == "" {
-		t.Skip("no private TMPDIR: nothing collected")
+		t.Skip("logs were not collected (TestCollectDaemonLogs did not run)")
 	}
 	// Afterwards the harness is as it was: the original TMPDIR, and suites
 	// removing their directories again (so that -count=2 neither fails nor
@@ -94,7 +101,7 @@ func TestZZNoSecretInAnyDaemonLog(t *testing.T) {
 			_ = f.Value.Set(fmt.Sprint(userKeepsWork))
 		}
 		if !userKeepsWork {
-			removeAllButBinaries(root)
+			os.RemoveAll(root)
 		}
 	}(logsRoot)
 	root := logsRoot
@@ -157,24 +164,4 @@ func excerpt(log string, i, n int) string {
 		line = line[:300]
 	}
 	return line
-}
-
-// removeAllButBinaries empties root except the directory TestMain built the
-// binaries in (it removes that one itself, and a -count=2 run still needs
-// them); root goes too when nothing is left. When TestMain built the
-// binaries, an empty root stays behind in the temp dir.
-func removeAllButBinaries(root string) {
-	ents, _ := os.ReadDir(root)
-	kept := false
-	for _, e := range ents {
-		p := filepath.Join(root, e.Name())
-		if bins.Wharfd != "" && strings.HasPrefix(bins.Wharfd, p+string(filepath.Separator)) {
-			kept = true
-			continue
-		}
-		os.RemoveAll(p)
-	}
-	if !kept {
-		os.Remove(root)
-	}
 }
