@@ -8,8 +8,11 @@
 // Files: graph.go (this contract), store.go/content.go (layout, blobs, atomic
 // writes), images.go (image records and tags), lookup.go, inspect.go (the one
 // function that builds ImageInspect for local and remote images), list.go,
-// delete.go, import.go, save.go, load.go — and remote.go, pull.go, push.go,
-// login.go for the registry side.
+// history.go, tag.go, delete.go, events.go, changes.go/import.go, save.go,
+// archive.go/load.go, bomb.go (the decompression cap), check.go (the store
+// check behind `wharf system check` and start-up) — and remote.go,
+// remote_inspect.go, distribution.go, pull.go, pull_layers.go, push.go,
+// progress.go, login.go for the registry side.
 package graph
 
 import (
