@@ -113,9 +113,10 @@ func (e *env) client() *testregistry.Client {
 
 // fixtures are the images the bench pushes.
 type fixtures struct {
-	small     *testregistry.Image // bench/small:1 and bench/repo-N:1
-	multi     *testregistry.Index // bench/multi:1, 4 platforms
-	big       *testregistry.Image // bench/big:1, 8 × 32 MiB
+	small     *testregistry.Image   // bench/small:1
+	repoImgs  []*testregistry.Image // bench/repo-N:1
+	multi     *testregistry.Index   // bench/multi:1, 4 platforms
+	big       *testregistry.Image   // bench/big:1, 8 × 32 MiB
 	tp        []*testregistry.Image
 	newRepos  int
 	tpRepos   int
@@ -132,8 +133,15 @@ func pushFixtures(ctx context.Context, e *env, quick bool) (*fixtures, error) {
 	if err := c.PushImage(ctx, "bench/small", "1", f.small); err != nil {
 		return nil, err
 	}
+	// Each new repository holds its own image, so that its config is not
+	// in the daemon's content cache already: the full ≤ 3 of the budget.
 	for i := 0; i < f.newRepos; i++ {
-		if err := c.PushImage(ctx, fmt.Sprintf("bench/repo-%d", i), "1", f.small); err != nil {
+		img, err := testregistry.NewImage(testregistry.ImageOptions{Labels: map[string]string{"repo": fmt.Sprint(i)}})
+		if err != nil {
+			return nil, err
+		}
+		f.repoImgs = append(f.repoImgs, img)
+		if err := c.PushImage(ctx, fmt.Sprintf("bench/repo-%d", i), "1", img); err != nil {
 			return nil, err
 		}
 	}

@@ -130,7 +130,7 @@ func caseRemote(ctx context.Context, e *env, f *fixtures, iters, warmIters int, 
 				return err
 			}
 			repo := fmt.Sprintf("%s/bench/repo-%d:1", e.host, i%f.newRepos)
-			if err := e.measure(ctx, d, &newRepo, repo, f.small.ID(), hc); err != nil {
+			if err := e.measure(ctx, d, &newRepo, repo, f.repoImgs[i%f.newRepos].ID(), hc); err != nil {
 				return err
 			}
 			for j := 0; j < warmIters; j++ {
