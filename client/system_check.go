@@ -4,25 +4,15 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+
+	"github.com/wharfproject/wharf/api/types"
 )
 
-// CheckProblem is one problem the store check found.
-type CheckProblem struct {
-	// Kind: missing-blob, size-mismatch, digest-mismatch, bad-manifest,
-	// index-mismatch, dangling-tag or stray-file.
-	Kind    string `json:"Kind"`
-	Image   string `json:"Image,omitempty"`
-	Object  string `json:"Object,omitempty"`
-	Message string `json:"Message"`
-}
-
-// CheckReport is the result of the store check.
-type CheckReport struct {
-	Full     bool
-	Images   int
-	Blobs    int
-	Problems []CheckProblem
-}
+// CheckProblem and CheckReport are the wire types of the store check.
+type (
+	CheckProblem = types.CheckProblem
+	CheckReport  = types.CheckReport
+)
 
 // SystemCheck calls GET /wharf/system/check (wharf's own endpoint): it
 // verifies every image's blobs and, when full, hashes every blob.

@@ -24,6 +24,8 @@ import (
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/wharfproject/wharf/api/types"
 )
 
 // Problem kinds reported by Check.
@@ -37,28 +39,11 @@ const (
 	ProblemStrayFile      = "stray-file"      // a file under blobs/ whose name is not a digest
 )
 
-// CheckProblem is one thing wrong in the store.
-type CheckProblem struct {
-	// Kind is one of the Problem* constants.
-	Kind string `json:"Kind"`
-	// Image is the image ID concerned ("" for store-wide problems).
-	Image string `json:"Image,omitempty"`
-	// Object is the blob digest, reference or file concerned.
-	Object string `json:"Object,omitempty"`
-	// Message says what is wrong, with the numbers.
-	Message string `json:"Message"`
-}
-
-// CheckReport is the result of Check.
-type CheckReport struct {
-	// Full is true when every blob was hashed.
-	Full bool
-	// Images and Blobs are what was examined.
-	Images int
-	Blobs  int
-	// Problems is empty (not nil) for a healthy store.
-	Problems []CheckProblem
-}
+// CheckProblem and CheckReport are the wire types of the store check.
+type (
+	CheckProblem = types.CheckProblem
+	CheckReport  = types.CheckReport
+)
 
 // Check verifies the store; full also hashes every blob. A store in use
 // changes under the check: a blob removed by a concurrent rmi while it is

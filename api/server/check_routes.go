@@ -6,6 +6,8 @@ import (
 	"net/http"
 
 	"github.com/containerd/errdefs"
+
+	"github.com/wharfproject/wharf/api/types"
 )
 
 // The store check is wharf's own endpoint, not a Docker one:
@@ -15,21 +17,11 @@ import (
 // It answers 200 with a CheckReport whether or not problems were found
 // (the CLI exits 1 when Problems is not empty); full=0 skips hashing.
 
-// CheckProblem is one thing wrong in the store (graph.CheckProblem on the wire).
-type CheckProblem struct {
-	Kind    string `json:"Kind"`
-	Image   string `json:"Image,omitempty"`
-	Object  string `json:"Object,omitempty"`
-	Message string `json:"Message"`
-}
-
-// CheckReport is the answer of GET /wharf/system/check.
-type CheckReport struct {
-	Full     bool
-	Images   int
-	Blobs    int
-	Problems []CheckProblem
-}
+// CheckProblem and CheckReport are the wire types of the store check.
+type (
+	CheckProblem = types.CheckProblem
+	CheckReport  = types.CheckReport
+)
 
 // CheckBackend runs the store check. It is separate from Backend so that
 // backends without a store (tests, fakes) need not implement it: the route

@@ -1,0 +1,26 @@
+package types
+
+// CheckProblem is one thing wrong in the local store, as GET
+// /wharf/system/check reports it.
+type CheckProblem struct {
+	// Kind: missing-blob, size-mismatch, digest-mismatch, bad-manifest,
+	// index-mismatch, dangling-tag or stray-file.
+	Kind string `json:"Kind"`
+	// Image is the image ID concerned ("" for store-wide problems).
+	Image string `json:"Image,omitempty"`
+	// Object is the blob digest, reference or file concerned.
+	Object string `json:"Object,omitempty"`
+	// Message says what is wrong, with the numbers.
+	Message string `json:"Message"`
+}
+
+// CheckReport is the answer of GET /wharf/system/check.
+type CheckReport struct {
+	// Full is true when every blob was hashed.
+	Full bool
+	// Images and Blobs are what was examined.
+	Images int
+	Blobs  int
+	// Problems is empty (not nil) for a healthy store.
+	Problems []CheckProblem
+}
