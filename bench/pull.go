@@ -16,6 +16,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/wharfproject/wharf/internal/testregistry"
 )
 
 // pull is POST /images/create?fromImage=NAME&tag=TAG, reading the progress
@@ -56,45 +58,23 @@ func (e *env) pull(ctx context.Context, d *wharfd, name, tag string) (time.Durat
 // download fetches every layer of img in parallel to io.Discard with a plain
 // Go HTTP client and a bearer token: the floor for a pull.
 func (e *env) download(ctx context.Context, f *fixtures) (time.Duration, error) {
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
-	defer hc.CloseIdleConnections()
-	start := time.Now()
-	tok, err := e.token(ctx, hc, "bench/big")
-	if err != nil {
-		return 0, err
-	}
-	var wg sync.WaitGroup
-	errs := make([]error, len(f.big.Layers))
-	for i, l := range f.big.Layers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+e.host+"/v2/bench/big/blobs/"+l.Digest, nil)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			req.Header.Set("Authorization", "Bearer "+tok)
-			resp, err := hc.Do(req)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			defer resp.Body.Close()
-			n, err := io.Copy(io.Discard, resp.Body)
-			if err == nil && (resp.StatusCode != http.StatusOK || n != int64(len(l.Data))) {
-				err = fmt.Errorf("blob %s: status %d, %d bytes", l.Digest, resp.StatusCode, n)
-			}
-			errs[i] = err
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
+	return e.eachLayer(ctx, f, func(hc *http.Client, tok string, l testregistry.Blob) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+e.host+"/v2/bench/big/blobs/"+l.Digest, nil)
 		if err != nil {
-			return 0, err
+			return err
 		}
-	}
-	return time.Since(start), nil
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		n, err := io.Copy(io.Discard, resp.Body)
+		if err == nil && (resp.StatusCode != http.StatusOK || n != int64(len(l.Data))) {
+			err = fmt.Errorf("blob %s: status %d, %d bytes", l.Digest, resp.StatusCode, n)
+		}
+		return err
+	})
 }
 
 // downloadStore is download plus what a pull must add: each layer's sha256
@@ -102,6 +82,15 @@ func (e *env) download(ctx context.Context, f *fixtures) (time.Duration, error) 
 // system, fsynced, renamed into place and the directory fsynced. The floor
 // for the whole job with a plain Go client, all layers in parallel.
 func (e *env) downloadStore(ctx context.Context, f *fixtures, dir string) (time.Duration, error) {
+	return e.eachLayer(ctx, f, func(hc *http.Client, tok string, l testregistry.Blob) error {
+		return fetchStore(ctx, hc, "http://"+e.host+"/v2/bench/big/blobs/"+l.Digest, tok, l.Digest, dir)
+	})
+}
+
+// eachLayer times fetch run on every layer of the big image in parallel, with
+// one plain Go client and one bearer token (fetched inside the timing, as a
+// pull must).
+func (e *env) eachLayer(ctx context.Context, f *fixtures, fetch func(hc *http.Client, tok string, l testregistry.Blob) error) (time.Duration, error) {
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
 	defer hc.CloseIdleConnections()
 	start := time.Now()
@@ -115,7 +104,7 @@ func (e *env) downloadStore(ctx context.Context, f *fixtures, dir string) (time.
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = fetchStore(ctx, hc, "http://"+e.host+"/v2/bench/big/blobs/"+l.Digest, tok, l.Digest, dir)
+			errs[i] = fetch(hc, tok, l)
 		}()
 	}
 	wg.Wait()
