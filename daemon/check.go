@@ -31,11 +31,11 @@ func (d *Daemon) SystemCheck(ctx context.Context, full bool) (*server.CheckRepor
 }
 
 func toServerReport(rep *graph.CheckReport) *server.CheckReport {
-	out := &server.CheckReport{Full: rep.Full, Images: rep.Images, Blobs: rep.Blobs, Problems: make([]server.CheckProblem, 0, len(rep.Problems))}
-	for _, p := range rep.Problems {
-		out.Problems = append(out.Problems, server.CheckProblem(p))
+	out := *rep
+	if out.Problems == nil {
+		out.Problems = []server.CheckProblem{}
 	}
-	return out
+	return &out
 }
 
 // maxStartupProblemsLogged bounds the start-up log: a store with thousands

@@ -4,7 +4,9 @@ package types
 // /wharf/system/check reports it.
 type CheckProblem struct {
 	// Kind: missing-blob, size-mismatch, digest-mismatch, bad-manifest,
-	// index-mismatch, dangling-tag or stray-file.
+	// index-mismatch, dangling-tag, stray-file or unreferenced-blob (a blob
+	// that no image record and no operation in progress uses: an orphan,
+	// which garbage collection or `wharf system prune` reclaims).
 	Kind string `json:"Kind"`
 	// Image is the image ID concerned ("" for store-wide problems).
 	Image string `json:"Image,omitempty"`
@@ -21,6 +23,10 @@ type CheckReport struct {
 	// Images and Blobs are what was examined.
 	Images int
 	Blobs  int
+	// UnreferencedBlobs and UnreferencedBytes count the orphans among
+	// Blobs (each is also listed in Problems as unreferenced-blob).
+	UnreferencedBlobs int
+	UnreferencedBytes int64
 	// Problems is empty (not nil) for a healthy store.
 	Problems []CheckProblem
 }
