@@ -3,6 +3,7 @@ package graph
 import (
 	"archive/tar"
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -12,6 +13,8 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/wharfproject/wharf/graph/store"
 )
 
 // Caps on what an archive for docker load may hold in memory.
@@ -31,19 +34,22 @@ const (
 // Nothing is ever written under a name taken from the archive: blobs go
 // through the store by digest only.
 type loadArchive struct {
-	files   map[string][]byte
-	blobs   map[string]ocispec.Descriptor
-	links   map[string]string
-	created []digest.Digest // blobs this archive added to the store
-	meta    int64
+	lease *store.Lease // pins every blob the archive stages or names
+	files map[string][]byte
+	blobs map[string]ocispec.Descriptor
+	links map[string]string
+	meta  int64
+
+	budget  *decompressBudget              // shared by every DiffID computation of the load
+	diffIDs map[digest.Digest]diffIDResult // layer digest → DiffID, computed once
 }
 
 // readArchive reads a docker-save or OCI-layout tar (plain or compressed).
 // Entries whose names are absolute or contain "..", and links whose targets
 // leave the archive, make the whole archive InvalidArgument.
-func (l *localStore) readArchive(ctx context.Context, r io.Reader) (*loadArchive, error) {
-	a := &loadArchive{files: map[string][]byte{}, blobs: map[string]ocispec.Descriptor{}, links: map[string]string{}}
-	stream, err := decompress(bufio.NewReaderSize(r, 64<<10), l.bombLimit)
+func (s *Store) readArchive(ctx context.Context, lease *store.Lease, r io.Reader) (*loadArchive, error) {
+	a := &loadArchive{lease: lease, files: map[string][]byte{}, blobs: map[string]ocispec.Descriptor{}, links: map[string]string{}}
+	stream, err := decompress(bufio.NewReaderSize(r, 64<<10), s.bombLimit)
 	if err != nil {
 		return a, err
 	}
@@ -85,7 +91,7 @@ func (l *localStore) readArchive(ctx context.Context, r io.Reader) (*loadArchive
 			}
 			a.links[name] = target
 		case tar.TypeReg, tar.TypeRegA:
-			if err := l.stageFile(ctx, a, name, hdr, tr); err != nil {
+			if err := s.stageFile(ctx, a, name, hdr, tr); err != nil {
 				return a, err
 			}
 		default:
@@ -97,45 +103,37 @@ func (l *localStore) readArchive(ctx context.Context, r io.Reader) (*loadArchive
 // stageFile stores one regular file: blobs/<alg>/<hex> as the blob it
 // names (verified), layer tars as blobs by their computed digest, small
 // files in memory; anything else is skipped.
-func (l *localStore) stageFile(ctx context.Context, a *loadArchive, name string, hdr *tar.Header, r io.Reader) error {
+func (s *Store) stageFile(ctx context.Context, a *loadArchive, name string, hdr *tar.Header, r io.Reader) error {
 	if d, ok := blobName(name); ok {
 		desc := ocispec.Descriptor{Digest: d, Size: hdr.Size}
-		created, err := l.writeBlob(ctx, desc, r)
-		if err != nil {
+		if _, err := a.lease.WriteBlob(ctx, desc, r); err != nil {
 			return fmt.Errorf("invalid archive: %s: %w", name, err)
-		}
-		if created {
-			a.created = append(a.created, d)
 		}
 		a.blobs[name] = desc
 		return nil
 	}
 	if strings.HasSuffix(name, ".tar") || strings.HasSuffix(name, ".tar.gz") {
-		w, err := l.newIngestion(digest.SHA256)
+		w, err := a.lease.Ingest(digest.SHA256)
 		if err != nil {
 			return err
 		}
-		defer w.abort()
-		if _, err := copyCtx(ctx, w, io.LimitReader(r, hdr.Size)); err != nil {
+		defer w.Abort()
+		if _, err := store.CopyCtx(ctx, w, io.LimitReader(r, hdr.Size)); err != nil {
 			return invalidTar(err)
 		}
-		d := w.digester.Digest()
-		existed := l.hasBlob(d)
-		if _, err := w.commit(hdr.Size, ""); err != nil {
+		d, _, err := w.Commit(hdr.Size, "")
+		if err != nil {
 			return invalidTar(err)
-		}
-		if !existed {
-			a.created = append(a.created, d)
 		}
 		a.blobs[name] = ocispec.Descriptor{Digest: d, Size: hdr.Size}
 		return nil
 	}
-	limit := int64(maxConfigSize)
-	if name == "manifest.json" || name == indexFile {
-		limit = maxManifestSize
+	limit := int64(store.MaxConfigSize)
+	if name == "manifest.json" || name == store.IndexFile {
+		limit = store.MaxManifestSize
 	}
 	if hdr.Size > limit {
-		if name == "manifest.json" || name == indexFile || strings.HasSuffix(name, ".json") || strings.HasSuffix(name, "/json") {
+		if name == "manifest.json" || name == store.IndexFile || strings.HasSuffix(name, ".json") || strings.HasSuffix(name, "/json") {
 			return fmt.Errorf("invalid archive: %s too large: %d bytes > %d%.0w", name, hdr.Size, limit, errdefs.ErrInvalidArgument)
 		}
 		return nil // not metadata; skipped
@@ -164,11 +162,11 @@ func cleanArchiveName(name string) (string, error) {
 // blobName parses "blobs/<alg>/<hex>" into a validated digest.
 func blobName(name string) (digest.Digest, bool) {
 	parts := strings.Split(name, "/")
-	if len(parts) != 3 || parts[0] != blobsDir {
+	if len(parts) != 3 || parts[0] != store.BlobsDir {
 		return "", false
 	}
 	d := digest.Digest(parts[1] + ":" + parts[2])
-	if validateDigest(d) != nil {
+	if store.ValidateDigest(d) != nil {
 		return "", false
 	}
 	return d, true
@@ -191,7 +189,8 @@ func (a *loadArchive) resolve(name string) (string, error) {
 }
 
 // content returns the bytes of the archive file name (≤ max).
-func (l *localStore) archiveContent(a *loadArchive, name string, max int64) ([]byte, error) {
+func (s *Store) archiveContent(a *loadArchive, name string, max int64) ([]byte, error) {
+	l := s.st
 	n, err := a.resolve(name)
 	if err != nil {
 		return nil, err
@@ -203,14 +202,14 @@ func (l *localStore) archiveContent(a *loadArchive, name string, max int64) ([]b
 		return b, nil
 	}
 	if d, ok := a.blobs[n]; ok {
-		return l.readBlob(d.Digest, max)
+		return l.ReadBlob(d.Digest, max)
 	}
 	return nil, fmt.Errorf("invalid archive: %s not found%.0w", name, errdefs.ErrInvalidArgument)
 }
 
 // archiveBlob returns the stored blob for the archive file name, storing
 // a small in-memory file as a blob when needed.
-func (l *localStore) archiveBlob(ctx context.Context, a *loadArchive, name string) (ocispec.Descriptor, error) {
+func (s *Store) archiveBlob(ctx context.Context, a *loadArchive, name string) (ocispec.Descriptor, error) {
 	n, err := a.resolve(name)
 	if err != nil {
 		return ocispec.Descriptor{}, err
@@ -220,12 +219,8 @@ func (l *localStore) archiveBlob(ctx context.Context, a *loadArchive, name strin
 	}
 	if b, ok := a.files[n]; ok {
 		d := ocispec.Descriptor{Digest: digest.FromBytes(b), Size: int64(len(b))}
-		created, err := l.writeBlob(ctx, d, strings.NewReader(string(b)))
-		if err != nil {
+		if _, err := a.lease.WriteBlob(ctx, d, bytes.NewReader(b)); err != nil {
 			return d, err
-		}
-		if created {
-			a.created = append(a.created, d.Digest)
 		}
 		a.blobs[n] = d
 		return d, nil

@@ -65,3 +65,31 @@ func (g *bombGuard) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// decompressBudget is one cap shared by every decompression of one request
+// (the DiffIDs of a load): slack + ratio × the bytes the client sent in
+// all, so that naming many (or the same) bomb layers buys no more work than
+// one archive of that size may cost.
+type decompressBudget struct {
+	in  *countingReader // the request body
+	lim decompressLimit
+	n   int64
+}
+
+func (b *decompressBudget) guard(out io.Reader) io.Reader { return &budgetReader{b: b, r: out} }
+
+type budgetReader struct {
+	b *decompressBudget
+	r io.Reader
+}
+
+func (br *budgetReader) Read(p []byte) (int, error) {
+	n, err := br.r.Read(p)
+	b := br.b
+	b.n += int64(n)
+	if max := b.lim.slack + b.lim.ratio*b.in.n; b.n > max {
+		return n, fmt.Errorf("the archive's layers decompress to more than %d bytes for %d bytes sent (limit: %d bytes + %d× the archive's size): refusing a decompression bomb%.0w",
+			b.n, b.in.n, b.lim.slack, b.lim.ratio, errdefs.ErrInvalidArgument)
+	}
+	return n, err
+}

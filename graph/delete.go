@@ -14,6 +14,8 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/wharfproject/wharf/api/types"
+
+	"github.com/wharfproject/wharf/graph/store"
 )
 
 // ImageDelete answers DELETE /images/{name} like dockerd:
@@ -26,84 +28,64 @@ import (
 // Blobs that no remaining image uses are removed unless prune is false
 // (noprune=1).
 func (s *Store) ImageDelete(ctx context.Context, name string, force, prune bool) ([]image.DeleteResponse, error) {
-	l := s.local
-	l.mu.Lock()
-	rec, err := l.lookupLocked(name)
-	if err != nil {
-		l.mu.Unlock()
-		return nil, err
-	}
-	labels := l.labelsOf(rec)
-	id := rec.ID
 	var (
 		resp []image.DeleteResponse
 		evs  []imageEvent
 	)
-	untag := func(ref string) {
-		l.dropRef(ref)
-		resp = append(resp, image.DeleteResponse{Untagged: familiar(ref)})
-		evs = append(evs, newImageEvent(id.String(), events.ActionUnTag, id.String(), labels))
-	}
-	byRef, refStr := deleteRef(name, id, l.refs)
-	if byRef {
-		untag(refStr)
-		if !strings.Contains(refStr, "@") {
-			repo := repoName(refStr)
-			if !hasTagIn(rec, repo) {
-				for _, d := range append([]string{}, rec.RepoDigests...) {
-					if repoName(d) == repo {
-						untag(d)
+	_, err := s.st.Update(prune, func(tx *store.Txn) error {
+		resp, evs = nil, nil
+		rec, err := tx.Lookup(name)
+		if err != nil {
+			return err
+		}
+		labels := s.labelsOf(rec)
+		id := rec.ID
+		untag := func(ref string) {
+			tx.DropRef(ref)
+			resp = append(resp, image.DeleteResponse{Untagged: familiar(ref)})
+			evs = append(evs, newImageEvent(id.String(), events.ActionUnTag, id.String(), labels))
+		}
+		byRef, refStr := deleteRef(name, id, tx.RefTarget)
+		if byRef {
+			untag(refStr)
+			if !strings.Contains(refStr, "@") {
+				repo := repoName(refStr)
+				if !hasTagIn(rec, repo) {
+					for _, d := range append([]string{}, rec.RepoDigests...) {
+						if repoName(d) == repo {
+							untag(d)
+						}
 					}
 				}
 			}
+			if len(rec.RepoTags)+len(rec.RepoDigests) > 0 {
+				return nil
+			}
+		} else {
+			refs := append(append([]string{}, rec.RepoTags...), rec.RepoDigests...)
+			if !force && !isSingleReference(rec) {
+				return fmt.Errorf("conflict: unable to delete %s (must be forced) - image is referenced in multiple repositories%.0w",
+					id.Encoded()[:12], errdefs.ErrConflict)
+			}
+			for _, r := range refs {
+				untag(r)
+			}
 		}
-		if len(rec.RepoTags)+len(rec.RepoDigests) > 0 {
-			l.reindex()
-			err := l.persist()
-			l.mu.Unlock()
-			s.emitEvents(ctx, evs...)
-			return resp, err
-		}
-	} else {
-		refs := append(append([]string{}, rec.RepoTags...), rec.RepoDigests...)
-		if !force && !isSingleReference(rec) {
-			l.mu.Unlock()
-			return nil, fmt.Errorf("conflict: unable to delete %s (must be forced) - image is referenced in multiple repositories%.0w",
-				id.Encoded()[:12], errdefs.ErrConflict)
-		}
-		for _, r := range refs {
-			untag(r)
-		}
+		tx.Delete(id)
+		resp = append(resp, image.DeleteResponse{Deleted: id.String()})
+		evs = append(evs, newImageEvent(id.String(), events.ActionDelete, id.String(), nil))
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	_, err = l.removeImage(rec, prune)
-	resp = append(resp, image.DeleteResponse{Deleted: id.String()})
-	evs = append(evs, newImageEvent(id.String(), events.ActionDelete, id.String(), nil))
-	l.mu.Unlock()
 	s.emitEvents(ctx, evs...)
-	return resp, err
-}
-
-// removeImage drops rec and, when prune, the blobs only it used; mu is held
-// for writing. It returns the bytes freed.
-func (l *localStore) removeImage(rec *ImageRecord, prune bool) (int64, error) {
-	candidates := l.blobsOf(rec)
-	for _, r := range append(append([]string{}, rec.RepoTags...), rec.RepoDigests...) {
-		l.dropRef(r)
-	}
-	delete(l.images, rec.ID)
-	l.reindex()
-	if err := l.persist(); err != nil {
-		return 0, err
-	}
-	if !prune {
-		return 0, nil
-	}
-	return l.collectGarbage(candidates), nil
+	return resp, nil
 }
 
 // deleteRef decides whether name deletes by reference (and which) or by
 // ID, as dockerd's isImageIDPrefix does.
-func deleteRef(name string, id digest.Digest, refs map[string]digest.Digest) (bool, string) {
+func deleteRef(name string, id digest.Digest, refTarget func(string) (digest.Digest, bool)) (bool, string) {
 	if strings.HasPrefix(id.String(), name) || strings.HasPrefix(id.Encoded(), name) {
 		return false, ""
 	}
@@ -117,7 +99,7 @@ func deleteRef(name string, id digest.Digest, refs map[string]digest.Digest) (bo
 			s = d.String()
 		}
 	}
-	if refs[s] != id {
+	if got, _ := refTarget(s); got != id {
 		// name@digest matched through the target digest, not a recorded
 		// reference: treat it like the ID.
 		return false, ""
@@ -183,62 +165,51 @@ func (s *Store) ImagesPrune(ctx context.Context, filters types.Filters) (*image.
 	}
 	labels, notLabels := filters.Values("label"), filters.Values("label!")
 
-	l := s.local
 	report := &image.PruneReport{}
 	var evs []imageEvent
-	l.mu.Lock()
-	var victims []*ImageRecord
-	for _, rec := range l.images {
-		if dangling && len(rec.RepoTags) > 0 {
-			continue
-		}
-		meta, err := l.metaFor(rec)
-		if err != nil {
-			continue
-		}
-		if !until.IsZero() && !meta.cfg.created().Before(until) {
-			continue
-		}
-		if !matchLabels(meta.cfg.Config.Labels, labels) {
-			continue
-		}
-		if len(notLabels) > 0 && anyLabel(meta.cfg.Config.Labels, notLabels) {
-			continue
-		}
-		victims = append(victims, rec)
-	}
-	var candidates []digestList
-	for _, rec := range victims {
-		candidates = append(candidates, l.blobsOf(rec))
-		for _, r := range append(append([]string{}, rec.RepoTags...), rec.RepoDigests...) {
-			l.dropRef(r)
-			report.ImagesDeleted = append(report.ImagesDeleted, image.DeleteResponse{Untagged: familiar(r)})
-			evs = append(evs, newImageEvent(rec.ID.String(), events.ActionUnTag, rec.ID.String(), nil))
-		}
-		delete(l.images, rec.ID)
-		report.ImagesDeleted = append(report.ImagesDeleted, image.DeleteResponse{Deleted: rec.ID.String()})
-		evs = append(evs, newImageEvent(rec.ID.String(), events.ActionDelete, rec.ID.String(), nil))
-	}
-	if len(victims) > 0 {
-		l.reindex()
-		if err = l.persist(); err == nil {
-			var all digestList
-			for _, c := range candidates {
-				all = append(all, c...)
+	freed, err := s.st.Update(true, func(tx *store.Txn) error {
+		report.ImagesDeleted, evs = nil, nil
+		for _, rec := range tx.Images() {
+			if dangling && len(rec.RepoTags) > 0 {
+				continue
 			}
-			report.SpaceReclaimed = uint64(l.collectGarbage(all))
+			meta, err := s.st.Meta(rec)
+			if err != nil {
+				continue
+			}
+			if !until.IsZero() && !meta.Config.CreatedTime().Before(until) {
+				continue
+			}
+			if !matchLabels(meta.Config.Config.Labels, labels) {
+				continue
+			}
+			if len(notLabels) > 0 && anyLabel(meta.Config.Config.Labels, notLabels) {
+				continue
+			}
+			for _, r := range append(append([]string{}, rec.RepoTags...), rec.RepoDigests...) {
+				report.ImagesDeleted = append(report.ImagesDeleted, image.DeleteResponse{Untagged: familiar(r)})
+				evs = append(evs, newImageEvent(rec.ID.String(), events.ActionUnTag, rec.ID.String(), nil))
+			}
+			tx.Delete(rec.ID)
+			report.ImagesDeleted = append(report.ImagesDeleted, image.DeleteResponse{Deleted: rec.ID.String()})
+			evs = append(evs, newImageEvent(rec.ID.String(), events.ActionDelete, rec.ID.String(), nil))
 		}
-	}
-	l.mu.Unlock()
-	evs = append(evs, imageEvent{action: events.ActionPrune, attrs: map[string]string{"reclaimed": strconv.FormatUint(report.SpaceReclaimed, 10)}})
-	s.emitEvents(ctx, evs...)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
+	// Prune also reclaims orphans: blobs that no image and no operation in
+	// progress uses (left by a crash, or by a version before leases).
+	_, orphanBytes, err := s.st.CollectAll(ctx)
+	if err != nil {
+		return nil, err
+	}
+	report.SpaceReclaimed = uint64(freed + orphanBytes)
+	evs = append(evs, imageEvent{action: events.ActionPrune, attrs: map[string]string{"reclaimed": strconv.FormatUint(report.SpaceReclaimed, 10)}})
+	s.emitEvents(ctx, evs...)
 	return report, nil
 }
-
-type digestList = []digest.Digest
 
 // anyLabel reports whether have matches one of the "k" / "k=v" in want.
 func anyLabel(have map[string]string, want []string) bool {

@@ -36,10 +36,10 @@ func (s *Store) emitEvents(ctx context.Context, evs ...imageEvent) {
 }
 
 // labelsOf returns the config labels of rec (nil when unreadable).
-func (l *localStore) labelsOf(rec *ImageRecord) map[string]string {
-	m, err := l.metaFor(rec)
+func (s *Store) labelsOf(rec *ImageRecord) map[string]string {
+	m, err := s.st.Meta(rec)
 	if err != nil {
 		return nil
 	}
-	return m.cfg.Config.Labels
+	return m.Config.Config.Labels
 }

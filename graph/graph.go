@@ -17,6 +17,9 @@ package graph
 
 import (
 	"context"
+	"github.com/distribution/reference"
+	"github.com/opencontainers/image-spec/specs-go"
+	"io"
 	"time"
 
 	"github.com/moby/moby/api/types/events"
@@ -25,6 +28,8 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/wharfproject/wharf/registry"
+
+	"github.com/wharfproject/wharf/graph/store"
 )
 
 // Options configure a Store.
@@ -54,8 +59,12 @@ type Store struct {
 	opts Options
 	log  *logrus.Entry
 
-	local  *localStore  // store.go: layout, content, image records, tags
+	st     *store.Store // graph/store: content, leases, image records, tags, GC
 	remote *remoteState // remote.go: in-flight pulls, shared downloads
+
+	// bombLimit caps decompression of client input (bomb.go); the zero
+	// value is the default, tests lower it.
+	bombLimit decompressLimit
 }
 
 // New opens (creating when needed) the store at opts.Root, cleans the ingest
@@ -68,35 +77,35 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		opts.Logger = logrus.NewEntry(logrus.StandardLogger())
 	}
 	s := &Store{opts: opts, log: opts.Logger}
-	l, err := newLocalStore(ctx, opts)
+	st, err := store.Open(ctx, store.Options{Root: opts.Root, Logger: opts.Logger})
 	if err != nil {
 		return nil, err
 	}
-	s.local = l
+	s.st = st
 	s.remote = newRemoteState(opts)
 	return s, nil
 }
 
 // Close releases the store's resources.
-func (s *Store) Close() error { return s.local.close() }
+func (s *Store) Close() error { return s.st.Close() }
 
-// ImageRecord is one local image: what the tag store and RepoDigests point at.
-type ImageRecord struct {
-	// ID is the image ID: the config digest.
-	ID digest.Digest
-	// Target is the top-level descriptor as pulled or loaded (an index for a
-	// multi-platform pull); RepoDigests pin it.
-	Target ocispec.Descriptor
-	// Manifest is the platform manifest whose config is ID.
-	Manifest ocispec.Descriptor
-	// RepoTags are fully qualified references (docker.io/library/busybox:latest);
-	// shown in familiar form on the API.
-	RepoTags []string
-	// RepoDigests are fully qualified name@digest references.
-	RepoDigests []string
-	LastTagTime time.Time
-	Created     time.Time
+// Lookup finds a local image by name, name:tag, name@digest, ID or unique
+// short ID (see store.Store.Lookup). The record is a copy.
+func (s *Store) Lookup(ctx context.Context, name string) (*ImageRecord, error) {
+	return s.st.Lookup(name)
 }
+
+// HasBlob reports whether the blob is in the store.
+func (s *Store) HasBlob(d digest.Digest) bool { return s.st.HasBlob(d) }
+
+// OpenBlob opens a stored blob.
+func (s *Store) OpenBlob(d digest.Digest) (io.ReadCloser, int64, error) { return s.st.OpenBlob(d) }
+
+// Count returns the number of images (for /info).
+func (s *Store) Count() int { return s.st.Count() }
+
+// ImageRecord is one local image (graph/store owns the type).
+type ImageRecord = store.ImageRecord
 
 // InspectSource is everything BuildInspect needs; local and remote inspect
 // fill it from their own sources and then share one function.
@@ -108,4 +117,42 @@ type InspectSource struct {
 	RepoTags    []string // familiar form
 	RepoDigests []string // familiar form
 	LastTagTime time.Time
+}
+
+// familiarRefs converts fully qualified references to their familiar form.
+func familiarRefs(refs []string) []string {
+	out := make([]string, 0, len(refs))
+	for _, r := range refs {
+		out = append(out, familiar(r))
+	}
+	return out
+}
+
+func familiar(ref string) string {
+	n, err := reference.ParseNormalizedNamed(ref)
+	if err != nil {
+		return ref
+	}
+	return reference.FamiliarString(n)
+}
+
+func specsVersioned() specs.Versioned { return specs.Versioned{SchemaVersion: 2} }
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// CheckProblem and CheckReport are the wire types of the store check.
+type (
+	CheckProblem = store.CheckProblem
+	CheckReport  = store.CheckReport
+)
+
+// Check verifies the store (see store.Store.Check); full also hashes every
+// blob.
+func (s *Store) Check(ctx context.Context, full bool) (*CheckReport, error) {
+	return s.st.Check(ctx, full)
 }

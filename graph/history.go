@@ -8,6 +8,8 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/image"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/wharfproject/wharf/graph/store"
 )
 
 // ImageHistory answers GET /images/{name}/history like dockerd: one entry
@@ -21,20 +23,20 @@ func (s *Store) ImageHistory(ctx context.Context, name string, platform *ocispec
 	}
 	view := *rec
 	if platform != nil {
-		if view.Manifest, err = s.local.manifestForPlatform(rec, *platform); err != nil {
+		if view.Manifest, err = s.manifestForPlatform(rec, *platform); err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 	}
-	meta, err := s.local.metaFor(&view)
+	meta, err := s.st.Meta(&view)
 	if err != nil {
 		return nil, err
 	}
 	return buildHistory(meta, rec)
 }
 
-func buildHistory(meta *imageMeta, rec *ImageRecord) ([]image.HistoryResponseItem, error) {
-	cfg := meta.cfg
-	layers := meta.manifest.Layers
+func buildHistory(meta *store.ImageMeta, rec *ImageRecord) ([]image.HistoryResponseItem, error) {
+	cfg := meta.Config
+	layers := meta.Manifest.Layers
 	hist := cfg.History
 	if len(hist) == 0 {
 		// No history recorded (some hand-made images): one synthetic entry

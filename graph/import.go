@@ -24,6 +24,8 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/api/types"
+
+	"github.com/wharfproject/wharf/graph/store"
 )
 
 // ImportImage answers POST /images/create?fromSrc=-: the body is a rootfs
@@ -51,18 +53,20 @@ func (s *Store) ImportImage(ctx context.Context, src io.Reader, opts types.Impor
 	if p.OS == "" {
 		p = ocispec.Platform{OS: runtime.GOOS, Architecture: runtime.GOARCH}
 	}
-	layer, diffID, err := s.local.ingestRootfs(ctx, src)
+	lease := s.st.NewLease()
+	defer lease.Release()
+	layer, diffID, err := s.ingestRootfs(ctx, lease, src)
 	if err != nil {
 		return err
 	}
 	now := time.Now().UTC()
-	img := imageConfig{Comment: opts.Message}
+	img := store.ImageConfig{Comment: opts.Message}
 	img.Created = &now
 	img.Platform = ocispec.Platform{OS: p.OS, Architecture: p.Architecture, Variant: p.Variant, OSVersion: p.OSVersion}
 	img.RootFS = ocispec.RootFS{Type: "layers", DiffIDs: []digest.Digest{diffID}}
 	img.History = []ocispec.History{{Created: &now, Comment: opts.Message}}
 	img.Config = cfg
-	rec, err := s.local.storeImage(ctx, &img, []ocispec.Descriptor{layer}, false)
+	rec, err := s.storeImage(ctx, lease, &img, []ocispec.Descriptor{layer}, false)
 	if err != nil {
 		return err
 	}
@@ -70,7 +74,7 @@ func (s *Store) ImportImage(ctx context.Context, src io.Reader, opts types.Impor
 		rec.RepoTags = []string{ref.String()}
 		rec.LastTagTime = now
 	}
-	if err := s.local.putImage(*rec); err != nil {
+	if err := s.st.Put(lease, *rec); err != nil {
 		return err
 	}
 	id := rec.ID.String()
@@ -86,22 +90,22 @@ func (s *Store) ImportImage(ctx context.Context, src io.Reader, opts types.Impor
 // storeImage writes the config and a manifest for layers (stored already)
 // and returns the record to put (no references yet). docker=true writes a
 // Docker schema2 manifest and config media type, else OCI.
-func (l *localStore) storeImage(ctx context.Context, img *imageConfig, layers []ocispec.Descriptor, docker bool) (*ImageRecord, error) {
+func (s *Store) storeImage(ctx context.Context, lease *store.Lease, img *store.ImageConfig, layers []ocispec.Descriptor, docker bool) (*ImageRecord, error) {
 	cb, err := json.Marshal(img)
 	if err != nil {
 		return nil, err
 	}
-	return l.storeManifest(ctx, cb, layers, docker)
+	return s.storeManifest(ctx, lease, cb, layers, docker)
 }
 
 // storeManifest stores config bytes cb and a manifest naming them and layers.
-func (l *localStore) storeManifest(ctx context.Context, cb []byte, layers []ocispec.Descriptor, docker bool) (*ImageRecord, error) {
+func (s *Store) storeManifest(ctx context.Context, lease *store.Lease, cb []byte, layers []ocispec.Descriptor, docker bool) (*ImageRecord, error) {
 	cdesc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageConfig, Digest: digest.FromBytes(cb), Size: int64(len(cb))}
 	mt := ocispec.MediaTypeImageManifest
 	if docker {
-		cdesc.MediaType, mt = mediaTypeDockerConfig, mediaTypeDockerManifest
+		cdesc.MediaType, mt = store.MediaTypeDockerConfig, store.MediaTypeDockerManifest
 	}
-	if _, err := l.writeBlob(ctx, cdesc, bytes.NewReader(cb)); err != nil {
+	if _, err := lease.WriteBlob(ctx, cdesc, bytes.NewReader(cb)); err != nil {
 		return nil, err
 	}
 	m := ocispec.Manifest{Versioned: specsVersioned(), MediaType: mt, Config: cdesc, Layers: layers}
@@ -113,7 +117,7 @@ func (l *localStore) storeManifest(ctx context.Context, cb []byte, layers []ocis
 		return nil, err
 	}
 	mdesc := ocispec.Descriptor{MediaType: mt, Digest: digest.FromBytes(mb), Size: int64(len(mb))}
-	if _, err := l.writeBlob(ctx, mdesc, bytes.NewReader(mb)); err != nil {
+	if _, err := lease.WriteBlob(ctx, mdesc, bytes.NewReader(mb)); err != nil {
 		return nil, err
 	}
 	return &ImageRecord{ID: cdesc.Digest, Target: mdesc, Manifest: mdesc, RepoTags: []string{}, RepoDigests: []string{}}, nil
@@ -122,17 +126,17 @@ func (l *localStore) storeManifest(ctx context.Context, cb []byte, layers []ocis
 // ingestRootfs stores the rootfs tar r as a gzip layer blob and returns its
 // descriptor and DiffID. Garbage and tars with ".." entries are
 // InvalidArgument.
-func (l *localStore) ingestRootfs(ctx context.Context, r io.Reader) (ocispec.Descriptor, digest.Digest, error) {
+func (s *Store) ingestRootfs(ctx context.Context, lease *store.Lease, r io.Reader) (ocispec.Descriptor, digest.Digest, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
-	tarStream, err := decompress(br, l.bombLimit)
+	tarStream, err := decompress(br, s.bombLimit)
 	if err != nil {
 		return ocispec.Descriptor{}, "", err
 	}
-	w, err := l.newIngestion(digest.SHA256)
+	w, err := lease.Ingest(digest.SHA256)
 	if err != nil {
 		return ocispec.Descriptor{}, "", err
 	}
-	defer w.abort()
+	defer w.Abort()
 	gz := gzip.NewWriter(w)
 	diff := digest.SHA256.Digester()
 	counted := &countingReader{r: tarStream}
@@ -141,7 +145,7 @@ func (l *localStore) ingestRootfs(ctx context.Context, r io.Reader) (ocispec.Des
 		return ocispec.Descriptor{}, "", err
 	}
 	// The DiffID covers the whole uncompressed stream, padding included.
-	if _, err := io.Copy(io.Discard, tee); err != nil {
+	if _, err := store.CopyCtx(ctx, io.Discard, tee); err != nil {
 		return ocispec.Descriptor{}, "", invalidTar(err)
 	}
 	if counted.n == 0 {
@@ -150,11 +154,12 @@ func (l *localStore) ingestRootfs(ctx context.Context, r io.Reader) (ocispec.Des
 	if err := gz.Close(); err != nil {
 		return ocispec.Descriptor{}, "", err
 	}
-	dgst, err := w.commit(-1, "")
+	size := w.Size()
+	dgst, _, err := w.Commit(-1, "")
 	if err != nil {
 		return ocispec.Descriptor{}, "", err
 	}
-	return ocispec.Descriptor{MediaType: ocispec.MediaTypeImageLayerGzip, Digest: dgst, Size: w.n}, diff.Digest(), nil
+	return ocispec.Descriptor{MediaType: ocispec.MediaTypeImageLayerGzip, Digest: dgst, Size: size}, diff.Digest(), nil
 }
 
 // validateRootfsTar reads every entry of a rootfs tar and refuses names or

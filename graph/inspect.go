@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
-	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	"github.com/moby/moby/api/types/image"
 	"github.com/moby/moby/api/types/storage"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/api/types"
+
+	"github.com/wharfproject/wharf/graph/store"
 )
 
 // graphDriverName is what the local-only GraphDriver field reports: wharf
@@ -21,41 +22,11 @@ import (
 // root rather than pretending to be overlay2.
 const graphDriverName = "oci-layout"
 
-// imageConfig is an image config as found in the wild: an OCI or Docker
-// image config, or a Docker v1 image JSON / schema1 v1Compatibility record
-// (which adds id, parent, container, container_config, docker_version).
-type imageConfig struct {
-	dockerspec.DockerOCIImage
-
-	Comment         string                           `json:"comment,omitempty"`
-	ID              string                           `json:"id,omitempty"`
-	Parent          string                           `json:"parent,omitempty"`
-	Container       string                           `json:"container,omitempty"`
-	ContainerConfig *dockerspec.DockerOCIImageConfig `json:"container_config,omitempty"`
-	DockerVersion   string                           `json:"docker_version,omitempty"`
-}
-
-func parseImageConfig(b []byte) (*imageConfig, error) {
-	var c imageConfig
-	if err := json.Unmarshal(b, &c); err != nil {
-		return nil, fmt.Errorf("parse image config: %v%.0w", err, errdefs.ErrInvalidArgument)
-	}
-	return &c, nil
-}
-
-// created is the config's creation time, zero when unknown.
-func (c *imageConfig) created() time.Time {
-	if c.Created == nil {
-		return time.Time{}
-	}
-	return *c.Created
-}
-
 // BuildInspect builds the ImageInspect of an image; local and remote inspect
 // both call it, so the two agree field for field. GraphDriver and Manifests
 // are local-only and left for the caller.
 func BuildInspect(src InspectSource) (*types.ImageInspect, error) {
-	cfg, err := parseImageConfig(src.Config)
+	cfg, err := store.ParseImageConfig(src.Config)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +45,7 @@ func BuildInspect(src InspectSource) (*types.ImageInspect, error) {
 		// history; OCI configs only have the latter.
 		r.Comment = cfg.History[len(cfg.History)-1].Comment
 	}
-	if t := cfg.created(); !t.IsZero() {
+	if t := cfg.CreatedTime(); !t.IsZero() {
 		r.Created = t.Format(time.RFC3339Nano)
 	}
 	r.Author = cfg.Author
@@ -117,23 +88,23 @@ func (s *Store) ImageInspect(ctx context.Context, name string, opts types.Inspec
 	}
 	manifest := rec.Manifest
 	if opts.Platform != nil {
-		manifest, err = s.local.manifestForPlatform(rec, *opts.Platform)
+		manifest, err = s.manifestForPlatform(rec, *opts.Platform)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 	}
 	view := *rec
 	view.Manifest = manifest
-	meta, err := s.local.metaFor(&view)
+	meta, err := s.st.Meta(&view)
 	if err != nil {
 		return nil, err
 	}
 	target := rec.Target
 	out, err := BuildInspect(InspectSource{
-		ID:          meta.manifest.Config.Digest,
-		Config:      meta.rawCfg,
+		ID:          meta.Manifest.Config.Digest,
+		Config:      meta.RawConfig,
 		Descriptor:  &target,
-		Layers:      meta.manifest.Layers,
+		Layers:      meta.Manifest.Layers,
 		RepoTags:    familiarRefs(rec.RepoTags),
 		RepoDigests: familiarRefs(rec.RepoDigests),
 		LastTagTime: rec.LastTagTime,
@@ -141,23 +112,24 @@ func (s *Store) ImageInspect(ctx context.Context, name string, opts types.Inspec
 	if err != nil {
 		return nil, err
 	}
-	out.GraphDriver = &storage.DriverData{Name: graphDriverName, Data: map[string]string{"Root": s.local.root}}
+	out.GraphDriver = &storage.DriverData{Name: graphDriverName, Data: map[string]string{"Root": s.st.Root()}}
 	if opts.Manifests {
-		out.Manifests = s.local.manifestSummaries(rec)
+		out.Manifests = s.manifestSummaries(rec)
 	}
 	return out, nil
 }
 
 // manifestForPlatform picks the manifest of rec for p: the recorded one
 // when it matches, else a stored entry of the target index.
-func (l *localStore) manifestForPlatform(rec *ImageRecord, p ocispec.Platform) (ocispec.Descriptor, error) {
-	if m, err := l.metaFor(rec); err == nil && platformMatches(p, m.cfg.Platform) {
+func (s *Store) manifestForPlatform(rec *ImageRecord, p ocispec.Platform) (ocispec.Descriptor, error) {
+	l := s.st
+	if m, err := l.Meta(rec); err == nil && platformMatches(p, m.Config.Platform) {
 		return rec.Manifest, nil
 	}
-	if isIndexType(rec.Target.MediaType) {
-		if idx, err := l.readIndex(rec.Target.Digest); err == nil {
+	if store.IsIndexType(rec.Target.MediaType) {
+		if idx, err := l.ReadIndex(rec.Target.Digest); err == nil {
 			for _, d := range idx.Manifests {
-				if d.Platform != nil && platformMatches(p, *d.Platform) && l.hasBlob(d.Digest) {
+				if d.Platform != nil && platformMatches(p, *d.Platform) && l.HasBlob(d.Digest) {
 					return d, nil
 				}
 			}
@@ -167,8 +139,9 @@ func (l *localStore) manifestForPlatform(rec *ImageRecord, p ocispec.Platform) (
 		rec.ID, formatPlatform(p), errdefs.ErrNotFound)
 }
 
-func (l *localStore) readIndex(d digest.Digest) (*ocispec.Index, error) {
-	b, err := l.readBlob(d, maxManifestSize)
+func (s *Store) readIndex(d digest.Digest) (*ocispec.Index, error) {
+	l := s.st
+	b, err := l.ReadBlob(d, store.MaxManifestSize)
 	if err != nil {
 		return nil, err
 	}
@@ -182,18 +155,19 @@ func (l *localStore) readIndex(d digest.Digest) (*ocispec.Index, error) {
 // manifestSummaries lists the manifests of rec's target (API ≥ 1.48
 // manifests=1): the index entries when the target is an index, else the one
 // manifest. Available means the manifest, its config and layers are stored.
-func (l *localStore) manifestSummaries(rec *ImageRecord) []image.ManifestSummary {
+func (s *Store) manifestSummaries(rec *ImageRecord) []image.ManifestSummary {
+	l := s.st
 	var descs []ocispec.Descriptor
-	if isIndexType(rec.Target.MediaType) {
-		if idx, err := l.readIndex(rec.Target.Digest); err == nil {
+	if store.IsIndexType(rec.Target.MediaType) {
+		if idx, err := l.ReadIndex(rec.Target.Digest); err == nil {
 			descs = idx.Manifests
 		}
 	}
 	if len(descs) == 0 {
 		d := rec.Manifest
 		if d.Platform == nil {
-			if m, err := l.metaFor(rec); err == nil {
-				p := m.cfg.Platform
+			if m, err := l.Meta(rec); err == nil {
+				p := m.Config.Platform
 				d.Platform = &p
 			}
 		}
@@ -205,12 +179,12 @@ func (l *localStore) manifestSummaries(rec *ImageRecord) []image.ManifestSummary
 		if d.Annotations["vnd.docker.reference.type"] == "attestation-manifest" {
 			ms.Kind = image.ManifestKindAttestation
 			ms.AttestationData = &image.AttestationProperties{For: digest.Digest(d.Annotations["vnd.docker.reference.digest"])}
-		} else if d.Platform == nil && isIndexType(d.MediaType) {
+		} else if d.Platform == nil && store.IsIndexType(d.MediaType) {
 			ms.Kind = image.ManifestKindUnknown
 		}
 		ms.Available = true
 		var content int64
-		mb, err := l.readBlob(d.Digest, maxManifestSize)
+		mb, err := l.ReadBlob(d.Digest, store.MaxManifestSize)
 		if err != nil {
 			ms.Available = false
 		} else {
@@ -218,7 +192,7 @@ func (l *localStore) manifestSummaries(rec *ImageRecord) []image.ManifestSummary
 			var man ocispec.Manifest
 			if json.Unmarshal(mb, &man) == nil {
 				for _, b := range append([]ocispec.Descriptor{man.Config}, man.Layers...) {
-					if n := l.blobSize(b.Digest); n >= 0 {
+					if n := l.BlobSize(b.Digest); n >= 0 {
 						content += n
 					} else {
 						ms.Available = false

@@ -15,6 +15,8 @@ import (
 	"github.com/moby/moby/api/types/image"
 
 	"github.com/wharfproject/wharf/api/types"
+
+	"github.com/wharfproject/wharf/graph/store"
 )
 
 // imageListFilters are the filters GET /images/json accepts (dockerd's set).
@@ -57,13 +59,13 @@ func (s *Store) Images(ctx context.Context, opts types.ImageListOptions) ([]imag
 	labels := f.Values("label")
 
 	out := []image.Summary{}
-	for _, rec := range s.local.snapshot() {
-		meta, err := s.local.metaFor(rec)
+	for _, rec := range s.st.Snapshot() {
+		meta, err := s.st.Meta(rec)
 		if err != nil {
 			s.log.WithError(err).WithField("image", rec.ID).Warn("list: skip unreadable image")
 			continue
 		}
-		created := meta.cfg.created()
+		created := meta.Config.CreatedTime()
 		if !before.IsZero() && !created.Before(before) {
 			continue
 		}
@@ -73,7 +75,7 @@ func (s *Store) Images(ctx context.Context, opts types.ImageListOptions) ([]imag
 		if !until.IsZero() && !created.Before(until) {
 			continue
 		}
-		if !matchLabels(meta.cfg.Config.Labels, labels) {
+		if !matchLabels(meta.Config.Config.Labels, labels) {
 			continue
 		}
 		sum := summarize(rec, meta)
@@ -90,7 +92,7 @@ func (s *Store) Images(ctx context.Context, opts types.ImageListOptions) ([]imag
 			}
 		}
 		if opts.Manifests {
-			sum.Manifests = s.local.manifestSummaries(rec)
+			sum.Manifests = s.manifestSummaries(rec)
 		}
 		out = append(out, sum)
 	}
@@ -107,46 +109,34 @@ func (s *Store) Images(ctx context.Context, opts types.ImageListOptions) ([]imag
 // containers using the image, 0 on wharf (API ≥ 1.51 reports it; api/server
 // turns it into -1 for older versions, as dockerd does); SharedSize is -1
 // ("not computed").
-func summarize(rec *ImageRecord, meta *imageMeta) image.Summary {
+func summarize(rec *ImageRecord, meta *store.ImageMeta) image.Summary {
 	target := rec.Target
 	target.Data = nil
 	return image.Summary{
 		Containers:  0,
-		Created:     meta.cfg.created().Unix(),
+		Created:     meta.Config.CreatedTime().Unix(),
 		ID:          rec.ID.String(),
-		Labels:      meta.cfg.Config.Labels,
-		ParentID:    meta.cfg.Parent,
+		Labels:      meta.Config.Config.Labels,
+		ParentID:    meta.Config.Parent,
 		Descriptor:  &target,
 		RepoDigests: familiarRefs(rec.RepoDigests),
 		RepoTags:    familiarRefs(rec.RepoTags),
 		SharedSize:  -1,
-		Size:        meta.size,
+		Size:        meta.Size,
 	}
-}
-
-// snapshot copies the records (under the read lock) so callers can read
-// blobs without holding it.
-func (l *localStore) snapshot() []*ImageRecord {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	out := make([]*ImageRecord, 0, len(l.images))
-	for _, r := range l.images {
-		out = append(out, cloneRecord(r))
-	}
-	return out
 }
 
 // createdOf is the config creation time of the image name (before/since).
 func (s *Store) createdOf(name string) (time.Time, error) {
-	rec, err := s.local.lookup(name)
+	rec, err := s.st.Lookup(name)
 	if err != nil {
 		return time.Time{}, err
 	}
-	meta, err := s.local.metaFor(rec)
+	meta, err := s.st.Meta(rec)
 	if err != nil {
 		return time.Time{}, err
 	}
-	return meta.cfg.created(), nil
+	return meta.Config.CreatedTime(), nil
 }
 
 // filterRefs keeps the familiar references matching one of the glob
@@ -223,7 +213,7 @@ func parseTimestamp(v string, now time.Time) (time.Time, error) {
 // DiskUsage returns the bytes of all stored blobs and the image summaries.
 func (s *Store) DiskUsage(ctx context.Context) (*types.DiskUsage, error) {
 	var total int64
-	err := filepath.WalkDir(filepath.Join(s.local.root, blobsDir), func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(filepath.Join(s.st.Root(), store.BlobsDir), func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}

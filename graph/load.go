@@ -18,6 +18,8 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/api/types"
+
+	"github.com/wharfproject/wharf/graph/store"
 )
 
 // loadedImage is one image found in an archive, with its references.
@@ -41,37 +43,42 @@ type loadedImage struct {
 // sha256:…" when untagged — also when quiet, as dockerd does; without
 // quiet a "Loading layer" line per layer comes first.
 func (s *Store) LoadImage(ctx context.Context, r io.Reader, quiet bool, out types.ProgressWriter) error {
-	l := s.local
-	arc, err := l.readArchive(ctx, r)
+	// The lease pins every blob the archive stages or names until the
+	// images are recorded; releasing it collects what no image ended up
+	// using (a failed load, or extra files).
+	lease := s.st.NewLease()
+	defer lease.Release()
+	in := &countingReader{r: r}
+	arc, err := s.readArchive(ctx, lease, in)
 	var imgs []*loadedImage
 	if err == nil {
+		// DiffIDs are computed once per layer digest, and all of them
+		// together may decompress no more than the cap allows for the
+		// archive's own size: a small archive naming one bomb layer 400
+		// times costs one decompression, not 400.
+		arc.budget = &decompressBudget{in: in, lim: s.bombLimit.orDefault()}
 		imgs, err = s.loadImages(ctx, arc)
 	}
 	if err == nil {
+		recs := make([]ImageRecord, 0, len(imgs))
 		for _, im := range imgs {
 			im.rec.RepoTags = im.tags
-			if err = l.putImage(*im.rec); err != nil {
-				break
-			}
+			recs = append(recs, *im.rec)
 		}
+		err = s.st.Put(lease, recs...)
 	}
-	// Blobs this archive brought that no image ended up using (a failed
-	// load, or extra files) are removed again.
-	l.mu.Lock()
-	l.collectGarbage(arc.created)
-	l.mu.Unlock()
 	if err != nil {
 		return err
 	}
 	if !quiet {
-		if err := l.loadProgress(imgs, out); err != nil {
+		if err := s.loadProgress(imgs, out); err != nil {
 			return err
 		}
 	}
 	var evs []imageEvent
 	for _, im := range imgs {
 		id := im.rec.ID.String()
-		evs = append(evs, newImageEvent(id, events.ActionLoad, id, l.labelsOf(im.rec)))
+		evs = append(evs, newImageEvent(id, events.ActionLoad, id, s.labelsOf(im.rec)))
 		if len(im.tags) == 0 {
 			if err := out.WriteMessage(jsonstream.Message{Stream: "Loaded image ID: " + id + "\n"}); err != nil {
 				return err
@@ -94,7 +101,7 @@ func (s *Store) loadImages(ctx context.Context, arc *loadArchive) ([]*loadedImag
 			return nil, fmt.Errorf("invalid archive: manifest.json: %v%.0w", err, errdefs.ErrInvalidArgument)
 		}
 	}
-	if b, ok := arc.files[indexFile]; ok {
+	if b, ok := arc.files[store.IndexFile]; ok {
 		var idx ocispec.Index
 		if err := json.Unmarshal(b, &idx); err != nil {
 			return nil, fmt.Errorf("invalid archive: index.json: %v%.0w", err, errdefs.ErrInvalidArgument)
@@ -111,14 +118,15 @@ func (s *Store) loadImages(ctx context.Context, arc *loadArchive) ([]*loadedImag
 
 // loadProgress reports each layer as loaded, in dockerd's "Loading layer"
 // shape (one final line per layer: the archive was staged before).
-func (l *localStore) loadProgress(imgs []*loadedImage, out types.ProgressWriter) error {
+func (s *Store) loadProgress(imgs []*loadedImage, out types.ProgressWriter) error {
+	l := s.st
 	seen := map[digest.Digest]bool{}
 	for _, im := range imgs {
-		m, err := l.metaFor(im.rec)
+		m, err := l.Meta(im.rec)
 		if err != nil {
 			continue
 		}
-		for _, ld := range m.manifest.Layers {
+		for _, ld := range m.Manifest.Layers {
 			if seen[ld.Digest] {
 				continue
 			}
@@ -138,7 +146,6 @@ func (l *localStore) loadProgress(imgs []*loadedImage, out types.ProgressWriter)
 
 // loadOCI records the images of an OCI layout's index.json.
 func (s *Store) loadOCI(ctx context.Context, arc *loadArchive, idx *ocispec.Index, dm []dockerManifestEntry) ([]*loadedImage, error) {
-	l := s.local
 	tagsByConfig := map[string][]string{}
 	for _, e := range dm {
 		tagsByConfig[e.Config] = append(tagsByConfig[e.Config], e.RepoTags...)
@@ -146,24 +153,23 @@ func (s *Store) loadOCI(ctx context.Context, arc *loadArchive, idx *ocispec.Inde
 	byTarget := map[digest.Digest]*loadedImage{}
 	var out []*loadedImage
 	for _, desc := range idx.Manifests {
-		if err := validateDigest(desc.Digest); err != nil {
+		if err := store.ValidateDigest(desc.Digest); err != nil {
 			return nil, fmt.Errorf("invalid archive: index.json: %w", err)
 		}
-		if !l.hasBlob(desc.Digest) {
-			return nil, fmt.Errorf("invalid archive: blob %s named by index.json is missing%.0w", desc.Digest, errdefs.ErrInvalidArgument)
-		}
-		manifest := desc
-		if isIndexType(desc.MediaType) {
-			var err error
-			if manifest, err = l.pickManifest(desc.Digest, s.opts.Platform); err != nil {
-				return nil, err
-			}
-		}
-		rec, err := l.checkManifest(manifest)
+		target, err := s.archiveDoc(arc, desc, "index.json")
 		if err != nil {
 			return nil, err
 		}
-		target := ocispec.Descriptor{MediaType: desc.MediaType, Digest: desc.Digest, Size: desc.Size}
+		manifest := target
+		if store.IsIndexType(target.MediaType) {
+			if manifest, err = s.pickManifest(arc, target.Digest, s.opts.Platform); err != nil {
+				return nil, err
+			}
+		}
+		rec, err := s.checkManifest(ctx, arc, manifest)
+		if err != nil {
+			return nil, err
+		}
 		rec.Target = target
 		im := byTarget[desc.Digest]
 		if im == nil {
@@ -175,7 +181,7 @@ func (s *Store) loadOCI(ctx context.Context, arc *loadArchive, idx *ocispec.Inde
 			im.tags = appendUnique(im.tags, name)
 		}
 		for _, t := range tagsByConfig[blobTarPath(rec.ID)] {
-			if n, err := normaliseRefs([]string{t}, false); err == nil {
+			if n, err := store.NormaliseRefs([]string{t}, false); err == nil {
 				im.tags = appendUnique(im.tags, n[0])
 			}
 		}
@@ -187,11 +193,11 @@ func (s *Store) loadOCI(ctx context.Context, arc *loadArchive, idx *ocispec.Inde
 // names: io.containerd.image.name, else org.opencontainers.image.ref.name
 // when it is a full reference (a bare tag like "1.0" names no repository).
 func refFromAnnotations(ann map[string]string) string {
-	for _, v := range []string{ann[annImageName], ann[annRefName]} {
+	for _, v := range []string{ann[store.AnnImageName], ann[store.AnnRefName]} {
 		if v == "" {
 			continue
 		}
-		if v == ann[annRefName] && !strings.ContainsAny(v, "/:") {
+		if v == ann[store.AnnRefName] && !strings.ContainsAny(v, "/:") {
 			continue
 		}
 		n, err := reference.ParseNormalizedNamed(v)
@@ -207,48 +213,97 @@ func refFromAnnotations(ann map[string]string) string {
 }
 
 // pickManifest chooses the stored manifest of index d for platform p
-// (the first stored image manifest when none matches).
-func (l *localStore) pickManifest(d digest.Digest, p ocispec.Platform) (ocispec.Descriptor, error) {
-	idx, err := l.readIndex(d)
+// (the first stored image manifest when none matches), its descriptor
+// checked against the blob.
+func (s *Store) pickManifest(arc *loadArchive, d digest.Digest, p ocispec.Platform) (ocispec.Descriptor, error) {
+	idx, err := s.st.ReadIndex(d)
 	if err != nil {
 		return ocispec.Descriptor{}, fmt.Errorf("invalid archive: %w%.0w", err, errdefs.ErrInvalidArgument)
 	}
 	var first *ocispec.Descriptor
 	for i, m := range idx.Manifests {
-		if isIndexType(m.MediaType) || !l.hasBlob(m.Digest) || m.Annotations[annotationRefType] == "attestation-manifest" {
+		if store.IsIndexType(m.MediaType) || !arc.lease.Has(m.Digest) || m.Annotations[annotationRefType] == "attestation-manifest" {
 			continue
 		}
 		if first == nil {
 			first = &idx.Manifests[i]
 		}
 		if m.Platform != nil && platformMatches(p, *m.Platform) {
-			return m, nil
+			return s.archiveDoc(arc, m, "index "+d.String())
 		}
 	}
 	if first == nil {
 		return ocispec.Descriptor{}, fmt.Errorf("invalid archive: index %s has no stored manifest%.0w", d, errdefs.ErrInvalidArgument)
 	}
-	return *first, nil
+	return s.archiveDoc(arc, *first, "index "+d.String())
+}
+
+// archiveDoc checks a descriptor of a manifest or index that the archive
+// names (in index.json, or in an index): the blob is there, its size is the
+// descriptor's, and its media type agrees with the document's own. A
+// descriptor without a media type gets the document's (or, when the
+// document has none either, what its shape says). It returns the
+// descriptor to record (media type, digest and size only).
+func (s *Store) archiveDoc(arc *loadArchive, desc ocispec.Descriptor, where string) (ocispec.Descriptor, error) {
+	if err := store.ValidateDigest(desc.Digest); err != nil {
+		return desc, fmt.Errorf("invalid archive: %s: %w", where, err)
+	}
+	if !arc.lease.Has(desc.Digest) {
+		return desc, fmt.Errorf("invalid archive: blob %s named by %s is missing%.0w", desc.Digest, where, errdefs.ErrInvalidArgument)
+	}
+	if got := s.st.BlobSize(desc.Digest); got != desc.Size {
+		return desc, fmt.Errorf("invalid archive: %s gives %s a size of %d bytes, the blob has %d%.0w", where, desc.Digest, desc.Size, got, errdefs.ErrInvalidArgument)
+	}
+	b, err := s.st.ReadBlob(desc.Digest, store.MaxManifestSize)
+	if err != nil {
+		return desc, fmt.Errorf("invalid archive: %s: %w", desc.Digest, err)
+	}
+	mt := sniffMediaType(b)
+	if mt == "" {
+		return desc, fmt.Errorf("invalid archive: %s is not a manifest or index%.0w", desc.Digest, errdefs.ErrInvalidArgument)
+	}
+	if desc.MediaType != "" && desc.MediaType != mt && !declaresNoType(b) {
+		return desc, fmt.Errorf("invalid archive: %s says %s is %s, the document says %s%.0w", where, desc.Digest, desc.MediaType, mt, errdefs.ErrInvalidArgument)
+	}
+	if desc.MediaType == "" {
+		desc.MediaType = mt
+	}
+	return ocispec.Descriptor{MediaType: desc.MediaType, Digest: desc.Digest, Size: desc.Size}, nil
+}
+
+// declaresNoType reports whether the document b leaves out mediaType (OCI
+// allows that): then the descriptor's type is the only one there is.
+func declaresNoType(b []byte) bool {
+	var doc struct {
+		MediaType string `json:"mediaType"`
+	}
+	return json.Unmarshal(b, &doc) == nil && doc.MediaType == ""
 }
 
 const annotationRefType = "vnd.docker.reference.type"
 
-// checkManifest verifies that the manifest desc, its config and layers are
-// stored and consistent, and returns the record to put.
-func (l *localStore) checkManifest(desc ocispec.Descriptor) (*ImageRecord, error) {
-	mb, err := l.readBlob(desc.Digest, maxManifestSize)
+// checkManifest verifies that the manifest desc (checked by archiveDoc),
+// its config and layers are stored and consistent with their descriptors,
+// and that the layers' DiffIDs are the config's, and returns the record to
+// put.
+func (s *Store) checkManifest(ctx context.Context, arc *loadArchive, desc ocispec.Descriptor) (*ImageRecord, error) {
+	l := s.st
+	mb, err := l.ReadBlob(desc.Digest, store.MaxManifestSize)
 	if err != nil {
 		return nil, fmt.Errorf("invalid archive: manifest %s: %w", desc.Digest, err)
 	}
 	var m ocispec.Manifest
-	if err := json.Unmarshal(mb, &m); err != nil || validateDigest(m.Config.Digest) != nil {
+	if err := json.Unmarshal(mb, &m); err != nil || store.ValidateDigest(m.Config.Digest) != nil {
 		return nil, fmt.Errorf("invalid archive: manifest %s is not an image manifest%.0w", desc.Digest, errdefs.ErrInvalidArgument)
 	}
-	cb, err := l.readBlob(m.Config.Digest, maxConfigSize)
+	if err := s.archiveBlobDesc(arc, desc.Digest, "config", m.Config); err != nil {
+		return nil, err
+	}
+	cb, err := l.ReadBlob(m.Config.Digest, store.MaxConfigSize)
 	if err != nil {
 		return nil, fmt.Errorf("invalid archive: config %s: %w", m.Config.Digest, err)
 	}
-	cfg, err := parseImageConfig(cb)
+	cfg, err := store.ParseImageConfig(cb)
 	if err != nil {
 		return nil, fmt.Errorf("invalid archive: %w", err)
 	}
@@ -256,38 +311,51 @@ func (l *localStore) checkManifest(desc ocispec.Descriptor) (*ImageRecord, error
 		return nil, fmt.Errorf("invalid archive: image %s has %d layers but %d diff IDs%.0w", m.Config.Digest, len(m.Layers), len(cfg.RootFS.DiffIDs), errdefs.ErrInvalidArgument)
 	}
 	for i, ld := range m.Layers {
-		if !l.hasBlob(ld.Digest) {
-			return nil, fmt.Errorf("invalid archive: layer %s is missing%.0w", ld.Digest, errdefs.ErrInvalidArgument)
+		if err := s.archiveBlobDesc(arc, desc.Digest, fmt.Sprintf("layer %d", i), ld); err != nil {
+			return nil, err
 		}
 		if !isTarLayer(ld.MediaType) {
 			continue // zstd, foreign layers: their DiffID is not checked here
 		}
-		_, diffID, err := l.layerDiffID(ld.Digest)
+		_, diffID, err := s.layerDiffID(ctx, arc, ld.Digest)
 		if err != nil {
-			return nil, fmt.Errorf("invalid archive: layer %s: %v%.0w", ld.Digest, err, errdefs.ErrInvalidArgument)
+			return nil, fmt.Errorf("invalid archive: layer %s: %w", ld.Digest, err)
 		}
 		if diffID != cfg.RootFS.DiffIDs[i] {
 			return nil, fmt.Errorf("invalid archive: layer %s has diff ID %s, config says %s%.0w", ld.Digest, diffID, cfg.RootFS.DiffIDs[i], errdefs.ErrInvalidArgument)
 		}
 	}
-	md := ocispec.Descriptor{MediaType: desc.MediaType, Digest: desc.Digest, Size: desc.Size}
-	if md.MediaType == "" {
-		md.MediaType = m.MediaType
+	return &ImageRecord{ID: m.Config.Digest, Target: desc, Manifest: desc, RepoTags: []string{}, RepoDigests: []string{}}, nil
+}
+
+// archiveBlobDesc checks that the blob a manifest's descriptor names is
+// stored (pinned) with the descriptor's size and has a media type.
+func (s *Store) archiveBlobDesc(arc *loadArchive, manifest digest.Digest, role string, d ocispec.Descriptor) error {
+	if err := store.ValidateDigest(d.Digest); err != nil {
+		return fmt.Errorf("invalid archive: manifest %s: %s: %w", manifest, role, err)
 	}
-	return &ImageRecord{ID: m.Config.Digest, Target: md, Manifest: md, RepoTags: []string{}, RepoDigests: []string{}}, nil
+	if !arc.lease.Has(d.Digest) {
+		return fmt.Errorf("invalid archive: manifest %s: %s %s is missing%.0w", manifest, role, d.Digest, errdefs.ErrInvalidArgument)
+	}
+	if got := s.st.BlobSize(d.Digest); got != d.Size {
+		return fmt.Errorf("invalid archive: manifest %s gives %s %s a size of %d bytes, the blob has %d%.0w", manifest, role, d.Digest, d.Size, got, errdefs.ErrInvalidArgument)
+	}
+	if d.MediaType == "" {
+		return fmt.Errorf("invalid archive: manifest %s: %s %s has no media type%.0w", manifest, role, d.Digest, errdefs.ErrInvalidArgument)
+	}
+	return nil
 }
 
 // loadDocker records the images of a docker-save manifest.json, building a
 // Docker schema2 manifest for each.
 func (s *Store) loadDocker(ctx context.Context, arc *loadArchive, dm []dockerManifestEntry) ([]*loadedImage, error) {
-	l := s.local
 	var out []*loadedImage
 	for _, e := range dm {
-		cb, err := l.archiveContent(arc, e.Config, maxConfigSize)
+		cb, err := s.archiveContent(arc, e.Config, store.MaxConfigSize)
 		if err != nil {
 			return nil, err
 		}
-		cfg, err := parseImageConfig(cb)
+		cfg, err := store.ParseImageConfig(cb)
 		if err != nil {
 			return nil, fmt.Errorf("invalid archive: %s: %w", e.Config, err)
 		}
@@ -296,11 +364,11 @@ func (s *Store) loadDocker(ctx context.Context, arc *loadArchive, dm []dockerMan
 		}
 		var layers []ocispec.Descriptor
 		for i, p := range e.Layers {
-			d, err := l.archiveBlob(ctx, arc, p)
+			d, err := s.archiveBlob(ctx, arc, p)
 			if err != nil {
 				return nil, err
 			}
-			mt, diffID, err := l.layerDiffID(d.Digest)
+			mt, diffID, err := s.layerDiffID(ctx, arc, d.Digest)
 			if err != nil {
 				return nil, fmt.Errorf("invalid archive: layer %s: %w", p, err)
 			}
@@ -309,13 +377,13 @@ func (s *Store) loadDocker(ctx context.Context, arc *loadArchive, dm []dockerMan
 			}
 			layers = append(layers, ocispec.Descriptor{MediaType: mt, Digest: d.Digest, Size: d.Size})
 		}
-		rec, err := l.storeManifest(ctx, cb, layers, true)
+		rec, err := s.storeManifest(ctx, arc.lease, cb, layers, true)
 		if err != nil {
 			return nil, err
 		}
 		im := &loadedImage{rec: rec}
 		for _, t := range e.RepoTags {
-			n, err := normaliseRefs([]string{t}, false)
+			n, err := store.NormaliseRefs([]string{t}, false)
 			if err != nil {
 				return nil, fmt.Errorf("invalid archive: %w", err)
 			}
@@ -327,9 +395,29 @@ func (s *Store) loadDocker(ctx context.Context, arc *loadArchive, dm []dockerMan
 }
 
 // layerDiffID returns the media type of stored layer d (gzip or plain tar,
-// by magic number) and the digest of its uncompressed content.
-func (l *localStore) layerDiffID(d digest.Digest) (string, digest.Digest, error) {
-	f, _, err := l.openBlob(d)
+// by magic number) and the digest of its uncompressed content. Each digest
+// is decompressed once per load (the archive may name it many times), the
+// decompression draws on the load's budget, and it stops when ctx ends.
+func (s *Store) layerDiffID(ctx context.Context, arc *loadArchive, d digest.Digest) (string, digest.Digest, error) {
+	if r, ok := arc.diffIDs[d]; ok {
+		return r.mediaType, r.diffID, r.err
+	}
+	mt, diffID, err := s.computeDiffID(ctx, arc.budget, d)
+	if arc.diffIDs == nil {
+		arc.diffIDs = map[digest.Digest]diffIDResult{}
+	}
+	arc.diffIDs[d] = diffIDResult{mt, diffID, err}
+	return mt, diffID, err
+}
+
+type diffIDResult struct {
+	mediaType string
+	diffID    digest.Digest
+	err       error
+}
+
+func (s *Store) computeDiffID(ctx context.Context, budget *decompressBudget, d digest.Digest) (string, digest.Digest, error) {
+	f, _, err := s.st.OpenBlob(d)
 	if err != nil {
 		return "", "", err
 	}
@@ -345,20 +433,24 @@ func (l *localStore) layerDiffID(d digest.Digest) (string, digest.Digest, error)
 		if err != nil {
 			return "", "", err
 		}
+		var src io.Reader = s.bombLimit.guard(in, gz)
+		if budget != nil {
+			src = budget.guard(src)
+		}
 		dg := digest.SHA256.Digester()
-		if _, err := io.Copy(dg.Hash(), l.bombLimit.guard(in, gz)); err != nil {
+		if _, err := store.CopyCtx(ctx, dg.Hash(), src); err != nil {
 			return "", "", err
 		}
-		return mediaTypeDockerLayerGzip, dg.Digest(), nil
+		return store.MediaTypeDockerLayerGzip, dg.Digest(), nil
 	}
-	return mediaTypeDockerLayer, d, nil
+	return store.MediaTypeDockerLayer, d, nil
 }
 
 // isTarLayer reports whether mt is a plain or gzip tar layer, whose DiffID
 // the load verifies.
 func isTarLayer(mt string) bool {
 	switch mt {
-	case ocispec.MediaTypeImageLayer, ocispec.MediaTypeImageLayerGzip, mediaTypeDockerLayer, mediaTypeDockerLayerGzip:
+	case ocispec.MediaTypeImageLayer, ocispec.MediaTypeImageLayerGzip, store.MediaTypeDockerLayer, store.MediaTypeDockerLayerGzip:
 		return true
 	}
 	return false

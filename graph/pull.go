@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -16,6 +17,8 @@ import (
 
 	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/registry"
+
+	"github.com/wharfproject/wharf/graph/store"
 )
 
 // PullImage pulls FromImage[:Tag|@digest] (all tags when neither is given)
@@ -212,13 +215,24 @@ func (s *Store) pullResolved(ctx context.Context, res *resolvedRemote, platform 
 		}
 	}
 
+	if err := checkDiffIDs(host, man, config); err != nil {
+		return false, err
+	}
+
 	upToDate := false
 	if cur, err := s.Lookup(ctx, ref.String()); err == nil && cur.Target.Digest == top.Digest && cur.ID == man.Config.Digest {
 		upToDate = true
 	}
+	// The lease pins every blob of the image from the moment it is checked
+	// ("Already exists") or written until the record is committed, so an
+	// rmi of an image sharing them cannot take them away mid-pull; if the
+	// pull fails, releasing it reclaims what it wrote.
+	lease := s.st.NewLease()
+	defer lease.Release()
+	dst := leaseIngester{lease}
 	// dockerd shows no layer lines when the image is already complete.
-	if !s.HasBlob(man.Config.Digest) || !s.hasAll(man.Layers) {
-		if err := s.remote.downloadLayers(ctx, res.Repo, s, man.Layers, po); err != nil {
+	if !dst.HasBlob(man.Config.Digest) || !hasAll(dst, man.Layers) {
+		if err := s.remote.downloadLayers(ctx, res.Repo, dst, man.Layers, po); err != nil {
 			return false, err
 		}
 	}
@@ -227,7 +241,7 @@ func (s *Store) pullResolved(ctx context.Context, res *resolvedRemote, platform 
 		desc ocispec.Descriptor
 		data []byte
 	}{{man.Config, config}, {plat, manBytes}, {top, topBytes}} {
-		if err := s.WriteBlob(ctx, b.desc, bytes.NewReader(b.data)); err != nil {
+		if _, err := lease.WriteBlob(ctx, b.desc, bytes.NewReader(b.data)); err != nil {
 			return false, fmt.Errorf("store %s: %w", b.desc.Digest, err)
 		}
 	}
@@ -240,7 +254,7 @@ func (s *Store) pullResolved(ctx context.Context, res *resolvedRemote, platform 
 		rec.RepoTags = []string{ref.String()}
 		rec.LastTagTime = time.Now().UTC()
 	}
-	if err := s.PutImage(ctx, rec); err != nil {
+	if err := s.st.Put(lease, rec); err != nil {
 		return false, err
 	}
 	if err := po.status("", "Digest: "+top.Digest.String()); err != nil {
@@ -250,13 +264,61 @@ func (s *Store) pullResolved(ctx context.Context, res *resolvedRemote, platform 
 	return upToDate, nil
 }
 
-func (s *Store) hasAll(descs []ocispec.Descriptor) bool {
+// hasAll reports whether every blob of descs is stored (pinning each).
+func hasAll(dst blobIngester, descs []ocispec.Descriptor) bool {
+	all := true
 	for _, d := range descs {
-		if !s.HasBlob(d.Digest) {
+		all = dst.HasBlob(d.Digest) && all
+	}
+	return all
+}
+
+// leaseIngester is the content store as a pull sees it: through its lease,
+// so that every blob it asks about or writes is pinned.
+type leaseIngester struct{ l *store.Lease }
+
+func (li leaseIngester) HasBlob(d digest.Digest) bool { return li.l.Has(d) }
+
+func (li leaseIngester) WriteBlob(ctx context.Context, desc ocispec.Descriptor, r io.Reader) error {
+	_, err := li.l.WriteBlob(ctx, desc, r)
+	return err
+}
+
+// checkDiffIDs refuses an image whose config does not describe its layers:
+// one DiffID per layer, and for an uncompressed tar layer (whose DiffID is
+// its digest) the same value. dockerd refuses such pulls when it unpacks;
+// wharf keeps the layers packed, so it checks what it can without
+// decompressing, and a later `wharf load` of its own save would refuse the
+// rest.
+func checkDiffIDs(host string, man ocispec.Manifest, config []byte) error {
+	cfg, err := store.ParseImageConfig(config)
+	if err != nil {
+		return fmt.Errorf("registry %s: config %s: %w", host, man.Config.Digest, err)
+	}
+	ids := cfg.RootFS.DiffIDs
+	if len(ids) != len(man.Layers) {
+		return fmt.Errorf("registry %s: image config %s lists %d diff IDs for %d layers", host, man.Config.Digest, len(ids), len(man.Layers))
+	}
+	for i, ld := range man.Layers {
+		if isUncompressedLayer(ld.MediaType) && ld.Digest != ids[i] {
+			return fmt.Errorf("registry %s: layer %s is uncompressed, so its diff ID must be its digest; image config %s says %s", host, ld.Digest, man.Config.Digest, ids[i])
+		}
+	}
+	return nil
+}
+
+// hasAllBlobs reports whether every blob of descs is stored.
+func hasAllBlobs(p store.Provider, descs []ocispec.Descriptor) bool {
+	for _, d := range descs {
+		if !p.HasBlob(d.Digest) {
 			return false
 		}
 	}
 	return true
+}
+
+func isUncompressedLayer(mt string) bool {
+	return mt == ocispec.MediaTypeImageLayer || mt == store.MediaTypeDockerLayer
 }
 
 // sniffMediaType reads the mediaType field of a manifest document, or

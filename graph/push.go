@@ -15,6 +15,8 @@ import (
 
 	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/registry"
+
+	"github.com/wharfproject/wharf/graph/store"
 )
 
 // PushImage pushes the local tags of a repository (one tag, or all when
@@ -35,7 +37,7 @@ func (s *Store) PushImage(ctx context.Context, opts types.PushOptions, out types
 		return err
 	}
 
-	imgs, err := s.ImagesByRepository(ctx, repoName.String())
+	imgs, err := s.st.ImagesByRepository(repoName.String())
 	if err != nil {
 		return err
 	}
@@ -80,6 +82,9 @@ type pushManifest struct {
 // it: then only the platform manifest is pushed, and its digest is the
 // one reported and recorded.
 func (s *Store) pushTag(ctx context.Context, repo *registry.Repository, repoName reference.Named, tag string, img *ImageRecord, po *progressOutput) error {
+	lease := s.st.NewLease()
+	defer lease.Release()
+	lease.AddImage(img)
 	pm, err := s.readPushManifest(img.Manifest)
 	if err != nil {
 		return err
@@ -144,7 +149,13 @@ func (s *Store) pushTag(ctx context.Context, repo *registry.Repository, repoName
 
 	// The local image now carries the digest the registry knows it by.
 	if c, err := reference.WithDigest(repoName, top.Digest); err == nil {
-		if err := s.PutImage(ctx, ImageRecord{ID: img.ID, Target: img.Target, Manifest: img.Manifest, RepoDigests: []string{c.String()}}); err != nil {
+		_, err := s.st.Update(false, func(tx *store.Txn) error {
+			if tx.Image(img.ID) == nil {
+				return nil // removed while it was pushed: nothing to record
+			}
+			return tx.PointRef(c.String(), img.ID)
+		})
+		if err != nil {
 			return fmt.Errorf("record %s: %w", c, err)
 		}
 	}
@@ -154,7 +165,7 @@ func (s *Store) pushTag(ctx context.Context, repo *registry.Repository, repoName
 }
 
 func (s *Store) readPushManifest(desc ocispec.Descriptor) (pushManifest, error) {
-	b, err := s.ReadBlob(desc.Digest, maxManifestSize)
+	b, err := s.st.ReadBlob(desc.Digest, store.MaxManifestSize)
 	if err != nil {
 		return pushManifest{}, fmt.Errorf("read manifest %s: %w", desc.Digest, err)
 	}
@@ -172,7 +183,7 @@ func (s *Store) readPushManifest(desc ocispec.Descriptor) (pushManifest, error) 
 // localIndex returns the manifests of index target when each of them, its
 // config and its layers are stored.
 func (s *Store) localIndex(target ocispec.Descriptor) ([]pushManifest, []byte, bool) {
-	b, err := s.ReadBlob(target.Digest, maxManifestSize)
+	b, err := s.st.ReadBlob(target.Digest, store.MaxManifestSize)
 	if err != nil {
 		return nil, nil, false
 	}
@@ -186,7 +197,7 @@ func (s *Store) localIndex(target ocispec.Descriptor) ([]pushManifest, []byte, b
 			return nil, nil, false // nested indexes are not walked
 		}
 		pm, err := s.readPushManifest(d)
-		if err != nil || !s.HasBlob(pm.man.Config.Digest) || !s.hasAll(pm.man.Layers) {
+		if err != nil || !s.HasBlob(pm.man.Config.Digest) || !hasAllBlobs(s.st, pm.man.Layers) {
 			return nil, nil, false
 		}
 		pm.desc.MediaType = d.MediaType

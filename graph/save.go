@@ -15,6 +15,8 @@ import (
 	"github.com/moby/moby/api/types/events"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/wharfproject/wharf/graph/store"
 )
 
 // dockerManifestEntry is one entry of a docker save manifest.json.
@@ -27,7 +29,7 @@ type dockerManifestEntry struct {
 // savedImage is one image of an export with the references to record.
 type savedImage struct {
 	rec  *ImageRecord
-	meta *imageMeta
+	meta *store.ImageMeta
 	tags []string // fully qualified name:tag
 }
 
@@ -42,9 +44,16 @@ func (s *Store) ExportImage(ctx context.Context, names []string, w io.Writer) er
 	if err != nil {
 		return err
 	}
+	// Pinned for the whole write: an rmi during a long save must not
+	// remove a layer that is still to be written.
+	lease := s.st.NewLease()
+	defer lease.Release()
+	for _, im := range imgs {
+		lease.AddImage(im.rec)
+	}
 	tw := tar.NewWriter(w)
 	epoch := time.Unix(0, 0).UTC()
-	for _, dir := range []string{blobsDir + "/", blobsDir + "/sha256/"} {
+	for _, dir := range []string{store.BlobsDir + "/", store.BlobsDir + "/sha256/"} {
 		if err := tw.WriteHeader(&tar.Header{Name: dir, Typeflag: tar.TypeDir, Mode: 0o755, ModTime: epoch}); err != nil {
 			return err
 		}
@@ -54,7 +63,7 @@ func (s *Store) ExportImage(ctx context.Context, names []string, w io.Writer) er
 	var dm []dockerManifestEntry
 	repos := map[string]map[string]string{}
 	for _, im := range imgs {
-		m := im.meta.manifest
+		m := im.meta.Manifest
 		blobs := append([]ocispec.Descriptor{m.Config}, m.Layers...)
 		blobs = append(blobs, im.rec.Manifest)
 		for _, b := range blobs {
@@ -67,7 +76,7 @@ func (s *Store) ExportImage(ctx context.Context, names []string, w io.Writer) er
 			written[b.Digest] = true
 		}
 		desc := ocispec.Descriptor{MediaType: im.rec.Manifest.MediaType, Digest: im.rec.Manifest.Digest, Size: im.rec.Manifest.Size}
-		p := im.meta.cfg.Platform
+		p := im.meta.Config.Platform
 		if p.OS != "" {
 			desc.Platform = &ocispec.Platform{OS: p.OS, Architecture: p.Architecture, Variant: p.Variant, OSVersion: p.OSVersion}
 		}
@@ -88,7 +97,7 @@ func (s *Store) ExportImage(ctx context.Context, names []string, w io.Writer) er
 				continue
 			}
 			d := desc
-			d.Annotations = map[string]string{annImageName: t, annRefName: tagged.Tag()}
+			d.Annotations = map[string]string{store.AnnImageName: t, store.AnnRefName: tagged.Tag()}
 			idx.Manifests = append(idx.Manifests, d)
 			entry.RepoTags = append(entry.RepoTags, reference.FamiliarString(n))
 			if len(m.Layers) > 0 {
@@ -105,8 +114,8 @@ func (s *Store) ExportImage(ctx context.Context, names []string, w io.Writer) er
 		name string
 		v    any
 	}{
-		{layoutFile, ocispec.ImageLayout{Version: ocispec.ImageLayoutVersion}},
-		{indexFile, idx},
+		{ocispec.ImageLayoutFile, ocispec.ImageLayout{Version: ocispec.ImageLayoutVersion}},
+		{store.IndexFile, idx},
 		{"manifest.json", dm},
 	}
 	if len(repos) > 0 {
@@ -132,18 +141,18 @@ func (s *Store) ExportImage(ctx context.Context, names []string, w io.Writer) er
 	}
 	var evs []imageEvent
 	for _, im := range imgs {
-		evs = append(evs, newImageEvent(im.rec.ID.String(), events.ActionSave, im.rec.ID.String(), im.meta.cfg.Config.Labels))
+		evs = append(evs, newImageEvent(im.rec.ID.String(), events.ActionSave, im.rec.ID.String(), im.meta.Config.Config.Labels))
 	}
 	s.emitEvents(ctx, evs...)
 	return nil
 }
 
 func blobTarPath(d digest.Digest) string {
-	return path.Join(blobsDir, string(d.Algorithm()), d.Encoded())
+	return path.Join(store.BlobsDir, string(d.Algorithm()), d.Encoded())
 }
 
 func (s *Store) writeTarBlob(ctx context.Context, tw *tar.Writer, d digest.Digest, mtime time.Time) error {
-	f, size, err := s.local.openBlob(d)
+	f, size, err := s.st.OpenBlob(d)
 	if err != nil {
 		return err
 	}
@@ -151,7 +160,7 @@ func (s *Store) writeTarBlob(ctx context.Context, tw *tar.Writer, d digest.Diges
 	if err := tw.WriteHeader(&tar.Header{Name: blobTarPath(d), Typeflag: tar.TypeReg, Mode: 0o644, Size: size, ModTime: mtime}); err != nil {
 		return err
 	}
-	_, err = copyCtx(ctx, tw, f)
+	_, err = store.CopyCtx(ctx, tw, f)
 	return err
 }
 
@@ -163,7 +172,7 @@ func (s *Store) resolveExport(names []string) ([]*savedImage, error) {
 	add := func(rec *ImageRecord, tag string) error {
 		im := byID[rec.ID]
 		if im == nil {
-			meta, err := s.local.metaFor(rec)
+			meta, err := s.st.Meta(rec)
 			if err != nil {
 				return err
 			}
@@ -183,7 +192,7 @@ func (s *Store) resolveExport(names []string) ([]*savedImage, error) {
 	}
 	for _, name := range names {
 		if n, err := reference.ParseNormalizedNamed(name); err == nil && reference.IsNameOnly(n) {
-			recs, _ := s.ImagesByRepository(context.Background(), n.Name())
+			recs, _ := s.st.ImagesByRepository(n.Name())
 			if len(recs) > 0 {
 				for tag, rec := range recs {
 					if err := add(rec, n.Name()+":"+tag); err != nil {
@@ -193,11 +202,11 @@ func (s *Store) resolveExport(names []string) ([]*savedImage, error) {
 				continue
 			}
 		}
-		rec, err := s.local.lookup(name)
+		rec, err := s.st.Lookup(name)
 		if err != nil {
 			if strings.HasPrefix(err.Error(), "No such image: ") {
 				// docker save names the image as given.
-				return nil, noSuchImage(name)
+				return nil, store.NoSuchImage(name)
 			}
 			return nil, err
 		}

@@ -9,6 +9,8 @@ import (
 	"github.com/distribution/reference"
 	"github.com/moby/moby/api/types/events"
 	"github.com/opencontainers/go-digest"
+
+	"github.com/wharfproject/wharf/graph/store"
 )
 
 // TagImage answers POST /images/{name}/tag: repo[:tag] (tag defaults to
@@ -18,14 +20,14 @@ func (s *Store) TagImage(ctx context.Context, name, repo, tag string) error {
 	if err != nil {
 		return err
 	}
-	rec, err := s.local.lookup(name)
+	rec, err := s.st.Lookup(name)
 	if err != nil {
 		return err
 	}
-	if err := s.local.tag(rec.ID, ref); err != nil {
+	if err := s.tag(rec.ID, ref); err != nil {
 		return err
 	}
-	s.emitEvents(ctx, newImageEvent(rec.ID.String(), events.ActionTag, reference.FamiliarString(ref), s.local.labelsOf(rec)))
+	s.emitEvents(ctx, newImageEvent(rec.ID.String(), events.ActionTag, reference.FamiliarString(ref), s.labelsOf(rec)))
 	return nil
 }
 
@@ -58,16 +60,15 @@ func parseNewTag(repo, tag string) (reference.NamedTagged, error) {
 	return reference.TagNameOnly(named).(reference.NamedTagged), nil
 }
 
-// tag points ref at image id and persists.
-func (l *localStore) tag(id digest.Digest, ref reference.Named) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	rec := l.images[id]
-	if rec == nil {
-		return noSuchImage(id.String())
-	}
-	l.pointRef(ref.String(), id)
-	rec.LastTagTime = time.Now().UTC()
-	l.reindex()
-	return l.persist()
+// tag points ref at image id, in one change.
+func (s *Store) tag(id digest.Digest, ref reference.Named) error {
+	_, err := s.st.Update(false, func(tx *store.Txn) error {
+		rec := tx.Image(id)
+		if rec == nil {
+			return store.NoSuchImage(id.String())
+		}
+		rec.LastTagTime = time.Now().UTC()
+		return tx.PointRef(ref.String(), id)
+	})
+	return err
 }

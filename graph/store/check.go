@@ -1,4 +1,4 @@
-package graph
+package store
 
 // The store check: `wharf system check` (full) and start-up (cheap) verify
 // that what the records promise is on disk.
@@ -30,13 +30,14 @@ import (
 
 // Problem kinds reported by Check.
 const (
-	ProblemMissingBlob    = "missing-blob"    // a descriptor names a blob that is not stored
-	ProblemSizeMismatch   = "size-mismatch"   // a stored blob's size differs from its descriptor
-	ProblemDigestMismatch = "digest-mismatch" // a stored blob's content does not hash to its name
-	ProblemBadManifest    = "bad-manifest"    // an image's manifest or config cannot be read or parsed
-	ProblemIndex          = "index-mismatch"  // index.json disagrees with the image records
-	ProblemDanglingTag    = "dangling-tag"    // a reference names an image that has no record
-	ProblemStrayFile      = "stray-file"      // a file under blobs/ whose name is not a digest
+	ProblemMissingBlob    = "missing-blob"      // a descriptor names a blob that is not stored
+	ProblemSizeMismatch   = "size-mismatch"     // a stored blob's size differs from its descriptor
+	ProblemDigestMismatch = "digest-mismatch"   // a stored blob's content does not hash to its name
+	ProblemBadManifest    = "bad-manifest"      // an image's manifest or config cannot be read or parsed
+	ProblemIndex          = "index-mismatch"    // index.json disagrees with the image records
+	ProblemDanglingTag    = "dangling-tag"      // a reference names an image that has no record
+	ProblemStrayFile      = "stray-file"        // a file under blobs/ whose name is not a digest
+	ProblemUnreferenced   = "unreferenced-blob" // a blob no record and no operation in progress uses
 )
 
 // CheckProblem and CheckReport are the wire types of the store check.
@@ -47,12 +48,10 @@ type (
 
 // Check verifies the store; full also hashes every blob. A store in use
 // changes under the check: a blob removed by a concurrent rmi while it is
-// being hashed is skipped, not reported.
+// being hashed is skipped, not reported. Blobs that no record and no
+// operation in progress uses are reported as unreferenced-blob and counted.
 func (s *Store) Check(ctx context.Context, full bool) (*CheckReport, error) {
-	return s.local.check(ctx, full)
-}
-
-func (l *localStore) check(ctx context.Context, full bool) (*CheckReport, error) {
+	l := s
 	rep := &CheckReport{Full: full, Problems: []CheckProblem{}}
 	add := func(p CheckProblem) { rep.Problems = append(rep.Problems, p) }
 
@@ -60,29 +59,42 @@ func (l *localStore) check(ctx context.Context, full bool) (*CheckReport, error)
 	// blobs are seen at one moment (an rmi removes blobs under the write
 	// lock). It only stats files and reads small cached metadata.
 	l.mu.RLock()
-	rep.Images = len(l.images)
-	for _, rec := range l.sortedRecords() {
+	st := l.st
+	rep.Images = len(st.images)
+	for _, rec := range st.sorted() {
 		if err := ctx.Err(); err != nil {
 			l.mu.RUnlock()
 			return nil, err
 		}
 		l.checkImage(rec, add)
 	}
-	for ref, id := range l.refs {
-		if _, ok := l.images[id]; !ok {
+	for ref, id := range st.refs {
+		if _, ok := st.images[id]; !ok {
 			add(CheckProblem{Kind: ProblemDanglingTag, Image: id.String(), Object: ref,
 				Message: fmt.Sprintf("reference %s names image %s, which has no record", ref, id)})
 		}
 	}
 	// index.json is rewritten under the write lock: read it under ours so
 	// that a concurrent import is not reported as a mismatch.
-	want, err := l.indexDoc()
+	want, err := indexDoc(st)
 	if err == nil {
 		l.checkIndexFile(want, add)
+	}
+	var orphans []ocispec.Descriptor
+	if err == nil {
+		l.leaseMu.Lock()
+		orphans, err = l.orphansLocked(ctx)
+		l.leaseMu.Unlock()
 	}
 	l.mu.RUnlock()
 	if err != nil {
 		return nil, err
+	}
+	for _, o := range orphans {
+		rep.UnreferencedBlobs++
+		rep.UnreferencedBytes += o.Size
+		add(CheckProblem{Kind: ProblemUnreferenced, Object: o.Digest.String(),
+			Message: fmt.Sprintf("blob %s (%d bytes) is used by no image: `wharf system prune` reclaims it", o.Digest, o.Size)})
 	}
 
 	n, err := l.walkBlobs(ctx, full, add)
@@ -102,15 +114,15 @@ func (l *localStore) check(ctx context.Context, full bool) (*CheckReport, error)
 
 // checkImage checks one record's blobs exist with their descriptor sizes.
 // Called with mu held for reading.
-func (l *localStore) checkImage(rec *ImageRecord, add func(CheckProblem)) {
+func (l *Store) checkImage(rec *ImageRecord, add func(CheckProblem)) {
 	id := rec.ID.String()
 	blob := func(role string, d ocispec.Descriptor) bool {
-		if validateDigest(d.Digest) != nil {
+		if ValidateDigest(d.Digest) != nil {
 			add(CheckProblem{Kind: ProblemBadManifest, Image: id, Object: string(d.Digest),
 				Message: fmt.Sprintf("image %s: %s has an invalid digest %q", id, role, d.Digest)})
 			return false
 		}
-		got := l.blobSize(d.Digest)
+		got := l.BlobSize(d.Digest)
 		switch {
 		case got < 0:
 			add(CheckProblem{Kind: ProblemMissingBlob, Image: id, Object: d.Digest.String(),
@@ -129,21 +141,21 @@ func (l *localStore) checkImage(rec *ImageRecord, add func(CheckProblem)) {
 	if !blob("manifest", rec.Manifest) {
 		return
 	}
-	meta, err := l.metaFor(rec)
+	meta, err := l.Meta(rec)
 	if err != nil {
 		add(CheckProblem{Kind: ProblemBadManifest, Image: id, Object: rec.Manifest.Digest.String(),
 			Message: err.Error()})
 		return
 	}
-	blob("config", meta.manifest.Config)
-	for i, ld := range meta.manifest.Layers {
+	blob("config", meta.Manifest.Config)
+	for i, ld := range meta.Manifest.Layers {
 		blob(fmt.Sprintf("layer %d", i), ld)
 	}
 }
 
-// indexDoc is the index.json the records call for. Called with mu held.
-func (l *localStore) indexDoc() (ocispec.Index, error) {
-	b, err := l.indexBytes()
+// indexDoc is the index.json the records call for.
+func indexDoc(st *state) (ocispec.Index, error) {
+	b, err := indexBytes(st)
 	if err != nil {
 		return ocispec.Index{}, err
 	}
@@ -152,19 +164,19 @@ func (l *localStore) indexDoc() (ocispec.Index, error) {
 }
 
 // checkIndexFile compares index.json on disk with want, entry by entry.
-func (l *localStore) checkIndexFile(want ocispec.Index, add func(CheckProblem)) {
-	b, err := os.ReadFile(filepath.Join(l.root, indexFile))
+func (l *Store) checkIndexFile(want ocispec.Index, add func(CheckProblem)) {
+	b, err := os.ReadFile(filepath.Join(l.root, IndexFile))
 	if err != nil {
-		add(CheckProblem{Kind: ProblemIndex, Object: indexFile, Message: fmt.Sprintf("index.json: %v", err)})
+		add(CheckProblem{Kind: ProblemIndex, Object: IndexFile, Message: fmt.Sprintf("index.json: %v", err)})
 		return
 	}
 	var got ocispec.Index
 	if err := json.Unmarshal(b, &got); err != nil {
-		add(CheckProblem{Kind: ProblemIndex, Object: indexFile, Message: fmt.Sprintf("index.json does not parse: %v", err)})
+		add(CheckProblem{Kind: ProblemIndex, Object: IndexFile, Message: fmt.Sprintf("index.json does not parse: %v", err)})
 		return
 	}
 	key := func(d ocispec.Descriptor) string {
-		return d.Digest.String() + " " + d.Annotations[annImageName]
+		return d.Digest.String() + " " + d.Annotations[AnnImageName]
 	}
 	have := map[string]int{}
 	for _, d := range got.Manifests {
@@ -194,10 +206,10 @@ func (l *localStore) checkIndexFile(want ocispec.Index, add func(CheckProblem)) 
 
 // walkBlobs lists blobs/<alg>/ and, when full, hashes each file. It returns
 // the number of blobs seen.
-func (l *localStore) walkBlobs(ctx context.Context, full bool, add func(CheckProblem)) (int, error) {
+func (l *Store) walkBlobs(ctx context.Context, full bool, add func(CheckProblem)) (int, error) {
 	n := 0
 	for _, alg := range []digest.Algorithm{digest.SHA256, digest.SHA512} {
-		dir := filepath.Join(l.root, blobsDir, string(alg))
+		dir := filepath.Join(l.root, BlobsDir, string(alg))
 		ents, err := os.ReadDir(dir)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
@@ -210,8 +222,8 @@ func (l *localStore) walkBlobs(ctx context.Context, full bool, add func(CheckPro
 				return n, err
 			}
 			d := digest.NewDigestFromEncoded(alg, e.Name())
-			rel := filepath.Join(blobsDir, string(alg), e.Name())
-			if validateDigest(d) != nil || !e.Type().IsRegular() {
+			rel := filepath.Join(BlobsDir, string(alg), e.Name())
+			if ValidateDigest(d) != nil || !e.Type().IsRegular() {
 				add(CheckProblem{Kind: ProblemStrayFile, Object: rel,
 					Message: fmt.Sprintf("%s is not a blob (not a regular file named by a %s digest)", rel, alg)})
 				continue
@@ -243,7 +255,7 @@ func hashFile(ctx context.Context, path string, alg digest.Algorithm) (digest.Di
 	}
 	defer f.Close()
 	dg := alg.Digester()
-	if _, err := copyCtx(ctx, dg.Hash(), f); err != nil && !errors.Is(err, io.EOF) {
+	if _, err := CopyCtx(ctx, dg.Hash(), f); err != nil && !errors.Is(err, io.EOF) {
 		return "", err
 	}
 	return dg.Digest(), nil

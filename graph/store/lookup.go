@@ -1,7 +1,6 @@
-package graph
+package store
 
 import (
-	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -17,29 +16,27 @@ import (
 // missing image is NotFound with dockerd's text "No such image: <ref>", where
 // ref is the familiar tagged form of a name (nosuchimage → nosuchimage:latest,
 // as dockerd answers) and the name as given otherwise.
-func (s *Store) Lookup(ctx context.Context, name string) (*ImageRecord, error) {
-	return s.local.lookup(name)
-}
-
-func (l *localStore) lookup(name string) (*ImageRecord, error) {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	r, err := l.lookupLocked(name)
+//
+// The record returned is a copy.
+func (s *Store) Lookup(name string) (*ImageRecord, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	r, err := s.st.lookup(name)
 	if err != nil {
 		return nil, err
 	}
-	return cloneRecord(r), nil
+	return r.Clone(), nil
 }
 
-func noSuchImage(name string) error {
+// NoSuchImage is dockerd's not-found error for name.
+func NoSuchImage(name string) error {
 	return fmt.Errorf("No such image: %s%.0w", name, errdefs.ErrNotFound)
 }
 
-// lookupLocked resolves name; mu is held (read or write). The record
-// returned is the live one: copy it before releasing mu.
-func (l *localStore) lookupLocked(name string) (*ImageRecord, error) {
+// lookup resolves name in st.
+func (st *state) lookup(name string) (*ImageRecord, error) {
 	if name == "" {
-		return nil, noSuchImage(name)
+		return nil, NoSuchImage(name)
 	}
 	ref, err := reference.ParseAnyReference(name)
 	if err != nil {
@@ -49,11 +46,11 @@ func (l *localStore) lookupLocked(name string) (*ImageRecord, error) {
 	if !isNamed {
 		// A full image ID, with or without "sha256:".
 		if d, ok := ref.(reference.Digested); ok {
-			if r := l.images[d.Digest()]; r != nil {
+			if r := st.images[d.Digest()]; r != nil {
 				return r, nil
 			}
 		}
-		return nil, noSuchImage(name)
+		return nil, NoSuchImage(name)
 	}
 	if c, ok := named.(reference.Canonical); ok {
 		dgst := c.Digest()
@@ -61,45 +58,45 @@ func (l *localStore) lookupLocked(name string) (*ImageRecord, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%v%.0w", err, errdefs.ErrInvalidArgument)
 		}
-		if id, ok := l.refs[byDigest.String()]; ok {
-			return l.images[id], nil
+		if id, ok := st.refs[byDigest.String()]; ok {
+			return st.images[id], nil
 		}
 		// name@digest also finds an image whose target (or platform
 		// manifest) has that digest and which is known in that repository.
-		for _, id := range l.targets[dgst] {
-			r := l.images[id]
+		for _, id := range st.targets[dgst] {
+			r := st.images[id]
 			if r != nil && inRepository(r, named.Name()) {
 				return r, nil
 			}
 		}
-		return nil, noSuchImage(reference.FamiliarString(byDigest))
+		return nil, NoSuchImage(reference.FamiliarString(byDigest))
 	}
 	tagged := reference.TagNameOnly(named)
-	if id, ok := l.refs[tagged.String()]; ok {
-		return l.images[id], nil
+	if id, ok := st.refs[tagged.String()]; ok {
+		return st.images[id], nil
 	}
-	if r := l.byShortID(name); r != nil {
+	if r := st.byShortID(name); r != nil {
 		return r, nil
 	}
-	return nil, noSuchImage(reference.FamiliarString(tagged))
+	return nil, NoSuchImage(reference.FamiliarString(tagged))
 }
 
 // byShortID finds the image whose encoded ID starts with prefix (optionally
 // "sha256:"-prefixed); nil when none or several match (dockerd treats an
 // ambiguous prefix as not found). Binary search over the sorted IDs.
-func (l *localStore) byShortID(prefix string) *ImageRecord {
+func (st *state) byShortID(prefix string) *ImageRecord {
 	p := strings.TrimPrefix(prefix, string(digest.SHA256)+":")
 	if p == "" || len(p) > 64 || strings.Trim(p, "0123456789abcdef") != "" {
 		return nil
 	}
-	i := sort.SearchStrings(l.shortID, p)
-	if i >= len(l.shortID) || !strings.HasPrefix(l.shortID[i], p) {
+	i := sort.SearchStrings(st.shortID, p)
+	if i >= len(st.shortID) || !strings.HasPrefix(st.shortID[i], p) {
 		return nil
 	}
-	if i+1 < len(l.shortID) && strings.HasPrefix(l.shortID[i+1], p) {
+	if i+1 < len(st.shortID) && strings.HasPrefix(st.shortID[i+1], p) {
 		return nil
 	}
-	return l.images[digest.NewDigestFromEncoded(digest.SHA256, l.shortID[i])]
+	return st.images[digest.NewDigestFromEncoded(digest.SHA256, st.shortID[i])]
 }
 
 // inRepository reports whether r has a tag or digest reference in the

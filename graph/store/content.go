@@ -1,0 +1,323 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/containerd/errdefs"
+	"github.com/opencontainers/go-digest"
+)
+
+// Provider reads stored content. The store implements it; pull, push and the
+// archive code declare the part they need.
+type Provider interface {
+	HasBlob(d digest.Digest) bool
+	OpenBlob(d digest.Digest) (*os.File, int64, error)
+	ReadBlob(d digest.Digest, max int64) ([]byte, error)
+}
+
+// ValidateDigest refuses anything but a well-formed sha256 or sha512 digest
+// before a path is built from it: "sha256:../../x", a wrong length or an
+// unknown algorithm never reach the file system.
+func ValidateDigest(d digest.Digest) error {
+	if err := d.Validate(); err != nil {
+		return fmt.Errorf("invalid digest %q: %v%.0w", d, err, errdefs.ErrInvalidArgument)
+	}
+	switch d.Algorithm() {
+	case digest.SHA256, digest.SHA512:
+		return nil
+	}
+	return fmt.Errorf("invalid digest %q: unsupported algorithm%.0w", d, errdefs.ErrInvalidArgument)
+}
+
+// blobPath is where the blob d lives; d must have passed ValidateDigest.
+func (s *Store) blobPath(d digest.Digest) string {
+	return filepath.Join(s.root, BlobsDir, string(d.Algorithm()), d.Encoded())
+}
+
+// HasBlob reports whether the blob is stored. Whoever acts on a true answer
+// (skips a download, records an image) must hold a lease on d first: see
+// Lease.Has.
+func (s *Store) HasBlob(d digest.Digest) bool {
+	if ValidateDigest(d) != nil {
+		return false
+	}
+	_, err := os.Stat(s.blobPath(d))
+	return err == nil
+}
+
+// BlobSize is the stored size of d, or -1 when absent.
+func (s *Store) BlobSize(d digest.Digest) int64 {
+	if ValidateDigest(d) != nil {
+		return -1
+	}
+	fi, err := os.Stat(s.blobPath(d))
+	if err != nil {
+		return -1
+	}
+	return fi.Size()
+}
+
+// OpenBlob opens a stored blob and returns its size.
+func (s *Store) OpenBlob(d digest.Digest) (*os.File, int64, error) {
+	if err := ValidateDigest(d); err != nil {
+		return nil, 0, err
+	}
+	f, err := os.Open(s.blobPath(d))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, 0, fmt.Errorf("blob %s not found%.0w", d, errdefs.ErrNotFound)
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, fi.Size(), nil
+}
+
+// ReadBlob reads a whole stored blob of at most max bytes.
+func (s *Store) ReadBlob(d digest.Digest, max int64) ([]byte, error) {
+	f, size, err := s.OpenBlob(d)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if size > max {
+		return nil, fmt.Errorf("blob %s too large: %d bytes > %d%.0w", d, size, max, errdefs.ErrInvalidArgument)
+	}
+	b := make([]byte, size)
+	if _, err := io.ReadFull(f, b); err != nil {
+		return nil, fmt.Errorf("read blob %s: %w", d, err)
+	}
+	return b, nil
+}
+
+// Ingestion is one blob being written into ingest/ under a lease.
+type Ingestion struct {
+	lease    *Lease
+	f        *os.File
+	digester digest.Digester
+	n        int64
+	done     bool
+}
+
+// Write hashes and writes p.
+func (w *Ingestion) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	w.digester.Hash().Write(p[:n])
+	w.n += int64(n)
+	return n, err
+}
+
+// Digest is the digest of what was written so far.
+func (w *Ingestion) Digest() digest.Digest { return w.digester.Digest() }
+
+// Size is the number of bytes written so far.
+func (w *Ingestion) Size() int64 { return w.n }
+
+// Commit checks size and digest (when given: size ≥ 0, digest non-empty),
+// pins the blob in the lease and renames the temp file into blobs/. It
+// returns the blob's digest and whether the blob is new to the store.
+func (w *Ingestion) Commit(size int64, want digest.Digest) (digest.Digest, bool, error) {
+	s := w.lease.s
+	got := w.digester.Digest()
+	if size >= 0 && w.n != size {
+		return "", false, fmt.Errorf("blob %s: size mismatch: got %d bytes, expected %d%.0w", want, w.n, size, errdefs.ErrInvalidArgument)
+	}
+	if want != "" && got != want {
+		return "", false, fmt.Errorf("blob %s: digest mismatch: content is %s%.0w", want, got, errdefs.ErrInvalidArgument)
+	}
+	// Pinned before the rename: from the moment it is visible in blobs/,
+	// no collection can take it from this lease's owner.
+	w.lease.Add(got)
+	existed := s.HasBlob(got)
+	if err := w.f.Sync(); err != nil {
+		return "", false, err
+	}
+	if err := w.f.Close(); err != nil {
+		return "", false, err
+	}
+	dst := s.blobPath(got)
+	if err := os.MkdirAll(filepath.Dir(dst), dirMode); err != nil {
+		return "", false, err
+	}
+	if err := os.Rename(w.f.Name(), dst); err != nil {
+		return "", false, err
+	}
+	w.done = true
+	s.endIngest(w.f.Name())
+	return got, !existed, syncDir(filepath.Dir(dst))
+}
+
+// Abort removes the temp file unless Commit succeeded.
+func (w *Ingestion) Abort() {
+	if w.done {
+		return
+	}
+	w.f.Close()
+	os.Remove(w.f.Name())
+	w.lease.s.endIngest(w.f.Name())
+	w.done = true
+}
+
+func (s *Store) endIngest(name string) {
+	s.leaseMu.Lock()
+	delete(s.ingests, filepath.Base(name))
+	s.leaseMu.Unlock()
+}
+
+// RemoveBlob deletes a blob file; a missing one is not an error. Only
+// garbage collection calls it (with mu and leaseMu held).
+func (s *Store) removeBlob(d digest.Digest) (int64, error) {
+	if err := ValidateDigest(d); err != nil {
+		return 0, err
+	}
+	p := s.blobPath(d)
+	fi, err := os.Stat(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return 0, err
+	}
+	return fi.Size(), nil
+}
+
+// preparedFile is a metadata file written and fsynced under a temp name,
+// waiting for its rename.
+type preparedFile struct {
+	tmp, dir, name string
+	done           bool
+}
+
+// prepareFile writes data to a temp file in dir and fsyncs it: where a full
+// disk or an I/O error shows, before anything visible changed.
+func (s *Store) prepareFile(dir, name string, data []byte) (*preparedFile, error) {
+	if s.failWrite != nil {
+		if err := s.failWrite(name); err != nil {
+			return nil, err
+		}
+	}
+	f, err := os.CreateTemp(dir, "."+name+".tmp-*")
+	if err != nil {
+		return nil, err
+	}
+	p := &preparedFile{tmp: f.Name(), dir: dir, name: name}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(p.tmp, fileMode)
+	}
+	if err != nil {
+		p.abort()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *preparedFile) commit() error {
+	if err := os.Rename(p.tmp, filepath.Join(p.dir, p.name)); err != nil {
+		p.abort()
+		return err
+	}
+	p.done = true
+	return syncDir(p.dir)
+}
+
+func (p *preparedFile) abort() {
+	if !p.done {
+		os.Remove(p.tmp)
+		p.done = true
+	}
+}
+
+// writeFileAtomic writes dir/name through a temp file in dir: write, fsync,
+// rename, fsync dir.
+func (s *Store) writeFileAtomic(dir, name string, data []byte) error {
+	p, err := s.prepareFile(dir, name, data)
+	if err != nil {
+		return err
+	}
+	return p.commit()
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
+		return err
+	}
+	return nil
+}
+
+// CopyCtx copies like io.Copy and stops between chunks when ctx is done.
+func CopyCtx(ctx context.Context, dst io.Writer, src io.Reader) (int64, error) {
+	buf := make([]byte, 256<<10)
+	var n int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return n, err
+		}
+		m, rerr := src.Read(buf)
+		if m > 0 {
+			w, werr := dst.Write(buf[:m])
+			n += int64(w)
+			if werr != nil {
+				return n, werr
+			}
+		}
+		if rerr == io.EOF {
+			return n, nil
+		}
+		if rerr != nil {
+			return n, rerr
+		}
+	}
+}
+
+// LimitReader returns a reader that fails (instead of truncating) past max bytes.
+func LimitReader(r io.Reader, max int64) io.Reader { return &cappedReader{r: r, left: max, max: max} }
+
+type cappedReader struct {
+	r         io.Reader
+	left, max int64
+}
+
+// ErrTooLarge is what a LimitReader returns past its cap.
+var ErrTooLarge = errors.New("input too large")
+
+func (c *cappedReader) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		var one [1]byte
+		n, err := c.r.Read(one[:])
+		if n > 0 {
+			return 0, fmt.Errorf("%w: more than %d bytes%.0w", ErrTooLarge, c.max, errdefs.ErrInvalidArgument)
+		}
+		return 0, err
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
+}
+

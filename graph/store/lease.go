@@ -1,0 +1,245 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/containerd/errdefs"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+)
+
+// Lease pins content for one operation (a pull, load, import, push or
+// save), as containerd's leases do: garbage collection never deletes a blob
+// that a live lease pins. An operation takes a lease first, pins every blob
+// before it checks or writes it, records its image (Put), and releases the
+// lease last; Release collects what it pinned that no record uses, so a
+// failed operation leaves no orphans. Leases live in memory only: after a
+// crash there is no operation left to protect, and start-up collects.
+//
+// A Lease is safe for use by several goroutines (the layers of one pull).
+type Lease struct {
+	s        *Store
+	pinned   map[digest.Digest]bool
+	released bool
+}
+
+// NewLease starts a lease. The caller must Release it.
+func (s *Store) NewLease() *Lease {
+	return &Lease{s: s, pinned: map[digest.Digest]bool{}}
+}
+
+// Add pins ds for the lease's lifetime.
+func (l *Lease) Add(ds ...digest.Digest) {
+	s := l.s
+	s.leaseMu.Lock()
+	defer s.leaseMu.Unlock()
+	if l.released {
+		return
+	}
+	for _, d := range ds {
+		if d == "" || l.pinned[d] {
+			continue
+		}
+		l.pinned[d] = true
+		s.pins[d]++
+	}
+}
+
+// AddImage pins every blob rec uses (push and save read them while an rmi
+// may remove the image).
+func (l *Lease) AddImage(rec *ImageRecord) { l.Add(l.s.blobsOf(rec)...) }
+
+// Has pins d and then reports whether it is stored: a true answer stays
+// true until Release.
+func (l *Lease) Has(d digest.Digest) bool {
+	l.Add(d)
+	return l.s.HasBlob(d)
+}
+
+// Ingest starts writing a blob of algorithm alg whose digest is known only
+// at the end (a layer computed from a stream).
+func (l *Lease) Ingest(alg digest.Algorithm) (*Ingestion, error) {
+	if alg == "" {
+		alg = digest.SHA256
+	}
+	s := l.s
+	f, err := os.CreateTemp(filepath.Join(s.root, ingestDir), "blob-*")
+	if err != nil {
+		return nil, fmt.Errorf("create ingest file: %w", err)
+	}
+	s.leaseMu.Lock()
+	s.ingests[filepath.Base(f.Name())] = true
+	s.leaseMu.Unlock()
+	return &Ingestion{lease: l, f: f, digester: alg.Digester()}, nil
+}
+
+// WriteBlob stores r as the blob desc, verifying size and digest while
+// streaming; the blob becomes visible only once verified (atomic rename). It
+// pins desc first; writing a blob that exists is a no-op that drains nothing.
+// Concurrent writers of one blob each write their own temp file; the renames
+// replace identical content. It reports whether the blob was new.
+func (l *Lease) WriteBlob(ctx context.Context, desc ocispec.Descriptor, r io.Reader) (bool, error) {
+	if err := ValidateDigest(desc.Digest); err != nil {
+		return false, err
+	}
+	if desc.Size < 0 {
+		return false, fmt.Errorf("blob %s: negative size %d%.0w", desc.Digest, desc.Size, errdefs.ErrInvalidArgument)
+	}
+	if l.Has(desc.Digest) {
+		return false, nil
+	}
+	w, err := l.Ingest(desc.Digest.Algorithm())
+	if err != nil {
+		return false, err
+	}
+	defer w.Abort()
+	// Read at most one byte more than announced, so a longer body fails
+	// without being stored whole.
+	if _, err := CopyCtx(ctx, w, io.LimitReader(r, desc.Size+1)); err != nil {
+		return false, fmt.Errorf("write blob %s: %w", desc.Digest, err)
+	}
+	_, created, err := w.Commit(desc.Size, desc.Digest)
+	return created, err
+}
+
+// Release unpins the lease's blobs and collects those that no record and no
+// other lease uses. It returns the bytes freed. Releasing twice is a no-op.
+func (l *Lease) Release() int64 {
+	s := l.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.leaseMu.Lock()
+	defer s.leaseMu.Unlock()
+	if l.released {
+		return 0
+	}
+	l.released = true
+	candidates := make([]digest.Digest, 0, len(l.pinned))
+	for d := range l.pinned {
+		if s.pins[d]--; s.pins[d] <= 0 {
+			delete(s.pins, d)
+		}
+		candidates = append(candidates, d)
+	}
+	return s.collectLocked(s.st, candidates)
+}
+
+// collectLocked removes those of candidates that neither st's records nor a
+// live lease use, and returns the bytes freed. Called with mu (write) and
+// leaseMu held: a lease cannot pin a candidate between the decision and the
+// unlink.
+func (s *Store) collectLocked(st *state, candidates []digest.Digest) int64 {
+	if len(candidates) == 0 {
+		return 0
+	}
+	live := s.liveSet(st)
+	var freed int64
+	seen := map[digest.Digest]bool{}
+	for _, d := range candidates {
+		if d == "" || live[d] || seen[d] || s.pins[d] > 0 {
+			continue
+		}
+		seen[d] = true
+		n, err := s.removeBlob(d)
+		if err != nil {
+			s.log.WithError(err).WithField("digest", d).Warn("remove unreferenced blob")
+			continue
+		}
+		// The metadata cache holds one entry per manifest: dropping it with
+		// the blob keeps the cache no larger than the store.
+		s.metaMu.Lock()
+		delete(s.meta, d)
+		s.metaMu.Unlock()
+		freed += n
+	}
+	return freed
+}
+
+// liveSet is every blob st's records keep alive.
+func (s *Store) liveSet(st *state) map[digest.Digest]bool {
+	live := map[digest.Digest]bool{}
+	for _, r := range st.images {
+		for _, d := range s.blobsOf(r) {
+			live[d] = true
+		}
+	}
+	return live
+}
+
+// CollectAll removes every stored blob that no record and no lease uses,
+// and every ingest temp file no live ingestion owns. It returns the number
+// of blobs removed and the bytes freed.
+func (s *Store) CollectAll(ctx context.Context) (int, int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.leaseMu.Lock()
+	defer s.leaseMu.Unlock()
+	orphans, err := s.orphansLocked(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	var n int
+	var freed int64
+	for _, o := range orphans {
+		b, err := s.removeBlob(o.Digest)
+		if err != nil {
+			s.log.WithError(err).WithField("digest", o.Digest).Warn("remove unreferenced blob")
+			continue
+		}
+		n++
+		freed += b
+	}
+	ents, _ := os.ReadDir(filepath.Join(s.root, ingestDir))
+	for _, e := range ents {
+		if !s.ingests[e.Name()] {
+			os.Remove(filepath.Join(s.root, ingestDir, e.Name()))
+		}
+	}
+	return n, freed, nil
+}
+
+// orphansLocked lists the stored blobs that no record of s.st and no lease
+// uses. Called with mu and leaseMu held.
+func (s *Store) orphansLocked(ctx context.Context) ([]ocispec.Descriptor, error) {
+	live := s.liveSet(s.st)
+	var out []ocispec.Descriptor
+	for _, alg := range []digest.Algorithm{digest.SHA256, digest.SHA512} {
+		dir := filepath.Join(s.root, BlobsDir, string(alg))
+		ents, err := os.ReadDir(dir)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range ents {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			d := digest.NewDigestFromEncoded(alg, e.Name())
+			if ValidateDigest(d) != nil || !e.Type().IsRegular() || live[d] || s.pins[d] > 0 {
+				continue
+			}
+			var size int64
+			if fi, err := e.Info(); err == nil {
+				size = fi.Size()
+			}
+			out = append(out, ocispec.Descriptor{Digest: d, Size: size})
+		}
+	}
+	return out, nil
+}
+
+// Orphans lists the blobs that no record and no operation in progress uses.
+func (s *Store) Orphans(ctx context.Context) ([]ocispec.Descriptor, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	s.leaseMu.Lock()
+	defer s.leaseMu.Unlock()
+	return s.orphansLocked(ctx)
+}

@@ -1,0 +1,125 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/containerd/errdefs"
+	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+)
+
+// Size caps for metadata read from the store or from archives.
+const (
+	// MaxManifestSize is containerd's and distribution's 4 MiB limit on
+	// manifests and indexes: real ones are a few KiB.
+	MaxManifestSize = 4 << 20
+	// MaxConfigSize caps an image config at 8 MiB: configs with long
+	// histories reach a few hundred KiB.
+	MaxConfigSize = 8 << 20
+)
+
+// Docker media types the store meets beside the OCI ones.
+const (
+	MediaTypeDockerManifestList = "application/vnd.docker.distribution.manifest.list.v2+json"
+	MediaTypeDockerManifest     = "application/vnd.docker.distribution.manifest.v2+json"
+	MediaTypeDockerConfig       = "application/vnd.docker.container.image.v1+json"
+	MediaTypeDockerLayer        = "application/vnd.docker.image.rootfs.diff.tar"
+	MediaTypeDockerLayerGzip    = "application/vnd.docker.image.rootfs.diff.tar.gzip"
+)
+
+// IsIndexType reports whether mt is an OCI index or a Docker manifest list.
+func IsIndexType(mt string) bool {
+	return mt == ocispec.MediaTypeImageIndex || mt == MediaTypeDockerManifestList
+}
+
+// ImageConfig is an image config as found in the wild: an OCI or Docker
+// image config, or a Docker v1 image JSON / schema1 v1Compatibility record
+// (which adds id, parent, container, container_config, docker_version).
+type ImageConfig struct {
+	dockerspec.DockerOCIImage
+
+	Comment         string                           `json:"comment,omitempty"`
+	ID              string                           `json:"id,omitempty"`
+	Parent          string                           `json:"parent,omitempty"`
+	Container       string                           `json:"container,omitempty"`
+	ContainerConfig *dockerspec.DockerOCIImageConfig `json:"container_config,omitempty"`
+	DockerVersion   string                           `json:"docker_version,omitempty"`
+}
+
+// ParseImageConfig parses an image config.
+func ParseImageConfig(b []byte) (*ImageConfig, error) {
+	var c ImageConfig
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("parse image config: %v%.0w", err, errdefs.ErrInvalidArgument)
+	}
+	return &c, nil
+}
+
+// CreatedTime is the config's creation time, zero when unknown.
+func (c *ImageConfig) CreatedTime() time.Time {
+	if c.Created == nil {
+		return time.Time{}
+	}
+	return *c.Created
+}
+
+// ImageMeta is what the store derives from an image's (immutable) manifest
+// and config; cached per manifest digest (a manifest names one config).
+type ImageMeta struct {
+	Manifest  ocispec.Manifest
+	RawConfig []byte
+	Config    *ImageConfig
+	Size      int64 // sum of the compressed layer sizes
+}
+
+// Meta loads (or returns the cached) manifest and config of rec.
+func (s *Store) Meta(rec *ImageRecord) (*ImageMeta, error) {
+	s.metaMu.Lock()
+	m, ok := s.meta[rec.Manifest.Digest]
+	s.metaMu.Unlock()
+	if ok {
+		return m, nil
+	}
+	mb, err := s.ReadBlob(rec.Manifest.Digest, MaxManifestSize)
+	if err != nil {
+		return nil, fmt.Errorf("image %s: manifest: %w", rec.ID, err)
+	}
+	m = &ImageMeta{}
+	if err := json.Unmarshal(mb, &m.Manifest); err != nil {
+		return nil, fmt.Errorf("image %s: parse manifest %s: %w", rec.ID, rec.Manifest.Digest, err)
+	}
+	if m.Manifest.Config.Digest != rec.ID {
+		return nil, fmt.Errorf("image %s: manifest %s names config %s", rec.ID, rec.Manifest.Digest, m.Manifest.Config.Digest)
+	}
+	m.RawConfig, err = s.ReadBlob(rec.ID, MaxConfigSize)
+	if err != nil {
+		return nil, fmt.Errorf("image %s: config: %w", rec.ID, err)
+	}
+	m.Config, err = ParseImageConfig(m.RawConfig)
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", rec.ID, err)
+	}
+	for _, ld := range m.Manifest.Layers {
+		m.Size += ld.Size
+	}
+	s.metaMu.Lock()
+	s.meta[rec.Manifest.Digest] = m
+	s.metaMu.Unlock()
+	return m, nil
+}
+
+// ReadIndex reads and parses the stored index d.
+func (s *Store) ReadIndex(d digest.Digest) (*ocispec.Index, error) {
+	b, err := s.ReadBlob(d, MaxManifestSize)
+	if err != nil {
+		return nil, err
+	}
+	var idx ocispec.Index
+	if err := json.Unmarshal(b, &idx); err != nil {
+		return nil, fmt.Errorf("parse index %s: %w", d, err)
+	}
+	return &idx, nil
+}

@@ -1,0 +1,330 @@
+// Package store is wharf's local image store: the content (blobs), the leases
+// that pin content while an operation is under way, the image records and
+// their tags, and the garbage collection that reclaims what nothing uses. It
+// is the one owner of a blob's lifetime: every rule about when a blob may be
+// written, relied on or deleted lives here.
+//
+// The data-root is an OCI image layout (image-spec v1.1) that any OCI tool can
+// read, plus wharf's own records beside it:
+//
+//	<root>/                         0700
+//	├── oci-layout                  {"imageLayoutVersion":"1.0.0"}
+//	├── index.json                  OCI index: one entry per tagged reference
+//	│                               (annotations org.opencontainers.image.ref.name
+//	│                               = tag, io.containerd.image.name = full name),
+//	│                               one unnamed entry per untagged image;
+//	│                               rewritten from wharf/images.json after each change
+//	├── blobs/
+//	│   └── sha256/
+//	│       └── <hex>               manifests, indexes, configs, layers; each
+//	│                               verified against its digest before it appears
+//	├── ingest/                     temp files of blobs being written; emptied at start
+//	└── wharf/
+//	    ├── images.json             the image records (ID, target, manifest, tags,
+//	    │                           digests): the source of truth
+//	    └── lock                    flock held while a daemon owns the root
+//
+// Directories are 0700 and files 0600: private layers and the records are the
+// daemon's alone (the API socket is the way in, and it is 0660).
+//
+// Every file is written atomically: a temp file in the target's directory (or
+// in ingest/ for blobs, which is on the same file system), fsync, rename, fsync
+// of the directory. A crash leaves either the old or the new file, and at worst
+// a stray temp file that start-up removes.
+//
+// # Blob lifecycle
+//
+// A blob is written only through a Lease (ingest → verify → rename into
+// blobs/), and is pinned by that lease from before the write (or, for a blob
+// that already exists, from before the existence check) until the lease is
+// released. An image record keeps its blobs alive once committed; Put
+// re-checks, under the records lock, that every blob it names is present.
+// Garbage collection (under the same lock, and the lease lock) deletes a blob
+// only when no record and no live lease uses it: after a delete, when a lease
+// is released, at start-up (when no lease can exist) and on prune.
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/containerd/errdefs"
+	"github.com/gofrs/flock"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/sirupsen/logrus"
+)
+
+const (
+	layoutFile   = ocispec.ImageLayoutFile // "oci-layout"
+	IndexFile    = "index.json"
+	BlobsDir     = "blobs"
+	ingestDir    = "ingest"
+	wharfDir     = "wharf"
+	recordsFile  = "images.json"
+	lockFile     = "lock"
+	recordsVer   = 1
+	AnnRefName   = ocispec.AnnotationRefName // tag only, e.g. "1.0"
+	AnnImageName = "io.containerd.image.name"
+)
+
+// Modes of everything under the data-root: the daemon's alone.
+const (
+	dirMode  fs.FileMode = 0o700
+	fileMode fs.FileMode = 0o600
+)
+
+// maxRecordsSize caps images.json at start-up (256 MiB): 5,000 images take
+// about 5 MiB, so anything near the cap is corruption, not data.
+const maxRecordsSize = 256 << 20
+
+// Options configure a Store.
+type Options struct {
+	Root   string
+	Logger *logrus.Entry
+}
+
+// Store is the OCI layout on disk, the leases, and the in-memory image
+// records. mu protects the records (st); leaseMu the pins. Lock order: mu,
+// then leaseMu.
+type Store struct {
+	root  string
+	log   *logrus.Entry
+	flock *flock.Flock
+
+	mu sync.RWMutex
+	st *state // replaced whole on every committed change, never edited in place
+
+	leaseMu sync.Mutex
+	pins    map[digest.Digest]int // digest → number of live leases pinning it
+	ingests map[string]bool       // temp files of live ingestions (ingest/ names)
+
+	metaMu sync.Mutex
+	meta   map[digest.Digest]*ImageMeta // manifest digest → parsed manifest + config (immutable content)
+
+	// failWrite, when set (tests), is called before every metadata file
+	// write; an error it returns fails the write as ENOSPC would.
+	failWrite func(name string) error
+}
+
+// recordsDoc is the JSON form of wharf/images.json.
+type recordsDoc struct {
+	Version int            `json:"version"`
+	Images  []*ImageRecord `json:"images"`
+}
+
+// Open opens (creating when needed) the store at opts.Root: takes its lock,
+// tightens modes, cleans the ingest area, loads the records, heals
+// index.json and collects every unreferenced blob.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	if opts.Root == "" {
+		return nil, fmt.Errorf("graph: empty data-root: %w", errdefs.ErrInvalidArgument)
+	}
+	root, err := filepath.Abs(opts.Root)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range []string{
+		root,
+		filepath.Join(root, BlobsDir, string(digest.SHA256)),
+		filepath.Join(root, wharfDir),
+	} {
+		if err := os.MkdirAll(d, dirMode); err != nil {
+			return nil, fmt.Errorf("graph: create %s: %w", d, err)
+		}
+	}
+	log := opts.Logger
+	if log == nil {
+		log = logrus.NewEntry(logrus.StandardLogger())
+	}
+	s := &Store{
+		root:    root,
+		log:     log,
+		pins:    map[digest.Digest]int{},
+		ingests: map[string]bool{},
+		meta:    map[digest.Digest]*ImageMeta{},
+	}
+	s.flock = flock.New(filepath.Join(root, wharfDir, lockFile))
+	locked, err := s.flock.TryLock()
+	if err != nil {
+		return nil, fmt.Errorf("graph: lock data-root: %w", err)
+	}
+	if !locked {
+		return nil, fmt.Errorf("graph: data-root %s is in use by another process%.0w", root, errdefs.ErrUnavailable)
+	}
+	if err := s.open(ctx); err != nil {
+		s.flock.Unlock()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) open(ctx context.Context) error {
+	if err := tightenModes(s.root); err != nil {
+		return fmt.Errorf("graph: tighten modes of %s: %w", s.root, err)
+	}
+	// A crash mid-write leaves temp files in ingest/: nothing there is ever
+	// referenced, so start-up removes the whole area.
+	if err := os.RemoveAll(filepath.Join(s.root, ingestDir)); err != nil {
+		return fmt.Errorf("graph: clean ingest area: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Join(s.root, ingestDir), dirMode); err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(s.root, layoutFile)); errors.Is(err, os.ErrNotExist) {
+		b, _ := json.Marshal(ocispec.ImageLayout{Version: ocispec.ImageLayoutVersion})
+		if err := s.writeFileAtomic(s.root, layoutFile, b); err != nil {
+			return err
+		}
+	}
+	st, err := s.loadRecords()
+	if err != nil {
+		return err
+	}
+	s.st = st
+	// index.json is derived: rewrite it so a crash between the two writes heals.
+	if err := s.writeIndex(st); err != nil {
+		return err
+	}
+	// No lease can exist yet: whatever no record uses is an orphan left by a
+	// crash (a load killed after staging blobs, an rmi killed between its
+	// record write and its collection) and goes now.
+	if n, freed, err := s.CollectAll(ctx); err != nil {
+		return fmt.Errorf("graph: collect unreferenced blobs: %w", err)
+	} else if n > 0 {
+		s.log.WithFields(logrus.Fields{"blobs": n, "bytes": freed}).Info("removed unreferenced blobs left by an earlier run")
+	}
+	return nil
+}
+
+// tightenModes makes root 0700 and everything under it 0700 (directories)
+// or 0600 (files). Stores written by earlier versions were 0755/0644. The
+// root's own mode is changed last, so a store whose root is already 0700 was
+// tightened whole and start-up does not walk it again.
+func tightenModes(root string) error {
+	fi, err := os.Stat(root)
+	if err != nil {
+		return err
+	}
+	if fi.Mode().Perm() == dirMode {
+		return nil
+	}
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == root || d.Type()&fs.ModeSymlink != 0 {
+			return nil
+		}
+		mode := fileMode
+		if d.IsDir() {
+			mode = dirMode
+		}
+		return os.Chmod(p, mode)
+	})
+	if err != nil {
+		return err
+	}
+	return os.Chmod(root, dirMode)
+}
+
+// Root is the data-root.
+func (s *Store) Root() string { return s.root }
+
+// Close releases the store's lock.
+func (s *Store) Close() error {
+	if s.flock != nil {
+		return s.flock.Unlock()
+	}
+	return nil
+}
+
+func (s *Store) loadRecords() (*state, error) {
+	p := filepath.Join(s.root, wharfDir, recordsFile)
+	st := &state{images: map[digest.Digest]*ImageRecord{}}
+	f, err := os.Open(p)
+	if errors.Is(err, os.ErrNotExist) {
+		st.reindex()
+		return st, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var doc recordsDoc
+	dec := json.NewDecoder(LimitReader(f, maxRecordsSize))
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("graph: read %s: %w", p, err)
+	}
+	if doc.Version != recordsVer {
+		return nil, fmt.Errorf("graph: %s: unsupported version %d", p, doc.Version)
+	}
+	for _, r := range doc.Images {
+		if r == nil || r.ID.Validate() != nil {
+			continue
+		}
+		r.RepoTags = nonNil(r.RepoTags)
+		r.RepoDigests = nonNil(r.RepoDigests)
+		st.images[r.ID] = r
+	}
+	st.reindex()
+	return st, nil
+}
+
+// persist makes st durable: images.json (the commit point) and then
+// index.json. Both files are prepared (written and fsynced as temp files)
+// before either is renamed into place, so a full disk fails the change
+// before anything on disk changed. Called with mu held for writing.
+func (s *Store) persist(st *state) error {
+	doc := recordsDoc{Version: recordsVer, Images: st.sorted()}
+	rb, err := json.Marshal(doc)
+	if err != nil {
+		return err
+	}
+	ib, err := indexBytes(st)
+	if err != nil {
+		return err
+	}
+	rec, err := s.prepareFile(filepath.Join(s.root, wharfDir), recordsFile, rb)
+	if err != nil {
+		return err
+	}
+	idx, err := s.prepareFile(s.root, IndexFile, ib)
+	if err != nil {
+		rec.abort()
+		return err
+	}
+	if err := rec.commit(); err != nil {
+		idx.abort()
+		return err
+	}
+	// images.json is the source of truth and is committed; index.json is
+	// derived, and start-up rewrites it, so a failed rename here is logged
+	// and healed rather than reported as a failed change.
+	if err := idx.commit(); err != nil {
+		s.log.WithError(err).Warn("index.json not updated; it is rewritten from the records at the next change or start-up")
+	}
+	return nil
+}
+
+// writeIndex derives the layout's index.json from st.
+func (s *Store) writeIndex(st *state) error {
+	b, err := indexBytes(st)
+	if err != nil {
+		return err
+	}
+	return s.writeFileAtomic(s.root, IndexFile, b)
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
