@@ -6,6 +6,8 @@ import (
 	"net/url"
 
 	"github.com/moby/moby/api/types/image"
+
+	"github.com/wharfproject/wharf/api/types"
 )
 
 // ImageHistory calls GET /images/{name}/history.
@@ -46,5 +48,17 @@ func (c *Client) ImageRemove(ctx context.Context, name string, opts ImageRemoveO
 	}
 	var v []image.DeleteResponse
 	_, err := c.getJSON(ctx, request{method: http.MethodDelete, path: "/images/" + name, query: q}, &v)
+	return v, err
+}
+
+// ImagesPrune calls POST /images/prune: images matching filters (dangling
+// ones by default) and, on wharfd, every blob no image uses.
+func (c *Client) ImagesPrune(ctx context.Context, filters types.Filters) (image.PruneReport, error) {
+	q := url.Values{}
+	if f := filters.Encode(); f != "" {
+		q.Set("filters", f)
+	}
+	var v image.PruneReport
+	_, err := c.getJSON(ctx, request{method: http.MethodPost, path: "/images/prune", query: q}, &v)
 	return v, err
 }

@@ -1,20 +1,25 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/wharfproject/wharf/api/types"
 )
 
-// newSystemCommand is `wharf system`: the store check for now.
+// newSystemCommand is `wharf system`: the store check and prune.
 func newSystemCommand(c *cli) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "system COMMAND",
 		Short: "Manage the wharf daemon's store",
 		Args:  noArgs,
 	}
-	cmd.AddCommand(newSystemCheckCommand(c))
+	cmd.AddCommand(newSystemCheckCommand(c), newSystemPruneCommand(c))
 	return cmd
 }
 
@@ -62,4 +67,67 @@ func newSystemCheckCommand(c *cli) *cobra.Command {
 	cmd.Flags().BoolVar(&quick, "quick", false, "Check presence and sizes only; do not hash the blobs (what start-up does)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "Print the report as JSON")
 	return cmd
+}
+
+func newSystemPruneCommand(c *cli) *cobra.Command {
+	var all, force bool
+	cmd := &cobra.Command{
+		Use:   "prune [OPTIONS]",
+		Short: "Remove dangling images and every blob no image uses",
+		Long: "Remove dangling images (every image not in use by a tag with --all) and every blob that no image " +
+			"and no operation in progress uses (orphans left by a crash or an interrupted pull or load), " +
+			"and print the space reclaimed. Without --force it asks first, as docker system prune does.",
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !force {
+				what := "all dangling images"
+				if all {
+					what = "all images without at least one tag"
+				}
+				fmt.Fprintf(c.out, "WARNING! This will remove:\n  - %s\n  - all blobs no image uses\n\nAre you sure you want to continue? [y/N] ", what)
+				if !confirm(c.in) {
+					return nil
+				}
+			}
+			api, err := c.client()
+			if err != nil {
+				return err
+			}
+			f := types.Filters{"dangling": {"true": true}}
+			if all {
+				f = types.Filters{"dangling": {"false": true}}
+			}
+			rep, err := api.ImagesPrune(cmd.Context(), f)
+			if err != nil {
+				return err
+			}
+			if len(rep.ImagesDeleted) > 0 {
+				fmt.Fprintln(c.out, "Deleted Images:")
+				for _, d := range rep.ImagesDeleted {
+					if d.Untagged != "" {
+						fmt.Fprintln(c.out, "untagged: "+d.Untagged)
+					}
+					if d.Deleted != "" {
+						fmt.Fprintln(c.out, "deleted: "+d.Deleted)
+					}
+				}
+				fmt.Fprintln(c.out)
+			}
+			fmt.Fprintf(c.out, "Total reclaimed space: %s\n", humanSize(int64(rep.SpaceReclaimed)))
+			return nil
+		},
+	}
+	cmd.Flags().BoolVarP(&all, "all", "a", false, "Remove all unused images, not just dangling ones")
+	cmd.Flags().BoolVarP(&force, "force", "f", false, "Do not prompt for confirmation")
+	return cmd
+}
+
+// confirm reads one line and reports whether it is y or yes.
+func confirm(in io.Reader) bool {
+	line, _ := bufio.NewReader(in).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true
+	}
+	return false
 }
