@@ -18,7 +18,8 @@ allowed() {
 	api/types) echo "" ;;
 	api/server) echo "api/types" ;;
 	registry) echo "" ;;
-	graph) echo "registry api/types" ;;
+	graph) echo "registry api/types graph/store" ;;
+	graph/store) echo "api/types" ;;
 	daemon) echo "api/server api/types graph registry" ;;
 	client) echo "api/types" ;;
 	cmd/wharfd) echo "daemon" ;;
