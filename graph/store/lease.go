@@ -68,13 +68,17 @@ func (l *Lease) Ingest(alg digest.Algorithm) (*Ingestion, error) {
 		alg = digest.SHA256
 	}
 	s := l.s
+	// Created and registered under leaseMu: CollectAll removes the ingest
+	// files it finds unregistered, under the same lock.
+	s.leaseMu.Lock()
 	f, err := os.CreateTemp(filepath.Join(s.root, ingestDir), "blob-*")
+	if err == nil {
+		s.ingests[filepath.Base(f.Name())] = true
+	}
+	s.leaseMu.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("create ingest file: %w", err)
 	}
-	s.leaseMu.Lock()
-	s.ingests[filepath.Base(f.Name())] = true
-	s.leaseMu.Unlock()
 	return &Ingestion{lease: l, f: f, digester: alg.Digester()}, nil
 }
 
