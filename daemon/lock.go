@@ -20,7 +20,7 @@ type rootLock struct {
 // lockRoot takes <root>/wharf.lock without waiting and writes our pid into
 // it so that a second daemon can say who holds it.
 func lockRoot(root string) (*rootLock, error) {
-	if err := os.MkdirAll(root, 0o711); err != nil {
+	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, fmt.Errorf("creating data-root: %w", err)
 	}
 	path := filepath.Join(root, "wharf.lock")
@@ -38,7 +38,7 @@ func lockRoot(root string) (*rootLock, error) {
 		}
 		return nil, fmt.Errorf("data-root %s is in use by another wharfd (pid %s)", root, pid)
 	}
-	if err := os.WriteFile(path, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
 		_ = fl.Unlock()
 		return nil, fmt.Errorf("writing %s: %w", path, err)
 	}

@@ -136,8 +136,9 @@ func readStatusLine(conn net.Conn) string {
 }
 
 // afterCrash restarts d on its data-root and checks what a crash may leave:
-// an empty ingest area, a store the full check finds clean, every listed
-// image inspectable. It returns the image IDs listed.
+// an empty ingest area, a store the full check finds clean, no orphan blob
+// (orphanReport), every listed image inspectable. It returns the image IDs
+// listed.
 func afterCrash(c *check.C, d *Daemon, what string) []string {
 	d.Start(c, d.Args...)
 	ents, err := os.ReadDir(filepath.Join(d.Root, "ingest"))
@@ -145,6 +146,10 @@ func afterCrash(c *check.C, d *Daemon, what string) []string {
 	c.Assert(ents, check.HasLen, 0, check.Commentf("%s: ingest not emptied at start-up", what))
 	rep, code := systemCheck(c, d)
 	c.Assert(code, check.Equals, 0, check.Commentf("%s: system check after the crash:\n%s\n--- log ---\n%s", what, rep, d.Log()))
+	// No blob outlives the crash unless an image uses it: the blobs a
+	// killed pull, load or import had stored are reclaimed at start-up, and
+	// the check (GET /wharf/system/check) counts no unreferenced blob.
+	c.Assert(orphanReport(c, d, gcTimeout), check.Equals, "", check.Commentf("%s: orphan blobs after the restart", what))
 	var list []struct{ ID string }
 	d.Get(c, "/v1.50/images/json?all=1").JSON(c, &list)
 	var ids []string

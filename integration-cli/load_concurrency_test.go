@@ -182,6 +182,10 @@ func (s *LoadSuite) TestConcurrentClientsUnderInjectedFaults(c *check.C) {
 	c.Logf("baseline goroutines %d fds %d; after %d %d; VmHWM %d KiB", baseG, baseFD, g, fds, hwm)
 	c.Check(hwm < loadMaxHWMKiB, check.Equals, true, check.Commentf("VmHWM %d KiB", hwm))
 	d.ping(c)
+	// The pulls the faults broke left no blob behind: blobs/ holds what the
+	// images use and the check (GET /wharf/system/check) counts no
+	// unreferenced blob.
+	c.Check(orphanReport(c, d, gcTimeout), check.Equals, "", check.Commentf("orphan blobs after the load"))
 }
 
 // loadRound pushes fresh images (so caches do not answer for the registry)
