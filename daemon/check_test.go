@@ -11,6 +11,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/wharfproject/wharf/graph"
+	"github.com/wharfproject/wharf/graph/store"
 )
 
 type fakeChecker struct {
@@ -28,7 +29,7 @@ func (f fakeChecker) Check(_ context.Context, full bool) (*graph.CheckReport, er
 func TestStartupCheckLogsProblemsAndWarns(t *testing.T) {
 	var problems []graph.CheckProblem
 	for i := 0; i < 25; i++ {
-		problems = append(problems, graph.CheckProblem{Kind: graph.ProblemMissingBlob, Message: fmt.Sprintf("problem %d", i)})
+		problems = append(problems, graph.CheckProblem{Kind: store.ProblemMissingBlob, Message: fmt.Sprintf("problem %d", i)})
 	}
 	for _, tc := range []struct {
 		f        fakeChecker

@@ -63,7 +63,7 @@ func assertBombRefused(t *testing.T, s *Store, err error) {
 	if err == nil || !errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), "decompression bomb") {
 		t.Fatalf("err = %v, want an InvalidArgument decompression bomb", err)
 	}
-	ents, _ := os.ReadDir(filepath.Join(s.local.root, ingestDir))
+	ents, _ := os.ReadDir(filepath.Join(s.st.Root(), "ingest"))
 	if len(ents) != 0 {
 		t.Fatalf("ingest not cleaned: %d files", len(ents))
 	}
@@ -74,7 +74,7 @@ func assertBombRefused(t *testing.T, s *Store, err error) {
 
 func TestImportRefusesDecompressionBomb(t *testing.T) {
 	s, _ := newLocalTestStore(t)
-	s.local.bombLimit = testBombLimit
+	s.bombLimit = testBombLimit
 	bomb := gzipOf(t, tarOf(t, "zeros", 32<<20, zeros{})) // ≈ 32 KiB → 32 MiB
 	err := s.ImportImage(context.Background(), bytes.NewReader(bomb), types.ImportOptions{Repo: "bomb:1"}, discardProgress)
 	assertBombRefused(t, s, err)
@@ -88,7 +88,7 @@ func TestImportRefusesDecompressionBomb(t *testing.T) {
 
 func TestLoadRefusesCompressedArchiveBomb(t *testing.T) {
 	s, _ := newLocalTestStore(t)
-	s.local.bombLimit = testBombLimit
+	s.bombLimit = testBombLimit
 	// A docker-save archive whose one layer is 32 MiB of zeros, gzipped as
 	// a whole: expanding it would stage 32 MiB on disk.
 	inner := tarOf(t, "layer.tar", 32<<20, zeros{})
@@ -98,7 +98,7 @@ func TestLoadRefusesCompressedArchiveBomb(t *testing.T) {
 
 func TestLoadRefusesGzipLayerBombWhenComputingDiffID(t *testing.T) {
 	s, _ := newLocalTestStore(t)
-	s.local.bombLimit = testBombLimit
+	s.bombLimit = testBombLimit
 	layerTar := tarOf(t, "zeros", 32<<20, zeros{})
 	layer := gzipOf(t, layerTar)
 	cfg, _ := json.Marshal(map[string]any{

@@ -86,9 +86,7 @@ func TestImageDeleteForms(t *testing.T) {
 	rec, _ := s.Lookup(ctx, id.String())
 	rec.RepoDigests = []string{"127.0.0.1:5000/imported2@" + rec.Manifest.Digest.String()}
 	rec.RepoTags = nil
-	if err := s.PutImage(ctx, *rec); err != nil {
-		t.Fatal(err)
-	}
+	putRecord(t, s, *rec)
 	if err := s.TagImage(ctx, id.String(), "127.0.0.1:5000/imported2", "x"); err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +107,7 @@ func TestImageDeleteForms(t *testing.T) {
 		t.Fatalf("untag = %s, want %s", deleteStrings(resp), want)
 	}
 	// By the last reference: untag and delete, blobs removed.
-	blobs := s.local.blobsOf(rec)
+	blobs := imageBlobs(t, s, rec)
 	resp, err = s.ImageDelete(ctx, "127.0.0.1:5000/imported:1.0", false, true)
 	if err != nil {
 		t.Fatal(err)
@@ -142,8 +140,8 @@ func TestImageDeleteForceAndSharedBlobs(t *testing.T) {
 	}
 	ra, _ := s.Lookup(ctx, a.String())
 	rb, _ := s.Lookup(ctx, b.String())
-	ma, _ := s.local.metaFor(ra)
-	layer := ma.manifest.Layers[0].Digest
+	ma, _ := s.st.Meta(ra)
+	layer := ma.Manifest.Layers[0].Digest
 	resp, err := s.ImageDelete(ctx, a.String(), true, true)
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/graph/store"
 )
 
 // testRecordedEvent is one event seen by testEventRecorder.
@@ -120,25 +123,27 @@ func importTestImage(t testing.TB, s *Store, repo, content string, changes ...st
 
 // putCustomImage stores an image with the given config and raw layers and
 // records it with tags.
-func putCustomImage(t testing.TB, s *Store, cfg imageConfig, layers [][]byte, tags ...string) *ImageRecord {
+func putCustomImage(t testing.TB, s *Store, cfg store.ImageConfig, layers [][]byte, tags ...string) *ImageRecord {
 	t.Helper()
 	ctx := context.Background()
+	lease := s.st.NewLease()
+	defer lease.Release()
 	var descs []ocispec.Descriptor
 	for _, lb := range layers {
 		d := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageLayer, Digest: digest.FromBytes(lb), Size: int64(len(lb))}
-		if err := s.WriteBlob(ctx, d, bytes.NewReader(lb)); err != nil {
+		if _, err := lease.WriteBlob(ctx, d, bytes.NewReader(lb)); err != nil {
 			t.Fatal(err)
 		}
 		descs = append(descs, d)
 		cfg.RootFS.DiffIDs = append(cfg.RootFS.DiffIDs, d.Digest)
 	}
 	cfg.RootFS.Type = "layers"
-	rec, err := s.local.storeImage(ctx, &cfg, descs, false)
+	rec, err := s.storeImage(ctx, lease, &cfg, descs, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rec.RepoTags = tags
-	if err := s.PutImage(ctx, *rec); err != nil {
+	if err := s.st.Put(lease, *rec); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.Lookup(ctx, rec.ID.String())
@@ -146,6 +151,67 @@ func putCustomImage(t testing.TB, s *Store, cfg imageConfig, layers [][]byte, ta
 		t.Fatal(err)
 	}
 	return got
+}
+
+// putRecord records rec (whose blobs are stored) as an operation does: a
+// lease pins its blobs for the Put and is released after it.
+func putRecord(t testing.TB, s *Store, rec ImageRecord) {
+	t.Helper()
+	lease := s.st.NewLease()
+	defer lease.Release()
+	if err := s.st.Put(lease, rec); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeTestBlob stores b as a blob of media type mt, kept alive by the
+// returned lease until the caller releases it (or a record uses it).
+func writeTestBlob(t testing.TB, s *Store, mt string, b []byte) (ocispec.Descriptor, *store.Lease) {
+	t.Helper()
+	lease := s.st.NewLease()
+	d := ocispec.Descriptor{MediaType: mt, Digest: digest.FromBytes(b), Size: int64(len(b))}
+	if _, err := lease.WriteBlob(context.Background(), d, bytes.NewReader(b)); err != nil {
+		lease.Release()
+		t.Fatal(err)
+	}
+	return d, lease
+}
+
+// imageBlobs lists the blobs rec names: target, manifest, config, layers.
+func imageBlobs(t testing.TB, s *Store, rec *ImageRecord) []digest.Digest {
+	t.Helper()
+	m, err := s.st.Meta(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := []digest.Digest{rec.Target.Digest, rec.Manifest.Digest, rec.ID}
+	for _, l := range m.Manifest.Layers {
+		out = append(out, l.Digest)
+	}
+	return out
+}
+
+// openSeededStore opens a store at a new root whose image records are recs
+// (written to wharf/images.json before the store opens; the records need
+// no blobs for lookups and tags).
+func openSeededStore(t testing.TB, recs []*ImageRecord) *Store {
+	t.Helper()
+	root := t.TempDir()
+	b, err := json.Marshal(map[string]any{"version": 1, "images": recs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(root, "wharf"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "wharf", "images.json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := openLocalTestStore(t, root)
+	if s.Count() != len(recs) {
+		t.Fatalf("seeded store holds %d images, want %d", s.Count(), len(recs))
+	}
+	return s
 }
 
 func mustJSONText(t testing.TB, v any) string {

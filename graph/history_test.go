@@ -6,13 +6,15 @@ import (
 	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/wharfproject/wharf/graph/store"
 )
 
 func TestImageHistoryNewestFirst(t *testing.T) {
 	s, _ := newLocalTestStore(t)
 	t1 := time.Unix(1000, 0).UTC()
 	t2 := time.Unix(2000, 0).UTC()
-	var cfg imageConfig
+	var cfg store.ImageConfig
 	cfg.OS, cfg.Architecture = "linux", "amd64"
 	cfg.History = []ocispec.History{
 		{Created: &t1, CreatedBy: "ADD rootfs"},
@@ -41,7 +43,7 @@ func TestImageHistoryNewestFirst(t *testing.T) {
 
 func TestImageHistoryTooManyLayers(t *testing.T) {
 	s, _ := newLocalTestStore(t)
-	var cfg imageConfig
+	var cfg store.ImageConfig
 	cfg.History = []ocispec.History{{CreatedBy: "a"}, {CreatedBy: "b"}}
 	putCustomImage(t, s, cfg, [][]byte{[]byte("only")}, "bad:1")
 	if _, err := s.ImageHistory(context.Background(), "bad:1", nil); err == nil {

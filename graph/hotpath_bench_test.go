@@ -87,15 +87,13 @@ func BenchmarkHotBuildInspectFloor(b *testing.B) {
 // benchStore5000 is a store with one real image (bench:1) and 5,000
 // index-only records, as BenchmarkLookupShortID builds them.
 func benchStore5000(b *testing.B) *Store {
-	s, _ := newLocalTestStore(b)
-	importTestImage(b, s, "bench:1", "bench")
-	s.local.mu.Lock()
+	recs := make([]*ImageRecord, 0, 5000)
 	for i := 0; i < 5000; i++ {
 		d := digest.FromString(fmt.Sprint("img", i))
-		s.local.images[d] = &ImageRecord{ID: d, RepoTags: []string{fmt.Sprintf("docker.io/library/img-%d:latest", i)}, RepoDigests: []string{}}
+		recs = append(recs, &ImageRecord{ID: d, RepoTags: []string{fmt.Sprintf("docker.io/library/img-%d:latest", i)}, RepoDigests: []string{}})
 	}
-	s.local.reindex()
-	s.local.mu.Unlock()
+	s := openSeededStore(b, recs)
+	importTestImage(b, s, "bench:1", "bench")
 	return s
 }
 

@@ -103,7 +103,7 @@ func TestImageInspectLocal(t *testing.T) {
 	if got.Comment != "test import" || got.Config.Env[0] != "IMPORTED=1" || got.Config.WorkingDir != "/root" || got.Config.Labels["org.example.src"] != "import" {
 		t.Fatalf("config: %+v", got.Config)
 	}
-	if got.GraphDriver == nil || got.GraphDriver.Name != graphDriverName || got.GraphDriver.Data["Root"] != s.local.root {
+	if got.GraphDriver == nil || got.GraphDriver.Name != graphDriverName || got.GraphDriver.Data["Root"] != s.st.Root() {
 		t.Fatalf("GraphDriver = %+v", got.GraphDriver)
 	}
 	if got.Metadata.LastTagTime.IsZero() {

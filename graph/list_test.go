@@ -11,6 +11,8 @@ import (
 	"github.com/containerd/errdefs"
 
 	"github.com/wharfproject/wharf/api/types"
+
+	"github.com/wharfproject/wharf/graph/store"
 )
 
 // listFixture makes three images with distinct creation times:
@@ -28,7 +30,7 @@ func listFixture(t *testing.T) (*Store, map[string]string) {
 		{"mid", nil, []string{"127.0.0.1:5000/tiny:1.0", "127.0.0.1:5000/multi:1.0"}},
 		{"new", map[string]string{"tier": "app"}, nil},
 	} {
-		var cfg imageConfig
+		var cfg store.ImageConfig
 		ts := time.Unix(int64(1000*(i+1)), 0).UTC()
 		cfg.Created = &ts
 		cfg.Config.Labels = c.labels

@@ -21,6 +21,8 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/api/types"
+
+	"github.com/wharfproject/wharf/graph/store"
 )
 
 func saveToBytes(t *testing.T, s *Store, names ...string) []byte {
@@ -63,17 +65,17 @@ func TestExportImageLayout(t *testing.T) {
 	b := saveToBytes(t, s, "127.0.0.1:5000/imported:1.0")
 	files := tarFiles(t, b)
 	rec, _ := s.Lookup(context.Background(), id.String())
-	meta, _ := s.local.metaFor(rec)
+	meta, _ := s.st.Meta(rec)
 	var dm []dockerManifestEntry
 	if err := json.Unmarshal(files["manifest.json"], &dm); err != nil {
 		t.Fatal(err)
 	}
 	want := fmt.Sprintf(`[{"Config":"blobs/sha256/%s","RepoTags":["127.0.0.1:5000/imported:1.0"],"Layers":["blobs/sha256/%s"]}]`,
-		id.Encoded(), meta.manifest.Layers[0].Digest.Encoded())
+		id.Encoded(), meta.Manifest.Layers[0].Digest.Encoded())
 	if string(files["manifest.json"]) != want {
 		t.Fatalf("manifest.json = %s\nwant %s", files["manifest.json"], want)
 	}
-	wantRepos := fmt.Sprintf(`{"127.0.0.1:5000/imported":{"1.0":"%s"}}`, meta.manifest.Layers[0].Digest.Encoded())
+	wantRepos := fmt.Sprintf(`{"127.0.0.1:5000/imported":{"1.0":"%s"}}`, meta.Manifest.Layers[0].Digest.Encoded())
 	if string(files["repositories"]) != wantRepos {
 		t.Fatalf("repositories = %s", files["repositories"])
 	}
@@ -83,7 +85,7 @@ func TestExportImageLayout(t *testing.T) {
 	var idx ocispec.Index
 	json.Unmarshal(files["index.json"], &idx)
 	if len(idx.Manifests) != 1 || idx.Manifests[0].Digest != rec.Manifest.Digest ||
-		idx.Manifests[0].Annotations[annImageName] != "127.0.0.1:5000/imported:1.0" || idx.Manifests[0].Annotations[ocispec.AnnotationRefName] != "1.0" {
+		idx.Manifests[0].Annotations[store.AnnImageName] != "127.0.0.1:5000/imported:1.0" || idx.Manifests[0].Annotations[ocispec.AnnotationRefName] != "1.0" {
 		t.Fatalf("index.json = %s", files["index.json"])
 	}
 	for n, body := range files {
@@ -209,9 +211,9 @@ func TestLoadLegacyDockerArchive(t *testing.T) {
 	if err != nil || rec.ID != id {
 		t.Fatalf("lookup: %v %v", rec, err)
 	}
-	meta, _ := s.local.metaFor(rec)
-	if rec.Manifest.MediaType != mediaTypeDockerManifest || meta.manifest.Layers[0].MediaType != mediaTypeDockerLayer {
-		t.Fatalf("media types: %s %s", rec.Manifest.MediaType, meta.manifest.Layers[0].MediaType)
+	meta, _ := s.st.Meta(rec)
+	if rec.Manifest.MediaType != store.MediaTypeDockerManifest || meta.Manifest.Layers[0].MediaType != store.MediaTypeDockerLayer {
+		t.Fatalf("media types: %s %s", rec.Manifest.MediaType, meta.Manifest.Layers[0].MediaType)
 	}
 	ins, err := s.ImageInspect(ctx, id.String(), types.InspectOptions{})
 	if err != nil || ins.Comment != "imported for golden samples" || ins.Legacy.DockerVersion != "20.10.24" || len(ins.RepoTags) != 2 {
@@ -254,7 +256,7 @@ func TestLoadRejectsInconsistentArchives(t *testing.T) {
 		{"garbage", bytes.Repeat([]byte{0xde, 0xad, 0xbe, 0xef}, 300), "invalid tar archive"},
 		{"truncated", makeTestTar(t, testTarEntry{name: "manifest.json", body: strings.Repeat("x", 2000)})[:1000], "invalid tar archive: unexpected EOF"},
 		{"empty", nil, "no manifest.json or index.json"},
-		{"huge manifest.json", makeTestTar(t, testTarEntry{name: "manifest.json", body: strings.Repeat(" ", maxManifestSize+1)}), "too large"},
+		{"huge manifest.json", makeTestTar(t, testTarEntry{name: "manifest.json", body: strings.Repeat(" ", store.MaxManifestSize+1)}), "too large"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -274,7 +276,7 @@ func TestLoadRejectsInconsistentArchives(t *testing.T) {
 // assertNoBlobs checks that a rejected load left no blob behind.
 func assertNoBlobs(t *testing.T, s *Store) {
 	t.Helper()
-	ents, err := os.ReadDir(filepath.Join(s.local.root, blobsDir, "sha256"))
+	ents, err := os.ReadDir(filepath.Join(s.st.Root(), store.BlobsDir, "sha256"))
 	if err != nil {
 		t.Fatal(err)
 	}

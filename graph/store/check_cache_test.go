@@ -1,32 +1,48 @@
-package graph
+package store
 
 import (
 	"context"
 	"fmt"
 	"testing"
-
-	"github.com/wharfproject/wharf/api/types"
 )
 
-// TestMetadataCacheShrinksWithTheStore: importing and removing images in a
-// loop must not grow the manifest/config cache without bound.
+// TestMetadataCacheShrinksWithTheStore: storing and removing images in a
+// loop must not grow the manifest/config cache without bound, whichever
+// way their blobs go: collected by the delete, or left by a noprune delete
+// and reclaimed by a prune (CollectAll).
 func TestMetadataCacheShrinksWithTheStore(t *testing.T) {
-	s, _ := newLocalTestStore(t)
-	keep := importTestImage(t, s, "keep:1", "keep")
-	for i := 0; i < 20; i++ {
-		name := fmt.Sprintf("churn:%d", i)
-		importTestImage(t, s, name, name)
-		if _, err := s.ImageDelete(context.Background(), name, false, true); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s.local.metaMu.Lock()
-	n := len(s.local.meta)
-	s.local.metaMu.Unlock()
-	if n != 1 {
-		t.Fatalf("metadata cache holds %d entries for 1 image", n)
-	}
-	if _, err := s.ImageInspect(context.Background(), keep.String(), types.InspectOptions{}); err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name  string
+		prune bool
+	}{
+		{"delete collects", true},
+		{"noprune delete, then prune", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newTestStore(t)
+			keep := putTagged(t, s, "keep:1", "keep")
+			for i := 0; i < 20; i++ {
+				name := fmt.Sprintf("churn:%d", i)
+				putTagged(t, s, name, name)
+				deleteImage(t, s, name, tc.prune)
+				if !tc.prune {
+					if _, _, err := s.CollectAll(context.Background()); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if n := len(blobSet(t, s)); n != 3 {
+				t.Fatalf("%d blobs for 1 image", n)
+			}
+			s.metaMu.Lock()
+			n := len(s.meta)
+			s.metaMu.Unlock()
+			if n != 1 {
+				t.Fatalf("metadata cache holds %d entries for 1 image", n)
+			}
+			if _, err := s.Meta(keep); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

@@ -1,4 +1,4 @@
-package graph
+package store
 
 import (
 	"bytes"
@@ -9,41 +9,43 @@ import (
 	"testing"
 
 	"github.com/containerd/errdefs"
+	"github.com/distribution/reference"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
-// FuzzReferenceParsing feeds client-supplied names to every parser that
-// takes one: tag creation (repo, tag), lookup (name, ID prefix, digest
-// reference) and the normalisation of stored references. Nothing may panic;
-// an accepted tag must print as a reference that parses back to itself;
-// errors are classified (a 400 or 404, never a 500).
+// FuzzReferenceParsing feeds client-supplied names to the store's parsers:
+// lookup (name, ID prefix, digest reference) and the normalisation of
+// stored references. Nothing may panic; a normalised reference parses back
+// to itself; errors are classified (a 400 or 404, never a 500). (graph's
+// FuzzParseNewTag covers tag creation.)
 func FuzzReferenceParsing(f *testing.F) {
-	for _, seed := range [][2]string{
-		{"busybox", "latest"}, {"docker.io/library/busybox:1.36", ""}, {"localhost:5000/a/b", "v1"},
-		{"UPPER", "x"}, {"a::b", ""}, {"sha256", "x"}, {"a@sha256:" + strings.Repeat("0", 64), ""},
-		{"sha256:" + strings.Repeat("a", 64), ""}, {"[::1]:5000/x", "t"}, {strings.Repeat("a/", 200) + "b", ""},
-		{"a", strings.Repeat("t", 129)}, {"", ""}, {"a\x00b", ""}, {"ex.com/a_b__c", "-x"},
+	for _, seed := range []string{
+		"busybox", "docker.io/library/busybox:1.36", "localhost:5000/a/b", "UPPER", "a::b", "sha256",
+		"a@sha256:" + strings.Repeat("0", 64), "sha256:" + strings.Repeat("a", 64), "[::1]:5000/x:t",
+		strings.Repeat("a/", 200) + "b", "a:" + strings.Repeat("t", 129), "", "a\x00b", "ex.com/a_b__c:-x",
+		"a:1@sha256:" + strings.Repeat("0", 64),
 	} {
-		f.Add(seed[0], seed[1])
+		f.Add(seed)
 	}
-	s, _ := newLocalTestStore(f)
-	importTestImage(f, s, "fuzz/ref:1", "fuzz")
-	ctx := context.Background()
-	f.Fuzz(func(t *testing.T, repo, tag string) {
-		if ref, err := parseNewTag(repo, tag); err == nil {
-			again, err := parseNewTag(ref.String(), "")
-			if err != nil || again.String() != ref.String() {
-				t.Fatalf("parseNewTag(%q, %q) = %s, which reparses as %v, %v", repo, tag, ref, again, err)
-			}
-		} else if !errdefs.IsInvalidArgument(err) {
-			t.Fatalf("parseNewTag(%q, %q): unclassified error %v", repo, tag, err)
-		}
+	s := newTestStore(f)
+	putTagged(f, s, "fuzz/ref:1", "fuzz")
+	f.Fuzz(func(t *testing.T, name string) {
 		for _, canonical := range []bool{false, true} {
-			_, _ = normaliseRefs([]string{repo}, canonical)
+			out, err := NormaliseRefs([]string{name}, canonical)
+			if err != nil {
+				if !errdefs.IsInvalidArgument(err) {
+					t.Fatalf("NormaliseRefs(%q, %v): unclassified error %v", name, canonical, err)
+				}
+				continue
+			}
+			n, err := reference.ParseNormalizedNamed(out[0])
+			if err != nil || n.String() != out[0] {
+				t.Fatalf("NormaliseRefs(%q, %v) = %s, which reparses as %v, %v", name, canonical, out[0], n, err)
+			}
 		}
-		if _, err := s.Lookup(ctx, repo); err != nil && !errdefs.IsNotFound(err) && !errdefs.IsInvalidArgument(err) {
-			t.Fatalf("Lookup(%q): unclassified error %v", repo, err)
+		if _, err := s.Lookup(name); err != nil && !errdefs.IsNotFound(err) && !errdefs.IsInvalidArgument(err) {
+			t.Fatalf("Lookup(%q): unclassified error %v", name, err)
 		}
 	})
 }
@@ -51,9 +53,9 @@ func FuzzReferenceParsing(f *testing.F) {
 // FuzzCheckIndexFile: whatever index.json holds, the check reports (does
 // not panic on) it, and finds no problem only when it matches the records.
 func FuzzCheckIndexFile(f *testing.F) {
-	s, _ := newLocalTestStore(f)
-	importTestImage(f, s, "fuzz/idx:1", "idx")
-	good, err := os.ReadFile(filepath.Join(s.local.root, indexFile))
+	s := newTestStore(f)
+	putTagged(f, s, "fuzz/idx:1", "idx")
+	good, err := os.ReadFile(filepath.Join(s.root, IndexFile))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -63,7 +65,7 @@ func FuzzCheckIndexFile(f *testing.F) {
 	f.Add([]byte(`null`))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if err := os.WriteFile(filepath.Join(s.local.root, indexFile), b, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(s.root, IndexFile), b, 0o600); err != nil {
 			t.Fatal(err)
 		}
 		rep, err := s.Check(context.Background(), false)
@@ -78,18 +80,16 @@ func FuzzCheckIndexFile(f *testing.F) {
 	})
 }
 
-// FuzzDecodeManifestOrIndex: bytes stored as a blob and then read as an
-// index (pickManifest), a manifest (checkManifest) or an image's manifest
-// (metaFor, which the check and inspect use) never panic and fail with a
-// classified error or an ordinary one, never a record naming unstored blobs.
-func FuzzDecodeManifestOrIndex(f *testing.F) {
-	s, _ := newLocalTestStore(f)
-	id := importTestImage(f, s, "fuzz/man:1", "man")
-	rec, err := s.Lookup(context.Background(), id.String())
-	if err != nil {
-		f.Fatal(err)
-	}
-	good, err := s.ReadBlob(rec.Manifest.Digest, maxManifestSize)
+// FuzzDecodeManifest: bytes stored as a blob and then read as an image's
+// manifest (Meta, which the check, inspect and collection use) or as an
+// index (ReadIndex) never panic; Meta accepts only a manifest naming the
+// record's config, and a record over such bytes is checked, and its blobs
+// listed, without a panic.
+func FuzzDecodeManifest(f *testing.F) {
+	s := newTestStore(f)
+	rec := putTagged(f, s, "fuzz/man:1", "man")
+	id := rec.ID
+	good, err := s.ReadBlob(rec.Manifest.Digest, MaxManifestSize)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -100,19 +100,19 @@ func FuzzDecodeManifestOrIndex(f *testing.F) {
 	f.Add([]byte(`[]`))
 	ctx := context.Background()
 	f.Fuzz(func(t *testing.T, b []byte) {
+		lease := s.NewLease()
+		defer lease.Release()
 		d := digest.FromBytes(b)
 		desc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: d, Size: int64(len(b))}
-		if err := s.WriteBlob(ctx, desc, bytes.NewReader(b)); err != nil {
+		if _, err := lease.WriteBlob(ctx, desc, bytes.NewReader(b)); err != nil {
 			t.Fatal(err)
 		}
-		_, _ = s.local.pickManifest(d, localTestPlatform())
-		if r, err := s.local.checkManifest(desc); err == nil {
-			for _, bd := range []digest.Digest{r.ID, r.Manifest.Digest} {
-				if !s.HasBlob(bd) {
-					t.Fatalf("checkManifest accepted a record naming unstored %s", bd)
-				}
-			}
+		_, _ = s.ReadIndex(d)
+		r := &ImageRecord{ID: id, Target: ocispec.Descriptor{MediaType: ocispec.MediaTypeImageIndex, Digest: d, Size: desc.Size}, Manifest: desc}
+		if m, err := s.Meta(r); err == nil && m.Manifest.Config.Digest != id {
+			t.Fatalf("Meta accepted a manifest naming config %s for image %s", m.Manifest.Config.Digest, id)
 		}
-		_, _ = s.local.metaFor(&ImageRecord{ID: id, Manifest: desc})
+		_ = s.blobsOf(r)
+		s.checkImage(r, func(CheckProblem) {})
 	})
 }

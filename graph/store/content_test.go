@@ -1,4 +1,4 @@
-package graph
+package store
 
 import (
 	"bytes"
@@ -16,8 +16,10 @@ import (
 )
 
 func TestWriteBlobVerifiesSizeAndDigest(t *testing.T) {
-	s, _ := newLocalTestStore(t)
+	s := newTestStore(t)
 	ctx := context.Background()
+	lease := s.NewLease()
+	defer lease.Release()
 	data := []byte("hello blob")
 	good := ocispec.Descriptor{Digest: digest.FromBytes(data), Size: int64(len(data))}
 	other := digest.FromString("other")
@@ -39,7 +41,7 @@ func TestWriteBlobVerifiesSizeAndDigest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := s.WriteBlob(ctx, tt.desc, bytes.NewReader(tt.body))
+			_, err := lease.WriteBlob(ctx, tt.desc, bytes.NewReader(tt.body))
 			if tt.wantErr == nil {
 				if err != nil {
 					t.Fatalf("WriteBlob: %v", err)
@@ -59,25 +61,30 @@ func TestWriteBlobVerifiesSizeAndDigest(t *testing.T) {
 		})
 	}
 	// Nothing but the accepted blob reached blobs/ and nothing is left in ingest/.
-	ents, _ := os.ReadDir(filepath.Join(s.local.root, ingestDir))
+	ents, _ := os.ReadDir(filepath.Join(s.root, ingestDir))
 	if len(ents) != 0 {
 		t.Fatalf("ingest not empty: %v", ents)
 	}
-	if _, err := os.Stat(filepath.Join(s.local.root, "x")); err == nil {
+	if _, err := os.Stat(filepath.Join(s.root, "x")); err == nil {
 		t.Fatal("traversal digest created a file outside blobs/")
 	}
 }
 
 func TestWriteBlobExistingDrainsNothing(t *testing.T) {
-	s, _ := newLocalTestStore(t)
+	s := newTestStore(t)
+	lease := s.NewLease()
+	defer lease.Release()
 	data := []byte("abc")
 	d := ocispec.Descriptor{Digest: digest.FromBytes(data), Size: 3}
-	if err := s.WriteBlob(context.Background(), d, bytes.NewReader(data)); err != nil {
-		t.Fatal(err)
+	if created, err := lease.WriteBlob(context.Background(), d, bytes.NewReader(data)); err != nil || !created {
+		t.Fatalf("first write: created=%v %v", created, err)
 	}
 	r := bytes.NewReader(data)
-	if err := s.WriteBlob(context.Background(), d, r); err != nil {
-		t.Fatal(err)
+	// A second lease: the blob exists, so nothing is read and nothing created.
+	l2 := s.NewLease()
+	defer l2.Release()
+	if created, err := l2.WriteBlob(context.Background(), d, r); err != nil || created {
+		t.Fatalf("second write: created=%v %v", created, err)
 	}
 	if r.Len() != 3 {
 		t.Fatalf("second write read %d bytes", 3-r.Len())
@@ -85,16 +92,19 @@ func TestWriteBlobExistingDrainsNothing(t *testing.T) {
 }
 
 func TestWriteBlobConcurrentWritersOfOneBlob(t *testing.T) {
-	s, _ := newLocalTestStore(t)
+	s := newTestStore(t)
 	data := bytes.Repeat([]byte("0123456789"), 100000)
 	d := ocispec.Descriptor{Digest: digest.FromBytes(data), Size: int64(len(data))}
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for i := 0; i < 8; i++ {
 		wg.Add(1)
+		lease := s.NewLease()
+		defer lease.Release()
 		go func() {
 			defer wg.Done()
-			errs <- s.WriteBlob(context.Background(), d, bytes.NewReader(data))
+			_, err := lease.WriteBlob(context.Background(), d, bytes.NewReader(data))
+			errs <- err
 		}()
 	}
 	wg.Wait()
@@ -111,10 +121,12 @@ func TestWriteBlobConcurrentWritersOfOneBlob(t *testing.T) {
 }
 
 func TestReadBlobCapAndMissing(t *testing.T) {
-	s, _ := newLocalTestStore(t)
+	s := newTestStore(t)
+	lease := s.NewLease()
+	defer lease.Release()
 	data := []byte("0123456789")
 	d := ocispec.Descriptor{Digest: digest.FromBytes(data), Size: 10}
-	if err := s.WriteBlob(context.Background(), d, bytes.NewReader(data)); err != nil {
+	if _, err := lease.WriteBlob(context.Background(), d, bytes.NewReader(data)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.ReadBlob(d.Digest, 9); !errors.Is(err, errdefs.ErrInvalidArgument) {
@@ -132,13 +144,13 @@ func TestReadBlobCapAndMissing(t *testing.T) {
 
 func TestStartCleansIngestAndWritesLayout(t *testing.T) {
 	root := t.TempDir()
-	s, _ := openLocalTestStore(t, root)
+	s := openTestStore(t, root)
 	stray := filepath.Join(root, ingestDir, "blob-123")
 	if err := os.WriteFile(stray, []byte("partial"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
-	openLocalTestStore(t, root)
+	openTestStore(t, root)
 	if _, err := os.Stat(stray); !os.IsNotExist(err) {
 		t.Fatalf("stray ingest file survived restart: %v", err)
 	}
@@ -150,8 +162,8 @@ func TestStartCleansIngestAndWritesLayout(t *testing.T) {
 
 func TestSecondStoreOnSameRootRefused(t *testing.T) {
 	root := t.TempDir()
-	openLocalTestStore(t, root)
-	_, err := New(context.Background(), Options{Root: root})
+	openTestStore(t, root)
+	_, err := Open(context.Background(), Options{Root: root})
 	if !errdefs.IsUnavailable(err) {
 		t.Fatalf("second open: %v", err)
 	}

@@ -1,4 +1,4 @@
-package graph
+package store
 
 import (
 	"crypto/sha256"
@@ -17,12 +17,12 @@ import (
 // go-containerregistry's layout package: an independent OCI reader must see
 // every image, its manifest, config and layers, with verified digests.
 func TestDataRootIsReadableOCILayout(t *testing.T) {
-	s, _ := newLocalTestStore(t)
-	a := importTestImage(t, s, "example.com/a:1", "a", `LABEL x=1`)
-	b := importTestImage(t, s, "", "b")
+	s := newTestStore(t)
+	a := putTestImage(t, s, testImage{tags: []string{"example.com/a:1"}, layers: []string{"a"}, labels: map[string]string{"x": "1"}}).ID
+	b := putTagged(t, s, "", "b").ID
 	wantIDs := map[string]bool{a.String(): true, b.String(): true}
 
-	p, err := layout.FromPath(s.local.root)
+	p, err := layout.FromPath(s.root)
 	if err != nil {
 		t.Fatalf("layout.FromPath: %v", err)
 	}
@@ -50,7 +50,7 @@ func TestDataRootIsReadableOCILayout(t *testing.T) {
 			t.Fatalf("unexpected config %s", cn)
 		}
 		if cn.String() == a.String() {
-			if d.Annotations[ocispec.AnnotationRefName] != "1" || d.Annotations[annImageName] != "example.com/a:1" {
+			if d.Annotations[ocispec.AnnotationRefName] != "1" || d.Annotations[AnnImageName] != "example.com/a:1" {
 				t.Fatalf("annotations = %v", d.Annotations)
 			}
 			cf, err := img.ConfigFile()
@@ -91,7 +91,7 @@ func TestDataRootIsReadableOCILayout(t *testing.T) {
 		}
 	}
 	var raw ocispec.Index
-	b2, _ := os.ReadFile(filepath.Join(s.local.root, "index.json"))
+	b2, _ := os.ReadFile(filepath.Join(s.root, "index.json"))
 	if err := json.Unmarshal(b2, &raw); err != nil || raw.SchemaVersion != 2 {
 		t.Fatalf("index.json: %s %v", b2, err)
 	}

@@ -1,26 +1,21 @@
-package graph
+package store
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
 )
 
 func TestLookupNameForms(t *testing.T) {
-	s, _ := newLocalTestStore(t)
-	ctx := context.Background()
-	busy := importTestImage(t, s, "busybox", "busy")
-	reg := importTestImage(t, s, "127.0.0.1:5000/team/app:1.4", "app")
-	// Give reg a digest reference as a pull would.
-	rec, _ := s.Lookup(ctx, reg.String())
-	rec.RepoDigests = []string{"127.0.0.1:5000/team/app@" + rec.Manifest.Digest.String()}
-	if err := s.PutImage(ctx, *rec); err != nil {
-		t.Fatal(err)
-	}
+	s := newTestStore(t)
+	busy := putTagged(t, s, "busybox", "busy").ID
+	// reg has a digest reference as a pull gives it.
+	rec := putTestImage(t, s, testImage{tags: []string{"127.0.0.1:5000/team/app:1.4"}, digests: []string{"127.0.0.1:5000/team/app"}, layers: []string{"app"}})
+	reg := rec.ID
 	tests := []struct {
 		name string
 		want digest.Digest
@@ -39,7 +34,7 @@ func TestLookupNameForms(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := s.Lookup(ctx, tt.name)
+			got, err := s.Lookup(tt.name)
 			if err != nil {
 				t.Fatalf("Lookup(%q): %v", tt.name, err)
 			}
@@ -51,9 +46,8 @@ func TestLookupNameForms(t *testing.T) {
 }
 
 func TestLookupMissingAndMalformed(t *testing.T) {
-	s, _ := newLocalTestStore(t)
-	ctx := context.Background()
-	importTestImage(t, s, "busybox", "busy")
+	s := newTestStore(t)
+	putTagged(t, s, "busybox", "busy")
 	zero := "sha256:" + strings.Repeat("0", 64)
 	tests := []struct {
 		name    string
@@ -71,7 +65,7 @@ func TestLookupMissingAndMalformed(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := s.Lookup(ctx, tt.name)
+			_, err := s.Lookup(tt.name)
 			if !errors.Is(err, tt.class) {
 				t.Fatalf("Lookup(%q) err = %v, want class %v", tt.name, err, tt.class)
 			}
@@ -83,65 +77,74 @@ func TestLookupMissingAndMalformed(t *testing.T) {
 }
 
 func TestLookupAmbiguousShortID(t *testing.T) {
-	s, _ := newLocalTestStore(t)
-	// Import until two IDs share a first hex digit (at most 17 imports).
+	s := newTestStore(t)
+	// Store images until two IDs share a first hex digit (at most 17).
 	seen := map[byte]digest.Digest{}
 	var a, b digest.Digest
 	for i := 0; a == ""; i++ {
-		id := importTestImage(t, s, "", strings.Repeat("x", i+1))
+		id := putTagged(t, s, "", strings.Repeat("x", i+1)).ID
 		c := id.Encoded()[0]
 		if prev, ok := seen[c]; ok {
 			a, b = prev, id
 		}
 		seen[c] = id
 	}
-	ctx := context.Background()
-	if _, err := s.Lookup(ctx, a.Encoded()[:1]); !errdefs.IsNotFound(err) {
+	if _, err := s.Lookup(a.Encoded()[:1]); !errdefs.IsNotFound(err) {
 		t.Fatalf("ambiguous prefix: err = %v, want not found", err)
 	}
 	n := 1
 	for a.Encoded()[:n] == b.Encoded()[:n] {
 		n++
 	}
-	got, err := s.Lookup(ctx, a.Encoded()[:n])
+	got, err := s.Lookup(a.Encoded()[:n])
 	if err != nil || got.ID != a {
 		t.Fatalf("unique prefix: %v %v", got, err)
 	}
 }
 
-func BenchmarkLookupShortID(b *testing.B) {
-	s, _ := newLocalTestStore(b)
-	// Fill the index directly: 5,000 records, no blobs needed for lookup.
-	s.local.mu.Lock()
+// fillRecords adds n index-only records (no blobs: lookup needs none) to
+// the store's state, before the store is used.
+func fillRecords(s *Store, n int, tag func(i int) string) digest.Digest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	var last digest.Digest
-	for i := 0; i < 5000; i++ {
+	for i := 0; i < n; i++ {
 		id := digest.FromString(strings.Repeat("i", i+1))
-		s.local.images[id] = &ImageRecord{ID: id, RepoTags: []string{}, RepoDigests: []string{}}
+		r := &ImageRecord{ID: id, RepoTags: []string{}, RepoDigests: []string{}}
+		if tag != nil {
+			r.RepoTags = []string{tag(i)}
+		}
+		s.st.images[id] = r
 		last = id
 	}
-	s.local.reindex()
-	s.local.mu.Unlock()
+	s.st.reindex()
+	return last
+}
+
+func BenchmarkLookupShortID(b *testing.B) {
+	s := newTestStore(b)
+	last := fillRecords(s, 5000, nil)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := s.Lookup(context.Background(), last.Encoded()[:12]); err != nil {
+		if _, err := s.Lookup(last.Encoded()[:12]); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
+// BenchmarkTagWith5000Images is the cost of one tag (graph's TagImage: an
+// Update that points a reference) with 5,000 images: clone, reindex, write.
 func BenchmarkTagWith5000Images(b *testing.B) {
-	s, _ := newLocalTestStore(b)
-	id := importTestImage(b, s, "bench:1", "bench")
-	s.local.mu.Lock()
-	for i := 0; i < 5000; i++ {
-		d := digest.FromString(strings.Repeat("i", i+1))
-		s.local.images[d] = &ImageRecord{ID: d, RepoTags: []string{"docker.io/library/img" + strings.Repeat("x", i%50) + ":latest"}, RepoDigests: []string{}}
-	}
-	s.local.reindex()
-	s.local.mu.Unlock()
+	s := newTestStore(b)
+	id := putTagged(b, s, "bench:1", "bench").ID
+	fillRecords(s, 5000, func(i int) string { return "docker.io/library/img" + strings.Repeat("x", i%50) + ":latest" })
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if err := s.TagImage(context.Background(), id.String(), "bench", "2"); err != nil {
+		_, err := s.Update(false, func(tx *Txn) error {
+			tx.Image(id).LastTagTime = time.Now().UTC()
+			return tx.PointRef("docker.io/library/bench:2", id)
+		})
+		if err != nil {
 			b.Fatal(err)
 		}
 	}

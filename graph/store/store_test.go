@@ -1,38 +1,39 @@
-package graph
+package store
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"sync"
 	"testing"
 
-	"github.com/moby/moby/api/types/image"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
-
-	"github.com/wharfproject/wharf/api/types"
 )
 
 func TestRecordsSurviveRestart(t *testing.T) {
 	root := t.TempDir()
-	s, _ := openLocalTestStore(t, root)
-	ctx := context.Background()
-	id := importTestImage(t, s, "persist:1", "p")
-	if err := s.TagImage(ctx, "persist:1", "persist", "2"); err != nil {
+	s := openTestStore(t, root)
+	rec := putTestImage(t, s, testImage{tags: []string{"persist:1"}, digests: []string{"persist"}, layers: []string{"p"}})
+	id := rec.ID
+	if _, err := s.Update(false, func(tx *Txn) error { return tx.PointRef("docker.io/library/persist:2", id) }); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
-	s2, _ := openLocalTestStore(t, root)
-	rec, err := s2.Lookup(ctx, "persist:2")
-	if err != nil || rec.ID != id || len(rec.RepoTags) != 2 {
-		t.Fatalf("after restart: %+v %v", rec, err)
+	s2 := openTestStore(t, root)
+	got, err := s2.Lookup("persist:2")
+	if err != nil || got.ID != id || len(got.RepoTags) != 2 || len(got.RepoDigests) != 1 {
+		t.Fatalf("after restart: %+v %v", got, err)
 	}
-	if _, err := s2.Lookup(ctx, id.Encoded()[:8]); err != nil {
+	if _, err := s2.Lookup(id.Encoded()[:8]); err != nil {
 		t.Fatalf("short ID after restart: %v", err)
+	}
+	if _, err := s2.Lookup("persist@" + rec.Manifest.Digest.String()); err != nil {
+		t.Fatalf("digest reference after restart: %v", err)
 	}
 	var idx ocispec.Index
 	b, _ := os.ReadFile(filepath.Join(root, "index.json"))
@@ -47,32 +48,139 @@ func TestRecordsSurviveRestart(t *testing.T) {
 			t.Fatalf("stray file %s", e.Name())
 		}
 	}
+	// Every blob survived the restart's collection.
+	checkClean(t, s2)
+}
+
+func TestRecordsUnsupportedVersionRefused(t *testing.T) {
+	root := t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(root, wharfDir), 0o700))
+	must(t, os.WriteFile(filepath.Join(root, wharfDir, recordsFile), []byte(`{"version":99,"images":[]}`), 0o600))
+	if _, err := Open(t.Context(), Options{Root: root, Logger: quietLogger()}); err == nil {
+		t.Fatal("records of an unknown version accepted")
+	}
+}
+
+// TestPutMovesReferenceAndLeavesDangling: a tag put on a second image is
+// taken from the first, which stays as a dangling image.
+func TestPutMovesReferenceAndLeavesDangling(t *testing.T) {
+	s := newTestStore(t)
+	a := putTagged(t, s, "app:1", "a")
+	b := putTagged(t, s, "app:1", "b")
+	if rec, _ := s.Lookup("app:1"); rec.ID != b.ID {
+		t.Fatalf("app:1 = %s, want %s", rec.ID, b.ID)
+	}
+	rec, err := s.Lookup(a.ID.String())
+	if err != nil || len(rec.RepoTags) != 0 {
+		t.Fatalf("old image should be dangling: %+v %v", rec, err)
+	}
+	checkClean(t, s)
+}
+
+func TestTxnRefs(t *testing.T) {
+	s := newTestStore(t)
+	a := putTestImage(t, s, testImage{tags: []string{"a:1", "a:2"}, digests: []string{"a"}, layers: []string{"a"}})
+	b := putTagged(t, s, "b:1", "b")
+	_, err := s.Update(false, func(tx *Txn) error {
+		if err := tx.PointRef("docker.io/library/a:2", b.ID); err != nil {
+			return err
+		}
+		tx.DropRef("docker.io/library/a:1")
+		tx.DropRef("docker.io/library/nosuch:1") // no-op
+		if err := tx.PointRef("docker.io/library/x:1", digest.FromString("nosuch")); err == nil {
+			return fmt.Errorf("PointRef to a missing image succeeded")
+		}
+		if id, ok := tx.RefTarget("docker.io/library/a:2"); !ok || id != b.ID {
+			return fmt.Errorf("RefTarget(a:2) = %s %v", id, ok)
+		}
+		return nil
+	})
+	must(t, err)
+	ra, _ := s.Lookup(a.ID.String())
+	rb, _ := s.Lookup(b.ID.String())
+	if fmt.Sprint(ra.RepoTags, ra.RepoDigests) != fmt.Sprintf("[] [docker.io/library/a@%s]", a.Manifest.Digest) {
+		t.Fatalf("a: %v %v", ra.RepoTags, ra.RepoDigests)
+	}
+	if fmt.Sprint(rb.RepoTags) != "[docker.io/library/a:2 docker.io/library/b:1]" {
+		t.Fatalf("b: %v", rb.RepoTags)
+	}
+	if _, err := s.Lookup("a:1"); err == nil {
+		t.Fatal("dropped tag still resolves")
+	}
+	checkClean(t, s)
+}
+
+func TestPutRefusesBadRecords(t *testing.T) {
+	s := newTestStore(t)
+	lease := s.NewLease()
+	defer lease.Release()
+	good := writeTestImage(t, lease, testImage{layers: []string{"x"}})
+	missing := digest.FromString("not stored")
+	tests := []struct {
+		name string
+		edit func(r *ImageRecord)
+	}{
+		{"bad ID", func(r *ImageRecord) { r.ID = "sha256:../../x" }},
+		{"bad manifest digest", func(r *ImageRecord) { r.Manifest.Digest = "md5:00" }},
+		{"missing manifest", func(r *ImageRecord) { r.Manifest.Digest = missing }},
+		{"missing target", func(r *ImageRecord) { r.Target.Digest = missing }},
+		{"missing config", func(r *ImageRecord) { r.ID = missing }},
+		{"digest reference as tag", func(r *ImageRecord) { r.RepoTags = []string{"a@" + missing.String()} }},
+		{"tag as digest reference", func(r *ImageRecord) { r.RepoDigests = []string{"a:1"} }},
+		{"bad reference", func(r *ImageRecord) { r.RepoTags = []string{"UPPER:1"} }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := good
+			r.RepoTags, r.RepoDigests = nil, nil
+			tt.edit(&r)
+			if err := s.Put(lease, r); err == nil {
+				t.Fatalf("Put accepted %+v", r)
+			}
+			if s.Count() != 0 {
+				t.Fatal("a refused Put recorded an image")
+			}
+		})
+	}
+}
+
+// TestPutRefusesMissingLayer: every layer must be stored when Put commits.
+func TestPutRefusesMissingLayer(t *testing.T) {
+	s := newTestStore(t)
+	lease := s.NewLease()
+	rec := writeTestImage(t, lease, testImage{layers: []string{"x", "y"}})
+	m, err := s.Meta(&rec)
+	must(t, err)
+	must(t, os.Remove(s.blobPath(m.Manifest.Layers[1].Digest)))
+	if err := s.Put(lease, rec); err == nil {
+		t.Fatal("Put recorded an image whose layer is missing")
+	}
+	lease.Release()
+	if n := len(blobSet(t, s)); n != 0 || s.Count() != 0 {
+		t.Fatalf("after a refused Put: %d blobs, %d images", n, s.Count())
+	}
 }
 
 func TestConcurrentTagLookupDelete(t *testing.T) {
-	s, _ := newLocalTestStore(t)
-	ctx := context.Background()
-	id := importTestImage(t, s, "base:1", "c")
+	s := newTestStore(t)
+	id := putTagged(t, s, "base:1", "c").ID
 	var wg sync.WaitGroup
 	for i := 0; i < 8; i++ {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			tag := fmt.Sprintf("t%d", i)
+			ref := fmt.Sprintf("docker.io/library/conc:t%d", i)
 			for j := 0; j < 10; j++ {
-				if err := s.TagImage(ctx, id.String(), "conc", tag); err != nil {
+				if _, err := s.Update(false, func(tx *Txn) error { return tx.PointRef(ref, id) }); err != nil {
 					t.Error(err)
 					return
 				}
-				if _, err := s.Lookup(ctx, "conc:"+tag); err != nil {
+				if _, err := s.Lookup(ref); err != nil {
 					t.Error(err)
 					return
 				}
-				if _, err := s.Images(ctx, types.ImageListOptions{}); err != nil {
-					t.Error(err)
-					return
-				}
-				if _, err := s.ImageDelete(ctx, "conc:"+tag, false, true); err != nil {
+				s.Snapshot()
+				if _, err := s.Update(true, func(tx *Txn) error { tx.DropRef(ref); return nil }); err != nil {
 					t.Error(err)
 					return
 				}
@@ -80,85 +188,129 @@ func TestConcurrentTagLookupDelete(t *testing.T) {
 		}(i)
 	}
 	wg.Wait()
-	rec, err := s.Lookup(ctx, "base:1")
+	rec, err := s.Lookup("base:1")
 	if err != nil || len(rec.RepoTags) != 1 {
 		t.Fatalf("base: %+v %v", rec, err)
 	}
+	checkClean(t, s)
 }
 
-// TestMultiPlatformTarget stores an index with two platform images and an
-// attestation entry that is not stored, as a multi-platform pull leaves it.
-func TestMultiPlatformTarget(t *testing.T) {
-	s, _ := newLocalTestStore(t)
-	ctx := context.Background()
-	var amd, arm imageConfig
-	amd.OS, amd.Architecture = "linux", "amd64"
-	arm.OS, arm.Architecture, arm.Variant = "linux", "arm64", "v8"
-	ra := putCustomImage(t, s, amd, [][]byte{[]byte("amd layer")})
-	rb := putCustomImage(t, s, arm, [][]byte{[]byte("arm layer")})
-	pa, pb := ra.Manifest, rb.Manifest
+// TestIndexTargetKeepsItsChildren: an image whose target is an index keeps
+// the index and every stored child manifest (with its config and layers)
+// alive; deleting it collects them all, and a blob another image uses stays.
+func TestIndexTargetKeepsItsChildren(t *testing.T) {
+	s := newTestStore(t)
+	lease := s.NewLease()
+	amd := writeTestImage(t, lease, testImage{layers: []string{"amd", "shared"}})
+	arm := writeTestImage(t, lease, testImage{layers: []string{"arm"}, platform: ocispec.Platform{OS: "linux", Architecture: "arm64", Variant: "v8"}})
+	pa, pb := amd.Manifest, arm.Manifest
 	pa.Platform = &ocispec.Platform{OS: "linux", Architecture: "amd64"}
 	pb.Platform = &ocispec.Platform{OS: "linux", Architecture: "arm64", Variant: "v8"}
-	att := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromString("att"), Size: 3,
-		Platform:    &ocispec.Platform{OS: "unknown", Architecture: "unknown"},
-		Annotations: map[string]string{"vnd.docker.reference.type": "attestation-manifest", "vnd.docker.reference.digest": pa.Digest.String()}}
-	idx := ocispec.Index{Versioned: specsVersioned(), MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{pa, pb, att}}
-	ib, _ := json.Marshal(idx)
-	top := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageIndex, Digest: digest.FromBytes(ib), Size: int64(len(ib))}
-	if err := s.WriteBlob(ctx, top, bytes.NewReader(ib)); err != nil {
-		t.Fatal(err)
-	}
-	// Only the amd64 image is recorded against the index (the pulled one);
-	// the arm64 record goes away as after a single-platform pull.
-	if _, err := s.ImageDelete(ctx, rb.ID.String(), false, false); err != nil {
-		t.Fatal(err)
-	}
-	rec := ImageRecord{ID: ra.ID, Target: top, Manifest: ra.Manifest,
-		RepoTags: []string{"multi:1.0"}, RepoDigests: []string{"multi@" + top.Digest.String()}}
-	if err := s.PutImage(ctx, rec); err != nil {
-		t.Fatal(err)
-	}
-	got, err := s.ImageInspect(ctx, "multi@"+top.Digest.String(), types.InspectOptions{Manifests: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Descriptor.Digest != top.Digest || got.Architecture != "amd64" || fmt.Sprint(got.RepoDigests) != "[multi@"+top.Digest.String()+"]" {
-		t.Fatalf("inspect = %+v", got.InspectResponse)
-	}
-	if len(got.Manifests) != 3 {
-		t.Fatalf("Manifests = %s", mustJSONText(t, got.Manifests))
-	}
-	kinds := []image.ManifestKind{got.Manifests[0].Kind, got.Manifests[1].Kind, got.Manifests[2].Kind}
-	if fmt.Sprint(kinds) != "[image image attestation]" || !got.Manifests[0].Available || !got.Manifests[1].Available || got.Manifests[2].Available ||
-		got.Manifests[2].AttestationData.For != pa.Digest {
-		t.Fatalf("Manifests = %s", mustJSONText(t, got.Manifests))
-	}
-	arm64, err := s.ImageInspect(ctx, "multi:1.0", types.InspectOptions{Platform: &ocispec.Platform{OS: "linux", Architecture: "arm64"}})
-	if err != nil || arm64.Architecture != "arm64" || arm64.ID != rb.ID.String() {
-		t.Fatalf("platform arm64: %+v %v", arm64, err)
-	}
-	if _, err := s.ImageInspect(ctx, "multi:1.0", types.InspectOptions{Platform: &ocispec.Platform{OS: "windows", Architecture: "amd64"}}); err == nil {
-		t.Fatal("windows platform matched")
-	}
-	// Save carries the platform manifest; load gives the same ID.
-	var buf bytes.Buffer
-	if err := s.ExportImage(ctx, []string{"multi:1.0"}, &buf); err != nil {
-		t.Fatal(err)
-	}
-	s2, _ := newLocalTestStore(t)
-	if err := s2.LoadImage(ctx, &buf, true, types.DiscardProgress); err != nil {
-		t.Fatal(err)
-	}
-	if r2, err := s2.Lookup(ctx, "multi:1.0"); err != nil || r2.ID != ra.ID {
-		t.Fatalf("loaded: %+v %v", r2, err)
-	}
-	// Deleting the image removes the index and the arm64 blobs it kept alive.
-	if _, err := s.ImageDelete(ctx, "multi:1.0", false, true); err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range []digest.Digest{top.Digest, pa.Digest, pb.Digest, rb.ID} {
-		if s.HasBlob(d) {
-			t.Fatalf("blob %s survived", d)
+	att := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromString("att"), Size: 3}
+	idx := ocispec.Index{MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{pa, pb, att}}
+	idx.SchemaVersion = 2
+	top, err := writeJSON(lease, ocispec.MediaTypeImageIndex, idx)
+	must(t, err)
+	// Only the amd64 image is recorded, against the index, as a pull does.
+	rec := amd
+	rec.Target = top
+	rec.RepoTags = []string{"multi:1.0"}
+	rec.RepoDigests = []string{"multi@" + top.Digest.String()}
+	must(t, s.Put(lease, rec))
+	other := putTestImage(t, s, testImage{tags: []string{"other:1"}, layers: []string{"shared"}})
+	lease.Release()
+	all := blobSet(t, s)
+	for _, d := range []digest.Digest{top.Digest, pa.Digest, pb.Digest, arm.ID, amd.ID} {
+		if !all[d] {
+			t.Fatalf("blob %s of the index collected while the image exists", d)
 		}
+	}
+	if got, err := s.Lookup("multi@" + top.Digest.String()); err != nil || got.ID != amd.ID {
+		t.Fatalf("lookup by index digest: %v %v", got, err)
+	}
+	checkClean(t, s)
+	deleteImage(t, s, "multi:1.0", true)
+	left := blobSet(t, s)
+	om, err := s.Meta(other)
+	must(t, err)
+	want := map[digest.Digest]bool{other.ID: true, other.Manifest.Digest: true, om.Manifest.Layers[0].Digest: true}
+	if fmt.Sprint(sortedDigests(left)) != fmt.Sprint(sortedDigests(want)) {
+		t.Fatalf("after delete: blobs %v, want %v", sortedDigests(left), sortedDigests(want))
+	}
+	checkClean(t, s)
+}
+
+func sortedDigests(m map[digest.Digest]bool) []string {
+	var out []string
+	for d := range m {
+		out = append(out, d.String())
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestPutRefusesIDNotNamedByManifest: a record's ID must be the config its
+// manifest names, whether or not the manifest's metadata is cached already
+// (the cache is per manifest digest).
+func TestPutRefusesIDNotNamedByManifest(t *testing.T) {
+	for _, warm := range []bool{false, true} {
+		t.Run(fmt.Sprintf("warm cache=%v", warm), func(t *testing.T) {
+			s := newTestStore(t)
+			lease := s.NewLease()
+			defer lease.Release()
+			rec := writeTestImage(t, lease, testImage{layers: []string{"a"}})
+			m, err := s.Meta(&rec)
+			must(t, err)
+			if !warm {
+				s.metaMu.Lock()
+				delete(s.meta, rec.Manifest.Digest)
+				s.metaMu.Unlock()
+			}
+			bad := rec
+			bad.ID = m.Manifest.Layers[0].Digest // stored, but not the config
+			bad.RepoTags = []string{"bad:1"}
+			if err := s.Put(lease, bad); err == nil {
+				t.Fatalf("Put recorded image %s over manifest %s, which names config %s", bad.ID, bad.Manifest.Digest, rec.ID)
+			}
+			if s.Count() != 0 {
+				t.Fatal("an inconsistent record was stored")
+			}
+		})
+	}
+}
+
+// TestPutReplacingTargetCollectsOldBlobs: recording an image again with
+// another target (pulled as a multi-platform index, then loaded from a
+// docker-save archive: same config, the manifest as target) must not leave
+// the old index and the blobs only it kept alive as orphans; the change
+// collects them as a delete does.
+func TestPutReplacingTargetCollectsOldBlobs(t *testing.T) {
+	s := newTestStore(t)
+	lease := s.NewLease()
+	amd := writeTestImage(t, lease, testImage{layers: []string{"amd"}})
+	arm := writeTestImage(t, lease, testImage{layers: []string{"arm"}, platform: ocispec.Platform{OS: "linux", Architecture: "arm64"}})
+	idx := ocispec.Index{MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{amd.Manifest, arm.Manifest}}
+	idx.SchemaVersion = 2
+	top, err := writeJSON(lease, ocispec.MediaTypeImageIndex, idx)
+	must(t, err)
+	rec := amd
+	rec.Target = top
+	rec.RepoTags = []string{"multi:1"}
+	must(t, s.Put(lease, rec))
+	lease.Release()
+	checkClean(t, s)
+
+	l2 := s.NewLease()
+	again := writeTestImage(t, l2, testImage{layers: []string{"amd"}})
+	again.RepoTags = []string{"multi:1"}
+	must(t, s.Put(l2, again))
+	l2.Release()
+	if got, err := s.Lookup("multi:1"); err != nil || got.Target.Digest != amd.Manifest.Digest {
+		t.Fatalf("multi:1 = %+v, %v", got, err)
+	}
+	rep, err := s.Check(context.Background(), true)
+	must(t, err)
+	if rep.UnreferencedBlobs != 0 || len(rep.Problems) != 0 {
+		t.Fatalf("after a successful Put: %d unreferenced blobs (%d bytes): %s", rep.UnreferencedBlobs, rep.UnreferencedBytes, strings.Join(checkKinds(rep), "; "))
 	}
 }

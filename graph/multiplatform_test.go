@@ -1,0 +1,135 @@
+package graph
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/moby/moby/api/types/image"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/graph/store"
+)
+
+// TestMultiPlatformTarget stores an index with two platform images and an
+// attestation entry that is not stored, as a multi-platform pull leaves it.
+func TestMultiPlatformTarget(t *testing.T) {
+	s, _ := newLocalTestStore(t)
+	ctx := context.Background()
+	var amd, arm store.ImageConfig
+	amd.OS, amd.Architecture = "linux", "amd64"
+	arm.OS, arm.Architecture, arm.Variant = "linux", "arm64", "v8"
+	ra := putCustomImage(t, s, amd, [][]byte{[]byte("amd layer")})
+	rb := putCustomImage(t, s, arm, [][]byte{[]byte("arm layer")})
+	pa, pb := ra.Manifest, rb.Manifest
+	pa.Platform = &ocispec.Platform{OS: "linux", Architecture: "amd64"}
+	pb.Platform = &ocispec.Platform{OS: "linux", Architecture: "arm64", Variant: "v8"}
+	att := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromString("att"), Size: 3,
+		Platform:    &ocispec.Platform{OS: "unknown", Architecture: "unknown"},
+		Annotations: map[string]string{"vnd.docker.reference.type": "attestation-manifest", "vnd.docker.reference.digest": pa.Digest.String()}}
+	idx := ocispec.Index{Versioned: specsVersioned(), MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{pa, pb, att}}
+	ib, _ := json.Marshal(idx)
+	top, lease := writeTestBlob(t, s, ocispec.MediaTypeImageIndex, ib)
+	// Only the amd64 image is recorded against the index (the pulled one);
+	// the arm64 record goes away as after a single-platform pull.
+	if _, err := s.ImageDelete(ctx, rb.ID.String(), false, false); err != nil {
+		t.Fatal(err)
+	}
+	rec := ImageRecord{ID: ra.ID, Target: top, Manifest: ra.Manifest,
+		RepoTags: []string{"multi:1.0"}, RepoDigests: []string{"multi@" + top.Digest.String()}}
+	if err := s.st.Put(lease, rec); err != nil {
+		t.Fatal(err)
+	}
+	lease.Release()
+	got, err := s.ImageInspect(ctx, "multi@"+top.Digest.String(), types.InspectOptions{Manifests: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Descriptor.Digest != top.Digest || got.Architecture != "amd64" || fmt.Sprint(got.RepoDigests) != "[multi@"+top.Digest.String()+"]" {
+		t.Fatalf("inspect = %+v", got.InspectResponse)
+	}
+	if len(got.Manifests) != 3 {
+		t.Fatalf("Manifests = %s", mustJSONText(t, got.Manifests))
+	}
+	kinds := []image.ManifestKind{got.Manifests[0].Kind, got.Manifests[1].Kind, got.Manifests[2].Kind}
+	if fmt.Sprint(kinds) != "[image image attestation]" || !got.Manifests[0].Available || !got.Manifests[1].Available || got.Manifests[2].Available ||
+		got.Manifests[2].AttestationData.For != pa.Digest {
+		t.Fatalf("Manifests = %s", mustJSONText(t, got.Manifests))
+	}
+	arm64, err := s.ImageInspect(ctx, "multi:1.0", types.InspectOptions{Platform: &ocispec.Platform{OS: "linux", Architecture: "arm64"}})
+	if err != nil || arm64.Architecture != "arm64" || arm64.ID != rb.ID.String() {
+		t.Fatalf("platform arm64: %+v %v", arm64, err)
+	}
+	if _, err := s.ImageInspect(ctx, "multi:1.0", types.InspectOptions{Platform: &ocispec.Platform{OS: "windows", Architecture: "amd64"}}); err == nil {
+		t.Fatal("windows platform matched")
+	}
+	// Save carries the platform manifest; load gives the same ID.
+	var buf bytes.Buffer
+	if err := s.ExportImage(ctx, []string{"multi:1.0"}, &buf); err != nil {
+		t.Fatal(err)
+	}
+	s2, _ := newLocalTestStore(t)
+	if err := s2.LoadImage(ctx, &buf, true, types.DiscardProgress); err != nil {
+		t.Fatal(err)
+	}
+	if r2, err := s2.Lookup(ctx, "multi:1.0"); err != nil || r2.ID != ra.ID {
+		t.Fatalf("loaded: %+v %v", r2, err)
+	}
+	// Deleting the image removes the index and the arm64 blobs it kept alive.
+	if _, err := s.ImageDelete(ctx, "multi:1.0", false, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []digest.Digest{top.Digest, pa.Digest, pb.Digest, rb.ID} {
+		if s.HasBlob(d) {
+			t.Fatalf("blob %s survived", d)
+		}
+	}
+	if rep, err := s.Check(ctx, true); err != nil || len(rep.Problems) != 0 || rep.Blobs != 0 {
+		t.Fatalf("check after delete: %+v %v", rep, err)
+	}
+}
+
+// TestMultiPlatformInspectAfterRestart: inspect and history of another
+// platform of an index-targeted image work from the blobs alone, not only
+// while that platform's manifest happens to be in the metadata cache (a
+// restarted daemon has an empty cache).
+func TestMultiPlatformInspectAfterRestart(t *testing.T) {
+	root := t.TempDir()
+	s, _ := openLocalTestStore(t, root)
+	ctx := context.Background()
+	var amd, arm store.ImageConfig
+	amd.OS, amd.Architecture = "linux", "amd64"
+	arm.OS, arm.Architecture = "linux", "arm64"
+	arm.History = []ocispec.History{{CreatedBy: "arm layer"}}
+	ra := putCustomImage(t, s, amd, [][]byte{[]byte("amd layer")})
+	rb := putCustomImage(t, s, arm, [][]byte{[]byte("arm layer")})
+	pa, pb := ra.Manifest, rb.Manifest
+	pa.Platform = &ocispec.Platform{OS: "linux", Architecture: "amd64"}
+	pb.Platform = &ocispec.Platform{OS: "linux", Architecture: "arm64"}
+	idx := ocispec.Index{Versioned: specsVersioned(), MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{pa, pb}}
+	ib, _ := json.Marshal(idx)
+	top, lease := writeTestBlob(t, s, ocispec.MediaTypeImageIndex, ib)
+	if _, err := s.ImageDelete(ctx, rb.ID.String(), false, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.st.Put(lease, ImageRecord{ID: ra.ID, Target: top, Manifest: ra.Manifest, RepoTags: []string{"multi:1.0"}}); err != nil {
+		t.Fatal(err)
+	}
+	lease.Release()
+	s.Close()
+
+	s2, _ := openLocalTestStore(t, root)
+	armP := &ocispec.Platform{OS: "linux", Architecture: "arm64"}
+	got, err := s2.ImageInspect(ctx, "multi:1.0", types.InspectOptions{Platform: armP})
+	if err != nil || got.Architecture != "arm64" || got.ID != rb.ID.String() {
+		t.Fatalf("inspect --platform linux/arm64 after restart: %+v %v", got, err)
+	}
+	h, err := s2.ImageHistory(ctx, "multi:1.0", armP)
+	if err != nil || len(h) != 1 || h[0].CreatedBy != "arm layer" {
+		t.Fatalf("history --platform linux/arm64 after restart: %+v %v", h, err)
+	}
+}
