@@ -21,13 +21,17 @@ func (s *Store) ImageHistory(ctx context.Context, name string, platform *ocispec
 	if err != nil {
 		return nil, err
 	}
-	view := *rec
+	view := rec
 	if platform != nil {
-		if view.Manifest, err = s.manifestForPlatform(rec, *platform); err != nil {
+		manifest, err := s.manifestForPlatform(rec, *platform)
+		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
+		if view, err = s.platformView(rec, manifest); err != nil {
+			return nil, err
+		}
 	}
-	meta, err := s.st.Meta(&view)
+	meta, err := s.st.Meta(view)
 	if err != nil {
 		return nil, err
 	}

@@ -86,16 +86,17 @@ func (s *Store) ImageInspect(ctx context.Context, name string, opts types.Inspec
 	if err != nil {
 		return nil, err
 	}
-	manifest := rec.Manifest
+	view := rec
 	if opts.Platform != nil {
-		manifest, err = s.manifestForPlatform(rec, *opts.Platform)
+		manifest, err := s.manifestForPlatform(rec, *opts.Platform)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
+		if view, err = s.platformView(rec, manifest); err != nil {
+			return nil, err
+		}
 	}
-	view := *rec
-	view.Manifest = manifest
-	meta, err := s.st.Meta(&view)
+	meta, err := s.st.Meta(view)
 	if err != nil {
 		return nil, err
 	}
@@ -139,17 +140,23 @@ func (s *Store) manifestForPlatform(rec *ImageRecord, p ocispec.Platform) (ocisp
 		rec.ID, formatPlatform(p), errdefs.ErrNotFound)
 }
 
-func (s *Store) readIndex(d digest.Digest) (*ocispec.Index, error) {
-	l := s.st
-	b, err := l.ReadBlob(d, store.MaxManifestSize)
+// platformView is rec seen through m, another platform's manifest of its
+// index: the manifest m and, as ID, the config m names.
+func (s *Store) platformView(rec *ImageRecord, m ocispec.Descriptor) (*ImageRecord, error) {
+	view := rec.Clone()
+	if m.Digest == rec.Manifest.Digest {
+		return view, nil
+	}
+	b, err := s.st.ReadBlob(m.Digest, store.MaxManifestSize)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("image %s: manifest %s: %w", rec.ID, m.Digest, err)
 	}
-	var idx ocispec.Index
-	if err := json.Unmarshal(b, &idx); err != nil {
-		return nil, fmt.Errorf("parse index %s: %w", d, err)
+	var man ocispec.Manifest
+	if err := json.Unmarshal(b, &man); err != nil {
+		return nil, fmt.Errorf("image %s: parse manifest %s: %w", rec.ID, m.Digest, err)
 	}
-	return &idx, nil
+	view.Manifest, view.ID = m, man.Config.Digest
+	return view, nil
 }
 
 // manifestSummaries lists the manifests of rec's target (API ≥ 1.48

@@ -320,4 +320,3 @@ func (c *cappedReader) Read(p []byte) (int, error) {
 	c.left -= int64(n)
 	return n, err
 }
-

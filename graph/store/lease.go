@@ -195,6 +195,9 @@ func (s *Store) CollectAll(ctx context.Context) (int, int64, error) {
 			s.log.WithError(err).WithField("digest", o.Digest).Warn("remove unreferenced blob")
 			continue
 		}
+		s.metaMu.Lock()
+		delete(s.meta, o.Digest)
+		s.metaMu.Unlock()
 		n++
 		freed += b
 	}

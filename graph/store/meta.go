@@ -81,6 +81,9 @@ func (s *Store) Meta(rec *ImageRecord) (*ImageMeta, error) {
 	m, ok := s.meta[rec.Manifest.Digest]
 	s.metaMu.Unlock()
 	if ok {
+		if m.Manifest.Config.Digest != rec.ID {
+			return nil, fmt.Errorf("image %s: manifest %s names config %s", rec.ID, rec.Manifest.Digest, m.Manifest.Config.Digest)
+		}
 		return m, nil
 	}
 	mb, err := s.ReadBlob(rec.Manifest.Digest, MaxManifestSize)

@@ -130,7 +130,7 @@ func indexBytes(st *state) ([]byte, error) {
 // edit the copy; Update commits it whole or not at all.
 type Txn struct {
 	st      *state
-	deleted []*ImageRecord
+	deleted []*ImageRecord // deleted, or replaced by a record with another target or manifest
 }
 
 // Lookup resolves name in the transaction's view. The records a Txn returns
@@ -209,6 +209,11 @@ func (tx *Txn) Delete(id digest.Digest) {
 // put records img (see Store.Put) in the transaction.
 func (tx *Txn) put(img ImageRecord, tags, digs []string) {
 	rec := tx.st.images[img.ID]
+	if rec != nil && (rec.Target.Digest != img.Target.Digest || rec.Manifest.Digest != img.Manifest.Digest) {
+		// The old index, manifest and other platforms' blobs become
+		// candidates for collection (kept when still in use).
+		tx.deleted = append(tx.deleted, rec.Clone())
+	}
 	if rec == nil {
 		rec = &ImageRecord{ID: img.ID, RepoTags: []string{}, RepoDigests: []string{}, Created: img.Created}
 		if rec.Created.IsZero() {
