@@ -30,7 +30,7 @@ import (
 func (s *Store) ImageDelete(ctx context.Context, name string, force, prune bool) ([]image.DeleteResponse, error) {
 	var (
 		resp []image.DeleteResponse
-		evs  []imageEvent
+		evs  []store.Event
 	)
 	_, err := s.st.Update(prune, func(tx *store.Txn) error {
 		resp, evs = nil, nil
@@ -38,12 +38,12 @@ func (s *Store) ImageDelete(ctx context.Context, name string, force, prune bool)
 		if err != nil {
 			return err
 		}
-		labels := s.labelsOf(rec)
+		labels := s.st.Labels(rec)
 		id := rec.ID
 		untag := func(ref string) {
 			tx.DropRef(ref)
 			resp = append(resp, image.DeleteResponse{Untagged: familiar(ref)})
-			evs = append(evs, newImageEvent(id.String(), events.ActionUnTag, id.String(), labels))
+			evs = append(evs, store.NewEvent(id.String(), events.ActionUnTag, id.String(), labels))
 		}
 		byRef, refStr := deleteRef(name, id, tx.RefTarget)
 		if byRef {
@@ -73,13 +73,13 @@ func (s *Store) ImageDelete(ctx context.Context, name string, force, prune bool)
 		}
 		tx.Delete(id)
 		resp = append(resp, image.DeleteResponse{Deleted: id.String()})
-		evs = append(evs, newImageEvent(id.String(), events.ActionDelete, id.String(), nil))
+		evs = append(evs, store.NewEvent(id.String(), events.ActionDelete, id.String(), nil))
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	s.emitEvents(ctx, evs...)
+	store.Emit(ctx, s.opts.Events, evs...)
 	return resp, nil
 }
 
@@ -166,7 +166,7 @@ func (s *Store) ImagesPrune(ctx context.Context, filters types.Filters) (*image.
 	labels, notLabels := filters.Values("label"), filters.Values("label!")
 
 	report := &image.PruneReport{}
-	var evs []imageEvent
+	var evs []store.Event
 	freed, err := s.st.Update(true, func(tx *store.Txn) error {
 		report.ImagesDeleted, evs = nil, nil
 		for _, rec := range tx.Images() {
@@ -188,11 +188,11 @@ func (s *Store) ImagesPrune(ctx context.Context, filters types.Filters) (*image.
 			}
 			for _, r := range append(append([]string{}, rec.RepoTags...), rec.RepoDigests...) {
 				report.ImagesDeleted = append(report.ImagesDeleted, image.DeleteResponse{Untagged: familiar(r)})
-				evs = append(evs, newImageEvent(rec.ID.String(), events.ActionUnTag, rec.ID.String(), nil))
+				evs = append(evs, store.NewEvent(rec.ID.String(), events.ActionUnTag, rec.ID.String(), nil))
 			}
 			tx.Delete(rec.ID)
 			report.ImagesDeleted = append(report.ImagesDeleted, image.DeleteResponse{Deleted: rec.ID.String()})
-			evs = append(evs, newImageEvent(rec.ID.String(), events.ActionDelete, rec.ID.String(), nil))
+			evs = append(evs, store.NewEvent(rec.ID.String(), events.ActionDelete, rec.ID.String(), nil))
 		}
 		return nil
 	})
@@ -206,8 +206,8 @@ func (s *Store) ImagesPrune(ctx context.Context, filters types.Filters) (*image.
 		return nil, err
 	}
 	report.SpaceReclaimed = uint64(freed + orphanBytes)
-	evs = append(evs, imageEvent{action: events.ActionPrune, attrs: map[string]string{"reclaimed": strconv.FormatUint(report.SpaceReclaimed, 10)}})
-	s.emitEvents(ctx, evs...)
+	evs = append(evs, store.Event{Action: events.ActionPrune, Attrs: map[string]string{"reclaimed": strconv.FormatUint(report.SpaceReclaimed, 10)}})
+	store.Emit(ctx, s.opts.Events, evs...)
 	return report, nil
 }
 

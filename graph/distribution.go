@@ -11,6 +11,8 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/api/types"
+
+	"github.com/wharfproject/wharf/imagespec"
 )
 
 var fullImageID = regexp.MustCompile(`^(sha256:)?[a-f0-9]{64}$`)
@@ -39,7 +41,7 @@ func (s *Store) DistributionInspect(ctx context.Context, name string, opts types
 	if err != nil {
 		return nil, err
 	}
-	mt := sniffMediaType(raw)
+	mt := imagespec.Sniff(raw)
 	if mt == "" {
 		mt = res.Desc.MediaType
 	}
@@ -48,9 +50,9 @@ func (s *Store) DistributionInspect(ctx context.Context, name string, opts types
 		Platforms:  []ocispec.Platform{},
 	}
 	switch {
-	case isSchema1(mt):
+	case imagespec.IsSchema1(mt):
 		return nil, fmt.Errorf("%s: schema1 manifests are not supported%.0w", name, errdefs.ErrNotImplemented)
-	case isIndexMediaType(mt):
+	case imagespec.IsIndex(mt):
 		var idx ocispec.Index
 		if err := json.Unmarshal(raw, &idx); err != nil {
 			return nil, fmt.Errorf("parse index %s: %w", res.Desc.Digest, err)
@@ -69,7 +71,7 @@ func (s *Store) DistributionInspect(ctx context.Context, name string, opts types
 		if err != nil {
 			return nil, err
 		}
-		if p := configPlatform(cfg); p != nil {
+		if p := imagespec.ConfigPlatform(cfg); p != nil {
 			out.Platforms = append(out.Platforms, *p)
 		}
 	}

@@ -22,7 +22,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/moby/moby/api/types/events"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/sirupsen/logrus"
@@ -47,12 +46,8 @@ type Options struct {
 	Logger                 *logrus.Entry
 }
 
-// EventLogger records image events for GET /events. The daemon implements it.
-type EventLogger interface {
-	// LogImageEvent records action on the image (actorID: image ID or reference)
-	// with attributes (at least "name").
-	LogImageEvent(ctx context.Context, actorID string, action events.Action, attrs map[string]string)
-}
+// EventLogger records image events for GET /events (see store.EventLogger).
+type EventLogger = store.EventLogger
 
 // Store is the local image store plus its registry operations.
 type Store struct {

@@ -26,6 +26,8 @@ import (
 	"github.com/wharfproject/wharf/api/types"
 
 	"github.com/wharfproject/wharf/graph/store"
+
+	"github.com/wharfproject/wharf/imagespec"
 )
 
 // ImportImage answers POST /images/create?fromSrc=-: the body is a rootfs
@@ -78,12 +80,12 @@ func (s *Store) ImportImage(ctx context.Context, src io.Reader, opts types.Impor
 		return err
 	}
 	id := rec.ID.String()
-	var evs []imageEvent
+	var evs []store.Event
 	if ref != nil {
-		evs = append(evs, newImageEvent(id, events.ActionTag, reference.FamiliarString(ref), cfg.Labels))
+		evs = append(evs, store.NewEvent(id, events.ActionTag, reference.FamiliarString(ref), cfg.Labels))
 	}
-	evs = append(evs, newImageEvent(id, events.ActionImport, id, cfg.Labels))
-	s.emitEvents(ctx, evs...)
+	evs = append(evs, store.NewEvent(id, events.ActionImport, id, cfg.Labels))
+	store.Emit(ctx, s.opts.Events, evs...)
 	return out.WriteMessage(jsonstream.Message{Status: id})
 }
 
@@ -103,7 +105,7 @@ func (s *Store) storeManifest(ctx context.Context, lease *store.Lease, cb []byte
 	cdesc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageConfig, Digest: digest.FromBytes(cb), Size: int64(len(cb))}
 	mt := ocispec.MediaTypeImageManifest
 	if docker {
-		cdesc.MediaType, mt = store.MediaTypeDockerConfig, store.MediaTypeDockerManifest
+		cdesc.MediaType, mt = imagespec.MediaTypeDockerConfig, imagespec.MediaTypeDockerManifest
 	}
 	if _, err := lease.WriteBlob(ctx, cdesc, bytes.NewReader(cb)); err != nil {
 		return nil, err

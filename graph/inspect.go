@@ -15,6 +15,8 @@ import (
 	"github.com/wharfproject/wharf/api/types"
 
 	"github.com/wharfproject/wharf/graph/store"
+
+	"github.com/wharfproject/wharf/imagespec"
 )
 
 // graphDriverName is what the local-only GraphDriver field reports: wharf
@@ -124,20 +126,20 @@ func (s *Store) ImageInspect(ctx context.Context, name string, opts types.Inspec
 // when it matches, else a stored entry of the target index.
 func (s *Store) manifestForPlatform(rec *ImageRecord, p ocispec.Platform) (ocispec.Descriptor, error) {
 	l := s.st
-	if m, err := l.Meta(rec); err == nil && platformMatches(p, m.Config.Platform) {
+	if m, err := l.Meta(rec); err == nil && imagespec.PlatformMatches(p, m.Config.Platform) {
 		return rec.Manifest, nil
 	}
-	if store.IsIndexType(rec.Target.MediaType) {
+	if imagespec.IsIndex(rec.Target.MediaType) {
 		if idx, err := l.ReadIndex(rec.Target.Digest); err == nil {
 			for _, d := range idx.Manifests {
-				if d.Platform != nil && platformMatches(p, *d.Platform) && l.HasBlob(d.Digest) {
+				if d.Platform != nil && imagespec.PlatformMatches(p, *d.Platform) && l.HasBlob(d.Digest) {
 					return d, nil
 				}
 			}
 		}
 	}
 	return ocispec.Descriptor{}, fmt.Errorf("image with reference %s was found but does not provide the specified platform (%s)%.0w",
-		rec.ID, formatPlatform(p), errdefs.ErrNotFound)
+		rec.ID, imagespec.FormatPlatform(p), errdefs.ErrNotFound)
 }
 
 // platformView is rec seen through m, another platform's manifest of its
@@ -165,7 +167,7 @@ func (s *Store) platformView(rec *ImageRecord, m ocispec.Descriptor) (*ImageReco
 func (s *Store) manifestSummaries(rec *ImageRecord) []image.ManifestSummary {
 	l := s.st
 	var descs []ocispec.Descriptor
-	if store.IsIndexType(rec.Target.MediaType) {
+	if imagespec.IsIndex(rec.Target.MediaType) {
 		if idx, err := l.ReadIndex(rec.Target.Digest); err == nil {
 			descs = idx.Manifests
 		}
@@ -186,7 +188,7 @@ func (s *Store) manifestSummaries(rec *ImageRecord) []image.ManifestSummary {
 		if d.Annotations["vnd.docker.reference.type"] == "attestation-manifest" {
 			ms.Kind = image.ManifestKindAttestation
 			ms.AttestationData = &image.AttestationProperties{For: digest.Digest(d.Annotations["vnd.docker.reference.digest"])}
-		} else if d.Platform == nil && store.IsIndexType(d.MediaType) {
+		} else if d.Platform == nil && imagespec.IsIndex(d.MediaType) {
 			ms.Kind = image.ManifestKindUnknown
 		}
 		ms.Available = true
@@ -219,33 +221,4 @@ func (s *Store) manifestSummaries(rec *ImageRecord) []image.ManifestSummary {
 		out = append(out, ms)
 	}
 	return out
-}
-
-// platformMatches compares want with have on os, architecture and (when
-// want names one) variant; arm64's default variant v8 equals no variant.
-func platformMatches(want, have ocispec.Platform) bool {
-	if want.OS != "" && want.OS != have.OS {
-		return false
-	}
-	if want.Architecture != "" && want.Architecture != have.Architecture {
-		return false
-	}
-	if want.Variant == "" {
-		return true
-	}
-	norm := func(arch, v string) string {
-		if arch == "arm64" && v == "" {
-			return "v8"
-		}
-		return v
-	}
-	return norm(want.Architecture, want.Variant) == norm(have.Architecture, have.Variant)
-}
-
-func formatPlatform(p ocispec.Platform) string {
-	s := p.OS + "/" + p.Architecture
-	if p.Variant != "" {
-		s += "/" + p.Variant
-	}
-	return s
 }

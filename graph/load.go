@@ -20,6 +20,8 @@ import (
 	"github.com/wharfproject/wharf/api/types"
 
 	"github.com/wharfproject/wharf/graph/store"
+
+	"github.com/wharfproject/wharf/imagespec"
 )
 
 // loadedImage is one image found in an archive, with its references.
@@ -75,10 +77,10 @@ func (s *Store) LoadImage(ctx context.Context, r io.Reader, quiet bool, out type
 			return err
 		}
 	}
-	var evs []imageEvent
+	var evs []store.Event
 	for _, im := range imgs {
 		id := im.rec.ID.String()
-		evs = append(evs, newImageEvent(id, events.ActionLoad, id, s.labelsOf(im.rec)))
+		evs = append(evs, store.NewEvent(id, events.ActionLoad, id, s.st.Labels(im.rec)))
 		if len(im.tags) == 0 {
 			if err := out.WriteMessage(jsonstream.Message{Stream: "Loaded image ID: " + id + "\n"}); err != nil {
 				return err
@@ -90,7 +92,7 @@ func (s *Store) LoadImage(ctx context.Context, r io.Reader, quiet bool, out type
 			}
 		}
 	}
-	s.emitEvents(ctx, evs...)
+	store.Emit(ctx, s.opts.Events, evs...)
 	return nil
 }
 
@@ -161,7 +163,7 @@ func (s *Store) loadOCI(ctx context.Context, arc *loadArchive, idx *ocispec.Inde
 			return nil, err
 		}
 		manifest := target
-		if store.IsIndexType(target.MediaType) {
+		if imagespec.IsIndex(target.MediaType) {
 			if manifest, err = s.pickManifest(arc, target.Digest, s.opts.Platform); err != nil {
 				return nil, err
 			}
@@ -222,13 +224,13 @@ func (s *Store) pickManifest(arc *loadArchive, d digest.Digest, p ocispec.Platfo
 	}
 	var first *ocispec.Descriptor
 	for i, m := range idx.Manifests {
-		if store.IsIndexType(m.MediaType) || !arc.lease.Has(m.Digest) || m.Annotations[annotationRefType] == "attestation-manifest" {
+		if imagespec.IsIndex(m.MediaType) || !arc.lease.Has(m.Digest) || m.Annotations[annotationRefType] == "attestation-manifest" {
 			continue
 		}
 		if first == nil {
 			first = &idx.Manifests[i]
 		}
-		if m.Platform != nil && platformMatches(p, *m.Platform) {
+		if m.Platform != nil && imagespec.PlatformMatches(p, *m.Platform) {
 			return s.archiveDoc(arc, m, "index "+d.String())
 		}
 	}
@@ -258,26 +260,17 @@ func (s *Store) archiveDoc(arc *loadArchive, desc ocispec.Descriptor, where stri
 	if err != nil {
 		return desc, fmt.Errorf("invalid archive: %s: %w", desc.Digest, err)
 	}
-	mt := sniffMediaType(b)
+	mt := imagespec.Sniff(b)
 	if mt == "" {
 		return desc, fmt.Errorf("invalid archive: %s is not a manifest or index%.0w", desc.Digest, errdefs.ErrInvalidArgument)
 	}
-	if desc.MediaType != "" && desc.MediaType != mt && !declaresNoType(b) {
+	if desc.MediaType != "" && desc.MediaType != mt && !imagespec.DeclaresNoType(b) {
 		return desc, fmt.Errorf("invalid archive: %s says %s is %s, the document says %s%.0w", where, desc.Digest, desc.MediaType, mt, errdefs.ErrInvalidArgument)
 	}
 	if desc.MediaType == "" {
 		desc.MediaType = mt
 	}
 	return ocispec.Descriptor{MediaType: desc.MediaType, Digest: desc.Digest, Size: desc.Size}, nil
-}
-
-// declaresNoType reports whether the document b leaves out mediaType (OCI
-// allows that): then the descriptor's type is the only one there is.
-func declaresNoType(b []byte) bool {
-	var doc struct {
-		MediaType string `json:"mediaType"`
-	}
-	return json.Unmarshal(b, &doc) == nil && doc.MediaType == ""
 }
 
 const annotationRefType = "vnd.docker.reference.type"
@@ -314,7 +307,7 @@ func (s *Store) checkManifest(ctx context.Context, arc *loadArchive, desc ocispe
 		if err := s.archiveBlobDesc(arc, desc.Digest, fmt.Sprintf("layer %d", i), ld); err != nil {
 			return nil, err
 		}
-		if !isTarLayer(ld.MediaType) {
+		if !imagespec.IsTarLayer(ld.MediaType) {
 			continue // zstd, foreign layers: their DiffID is not checked here
 		}
 		_, diffID, err := s.layerDiffID(ctx, arc, ld.Digest)
@@ -441,19 +434,9 @@ func (s *Store) computeDiffID(ctx context.Context, budget *decompressBudget, d d
 		if _, err := store.CopyCtx(ctx, dg.Hash(), src); err != nil {
 			return "", "", err
 		}
-		return store.MediaTypeDockerLayerGzip, dg.Digest(), nil
+		return imagespec.MediaTypeDockerLayerGzip, dg.Digest(), nil
 	}
-	return store.MediaTypeDockerLayer, d, nil
-}
-
-// isTarLayer reports whether mt is a plain or gzip tar layer, whose DiffID
-// the load verifies.
-func isTarLayer(mt string) bool {
-	switch mt {
-	case ocispec.MediaTypeImageLayer, ocispec.MediaTypeImageLayerGzip, store.MediaTypeDockerLayer, store.MediaTypeDockerLayerGzip:
-		return true
-	}
-	return false
+	return imagespec.MediaTypeDockerLayer, d, nil
 }
 
 func appendUnique(list []string, s string) []string {

@@ -12,6 +12,8 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/api/types"
+
+	"github.com/wharfproject/wharf/imagespec"
 )
 
 // remoteTestMessages collects stream messages.
@@ -138,8 +140,8 @@ func TestSniffMediaType(t *testing.T) {
 		{`not json`, ""},
 	}
 	for _, tc := range tests {
-		if got := sniffMediaType([]byte(tc.doc)); got != tc.want {
-			t.Errorf("sniffMediaType(%s) = %q, want %q", tc.doc, got, tc.want)
+		if got := imagespec.Sniff([]byte(tc.doc)); got != tc.want {
+			t.Errorf("imagespec.Sniff(%s) = %q, want %q", tc.doc, got, tc.want)
 		}
 	}
 }

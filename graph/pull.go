@@ -19,6 +19,8 @@ import (
 	"github.com/wharfproject/wharf/registry"
 
 	"github.com/wharfproject/wharf/graph/store"
+
+	"github.com/wharfproject/wharf/imagespec"
 )
 
 // PullImage pulls FromImage[:Tag|@digest] (all tags when neither is given)
@@ -167,12 +169,12 @@ func (s *Store) pullResolved(ctx context.Context, res *resolvedRemote, platform 
 		return false, err
 	}
 	if top.MediaType == "" {
-		top.MediaType = sniffMediaType(topBytes)
+		top.MediaType = imagespec.Sniff(topBytes)
 	}
 	top = ocispec.Descriptor{MediaType: top.MediaType, Digest: top.Digest, Size: int64(len(topBytes))}
 
 	plat, manBytes := top, topBytes
-	if isIndexMediaType(top.MediaType) {
+	if imagespec.IsIndex(top.MediaType) {
 		var idx ocispec.Index
 		if err := json.Unmarshal(topBytes, &idx); err != nil {
 			return false, fmt.Errorf("parse index %s: %w", top.Digest, err)
@@ -185,13 +187,13 @@ func (s *Store) pullResolved(ctx context.Context, res *resolvedRemote, platform 
 			return false, err
 		}
 	}
-	if isSchema1(plat.MediaType) || isSchema1(sniffMediaType(manBytes)) {
+	if imagespec.IsSchema1(plat.MediaType) || imagespec.IsSchema1(imagespec.Sniff(manBytes)) {
 		return false, fmt.Errorf("%s: schema1 manifests are not supported: push the image again with a current client%.0w", id, errdefs.ErrNotImplemented)
 	}
 	// The registry package has refused documents that contradict their
 	// media type; an index whose entry is another index is still possible.
 	host := res.Repo.Info().Index.Name
-	if plat.Digest != top.Digest && (isIndexMediaType(plat.MediaType) || isIndexMediaType(sniffMediaType(manBytes))) {
+	if plat.Digest != top.Digest && (imagespec.IsIndex(plat.MediaType) || imagespec.IsIndex(imagespec.Sniff(manBytes))) {
 		return false, fmt.Errorf("registry %s: index entry %s is itself an index%.0w", host, plat.Digest, errdefs.ErrInvalidArgument)
 	}
 	var man ocispec.Manifest
@@ -202,16 +204,16 @@ func (s *Store) pullResolved(ctx context.Context, res *resolvedRemote, platform 
 		return false, fmt.Errorf("registry %s: manifest %s has no valid config digest%.0w", host, plat.Digest, errdefs.ErrInvalidArgument)
 	}
 	if plat.MediaType == "" {
-		plat.MediaType = sniffMediaType(manBytes)
+		plat.MediaType = imagespec.Sniff(manBytes)
 	}
 	config, err := res.Repo.FetchConfig(ctx, man.Config)
 	if err != nil {
 		return false, err
 	}
-	if strict && !isIndexMediaType(top.MediaType) {
-		if have := configPlatform(config); have != nil && !platformMatches(platform, *have) {
+	if strict && !imagespec.IsIndex(top.MediaType) {
+		if have := imagespec.ConfigPlatform(config); have != nil && !imagespec.PlatformMatches(platform, *have) {
 			return false, fmt.Errorf("image with reference %s was found but its platform (%s) does not match the specified platform (%s)%.0w",
-				reference.FamiliarString(ref), formatPlatform(*have), formatPlatform(platform), errdefs.ErrNotFound)
+				reference.FamiliarString(ref), imagespec.FormatPlatform(*have), imagespec.FormatPlatform(platform), errdefs.ErrNotFound)
 		}
 	}
 
@@ -300,7 +302,7 @@ func checkDiffIDs(host string, man ocispec.Manifest, config []byte) error {
 		return fmt.Errorf("registry %s: image config %s lists %d diff IDs for %d layers", host, man.Config.Digest, len(ids), len(man.Layers))
 	}
 	for i, ld := range man.Layers {
-		if isUncompressedLayer(ld.MediaType) && ld.Digest != ids[i] {
+		if imagespec.IsUncompressedLayer(ld.MediaType) && ld.Digest != ids[i] {
 			return fmt.Errorf("registry %s: layer %s is uncompressed, so its diff ID must be its digest; image config %s says %s", host, ld.Digest, man.Config.Digest, ids[i])
 		}
 	}
@@ -315,32 +317,4 @@ func hasAllBlobs(p store.Provider, descs []ocispec.Descriptor) bool {
 		}
 	}
 	return true
-}
-
-func isUncompressedLayer(mt string) bool {
-	return mt == ocispec.MediaTypeImageLayer || mt == store.MediaTypeDockerLayer
-}
-
-// sniffMediaType reads the mediaType field of a manifest document, or
-// guesses from its shape when the field is absent (OCI allows that).
-func sniffMediaType(b []byte) string {
-	var doc struct {
-		SchemaVersion int             `json:"schemaVersion"`
-		MediaType     string          `json:"mediaType"`
-		Manifests     json.RawMessage `json:"manifests"`
-		FSLayers      json.RawMessage `json:"fsLayers"`
-	}
-	if json.Unmarshal(b, &doc) != nil {
-		return ""
-	}
-	switch {
-	case doc.MediaType != "":
-		return doc.MediaType
-	case doc.Manifests != nil:
-		return ocispec.MediaTypeImageIndex
-	case doc.SchemaVersion == 1 || doc.FSLayers != nil:
-		return "application/vnd.docker.distribution.manifest.v1+json"
-	default:
-		return ocispec.MediaTypeImageManifest
-	}
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/wharfproject/wharf/registry"
 
 	"github.com/wharfproject/wharf/graph/store"
+
+	"github.com/wharfproject/wharf/imagespec"
 )
 
 // PushImage pushes the local tags of a repository (one tag, or all when
@@ -91,7 +93,7 @@ func (s *Store) pushTag(ctx context.Context, repo *registry.Repository, repoName
 	}
 	manifests := []pushManifest{pm}
 	top, topBytes := pm.desc, pm.bytes
-	if isIndexMediaType(img.Target.MediaType) && img.Target.Digest != img.Manifest.Digest {
+	if imagespec.IsIndex(img.Target.MediaType) && img.Target.Digest != img.Manifest.Digest {
 		if children, idxBytes, ok := s.localIndex(img.Target); ok {
 			manifests = children
 			top = ocispec.Descriptor{MediaType: img.Target.MediaType, Digest: img.Target.Digest, Size: int64(len(idxBytes))}
@@ -175,7 +177,7 @@ func (s *Store) readPushManifest(desc ocispec.Descriptor) (pushManifest, error) 
 	}
 	mt := desc.MediaType
 	if mt == "" {
-		mt = sniffMediaType(b)
+		mt = imagespec.Sniff(b)
 	}
 	return pushManifest{desc: ocispec.Descriptor{MediaType: mt, Digest: desc.Digest, Size: int64(len(b))}, bytes: b, man: man}, nil
 }
@@ -193,7 +195,7 @@ func (s *Store) localIndex(target ocispec.Descriptor) ([]pushManifest, []byte, b
 	}
 	var out []pushManifest
 	for _, d := range idx.Manifests {
-		if isIndexMediaType(d.MediaType) || !s.HasBlob(d.Digest) {
+		if imagespec.IsIndex(d.MediaType) || !s.HasBlob(d.Digest) {
 			return nil, nil, false // nested indexes are not walked
 		}
 		pm, err := s.readPushManifest(d)
@@ -202,7 +204,7 @@ func (s *Store) localIndex(target ocispec.Descriptor) ([]pushManifest, []byte, b
 		}
 		pm.desc.MediaType = d.MediaType
 		if pm.desc.MediaType == "" {
-			pm.desc.MediaType = sniffMediaType(pm.bytes)
+			pm.desc.MediaType = imagespec.Sniff(pm.bytes)
 		}
 		out = append(out, pm)
 	}

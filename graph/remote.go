@@ -160,15 +160,3 @@ func (s *Store) resolveRemote(ctx context.Context, tn typedName, creds registry.
 	}
 	return nil, lastErr
 }
-
-// Media types of a top level that lists platform manifests.
-func isIndexMediaType(mt string) bool {
-	return mt == ocispec.MediaTypeImageIndex || mt == "application/vnd.docker.distribution.manifest.list.v2+json"
-}
-
-// isSchema1 reports the deprecated Docker schema1 manifests, which carry no
-// config blob and cannot be pulled or pushed by wharf.
-func isSchema1(mt string) bool {
-	return mt == "application/vnd.docker.distribution.manifest.v1+json" ||
-		mt == "application/vnd.docker.distribution.manifest.v1+prettyjws"
-}

@@ -15,6 +15,8 @@ import (
 
 	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/registry"
+
+	"github.com/wharfproject/wharf/imagespec"
 )
 
 // LookupRemote answers a remote inspect: the image's metadata from its
@@ -184,7 +186,7 @@ func remoteManifestSummaries(ri *registry.RemoteImage) []image.ManifestSummary {
 	if ri.Index == nil {
 		d := ri.Descriptor
 		if d.Platform == nil {
-			if p := configPlatform(ri.ConfigBytes); p != nil {
+			if p := imagespec.ConfigPlatform(ri.ConfigBytes); p != nil {
 				d.Platform = p
 			}
 		}
@@ -222,17 +224,6 @@ func isAttestation(d ocispec.Descriptor) bool {
 		return true
 	}
 	return d.Platform != nil && d.Platform.OS == "unknown" && d.Platform.Architecture == "unknown"
-}
-
-// configPlatform reads the platform fields of an image config; nil when the
-// config is not JSON or names no OS.
-func configPlatform(config []byte) *ocispec.Platform {
-	var img ocispec.Image
-	if len(config) == 0 || json.Unmarshal(config, &img) != nil || img.OS == "" {
-		return nil
-	}
-	p := img.Platform
-	return &p
 }
 
 // logEvent records an image event when the store has an event log.

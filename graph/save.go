@@ -139,11 +139,11 @@ func (s *Store) ExportImage(ctx context.Context, names []string, w io.Writer) er
 	if err := tw.Close(); err != nil {
 		return err
 	}
-	var evs []imageEvent
+	var evs []store.Event
 	for _, im := range imgs {
-		evs = append(evs, newImageEvent(im.rec.ID.String(), events.ActionSave, im.rec.ID.String(), im.meta.Config.Config.Labels))
+		evs = append(evs, store.NewEvent(im.rec.ID.String(), events.ActionSave, im.rec.ID.String(), im.meta.Config.Config.Labels))
 	}
-	s.emitEvents(ctx, evs...)
+	store.Emit(ctx, s.opts.Events, evs...)
 	return nil
 }
 

@@ -23,6 +23,8 @@ import (
 	"github.com/wharfproject/wharf/api/types"
 
 	"github.com/wharfproject/wharf/graph/store"
+
+	"github.com/wharfproject/wharf/imagespec"
 )
 
 func saveToBytes(t *testing.T, s *Store, names ...string) []byte {
@@ -212,7 +214,7 @@ func TestLoadLegacyDockerArchive(t *testing.T) {
 		t.Fatalf("lookup: %v %v", rec, err)
 	}
 	meta, _ := s.st.Meta(rec)
-	if rec.Manifest.MediaType != store.MediaTypeDockerManifest || meta.Manifest.Layers[0].MediaType != store.MediaTypeDockerLayer {
+	if rec.Manifest.MediaType != imagespec.MediaTypeDockerManifest || meta.Manifest.Layers[0].MediaType != imagespec.MediaTypeDockerLayer {
 		t.Fatalf("media types: %s %s", rec.Manifest.MediaType, meta.Manifest.Layers[0].MediaType)
 	}
 	ins, err := s.ImageInspect(ctx, id.String(), types.InspectOptions{})

@@ -27,7 +27,7 @@ func (s *Store) TagImage(ctx context.Context, name, repo, tag string) error {
 	if err := s.tag(rec.ID, ref); err != nil {
 		return err
 	}
-	s.emitEvents(ctx, newImageEvent(rec.ID.String(), events.ActionTag, reference.FamiliarString(ref), s.labelsOf(rec)))
+	store.Emit(ctx, s.opts.Events, store.NewEvent(rec.ID.String(), events.ActionTag, reference.FamiliarString(ref), s.st.Labels(rec)))
 	return nil
 }
 

@@ -21,20 +21,6 @@ const (
 	MaxConfigSize = 8 << 20
 )
 
-// Docker media types the store meets beside the OCI ones.
-const (
-	MediaTypeDockerManifestList = "application/vnd.docker.distribution.manifest.list.v2+json"
-	MediaTypeDockerManifest     = "application/vnd.docker.distribution.manifest.v2+json"
-	MediaTypeDockerConfig       = "application/vnd.docker.container.image.v1+json"
-	MediaTypeDockerLayer        = "application/vnd.docker.image.rootfs.diff.tar"
-	MediaTypeDockerLayerGzip    = "application/vnd.docker.image.rootfs.diff.tar.gzip"
-)
-
-// IsIndexType reports whether mt is an OCI index or a Docker manifest list.
-func IsIndexType(mt string) bool {
-	return mt == ocispec.MediaTypeImageIndex || mt == MediaTypeDockerManifestList
-}
-
 // ImageConfig is an image config as found in the wild: an OCI or Docker
 // image config, or a Docker v1 image JSON / schema1 v1Compatibility record
 // (which adds id, parent, container, container_config, docker_version).

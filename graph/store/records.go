@@ -12,6 +12,8 @@ import (
 	"github.com/distribution/reference"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/wharfproject/wharf/imagespec"
 )
 
 // ImageRecord is one local image: what the tag store and RepoDigests point at.
@@ -414,7 +416,7 @@ func (s *Store) blobsOf(rec *ImageRecord) []digest.Digest {
 			out = append(out, ld.Digest)
 		}
 	}
-	if IsIndexType(rec.Target.MediaType) {
+	if imagespec.IsIndex(rec.Target.MediaType) {
 		out = append(out, s.indexChildren(rec.Target.Digest)...)
 	}
 	return out
