@@ -42,7 +42,7 @@ func (s *Store) ImageDelete(ctx context.Context, name string, force, prune bool)
 		id := rec.ID
 		untag := func(ref string) {
 			tx.DropRef(ref)
-			resp = append(resp, image.DeleteResponse{Untagged: familiar(ref)})
+			resp = append(resp, image.DeleteResponse{Untagged: store.Familiar(ref)})
 			evs = append(evs, store.NewEvent(id.String(), events.ActionUnTag, id.String(), labels))
 		}
 		byRef, refStr := deleteRef(name, id, tx.RefTarget)
@@ -187,7 +187,7 @@ func (s *Store) ImagesPrune(ctx context.Context, filters types.Filters) (*image.
 				continue
 			}
 			for _, r := range append(append([]string{}, rec.RepoTags...), rec.RepoDigests...) {
-				report.ImagesDeleted = append(report.ImagesDeleted, image.DeleteResponse{Untagged: familiar(r)})
+				report.ImagesDeleted = append(report.ImagesDeleted, image.DeleteResponse{Untagged: store.Familiar(r)})
 				evs = append(evs, store.NewEvent(rec.ID.String(), events.ActionUnTag, rec.ID.String(), nil))
 			}
 			tx.Delete(rec.ID)

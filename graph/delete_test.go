@@ -10,6 +10,8 @@ import (
 	"github.com/moby/moby/api/types/image"
 
 	"github.com/wharfproject/wharf/api/types"
+
+	"github.com/wharfproject/wharf/graph/store"
 )
 
 func deleteStrings(resp []image.DeleteResponse) string {
@@ -39,7 +41,7 @@ func TestTagImage(t *testing.T) {
 	if err != nil || rec.ID != id {
 		t.Fatalf("other:latest: %v %v", rec, err)
 	}
-	if got := fmt.Sprint(familiarRefs(rec.RepoTags)); got != "[127.0.0.1:5000/imported2:x 127.0.0.1:5000/imported:1.0 other:latest]" {
+	if got := fmt.Sprint(store.FamiliarRefs(rec.RepoTags)); got != "[127.0.0.1:5000/imported2:x 127.0.0.1:5000/imported:1.0 other:latest]" {
 		t.Fatalf("RepoTags = %s", got)
 	}
 	last := ev.evs[len(ev.evs)-1]

@@ -32,16 +32,16 @@ func FuzzReferenceParsing(f *testing.F) {
 	importTestImage(f, s, "fuzz/ref:1", "fuzz")
 	ctx := context.Background()
 	f.Fuzz(func(t *testing.T, repo, tag string) {
-		if ref, err := parseNewTag(repo, tag); err == nil {
-			again, err := parseNewTag(ref.String(), "")
+		if ref, err := store.ParseNewTag(repo, tag); err == nil {
+			again, err := store.ParseNewTag(ref.String(), "")
 			if err != nil || again.String() != ref.String() {
-				t.Fatalf("parseNewTag(%q, %q) = %s, which reparses as %v, %v", repo, tag, ref, again, err)
+				t.Fatalf("store.ParseNewTag(%q, %q) = %s, which reparses as %v, %v", repo, tag, ref, again, err)
 			}
 			if n, err := store.NormaliseRefs([]string{ref.String()}, false); err != nil || n[0] != ref.String() {
 				t.Fatalf("the store normalises the tag %s as %v, %v", ref, n, err)
 			}
 		} else if !errdefs.IsInvalidArgument(err) {
-			t.Fatalf("parseNewTag(%q, %q): unclassified error %v", repo, tag, err)
+			t.Fatalf("store.ParseNewTag(%q, %q): unclassified error %v", repo, tag, err)
 		}
 		if _, err := s.Lookup(ctx, repo); err != nil && !errdefs.IsNotFound(err) && !errdefs.IsInvalidArgument(err) {
 			t.Fatalf("Lookup(%q): unclassified error %v", repo, err)

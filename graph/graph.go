@@ -17,8 +17,6 @@ package graph
 
 import (
 	"context"
-	"github.com/distribution/reference"
-	"github.com/opencontainers/image-spec/specs-go"
 	"io"
 	"time"
 
@@ -28,6 +26,10 @@ import (
 
 	"github.com/wharfproject/wharf/registry"
 
+	registrytypes "github.com/moby/moby/api/types/registry"
+	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/graph/archive"
+	"github.com/wharfproject/wharf/graph/distribution"
 	"github.com/wharfproject/wharf/graph/store"
 )
 
@@ -54,12 +56,10 @@ type Store struct {
 	opts Options
 	log  *logrus.Entry
 
-	st     *store.Store // graph/store: content, leases, image records, tags, GC
-	remote *remoteState // remote.go: in-flight pulls, shared downloads
+	st   *store.Store          // graph/store: content, leases, image records, tags, GC
+	dist *distribution.Service // graph/distribution: pull, push, login, the registry side of inspect
 
-	// bombLimit caps decompression of client input (bomb.go); the zero
-	// value is the default, tests lower it.
-	bombLimit decompressLimit
+	arc *archive.Archiver // graph/archive: load, save, import
 }
 
 // New opens (creating when needed) the store at opts.Root, cleans the ingest
@@ -77,12 +77,60 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s.st = st
-	s.remote = newRemoteState(opts)
+	s.arc = archive.New(st, opts.Platform, opts.Events)
+	s.dist = distribution.New(st, distribution.Options{
+		Registry:               opts.Registry,
+		Events:                 opts.Events,
+		Platform:               opts.Platform,
+		MaxConcurrentDownloads: opts.MaxConcurrentDownloads,
+	})
 	return s, nil
 }
 
 // Close releases the store's resources.
 func (s *Store) Close() error { return s.st.Close() }
+
+// LoadImage answers POST /images/load (see archive.Archiver.LoadImage).
+func (s *Store) LoadImage(ctx context.Context, r io.Reader, quiet bool, out types.ProgressWriter) error {
+	return s.arc.LoadImage(ctx, r, quiet, out)
+}
+
+// ExportImage answers GET /images/get (see archive.Archiver.ExportImage).
+func (s *Store) ExportImage(ctx context.Context, names []string, w io.Writer) error {
+	return s.arc.ExportImage(ctx, names, w)
+}
+
+// ImportImage answers POST /images/create?fromSrc=- (see
+// archive.Archiver.ImportImage).
+func (s *Store) ImportImage(ctx context.Context, src io.Reader, opts types.ImportOptions, out types.ProgressWriter) error {
+	return s.arc.ImportImage(ctx, src, opts, out)
+}
+
+// PullImage answers POST /images/create?fromImage= (see
+// distribution.Service.PullImage).
+func (s *Store) PullImage(ctx context.Context, opts types.PullOptions, out types.ProgressWriter) error {
+	return s.dist.PullImage(ctx, opts, out)
+}
+
+// PushImage answers POST /images/{name}/push.
+func (s *Store) PushImage(ctx context.Context, opts types.PushOptions, out types.ProgressWriter) error {
+	return s.dist.PushImage(ctx, opts, out)
+}
+
+// Login validates auth against its registry (POST /auth).
+func (s *Store) Login(ctx context.Context, auth *registrytypes.AuthConfig) (string, error) {
+	return s.dist.Login(ctx, auth)
+}
+
+// DistributionInspect answers GET /distribution/{name}/json.
+func (s *Store) DistributionInspect(ctx context.Context, name string, opts types.RemoteInspectOptions) (*registrytypes.DistributionInspect, error) {
+	return s.dist.DistributionInspect(ctx, name, opts)
+}
+
+// RemoteManifest answers a remote inspect with raw=1.
+func (s *Store) RemoteManifest(ctx context.Context, name string, opts types.RemoteInspectOptions) ([]byte, string, error) {
+	return s.dist.RemoteManifest(ctx, name, opts)
+}
 
 // Lookup finds a local image by name, name:tag, name@digest, ID or unique
 // short ID (see store.Store.Lookup). The record is a copy.
@@ -113,25 +161,6 @@ type InspectSource struct {
 	RepoDigests []string // familiar form
 	LastTagTime time.Time
 }
-
-// familiarRefs converts fully qualified references to their familiar form.
-func familiarRefs(refs []string) []string {
-	out := make([]string, 0, len(refs))
-	for _, r := range refs {
-		out = append(out, familiar(r))
-	}
-	return out
-}
-
-func familiar(ref string) string {
-	n, err := reference.ParseNormalizedNamed(ref)
-	if err != nil {
-		return ref
-	}
-	return reference.FamiliarString(n)
-}
-
-func specsVersioned() specs.Versioned { return specs.Versioned{SchemaVersion: 2} }
 
 func nonNil(s []string) []string {
 	if s == nil {

@@ -75,7 +75,7 @@ func buildHistory(meta *store.ImageMeta, rec *ImageRecord) ([]image.HistoryRespo
 	}
 	out[0].ID = rec.ID.String()
 	if len(rec.RepoTags) > 0 {
-		out[0].Tags = familiarRefs(rec.RepoTags)
+		out[0].Tags = store.FamiliarRefs(rec.RepoTags)
 	}
 	return out, nil
 }

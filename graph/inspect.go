@@ -108,8 +108,8 @@ func (s *Store) ImageInspect(ctx context.Context, name string, opts types.Inspec
 		Config:      meta.RawConfig,
 		Descriptor:  &target,
 		Layers:      meta.Manifest.Layers,
-		RepoTags:    familiarRefs(rec.RepoTags),
-		RepoDigests: familiarRefs(rec.RepoDigests),
+		RepoTags:    store.FamiliarRefs(rec.RepoTags),
+		RepoDigests: store.FamiliarRefs(rec.RepoDigests),
 		LastTagTime: rec.LastTagTime,
 	})
 	if err != nil {

@@ -119,8 +119,8 @@ func summarize(rec *ImageRecord, meta *store.ImageMeta) image.Summary {
 		Labels:      meta.Config.Config.Labels,
 		ParentID:    meta.Config.Parent,
 		Descriptor:  &target,
-		RepoDigests: familiarRefs(rec.RepoDigests),
-		RepoTags:    familiarRefs(rec.RepoTags),
+		RepoDigests: store.FamiliarRefs(rec.RepoDigests),
+		RepoTags:    store.FamiliarRefs(rec.RepoTags),
 		SharedSize:  -1,
 		Size:        meta.Size,
 	}

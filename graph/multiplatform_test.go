@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/opencontainers/image-spec/specs-go"
 	"testing"
 
 	"github.com/moby/moby/api/types/image"
@@ -31,7 +32,7 @@ func TestMultiPlatformTarget(t *testing.T) {
 	att := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromString("att"), Size: 3,
 		Platform:    &ocispec.Platform{OS: "unknown", Architecture: "unknown"},
 		Annotations: map[string]string{"vnd.docker.reference.type": "attestation-manifest", "vnd.docker.reference.digest": pa.Digest.String()}}
-	idx := ocispec.Index{Versioned: specsVersioned(), MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{pa, pb, att}}
+	idx := ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{pa, pb, att}}
 	ib, _ := json.Marshal(idx)
 	top, lease := writeTestBlob(t, s, ocispec.MediaTypeImageIndex, ib)
 	// Only the amd64 image is recorded against the index (the pulled one);
@@ -110,7 +111,7 @@ func TestMultiPlatformInspectAfterRestart(t *testing.T) {
 	pa, pb := ra.Manifest, rb.Manifest
 	pa.Platform = &ocispec.Platform{OS: "linux", Architecture: "amd64"}
 	pb.Platform = &ocispec.Platform{OS: "linux", Architecture: "arm64"}
-	idx := ocispec.Index{Versioned: specsVersioned(), MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{pa, pb}}
+	idx := ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{pa, pb}}
 	ib, _ := json.Marshal(idx)
 	top, lease := writeTestBlob(t, s, ocispec.MediaTypeImageIndex, ib)
 	if _, err := s.ImageDelete(ctx, rb.ID.String(), false, false); err != nil {

@@ -3,10 +3,7 @@ package graph
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"strings"
 
-	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
 	"github.com/moby/moby/api/types/events"
 	"github.com/moby/moby/api/types/image"
@@ -16,6 +13,7 @@ import (
 	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/registry"
 
+	"github.com/wharfproject/wharf/graph/store"
 	"github.com/wharfproject/wharf/imagespec"
 )
 
@@ -27,7 +25,7 @@ import (
 // image after a push or pull of that one name: [name:tag] (only when a tag
 // was resolved) and [name@top-level digest], in familiar form.
 func (s *Store) LookupRemote(ctx context.Context, name string, opts types.RemoteInspectOptions) (*types.RemoteImageInspect, error) {
-	ri, err := s.inspectRemote(ctx, name, opts)
+	ri, err := s.dist.InspectRemote(ctx, name, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -56,57 +54,12 @@ func (s *Store) LookupRemote(ctx context.Context, name string, opts types.Remote
 	if actor == "" {
 		actor = remoteRefString(ri)
 	}
-	s.logEvent(ctx, actor, events.Action("inspect"), map[string]string{
+	store.Emit(ctx, s.opts.Events, store.Event{Actor: actor, Action: events.Action("inspect"), Attrs: map[string]string{
 		"name":     remoteRefString(ri),
 		"registry": ri.Registry,
 		"digest":   out.Digest,
-	})
+	}})
 	return out, nil
-}
-
-// RemoteManifest returns the manifest bytes as the registry served them and
-// their media type: the top level (index or manifest) unless a platform was
-// asked for, then the manifest chosen for that platform.
-func (s *Store) RemoteManifest(ctx context.Context, name string, opts types.RemoteInspectOptions) ([]byte, string, error) {
-	ri, err := s.inspectRemote(ctx, name, opts)
-	if err != nil {
-		return nil, "", err
-	}
-	if opts.Platform != nil && ri.ManifestBytes != nil {
-		return ri.ManifestBytes, ri.Manifest.MediaType, nil
-	}
-	return ri.Raw, ri.Descriptor.MediaType, nil
-}
-
-// inspectRemote asks the registry; a missing repository or tag becomes the
-// same "No such image" a local inspect answers.
-func (s *Store) inspectRemote(ctx context.Context, name string, opts types.RemoteInspectOptions) (*registry.RemoteImage, error) {
-	svc, err := s.registryService()
-	if err != nil {
-		return nil, err
-	}
-	ri, err := svc.Inspect(ctx, registry.InspectRequest{
-		Name:        name,
-		Platform:    s.platformOr(opts.Platform),
-		Credentials: credentials(opts.Auth, opts.MetaHeaders),
-	})
-	if err != nil {
-		if errdefs.IsNotFound(err) && !isPlatformMismatch(err) {
-			return nil, fmt.Errorf("No such image: %s%.0w", name, errdefs.ErrNotFound)
-		}
-		return nil, err
-	}
-	if ri == nil {
-		return nil, fmt.Errorf("No such image: %s%.0w", name, errdefs.ErrNotFound)
-	}
-	return ri, nil
-}
-
-// isPlatformMismatch tells SelectManifest's "no matching manifest" (which
-// names the platforms that exist, and should reach the user as is) from a
-// missing repository or tag.
-func isPlatformMismatch(err error) bool {
-	return strings.Contains(err.Error(), "no matching manifest")
 }
 
 // remoteInspectSource fills the InspectSource the way the local store does
@@ -224,11 +177,4 @@ func isAttestation(d ocispec.Descriptor) bool {
 		return true
 	}
 	return d.Platform != nil && d.Platform.OS == "unknown" && d.Platform.Architecture == "unknown"
-}
-
-// logEvent records an image event when the store has an event log.
-func (s *Store) logEvent(ctx context.Context, actor string, action events.Action, attrs map[string]string) {
-	if s.opts.Events != nil {
-		s.opts.Events.LogImageEvent(ctx, actor, action, attrs)
-	}
 }

@@ -454,3 +454,50 @@ func (s *Store) indexChildren(d digest.Digest) []digest.Digest {
 	}
 	return out
 }
+
+// ParseNewTag validates repo and tag as dockerd does and returns the fully
+// qualified name:tag.
+func ParseNewTag(repo, tag string) (reference.NamedTagged, error) {
+	named, err := reference.ParseNormalizedNamed(repo)
+	if err != nil {
+		return nil, fmt.Errorf("%v%.0w", err, errdefs.ErrInvalidArgument)
+	}
+	if _, ok := named.(reference.Digested); ok {
+		return nil, fmt.Errorf("refusing to create a tag with a digest reference%.0w", errdefs.ErrInvalidArgument)
+	}
+	if tag != "" {
+		if _, ok := named.(reference.Tagged); ok {
+			// repo already carries a tag: dockerd lets the tag parameter win.
+			named = reference.TrimNamed(named)
+		}
+		t, err := reference.WithTag(named, tag)
+		if err != nil {
+			return nil, fmt.Errorf("%v%.0w", err, errdefs.ErrInvalidArgument)
+		}
+		named = t
+	}
+	// A repository named after the digest algorithm would make
+	// "sha256:<hex>" ambiguous between a tag and an image ID.
+	if reference.FamiliarName(named) == string(digest.Canonical) {
+		return nil, fmt.Errorf("refusing to create an ambiguous tag using digest algorithm as name%.0w", errdefs.ErrInvalidArgument)
+	}
+	return reference.TagNameOnly(named).(reference.NamedTagged), nil
+}
+
+// Familiar is ref (fully qualified) in its familiar form.
+func Familiar(ref string) string {
+	n, err := reference.ParseNormalizedNamed(ref)
+	if err != nil {
+		return ref
+	}
+	return reference.FamiliarString(n)
+}
+
+// FamiliarRefs converts fully qualified references to their familiar form.
+func FamiliarRefs(refs []string) []string {
+	out := make([]string, 0, len(refs))
+	for _, r := range refs {
+		out = append(out, Familiar(r))
+	}
+	return out
+}

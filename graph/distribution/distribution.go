@@ -1,4 +1,4 @@
-package graph
+package distribution
 
 import (
 	"context"
@@ -21,7 +21,7 @@ var fullImageID = regexp.MustCompile(`^(sha256:)?[a-f0-9]{64}$`)
 // does: the top-level descriptor with its real media type and size, and the
 // platforms it offers — every index entry's, or, for a single manifest, the
 // one in its config. Platform manifests of an index are not fetched.
-func (s *Store) DistributionInspect(ctx context.Context, name string, opts types.RemoteInspectOptions) (*registrytypes.DistributionInspect, error) {
+func (s *Service) DistributionInspect(ctx context.Context, name string, opts types.RemoteInspectOptions) (*registrytypes.DistributionInspect, error) {
 	// A bare image ID names nothing on a registry (dockerd's wording).
 	if fullImageID.MatchString(name) {
 		return nil, fmt.Errorf("no manifest found for full image ID%.0w", errdefs.ErrInvalidArgument)

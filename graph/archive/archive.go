@@ -1,4 +1,4 @@
-package graph
+package archive
 
 import (
 	"archive/tar"
@@ -47,7 +47,7 @@ type loadArchive struct {
 // readArchive reads a docker-save or OCI-layout tar (plain or compressed).
 // Entries whose names are absolute or contain "..", and links whose targets
 // leave the archive, make the whole archive InvalidArgument.
-func (s *Store) readArchive(ctx context.Context, lease *store.Lease, r io.Reader) (*loadArchive, error) {
+func (s *Archiver) readArchive(ctx context.Context, lease *store.Lease, r io.Reader) (*loadArchive, error) {
 	a := &loadArchive{lease: lease, files: map[string][]byte{}, blobs: map[string]ocispec.Descriptor{}, links: map[string]string{}}
 	stream, err := decompress(bufio.NewReaderSize(r, 64<<10), s.bombLimit)
 	if err != nil {
@@ -103,7 +103,7 @@ func (s *Store) readArchive(ctx context.Context, lease *store.Lease, r io.Reader
 // stageFile stores one regular file: blobs/<alg>/<hex> as the blob it
 // names (verified), layer tars as blobs by their computed digest, small
 // files in memory; anything else is skipped.
-func (s *Store) stageFile(ctx context.Context, a *loadArchive, name string, hdr *tar.Header, r io.Reader) error {
+func (s *Archiver) stageFile(ctx context.Context, a *loadArchive, name string, hdr *tar.Header, r io.Reader) error {
 	if d, ok := blobName(name); ok {
 		desc := ocispec.Descriptor{Digest: d, Size: hdr.Size}
 		if _, err := a.lease.WriteBlob(ctx, desc, r); err != nil {
@@ -189,7 +189,7 @@ func (a *loadArchive) resolve(name string) (string, error) {
 }
 
 // content returns the bytes of the archive file name (≤ max).
-func (s *Store) archiveContent(a *loadArchive, name string, max int64) ([]byte, error) {
+func (s *Archiver) archiveContent(a *loadArchive, name string, max int64) ([]byte, error) {
 	l := s.st
 	n, err := a.resolve(name)
 	if err != nil {
@@ -209,7 +209,7 @@ func (s *Store) archiveContent(a *loadArchive, name string, max int64) ([]byte, 
 
 // archiveBlob returns the stored blob for the archive file name, storing
 // a small in-memory file as a blob when needed.
-func (s *Store) archiveBlob(ctx context.Context, a *loadArchive, name string) (ocispec.Descriptor, error) {
+func (s *Archiver) archiveBlob(ctx context.Context, a *loadArchive, name string) (ocispec.Descriptor, error) {
 	n, err := a.resolve(name)
 	if err != nil {
 		return ocispec.Descriptor{}, err

@@ -1,10 +1,11 @@
-package graph
+package archive
 
 import (
 	"archive/tar"
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/opencontainers/image-spec/specs-go"
 	"io"
 	"path"
 	"strings"
@@ -28,7 +29,7 @@ type dockerManifestEntry struct {
 
 // savedImage is one image of an export with the references to record.
 type savedImage struct {
-	rec  *ImageRecord
+	rec  *store.ImageRecord
 	meta *store.ImageMeta
 	tags []string // fully qualified name:tag
 }
@@ -39,7 +40,7 @@ type savedImage struct {
 // saved by its platform manifest (the index of a multi-platform pull is not
 // carried, so its RepoDigests are not either). Every name is resolved before
 // the first byte is written, so a missing one is a plain NotFound.
-func (s *Store) ExportImage(ctx context.Context, names []string, w io.Writer) error {
+func (s *Archiver) ExportImage(ctx context.Context, names []string, w io.Writer) error {
 	imgs, err := s.resolveExport(names)
 	if err != nil {
 		return err
@@ -59,7 +60,7 @@ func (s *Store) ExportImage(ctx context.Context, names []string, w io.Writer) er
 		}
 	}
 	written := map[digest.Digest]bool{}
-	idx := ocispec.Index{Versioned: specsVersioned(), MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{}}
+	idx := ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{}}
 	var dm []dockerManifestEntry
 	repos := map[string]map[string]string{}
 	for _, im := range imgs {
@@ -143,7 +144,7 @@ func (s *Store) ExportImage(ctx context.Context, names []string, w io.Writer) er
 	for _, im := range imgs {
 		evs = append(evs, store.NewEvent(im.rec.ID.String(), events.ActionSave, im.rec.ID.String(), im.meta.Config.Config.Labels))
 	}
-	store.Emit(ctx, s.opts.Events, evs...)
+	store.Emit(ctx, s.events, evs...)
 	return nil
 }
 
@@ -151,7 +152,7 @@ func blobTarPath(d digest.Digest) string {
 	return path.Join(store.BlobsDir, string(d.Algorithm()), d.Encoded())
 }
 
-func (s *Store) writeTarBlob(ctx context.Context, tw *tar.Writer, d digest.Digest, mtime time.Time) error {
+func (s *Archiver) writeTarBlob(ctx context.Context, tw *tar.Writer, d digest.Digest, mtime time.Time) error {
 	f, size, err := s.st.OpenBlob(d)
 	if err != nil {
 		return err
@@ -166,10 +167,10 @@ func (s *Store) writeTarBlob(ctx context.Context, tw *tar.Writer, d digest.Diges
 
 // resolveExport maps names to images: a bare repository name means all its
 // tags (as docker save does), name:tag that tag, an ID the image untagged.
-func (s *Store) resolveExport(names []string) ([]*savedImage, error) {
+func (s *Archiver) resolveExport(names []string) ([]*savedImage, error) {
 	var out []*savedImage
 	byID := map[digest.Digest]*savedImage{}
-	add := func(rec *ImageRecord, tag string) error {
+	add := func(rec *store.ImageRecord, tag string) error {
 		im := byID[rec.ID]
 		if im == nil {
 			meta, err := s.st.Meta(rec)

@@ -1,4 +1,4 @@
-package graph
+package distribution
 
 import (
 	"bytes"
@@ -27,7 +27,7 @@ import (
 // and streams dockerd's progress messages to out. The name is resolved
 // before the first message, so a missing repository or tag is a plain
 // errdefs.ErrNotFound the server can answer with 404.
-func (s *Store) PullImage(ctx context.Context, opts types.PullOptions, out types.ProgressWriter) error {
+func (s *Service) PullImage(ctx context.Context, opts types.PullOptions, out types.ProgressWriter) error {
 	// `docker pull -a name` sends fromImage=name: with a trailing colon.
 	tn, err := splitTypedName(strings.TrimSuffix(opts.FromImage, ":"))
 	if err != nil {
@@ -89,7 +89,7 @@ func writePullStatus(po *progressOutput, ref string, upToDate bool) error {
 }
 
 // pullAllTags pulls every tag of the repository (docker pull -a).
-func (s *Store) pullAllTags(ctx context.Context, tn typedName, creds registry.Credentials, platform ocispec.Platform, po *progressOutput) error {
+func (s *Service) pullAllTags(ctx context.Context, tn typedName, creds registry.Credentials, platform ocispec.Platform, po *progressOutput) error {
 	svc, err := s.registryService()
 	if err != nil {
 		return err
@@ -150,7 +150,7 @@ func (s *Store) pullAllTags(ctx context.Context, tn typedName, creds registry.Cr
 // named this exact image.
 // With strict (a platform the user asked for), a single-platform image of
 // another platform is refused, as dockerd does.
-func (s *Store) pullResolved(ctx context.Context, res *resolvedRemote, platform ocispec.Platform, strict bool, po *progressOutput) (bool, error) {
+func (s *Service) pullResolved(ctx context.Context, res *resolvedRemote, platform ocispec.Platform, strict bool, po *progressOutput) (bool, error) {
 	ref := res.Ref
 	id := reference.FamiliarString(ref)
 	if t, ok := ref.(reference.Tagged); ok {
@@ -222,7 +222,7 @@ func (s *Store) pullResolved(ctx context.Context, res *resolvedRemote, platform 
 	}
 
 	upToDate := false
-	if cur, err := s.Lookup(ctx, ref.String()); err == nil && cur.Target.Digest == top.Digest && cur.ID == man.Config.Digest {
+	if cur, err := s.st.Lookup(ref.String()); err == nil && cur.Target.Digest == top.Digest && cur.ID == man.Config.Digest {
 		upToDate = true
 	}
 	// The lease pins every blob of the image from the moment it is checked
@@ -247,7 +247,7 @@ func (s *Store) pullResolved(ctx context.Context, res *resolvedRemote, platform 
 			return false, fmt.Errorf("store %s: %w", b.desc.Digest, err)
 		}
 	}
-	rec := ImageRecord{ID: man.Config.Digest, Target: top, Manifest: plat}
+	rec := store.ImageRecord{ID: man.Config.Digest, Target: top, Manifest: plat}
 	name := reference.TrimNamed(ref)
 	if c, err := reference.WithDigest(name, top.Digest); err == nil {
 		rec.RepoDigests = []string{c.String()}

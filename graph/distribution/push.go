@@ -1,4 +1,4 @@
-package graph
+package distribution
 
 import (
 	"context"
@@ -24,7 +24,7 @@ import (
 // PushImage pushes the local tags of a repository (one tag, or all when
 // opts.Tag is empty) and streams dockerd's progress messages. Like dockerd,
 // it names the repository first and reports a missing local image in-stream.
-func (s *Store) PushImage(ctx context.Context, opts types.PushOptions, out types.ProgressWriter) error {
+func (s *Service) PushImage(ctx context.Context, opts types.PushOptions, out types.ProgressWriter) error {
 	named, err := reference.ParseNormalizedNamed(opts.Name)
 	if err != nil {
 		return fmt.Errorf("%v%.0w", err, errdefs.ErrInvalidArgument)
@@ -83,7 +83,7 @@ type pushManifest struct {
 // index names manifests this store does not have and a registry would refuse
 // it: then only the platform manifest is pushed, and its digest is the
 // one reported and recorded.
-func (s *Store) pushTag(ctx context.Context, repo *registry.Repository, repoName reference.Named, tag string, img *ImageRecord, po *progressOutput) error {
+func (s *Service) pushTag(ctx context.Context, repo *registry.Repository, repoName reference.Named, tag string, img *store.ImageRecord, po *progressOutput) error {
 	lease := s.st.NewLease()
 	defer lease.Release()
 	lease.AddImage(img)
@@ -166,7 +166,7 @@ func (s *Store) pushTag(ctx context.Context, repo *registry.Repository, repoName
 	return nil
 }
 
-func (s *Store) readPushManifest(desc ocispec.Descriptor) (pushManifest, error) {
+func (s *Service) readPushManifest(desc ocispec.Descriptor) (pushManifest, error) {
 	b, err := s.st.ReadBlob(desc.Digest, store.MaxManifestSize)
 	if err != nil {
 		return pushManifest{}, fmt.Errorf("read manifest %s: %w", desc.Digest, err)
@@ -184,7 +184,7 @@ func (s *Store) readPushManifest(desc ocispec.Descriptor) (pushManifest, error) 
 
 // localIndex returns the manifests of index target when each of them, its
 // config and its layers are stored.
-func (s *Store) localIndex(target ocispec.Descriptor) ([]pushManifest, []byte, bool) {
+func (s *Service) localIndex(target ocispec.Descriptor) ([]pushManifest, []byte, bool) {
 	b, err := s.st.ReadBlob(target.Digest, store.MaxManifestSize)
 	if err != nil {
 		return nil, nil, false
@@ -195,11 +195,11 @@ func (s *Store) localIndex(target ocispec.Descriptor) ([]pushManifest, []byte, b
 	}
 	var out []pushManifest
 	for _, d := range idx.Manifests {
-		if imagespec.IsIndex(d.MediaType) || !s.HasBlob(d.Digest) {
+		if imagespec.IsIndex(d.MediaType) || !s.st.HasBlob(d.Digest) {
 			return nil, nil, false // nested indexes are not walked
 		}
 		pm, err := s.readPushManifest(d)
-		if err != nil || !s.HasBlob(pm.man.Config.Digest) || !hasAllBlobs(s.st, pm.man.Layers) {
+		if err != nil || !s.st.HasBlob(pm.man.Config.Digest) || !hasAllBlobs(s.st, pm.man.Layers) {
 			return nil, nil, false
 		}
 		pm.desc.MediaType = d.MediaType
@@ -214,7 +214,7 @@ func (s *Store) localIndex(target ocispec.Descriptor) ([]pushManifest, []byte, b
 // pushLayers uploads layers, at most maxConcurrentUploads at a time:
 // "Preparing" for each, "Waiting" while no slot is free, then "Layer already
 // exists", "Mounted from <repo>" or Pushing… "Pushed".
-func (s *Store) pushLayers(ctx context.Context, repo *registry.Repository, mountFrom []string, layers []ocispec.Descriptor, po *progressOutput) error {
+func (s *Service) pushLayers(ctx context.Context, repo *registry.Repository, mountFrom []string, layers []ocispec.Descriptor, po *progressOutput) error {
 	for _, l := range layers {
 		if err := po.layer(shortID(l.Digest), "Preparing"); err != nil {
 			return err
@@ -238,7 +238,7 @@ func (s *Store) pushLayers(ctx context.Context, repo *registry.Repository, mount
 	return firstErr
 }
 
-func (s *Store) pushLayer(ctx context.Context, repo *registry.Repository, l ocispec.Descriptor, mountFrom []string, slots chan struct{}, po *progressOutput) error {
+func (s *Service) pushLayer(ctx context.Context, repo *registry.Repository, l ocispec.Descriptor, mountFrom []string, slots chan struct{}, po *progressOutput) error {
 	id := shortID(l.Digest)
 	select {
 	case slots <- struct{}{}:
@@ -278,7 +278,7 @@ const (
 // cross-repository mount from one of mountFrom when the registry agrees (a
 // refused mount costs one request and falls through to the next source),
 // else an upload streamed from disk, reported as "Pushing" when po is set.
-func (s *Store) transferBlob(ctx context.Context, repo *registry.Repository, desc ocispec.Descriptor, mountFrom []string, po *progressOutput) (how int, from string, err error) {
+func (s *Service) transferBlob(ctx context.Context, repo *registry.Repository, desc ocispec.Descriptor, mountFrom []string, po *progressOutput) (how int, from string, err error) {
 	exists, err := repo.BlobExists(ctx, desc)
 	if err != nil {
 		return 0, "", err
@@ -301,8 +301,8 @@ func (s *Store) transferBlob(ctx context.Context, repo *registry.Repository, des
 
 // pushBlob uploads a stored blob, streaming it from disk; with po, as
 // "Pushing" progress.
-func (s *Store) pushBlob(ctx context.Context, repo *registry.Repository, desc ocispec.Descriptor, po *progressOutput) error {
-	rc, size, err := s.OpenBlob(desc.Digest)
+func (s *Service) pushBlob(ctx context.Context, repo *registry.Repository, desc ocispec.Descriptor, po *progressOutput) error {
+	rc, size, err := s.st.OpenBlob(desc.Digest)
 	if err != nil {
 		return err
 	}
@@ -320,7 +320,7 @@ func (s *Store) pushBlob(ctx context.Context, repo *registry.Repository, desc oc
 // mountSources are the other repositories on the same registry that the
 // image is known by (its RepoDigests, then RepoTags): a registry can link a
 // blob from them instead of receiving it again.
-func mountSources(repoName reference.Named, img *ImageRecord) []string {
+func mountSources(repoName reference.Named, img *store.ImageRecord) []string {
 	var out []string
 	seen := map[string]bool{reference.Path(repoName): true}
 	for _, r := range append(append([]string{}, img.RepoDigests...), img.RepoTags...) {

@@ -1,4 +1,4 @@
-package graph
+package archive
 
 import (
 	"bytes"
@@ -26,7 +26,7 @@ import (
 
 // loadedImage is one image found in an archive, with its references.
 type loadedImage struct {
-	rec  *ImageRecord
+	rec  *store.ImageRecord
 	tags []string // fully qualified
 }
 
@@ -44,7 +44,7 @@ type loadedImage struct {
 // {"stream":"Loaded image: <ref>\n"} line per tag, or "Loaded image ID:
 // sha256:…" when untagged — also when quiet, as dockerd does; without
 // quiet a "Loading layer" line per layer comes first.
-func (s *Store) LoadImage(ctx context.Context, r io.Reader, quiet bool, out types.ProgressWriter) error {
+func (s *Archiver) LoadImage(ctx context.Context, r io.Reader, quiet bool, out types.ProgressWriter) error {
 	// The lease pins every blob the archive stages or names until the
 	// images are recorded; releasing it collects what no image ended up
 	// using (a failed load, or extra files).
@@ -62,7 +62,7 @@ func (s *Store) LoadImage(ctx context.Context, r io.Reader, quiet bool, out type
 		imgs, err = s.loadImages(ctx, arc)
 	}
 	if err == nil {
-		recs := make([]ImageRecord, 0, len(imgs))
+		recs := make([]store.ImageRecord, 0, len(imgs))
 		for _, im := range imgs {
 			im.rec.RepoTags = im.tags
 			recs = append(recs, *im.rec)
@@ -87,16 +87,16 @@ func (s *Store) LoadImage(ctx context.Context, r io.Reader, quiet bool, out type
 			}
 		}
 		for _, t := range im.tags {
-			if err := out.WriteMessage(jsonstream.Message{Stream: "Loaded image: " + familiar(t) + "\n"}); err != nil {
+			if err := out.WriteMessage(jsonstream.Message{Stream: "Loaded image: " + store.Familiar(t) + "\n"}); err != nil {
 				return err
 			}
 		}
 	}
-	store.Emit(ctx, s.opts.Events, evs...)
+	store.Emit(ctx, s.events, evs...)
 	return nil
 }
 
-func (s *Store) loadImages(ctx context.Context, arc *loadArchive) ([]*loadedImage, error) {
+func (s *Archiver) loadImages(ctx context.Context, arc *loadArchive) ([]*loadedImage, error) {
 	var dm []dockerManifestEntry
 	if b, ok := arc.files["manifest.json"]; ok {
 		if err := json.Unmarshal(b, &dm); err != nil {
@@ -120,7 +120,7 @@ func (s *Store) loadImages(ctx context.Context, arc *loadArchive) ([]*loadedImag
 
 // loadProgress reports each layer as loaded, in dockerd's "Loading layer"
 // shape (one final line per layer: the archive was staged before).
-func (s *Store) loadProgress(imgs []*loadedImage, out types.ProgressWriter) error {
+func (s *Archiver) loadProgress(imgs []*loadedImage, out types.ProgressWriter) error {
 	l := s.st
 	seen := map[digest.Digest]bool{}
 	for _, im := range imgs {
@@ -147,7 +147,7 @@ func (s *Store) loadProgress(imgs []*loadedImage, out types.ProgressWriter) erro
 }
 
 // loadOCI records the images of an OCI layout's index.json.
-func (s *Store) loadOCI(ctx context.Context, arc *loadArchive, idx *ocispec.Index, dm []dockerManifestEntry) ([]*loadedImage, error) {
+func (s *Archiver) loadOCI(ctx context.Context, arc *loadArchive, idx *ocispec.Index, dm []dockerManifestEntry) ([]*loadedImage, error) {
 	tagsByConfig := map[string][]string{}
 	for _, e := range dm {
 		tagsByConfig[e.Config] = append(tagsByConfig[e.Config], e.RepoTags...)
@@ -164,7 +164,7 @@ func (s *Store) loadOCI(ctx context.Context, arc *loadArchive, idx *ocispec.Inde
 		}
 		manifest := target
 		if imagespec.IsIndex(target.MediaType) {
-			if manifest, err = s.pickManifest(arc, target.Digest, s.opts.Platform); err != nil {
+			if manifest, err = s.pickManifest(arc, target.Digest, s.platform); err != nil {
 				return nil, err
 			}
 		}
@@ -217,7 +217,7 @@ func refFromAnnotations(ann map[string]string) string {
 // pickManifest chooses the stored manifest of index d for platform p
 // (the first stored image manifest when none matches), its descriptor
 // checked against the blob.
-func (s *Store) pickManifest(arc *loadArchive, d digest.Digest, p ocispec.Platform) (ocispec.Descriptor, error) {
+func (s *Archiver) pickManifest(arc *loadArchive, d digest.Digest, p ocispec.Platform) (ocispec.Descriptor, error) {
 	idx, err := s.st.ReadIndex(d)
 	if err != nil {
 		return ocispec.Descriptor{}, fmt.Errorf("invalid archive: %w%.0w", err, errdefs.ErrInvalidArgument)
@@ -246,7 +246,7 @@ func (s *Store) pickManifest(arc *loadArchive, d digest.Digest, p ocispec.Platfo
 // descriptor without a media type gets the document's (or, when the
 // document has none either, what its shape says). It returns the
 // descriptor to record (media type, digest and size only).
-func (s *Store) archiveDoc(arc *loadArchive, desc ocispec.Descriptor, where string) (ocispec.Descriptor, error) {
+func (s *Archiver) archiveDoc(arc *loadArchive, desc ocispec.Descriptor, where string) (ocispec.Descriptor, error) {
 	if err := store.ValidateDigest(desc.Digest); err != nil {
 		return desc, fmt.Errorf("invalid archive: %s: %w", where, err)
 	}
@@ -279,7 +279,7 @@ const annotationRefType = "vnd.docker.reference.type"
 // its config and layers are stored and consistent with their descriptors,
 // and that the layers' DiffIDs are the config's, and returns the record to
 // put.
-func (s *Store) checkManifest(ctx context.Context, arc *loadArchive, desc ocispec.Descriptor) (*ImageRecord, error) {
+func (s *Archiver) checkManifest(ctx context.Context, arc *loadArchive, desc ocispec.Descriptor) (*store.ImageRecord, error) {
 	l := s.st
 	mb, err := l.ReadBlob(desc.Digest, store.MaxManifestSize)
 	if err != nil {
@@ -318,12 +318,12 @@ func (s *Store) checkManifest(ctx context.Context, arc *loadArchive, desc ocispe
 			return nil, fmt.Errorf("invalid archive: layer %s has diff ID %s, config says %s%.0w", ld.Digest, diffID, cfg.RootFS.DiffIDs[i], errdefs.ErrInvalidArgument)
 		}
 	}
-	return &ImageRecord{ID: m.Config.Digest, Target: desc, Manifest: desc, RepoTags: []string{}, RepoDigests: []string{}}, nil
+	return &store.ImageRecord{ID: m.Config.Digest, Target: desc, Manifest: desc, RepoTags: []string{}, RepoDigests: []string{}}, nil
 }
 
 // archiveBlobDesc checks that the blob a manifest's descriptor names is
 // stored (pinned) with the descriptor's size and has a media type.
-func (s *Store) archiveBlobDesc(arc *loadArchive, manifest digest.Digest, role string, d ocispec.Descriptor) error {
+func (s *Archiver) archiveBlobDesc(arc *loadArchive, manifest digest.Digest, role string, d ocispec.Descriptor) error {
 	if err := store.ValidateDigest(d.Digest); err != nil {
 		return fmt.Errorf("invalid archive: manifest %s: %s: %w", manifest, role, err)
 	}
@@ -341,7 +341,7 @@ func (s *Store) archiveBlobDesc(arc *loadArchive, manifest digest.Digest, role s
 
 // loadDocker records the images of a docker-save manifest.json, building a
 // Docker schema2 manifest for each.
-func (s *Store) loadDocker(ctx context.Context, arc *loadArchive, dm []dockerManifestEntry) ([]*loadedImage, error) {
+func (s *Archiver) loadDocker(ctx context.Context, arc *loadArchive, dm []dockerManifestEntry) ([]*loadedImage, error) {
 	var out []*loadedImage
 	for _, e := range dm {
 		cb, err := s.archiveContent(arc, e.Config, store.MaxConfigSize)
@@ -391,7 +391,7 @@ func (s *Store) loadDocker(ctx context.Context, arc *loadArchive, dm []dockerMan
 // by magic number) and the digest of its uncompressed content. Each digest
 // is decompressed once per load (the archive may name it many times), the
 // decompression draws on the load's budget, and it stops when ctx ends.
-func (s *Store) layerDiffID(ctx context.Context, arc *loadArchive, d digest.Digest) (string, digest.Digest, error) {
+func (s *Archiver) layerDiffID(ctx context.Context, arc *loadArchive, d digest.Digest) (string, digest.Digest, error) {
 	if r, ok := arc.diffIDs[d]; ok {
 		return r.mediaType, r.diffID, r.err
 	}
@@ -409,7 +409,7 @@ type diffIDResult struct {
 	err       error
 }
 
-func (s *Store) computeDiffID(ctx context.Context, budget *decompressBudget, d digest.Digest) (string, digest.Digest, error) {
+func (s *Archiver) computeDiffID(ctx context.Context, budget *decompressBudget, d digest.Digest) (string, digest.Digest, error) {
 	f, _, err := s.st.OpenBlob(d)
 	if err != nil {
 		return "", "", err

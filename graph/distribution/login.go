@@ -1,4 +1,4 @@
-package graph
+package distribution
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 // Login validates auth against its registry and returns the identity token
 // the registry issued, if any. The credentials are not stored: the client
 // keeps them, as with dockerd.
-func (s *Store) Login(ctx context.Context, auth *registrytypes.AuthConfig) (string, error) {
+func (s *Service) Login(ctx context.Context, auth *registrytypes.AuthConfig) (string, error) {
 	svc, err := s.registryService()
 	if err != nil {
 		return "", err

@@ -1,4 +1,4 @@
-package graph
+package distribution
 
 import (
 	"context"
@@ -42,25 +42,16 @@ func newRemoteState(opts Options) *remoteState {
 	return &remoteState{maxDownloads: n}
 }
 
-// registryService is the registry client, or ErrUnavailable when the store
-// was opened without one.
-func (s *Store) registryService() (*registry.Service, error) {
-	if s.opts.Registry == nil {
-		return nil, fmt.Errorf("registry access is disabled: %w", errdefs.ErrUnavailable)
-	}
-	return s.opts.Registry, nil
-}
-
 func credentials(auth *registrytypes.AuthConfig, meta http.Header) registry.Credentials {
 	return registry.Credentials{Auth: auth, MetaHeaders: meta}
 }
 
 // platformOr is p, or the daemon's platform when p is nil.
-func (s *Store) platformOr(p *ocispec.Platform) ocispec.Platform {
+func (s *Service) platformOr(p *ocispec.Platform) ocispec.Platform {
 	if p != nil && p.OS != "" {
 		return *p
 	}
-	return s.opts.Platform
+	return s.platform
 }
 
 // typedName is a name as the user typed it, split into the repository part
@@ -124,7 +115,7 @@ type resolvedRemote struct {
 // the first that has the tag or digest. Only "not found" moves on to the
 // next candidate; any other error (auth, network) is the answer, so a
 // typo'd password is not hidden behind a later 404.
-func (s *Store) resolveRemote(ctx context.Context, tn typedName, creds registry.Credentials) (*resolvedRemote, error) {
+func (s *Service) resolveRemote(ctx context.Context, tn typedName, creds registry.Credentials) (*resolvedRemote, error) {
 	svc, err := s.registryService()
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package graph
+package archive
 
 import (
 	"archive/tar"
@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/opencontainers/image-spec/specs-go"
 	"io"
 	"runtime"
 	"strings"
@@ -36,11 +37,11 @@ import (
 // changes applied, the message as comment) and an OCI manifest. The stream
 // gets {"status":"sha256:<id>"} as from dockerd. The tar is validated, never
 // extracted.
-func (s *Store) ImportImage(ctx context.Context, src io.Reader, opts types.ImportOptions, out types.ProgressWriter) error {
+func (s *Archiver) ImportImage(ctx context.Context, src io.Reader, opts types.ImportOptions, out types.ProgressWriter) error {
 	var ref reference.NamedTagged
 	if opts.Repo != "" {
 		var err error
-		if ref, err = parseNewTag(opts.Repo, opts.Tag); err != nil {
+		if ref, err = store.ParseNewTag(opts.Repo, opts.Tag); err != nil {
 			return err
 		}
 	}
@@ -48,7 +49,7 @@ func (s *Store) ImportImage(ctx context.Context, src io.Reader, opts types.Impor
 	if err := applyChanges(&cfg, opts.Changes); err != nil {
 		return err
 	}
-	p := s.opts.Platform
+	p := s.platform
 	if opts.Platform != nil && opts.Platform.OS != "" {
 		p = *opts.Platform
 	}
@@ -85,14 +86,14 @@ func (s *Store) ImportImage(ctx context.Context, src io.Reader, opts types.Impor
 		evs = append(evs, store.NewEvent(id, events.ActionTag, reference.FamiliarString(ref), cfg.Labels))
 	}
 	evs = append(evs, store.NewEvent(id, events.ActionImport, id, cfg.Labels))
-	store.Emit(ctx, s.opts.Events, evs...)
+	store.Emit(ctx, s.events, evs...)
 	return out.WriteMessage(jsonstream.Message{Status: id})
 }
 
 // storeImage writes the config and a manifest for layers (stored already)
 // and returns the record to put (no references yet). docker=true writes a
 // Docker schema2 manifest and config media type, else OCI.
-func (s *Store) storeImage(ctx context.Context, lease *store.Lease, img *store.ImageConfig, layers []ocispec.Descriptor, docker bool) (*ImageRecord, error) {
+func (s *Archiver) storeImage(ctx context.Context, lease *store.Lease, img *store.ImageConfig, layers []ocispec.Descriptor, docker bool) (*store.ImageRecord, error) {
 	cb, err := json.Marshal(img)
 	if err != nil {
 		return nil, err
@@ -101,7 +102,7 @@ func (s *Store) storeImage(ctx context.Context, lease *store.Lease, img *store.I
 }
 
 // storeManifest stores config bytes cb and a manifest naming them and layers.
-func (s *Store) storeManifest(ctx context.Context, lease *store.Lease, cb []byte, layers []ocispec.Descriptor, docker bool) (*ImageRecord, error) {
+func (s *Archiver) storeManifest(ctx context.Context, lease *store.Lease, cb []byte, layers []ocispec.Descriptor, docker bool) (*store.ImageRecord, error) {
 	cdesc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageConfig, Digest: digest.FromBytes(cb), Size: int64(len(cb))}
 	mt := ocispec.MediaTypeImageManifest
 	if docker {
@@ -110,7 +111,7 @@ func (s *Store) storeManifest(ctx context.Context, lease *store.Lease, cb []byte
 	if _, err := lease.WriteBlob(ctx, cdesc, bytes.NewReader(cb)); err != nil {
 		return nil, err
 	}
-	m := ocispec.Manifest{Versioned: specsVersioned(), MediaType: mt, Config: cdesc, Layers: layers}
+	m := ocispec.Manifest{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: mt, Config: cdesc, Layers: layers}
 	if m.Layers == nil {
 		m.Layers = []ocispec.Descriptor{}
 	}
@@ -122,13 +123,13 @@ func (s *Store) storeManifest(ctx context.Context, lease *store.Lease, cb []byte
 	if _, err := lease.WriteBlob(ctx, mdesc, bytes.NewReader(mb)); err != nil {
 		return nil, err
 	}
-	return &ImageRecord{ID: cdesc.Digest, Target: mdesc, Manifest: mdesc, RepoTags: []string{}, RepoDigests: []string{}}, nil
+	return &store.ImageRecord{ID: cdesc.Digest, Target: mdesc, Manifest: mdesc, RepoTags: []string{}, RepoDigests: []string{}}, nil
 }
 
 // ingestRootfs stores the rootfs tar r as a gzip layer blob and returns its
 // descriptor and DiffID. Garbage and tars with ".." entries are
 // InvalidArgument.
-func (s *Store) ingestRootfs(ctx context.Context, lease *store.Lease, r io.Reader) (ocispec.Descriptor, digest.Digest, error) {
+func (s *Archiver) ingestRootfs(ctx context.Context, lease *store.Lease, r io.Reader) (ocispec.Descriptor, digest.Digest, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	tarStream, err := decompress(br, s.bombLimit)
 	if err != nil {

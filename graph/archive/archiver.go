@@ -1,0 +1,33 @@
+// Package archive moves images between the store and tar streams: docker
+// save / load archives (legacy docker-save, docker 25+ and OCI layouts) and
+// rootfs imports. Nothing is ever extracted: archive entries are staged into
+// the store by digest, under a lease, and verified against their
+// descriptors and DiffIDs before an image is recorded.
+//
+// Files: archiver.go (this type), archive.go (reading a tar into the
+// store), load.go, save.go, import.go, changes.go (--change for import),
+// bomb.go (the decompression caps).
+package archive
+
+import (
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/wharfproject/wharf/graph/store"
+)
+
+// Archiver loads, saves and imports images into and out of st.
+type Archiver struct {
+	st       *store.Store
+	platform ocispec.Platform
+	events   store.EventLogger
+
+	// bombLimit caps decompression of client input (bomb.go); the zero
+	// value is the default, tests lower it.
+	bombLimit decompressLimit
+}
+
+// New returns an Archiver on st; platform is the daemon's (the manifest a
+// multi-platform archive is recorded by), events may be nil.
+func New(st *store.Store, platform ocispec.Platform, events store.EventLogger) *Archiver {
+	return &Archiver{st: st, platform: platform, events: events}
+}

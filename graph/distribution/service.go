@@ -1,0 +1,56 @@
+// Package distribution moves images between the store and registries: pull
+// (under a store lease, verified, recorded whole), push (blob transfer,
+// cross-repository mounts, the manifest last), login, and the remote side of
+// inspect (GET /distribution/{name}/json, the raw manifest, the registry's
+// answer that graph turns into an ImageInspect).
+//
+// Files: service.go (this type), remote.go (names as typed, candidates,
+// resolution), pull.go, pull_layers.go (shared, bounded layer downloads),
+// push.go, progress.go (dockerd's progress messages), login.go,
+// distribution.go, remote_inspect.go.
+package distribution
+
+import (
+	"fmt"
+
+	"github.com/containerd/errdefs"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/wharfproject/wharf/graph/store"
+	"github.com/wharfproject/wharf/registry"
+)
+
+// Options configure a Service.
+type Options struct {
+	// Registry talks to registries; nil disables every operation here.
+	Registry *registry.Service
+	// Events receives image events; nil drops them.
+	Events store.EventLogger
+	// Platform is the daemon's platform, the default for pulls and index selection.
+	Platform ocispec.Platform
+	// MaxConcurrentDownloads bounds layer downloads per pull (default 3).
+	MaxConcurrentDownloads int
+}
+
+// Service pulls into and pushes from st.
+type Service struct {
+	st       *store.Store
+	reg      *registry.Service
+	events   store.EventLogger
+	platform ocispec.Platform
+	remote   *remoteState
+}
+
+// New returns a Service on st.
+func New(st *store.Store, opts Options) *Service {
+	return &Service{st: st, reg: opts.Registry, events: opts.Events, platform: opts.Platform, remote: newRemoteState(opts)}
+}
+
+// registryService is the registry client, or ErrUnavailable when the
+// daemon runs without one.
+func (s *Service) registryService() (*registry.Service, error) {
+	if s.reg == nil {
+		return nil, fmt.Errorf("registry access is disabled: %w", errdefs.ErrUnavailable)
+	}
+	return s.reg, nil
+}
