@@ -11,7 +11,6 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/wharfproject/wharf/graph"
-	"github.com/wharfproject/wharf/graph/store"
 )
 
 type fakeChecker struct {
@@ -29,7 +28,7 @@ func (f fakeChecker) Check(_ context.Context, full bool) (*graph.CheckReport, er
 func TestStartupCheckLogsProblemsAndWarns(t *testing.T) {
 	var problems []graph.CheckProblem
 	for i := 0; i < 25; i++ {
-		problems = append(problems, graph.CheckProblem{Kind: store.ProblemMissingBlob, Message: fmt.Sprintf("problem %d", i)})
+		problems = append(problems, graph.CheckProblem{Kind: "missing-blob", Message: fmt.Sprintf("problem %d", i)})
 	}
 	for _, tc := range []struct {
 		f        fakeChecker

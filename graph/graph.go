@@ -1,18 +1,17 @@
-// Package graph is wharf's local image store and tag store, and the code that
-// moves images between it and registries (pull, push, remote inspect).
+// Package graph is wharf's image service: the facade the daemon calls, over
+// three packages with one job each —
 //
-// The store is an OCI image layout (image-spec v1.1) under the data-root; see
-// store.go for the on-disk tree. Descriptors travel between layers; tags are
-// resolved only at the edge (Lookup, LookupRemote).
+//   - graph/store: the content (blobs), the leases that pin it, the image
+//     records and tags, garbage collection and the store check; the one
+//     owner of a blob's lifetime;
+//   - graph/archive: images in and out of tar streams (load, save, import);
+//   - graph/distribution: images between the store and registries (pull,
+//     push, login, the registry side of remote inspect).
 //
-// Files: graph.go (this contract), store.go/content.go (layout, blobs, atomic
-// writes), images.go (image records and tags), lookup.go, inspect.go (the one
-// function that builds ImageInspect for local and remote images), list.go,
-// history.go, tag.go, delete.go, events.go, changes.go/import.go, save.go,
-// archive.go/load.go, bomb.go (the decompression cap), check.go (the store
-// check behind `wharf system check` and start-up) — and remote.go,
-// remote_inspect.go, distribution.go, pull.go, pull_layers.go, push.go,
-// progress.go, login.go for the registry side.
+// What stays here reads the store and answers in the API's shapes: inspect.go
+// (BuildInspect, the one function that builds ImageInspect for local and
+// remote images), remote_inspect.go, list.go, history.go, tag.go, delete.go
+// (delete and prune as dockerd decides them, each one store transaction).
 package graph
 
 import (

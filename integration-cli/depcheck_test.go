@@ -59,7 +59,10 @@ func TestDependencyBoundaries(t *testing.T) {
 		{pkg: "graph", any: true, denied: []string{"daemon", "api/server", "client", "cmd"}},
 		// The store owns blob lifetime and knows nothing of registries,
 		// archives or the API beyond the check's wire types.
-		{pkg: "graph/store", allowed: []string{"api/types"}},
+		{pkg: "graph/store", allowed: []string{"api/types", "imagespec"}},
+		{pkg: "graph/archive", allowed: []string{"api/types", "imagespec", "graph/store"}},
+		{pkg: "graph/distribution", allowed: []string{"api/types", "imagespec", "graph/store", "registry"}},
+		{pkg: "imagespec", allowed: nil},
 		{pkg: "client", allowed: []string{"api/types"}},
 	}
 	for _, r := range rules {

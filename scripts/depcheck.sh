@@ -18,8 +18,11 @@ allowed() {
 	api/types) echo "" ;;
 	api/server) echo "api/types" ;;
 	registry) echo "" ;;
-	graph) echo "registry api/types graph/store" ;;
-	graph/store) echo "api/types" ;;
+	imagespec) echo "" ;;
+	graph) echo "registry api/types imagespec graph/store graph/archive graph/distribution" ;;
+	graph/store) echo "api/types imagespec" ;;
+	graph/archive) echo "api/types imagespec graph/store" ;;
+	graph/distribution) echo "api/types imagespec graph/store registry" ;;
 	daemon) echo "api/server api/types graph registry" ;;
 	client) echo "api/types" ;;
 	cmd/wharfd) echo "daemon" ;;
