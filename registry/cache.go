@@ -17,6 +17,12 @@ const contentCacheBytes = 64 << 20
 // maxWarmRepos bounds the set of repositories whose manifests are cached.
 const maxWarmRepos = 4096
 
+// contentCache holds verified manifests and configs by digest, and for each
+// the scopes that may be served it: a scope is registry/repository plus the
+// credential identity (anonymous included) that read it there. Content is
+// immutable, but access to it is not: a digest read in a private repository
+// must not answer a request for another repository, another registry or
+// another user without asking the registry (one HEAD) first.
 type contentCache struct {
 	max int
 
@@ -26,32 +32,56 @@ type contentCache struct {
 	index map[digest.Digest]*list.Element
 }
 
+// maxScopesPerEntry bounds the scopes remembered per digest (64): beyond,
+// the set starts again, and a forgotten scope costs one HEAD.
+const maxScopesPerEntry = 64
+
 type cacheEntry struct {
 	dgst      digest.Digest
 	mediaType string
 	data      []byte
+	scopes    map[string]struct{}
 }
 
 func newContentCache(max int) *contentCache {
 	return &contentCache{max: max, lru: list.New(), index: map[digest.Digest]*list.Element{}}
 }
 
-// get returns verified content and the media type it was served with.
-func (c *contentCache) get(d digest.Digest) ([]byte, string, bool) {
+// get returns verified content, the media type it was served with, and
+// whether scope may be served it without asking the registry.
+func (c *contentCache) get(d digest.Digest, scope string) (data []byte, mediaType string, ok, authorized bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.index[d]
 	if !ok {
-		return nil, "", false
+		return nil, "", false, false
 	}
 	c.lru.MoveToFront(e)
 	ce := e.Value.(*cacheEntry)
-	return ce.data, ce.mediaType, true
+	_, authorized = ce.scopes[scope]
+	return ce.data, ce.mediaType, true, authorized
 }
 
-// put stores data, which the caller has verified hashes to d. Callers must
-// not modify data afterwards; readers get the same slice.
-func (c *contentCache) put(d digest.Digest, mediaType string, data []byte) {
+// authorize records that scope has been shown to have d (the registry
+// answered for it, or it is part of a document scope read).
+func (c *contentCache) authorize(d digest.Digest, scope string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.index[d]; ok {
+		e.Value.(*cacheEntry).addScope(scope)
+	}
+}
+
+func (ce *cacheEntry) addScope(scope string) {
+	if len(ce.scopes) >= maxScopesPerEntry {
+		clear(ce.scopes)
+	}
+	ce.scopes[scope] = struct{}{}
+}
+
+// put stores data, which the caller has verified hashes to d and read in
+// scope. Callers must not modify data afterwards; readers get the same slice.
+func (c *contentCache) put(d digest.Digest, mediaType string, data []byte, scope string) {
 	if len(data) > c.max/4 {
 		return // one entry may not flush a quarter of the cache
 	}
@@ -59,9 +89,11 @@ func (c *contentCache) put(d digest.Digest, mediaType string, data []byte) {
 	defer c.mu.Unlock()
 	if e, ok := c.index[d]; ok {
 		c.lru.MoveToFront(e)
+		e.Value.(*cacheEntry).addScope(scope)
 		return
 	}
-	c.index[d] = c.lru.PushFront(&cacheEntry{dgst: d, mediaType: mediaType, data: data})
+	ce := &cacheEntry{dgst: d, mediaType: mediaType, data: data, scopes: map[string]struct{}{scope: {}}}
+	c.index[d] = c.lru.PushFront(ce)
 	c.size += len(data)
 	for c.size > c.max {
 		back := c.lru.Back()

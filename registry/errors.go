@@ -19,8 +19,39 @@ import (
 // hundred bytes; 64 KiB leaves room for verbose proxies and no more.
 const maxErrorBody = 64 << 10
 
+// The typed errors of this package. Every error of one of these kinds wraps
+// the sentinel (and the errdefs class that gives it its HTTP status), so
+// callers test with errors.Is, never by the text.
+var (
+	// ErrNoMatchingPlatform: an index has no manifest for the platform
+	// asked for (also errdefs.ErrNotFound; the message names the platforms
+	// that exist).
+	ErrNoMatchingPlatform = errors.New("no matching manifest for the platform")
+	// ErrBlocked: the registry is blocked by the daemon's configuration
+	// (also errdefs.ErrPermissionDenied).
+	ErrBlocked = errors.New("registry is blocked")
+	// ErrUnauthorized: the registry answered 401 or 403 (also
+	// errdefs.ErrUnauthenticated).
+	ErrUnauthorized = errors.New("registry refused the request")
+	// ErrDenied: among ErrUnauthorized, the registry denied access to the
+	// repository or does not know it for this identity (DENIED, 403, or an
+	// anonymous 401): dockerd words a pull of it "pull access denied".
+	ErrDenied = errors.New("registry denied access")
+	// ErrUpstream: the registry answered something malformed or
+	// self-contradictory — the registry's fault, never the client's: 502.
+	ErrUpstream error = upstreamError{}
+	// ErrDigestMismatch: content does not hash to the digest it was asked
+	// by or announced with (also ErrUpstream).
+	ErrDigestMismatch = errors.New("digest mismatch")
+)
+
+type upstreamError struct{}
+
+func (upstreamError) Error() string   { return "bad answer from the registry" }
+func (upstreamError) HTTPStatus() int { return http.StatusBadGateway }
+
 func blockedError(index string) error {
-	return fmt.Errorf("registry %s is blocked%.0w", index, errdefs.ErrPermissionDenied)
+	return fmt.Errorf("registry %s is blocked%.0w%.0w", index, ErrBlocked, errdefs.ErrPermissionDenied)
 }
 
 // responseError builds oras-go's error type from a response we read ourselves.
@@ -39,7 +70,7 @@ func responseError(method string, resp *http.Response, body []byte) error {
 func isClassified(err error) bool {
 	return errdefs.IsNotFound(err) || errdefs.IsInvalidArgument(err) || errdefs.IsUnauthorized(err) ||
 		errdefs.IsUnavailable(err) || errdefs.IsPermissionDenied(err) || errdefs.IsConflict(err) ||
-		errdefs.IsDataLoss(err) || errdefs.IsNotImplemented(err)
+		errdefs.IsDataLoss(err) || errdefs.IsNotImplemented(err) || errors.Is(err, ErrUpstream)
 }
 
 // classify attaches an errdefs class to an error from talking to host:
@@ -69,7 +100,10 @@ func classify(err error, host string) error {
 					msg = "access denied"
 				}
 			}
-			return fmt.Errorf("registry %s: %s%.0w", host, msg, errdefs.ErrUnauthenticated)
+			if er.StatusCode == http.StatusForbidden || hasCode(er.Errors, errcode.ErrorCodeDenied, errcode.ErrorCodeNameUnknown) {
+				return fmt.Errorf("registry %s: %s%.0w%.0w%.0w", host, msg, ErrDenied, ErrUnauthorized, errdefs.ErrUnauthenticated)
+			}
+			return fmt.Errorf("registry %s: %s%.0w%.0w", host, msg, ErrUnauthorized, errdefs.ErrUnauthenticated)
 		case er.StatusCode == http.StatusTooManyRequests || er.StatusCode >= 500:
 			return fmt.Errorf("registry %s is unavailable: %s%.0w", host, err, errdefs.ErrUnavailable)
 		case er.StatusCode == http.StatusBadRequest:
@@ -81,7 +115,7 @@ func classify(err error, host string) error {
 		return fmt.Errorf("%w%.0w", err, errdefs.ErrNotFound)
 	}
 	if errors.Is(err, auth.ErrBasicCredentialNotFound) {
-		return fmt.Errorf("registry %s: authentication required%.0w", host, errdefs.ErrUnauthenticated)
+		return fmt.Errorf("registry %s: authentication required%.0w%.0w", host, ErrUnauthorized, errdefs.ErrUnauthenticated)
 	}
 	var ne net.Error
 	if errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) {
@@ -111,12 +145,12 @@ func hasCode(errs errcode.Errors, codes ...string) bool {
 // invalidDocument is the error of a registry that served something that
 // contradicts itself or its descriptor.
 func invalidDocument(host, format string, args ...any) error {
-	return fmt.Errorf("registry %s: %s%.0w", host, fmt.Sprintf(format, args...), errdefs.ErrInvalidArgument)
+	return fmt.Errorf("registry %s: %s%.0w", host, fmt.Sprintf(format, args...), ErrUpstream)
 }
 
 // digestMismatch is content that does not hash to what was asked for.
 func digestMismatch(host, what string, want, got fmt.Stringer) error {
-	return fmt.Errorf("registry %s: %s digest mismatch: want %s, got %s%.0w", host, what, want, got, errdefs.ErrDataLoss)
+	return fmt.Errorf("registry %s: %s digest mismatch: want %s, got %s%.0w%.0w", host, what, want, got, ErrDigestMismatch, ErrUpstream)
 }
 
 // errorsMessage words registry errors as "code: message" without their

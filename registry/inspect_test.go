@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -207,8 +208,8 @@ func TestInspectHostileRegistries(t *testing.T) {
 		f.addImage("h/lie", "t", "linux", "amd64", "")
 		f.lieDigest = true
 		_, err := testService(t, ServiceOptions{}).Inspect(ctx, InspectRequest{Name: f.host() + "/h/lie:t", Platform: linuxAmd64()})
-		if !errdefs.IsDataLoss(err) || !strings.Contains(err.Error(), "digest mismatch") {
-			t.Errorf("got %v, want a digest mismatch", err)
+		if !errors.Is(err, ErrDigestMismatch) || !errors.Is(err, ErrUpstream) {
+			t.Errorf("got %v, want a digest mismatch (an upstream fault)", err)
 		}
 	})
 	t.Run("manifest by digest with wrong body", func(t *testing.T) {
@@ -219,7 +220,7 @@ func TestInspectHostileRegistries(t *testing.T) {
 		f.manifests["h/swap"][d.Digest.String()] = f.manifests["h/swap"][other.Digest.String()]
 		f.mu.Unlock()
 		_, err := testService(t, ServiceOptions{}).Inspect(ctx, InspectRequest{Name: f.host() + "/h/swap@" + d.Digest.String(), Platform: linuxAmd64()})
-		if !errdefs.IsDataLoss(err) {
+		if !errors.Is(err, ErrDigestMismatch) {
 			t.Errorf("got %v, want a digest mismatch", err)
 		}
 	})
@@ -249,8 +250,9 @@ func TestInspectHostileRegistries(t *testing.T) {
 		body := fmt.Sprintf(`{"schemaVersion":2,"manifests":[],"config":{"digest":"sha256:%064d","size":1},"layers":[]}`, 0)
 		f.putManifest("h/both", "t", ocispec.MediaTypeImageIndex, []byte(body))
 		_, err := testService(t, ServiceOptions{}).Inspect(ctx, InspectRequest{Name: f.host() + "/h/both:t", Platform: linuxAmd64()})
-		if !errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), f.host()) {
-			t.Errorf("got %v, want InvalidArgument naming the registry", err)
+		// The registry's fault (502), not the client's (400).
+		if !errors.Is(err, ErrUpstream) || errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), f.host()) {
+			t.Errorf("got %v, want ErrUpstream naming the registry", err)
 		}
 	})
 	t.Run("media type contradicts body", func(t *testing.T) {
@@ -262,8 +264,8 @@ func TestInspectHostileRegistries(t *testing.T) {
 		f.manifests["h/ct"]["t"] = m
 		f.mu.Unlock()
 		_, err := testService(t, ServiceOptions{}).Inspect(ctx, InspectRequest{Name: f.host() + "/h/ct:t", Platform: linuxAmd64()})
-		if !errdefs.IsInvalidArgument(err) {
-			t.Errorf("got %v, want InvalidArgument", err)
+		if !errors.Is(err, ErrUpstream) || errdefs.IsInvalidArgument(err) {
+			t.Errorf("got %v, want ErrUpstream", err)
 		}
 	})
 	t.Run("429 with Retry-After is retried", func(t *testing.T) {

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/registry/remote/auth"
@@ -197,8 +196,8 @@ func (r *Repository) getManifest(ctx context.Context, ep *repoEndpoint, ref stri
 	if !isKnownManifestType(mt) {
 		mt = sniffMediaType(body)
 	}
-	r.svc.content.put(got, mt, body)
-	r.svc.warm.add(r.warmKey())
+	r.svc.content.put(got, mt, body, r.scope())
+	r.svc.warm.add(r.scope())
 	return ocispec.Descriptor{MediaType: mt, Digest: got, Size: int64(len(body))}, body, nil
 }
 
@@ -227,14 +226,25 @@ func (r *Repository) fetchManifest(ctx context.Context, desc ocispec.Descriptor)
 		return nil, "", err
 	}
 	if desc.Size > maxManifestSize {
-		return nil, "", fmt.Errorf("manifest %s is larger than %d bytes%.0w", desc.Digest, maxManifestSize, errdefs.ErrInvalidArgument)
+		return nil, "", invalidDocument(r.upstream.host, "manifest %s is larger than %d bytes", desc.Digest, maxManifestSize)
 	}
-	body, mt, ok := r.svc.content.get(desc.Digest)
-	if !ok {
+	body, mt, ok, authorized := r.svc.content.get(desc.Digest, r.scope())
+	switch {
+	case !ok:
 		var err error
 		if body, mt, err = r.fetchManifestRemote(ctx, desc); err != nil {
 			return nil, "", err
 		}
+	case !authorized:
+		// Cached from another repository, registry or identity: this one
+		// may only have it after the registry says so (one HEAD by digest).
+		if err := r.readEach(ctx, func(ep *repoEndpoint) error {
+			_, _, err := r.headManifest(ctx, ep, desc.Digest.String())
+			return err
+		}); err != nil {
+			return nil, "", err
+		}
+		r.svc.content.authorize(desc.Digest, r.scope())
 	}
 	// The descriptor that led here (an index entry) must agree with what
 	// the document is: an "image manifest" entry that is an index is
@@ -273,9 +283,18 @@ func (r *Repository) FetchConfig(ctx context.Context, desc ocispec.Descriptor) (
 		return nil, err
 	}
 	if desc.Size > maxConfigSize {
-		return nil, fmt.Errorf("config %s is larger than %d bytes%.0w", desc.Digest, maxConfigSize, errdefs.ErrInvalidArgument)
+		return nil, invalidDocument(r.upstream.host, "config %s is larger than %d bytes", desc.Digest, maxConfigSize)
 	}
-	if b, _, ok := r.svc.content.get(desc.Digest); ok {
+	if b, _, ok, authorized := r.svc.content.get(desc.Digest, r.scope()); ok {
+		if !authorized {
+			if err := r.readEach(ctx, func(ep *repoEndpoint) error {
+				_, err := ep.oras.Blobs().Resolve(ctx, desc.Digest.String())
+				return err
+			}); err != nil {
+				return nil, err
+			}
+			r.svc.content.authorize(desc.Digest, r.scope())
+		}
 		return b, nil
 	}
 	var data []byte
@@ -299,7 +318,7 @@ func (r *Repository) FetchConfig(ctx context.Context, desc ocispec.Descriptor) (
 	if err != nil {
 		return nil, err
 	}
-	r.svc.content.put(desc.Digest, desc.MediaType, data)
+	r.svc.content.put(desc.Digest, desc.MediaType, data, r.scope())
 	return data, nil
 }
 

@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -79,9 +78,8 @@ func variantRank(v string) int {
 	return -1
 }
 
-// errNoMatchingPlatform marks SelectManifest's NotFound: the image exists,
+// ErrNoMatchingPlatform marks SelectManifest's NotFound: the image exists,
 // only not for this platform (so neither v1 nor another registry is tried).
-var errNoMatchingPlatform = errors.New("no matching platform")
 
 // SelectManifest chooses the entry of idx for platform p (variant-aware,
 // attestations skipped); when none matches, errdefs.ErrNotFound naming the
@@ -125,7 +123,7 @@ func SelectManifest(idx *ocispec.Index, p ocispec.Platform) (ocispec.Descriptor,
 	}
 	if best < 0 {
 		return ocispec.Descriptor{}, fmt.Errorf("no matching manifest for %s in the manifest list entries: [%s]%.0w%.0w",
-			formatPlatform(want), strings.Join(available, ", "), errdefs.ErrNotFound, errNoMatchingPlatform)
+			formatPlatform(want), strings.Join(available, ", "), errdefs.ErrNotFound, ErrNoMatchingPlatform)
 	}
 	return idx.Manifests[best], nil
 }

@@ -78,6 +78,7 @@ type RemoteImage struct {
 
 	Manifest      ocispec.Descriptor // the chosen platform manifest
 	ManifestBytes []byte
+	Parsed        *ocispec.Manifest // the platform manifest, parsed (nil for schema1 and v1)
 	Layers        []ocispec.Descriptor
 	Annotations   map[string]string // of the platform manifest
 

@@ -60,10 +60,12 @@ func (s *Service) Repository(ctx context.Context, name reference.Named, creds Cr
 	}
 	index := info.Index.Name
 	r := &Repository{
-		svc:      s,
-		info:     info,
-		path:     reference.Path(name),
-		identity: credentialIdentity(creds.Auth),
+		svc:  s,
+		info: info,
+		path: reference.Path(name),
+		// The identity this repository's requests really carry: credentials
+		// bound to another registry are anonymous here.
+		identity: credentialIdentity(effectiveAuth(creds.Auth, index)),
 		auth:     creds.Auth,
 	}
 	var eps []*endpoint
@@ -141,7 +143,9 @@ func (r *Repository) creds() *registrytypes.AuthConfig {
 // Info describes the repository.
 func (r *Repository) Info() *RepositoryInfo { return r.info }
 
-func (r *Repository) warmKey() string { return r.info.Index.Name + "/" + r.path }
+// scope is what authorizes cached content: registry/repository and the
+// credential identity of this client.
+func (r *Repository) scope() string { return r.info.Index.Name + "/" + r.path + "\x00" + r.identity }
 
 // readEach runs fn against each endpoint in order until one succeeds. A
 // mirror's failure is logged and the next endpoint tried; the upstream's
@@ -304,8 +308,8 @@ func (r *Repository) PushManifest(ctx context.Context, desc ocispec.Descriptor, 
 	if err != nil {
 		return classify(err, r.upstream.host)
 	}
-	r.svc.content.put(desc.Digest, desc.MediaType, content)
-	r.svc.warm.add(r.warmKey())
+	r.svc.content.put(desc.Digest, desc.MediaType, content, r.scope())
+	r.svc.warm.add(r.scope())
 	return nil
 }
 

@@ -148,7 +148,7 @@ func TestBlobReaderVerifies(t *testing.T) {
 	}
 	_, err = io.ReadAll(rc)
 	rc.Close()
-	if !errdefs.IsDataLoss(err) {
+	if !errors.Is(err, ErrDigestMismatch) {
 		t.Errorf("tampered blob: read error %v, want a digest mismatch", err)
 	}
 

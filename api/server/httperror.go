@@ -6,30 +6,18 @@ import (
 	"net/http"
 
 	"github.com/containerd/errdefs"
+	"github.com/containerd/errdefs/pkg/errhttp"
 )
 
-// statusFromError maps an errdefs class to its HTTP status, as dockerd's
+// statusFromError maps an error to its HTTP status, once: an error that
+// says its own status (HTTPStatus() in 400–599: the registry package's
+// ErrUpstream is 502, a bad gateway) wins, then containerd's errhttp maps the
+// errdefs class (NotFound 404, InvalidArgument 400, Conflict 409,
+// Unauthenticated 401, PermissionDenied 403, Unavailable 503, …), as dockerd's
 // httpstatus.FromError does. Unclassified errors are 500.
 func statusFromError(err error) int {
-	switch {
-	case err == nil:
+	if err == nil {
 		return http.StatusInternalServerError
-	case errdefs.IsNotFound(err):
-		return http.StatusNotFound
-	case errdefs.IsInvalidArgument(err):
-		return http.StatusBadRequest
-	case errdefs.IsConflict(err), errdefs.IsAlreadyExists(err):
-		return http.StatusConflict
-	case errdefs.IsUnauthorized(err):
-		return http.StatusUnauthorized
-	case errdefs.IsPermissionDenied(err):
-		return http.StatusForbidden
-	case errdefs.IsUnavailable(err):
-		return http.StatusServiceUnavailable
-	case errdefs.IsNotModified(err):
-		return http.StatusNotModified
-	case errdefs.IsNotImplemented(err):
-		return http.StatusNotImplemented
 	}
 	var se interface{ HTTPStatus() int }
 	if errors.As(err, &se) {
@@ -37,7 +25,10 @@ func statusFromError(err error) int {
 			return s
 		}
 	}
-	return http.StatusInternalServerError
+	if errdefs.IsAlreadyExists(err) {
+		return http.StatusConflict // errhttp has no case for it
+	}
+	return errhttp.ToHTTP(err)
 }
 
 // errorResponse is the Engine API error body.

@@ -1,0 +1,335 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/containerd/errdefs"
+	"github.com/distribution/reference"
+	registrytypes "github.com/moby/moby/api/types/registry"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+)
+
+// Resolved is a name resolved on one repository: the top-level document
+// exactly as the registry served it, under the digest the registry names
+// it by. It is the one path every remote operation takes — remote inspect,
+// inspect --raw, /distribution/{name}/json and pull — in the shape of
+// go-containerregistry's remote.Get → Descriptor.Image(): Resolve, then
+// Image(platform) for the manifest, config and layers.
+type Resolved struct {
+	Registry string          // index name that answered
+	Name     reference.Named // fully qualified repository that answered
+	Tag      string          // resolved tag; empty for a digest reference
+
+	// Descriptor is the top-level manifest or index: its digest is the
+	// registry's (what NAME@digest pins; for signed schema1 not the hash of
+	// Raw, for a sha512 reference a sha512 digest).
+	Descriptor ocispec.Descriptor
+	Raw        []byte         // top-level bytes as served
+	Index      *ocispec.Index // set when the top level is an index / manifest list
+
+	repo *Repository
+	doc  *decoded
+	v1   *RemoteImage // the answer, when it came from a v1 registry
+}
+
+// Repository is the client of the repository that answered (pull fetches
+// the layers through it).
+func (r *Resolved) Repository() *Repository { return r.repo }
+
+// Ref is the repository with the tag or digest that was resolved.
+func (r *Resolved) Ref() reference.Named {
+	if r.Tag != "" {
+		if t, err := reference.WithTag(r.Name, r.Tag); err == nil {
+			return t
+		}
+	}
+	if c, err := reference.WithDigest(r.Name, r.Descriptor.Digest); err == nil {
+		return c
+	}
+	return r.Name
+}
+
+// Resolve resolves NAME[:TAG|@DIGEST] as the user typed it. A short name is
+// searched through the candidates (AddRegistries in order, then docker.io);
+// only "not found" moves on to the next candidate — a registry that refuses
+// the credentials, is down or answers garbage is the answer, so a private
+// registry first in the list is never silently replaced by a public one
+// holding the same name (name squatting). A name without tag or digest means
+// "latest", and, when the repository has no "latest", its first listed tag.
+//
+// Credentials are bound to one registry: their ServerAddress, or — when it
+// is empty, as the Docker Go SDK sends them — the first candidate (the
+// registry a fully qualified name names; for a short name, the first
+// registry searched). No other registry ever receives them.
+func (s *Service) Resolve(ctx context.Context, name string, creds Credentials) (*Resolved, error) {
+	cands, err := s.Candidates(name)
+	if err != nil {
+		return nil, err
+	}
+	creds = bindCredentials(creds, cands[0])
+	var lastErr error
+	for _, c := range cands {
+		res, err := s.resolveName(ctx, c, creds)
+		if err == nil {
+			return res, nil
+		}
+		lastErr = err
+		if !errdefs.IsNotFound(err) || errors.Is(err, ErrNoMatchingPlatform) {
+			return nil, err
+		}
+	}
+	return nil, lastErr
+}
+
+// bindCredentials gives credentials without a ServerAddress the address of
+// the first candidate's registry, so that credentialFunc sends them there
+// and nowhere else.
+func bindCredentials(creds Credentials, first reference.Named) Credentials {
+	if creds.Auth == nil || creds.Auth.ServerAddress != "" {
+		return creds
+	}
+	ac := *creds.Auth
+	ac.ServerAddress = normaliseIndexName(reference.Domain(first))
+	creds.Auth = &ac
+	return creds
+}
+
+// resolveName resolves one fully qualified candidate.
+func (s *Service) resolveName(ctx context.Context, name reference.Named, creds Credentials) (*Resolved, error) {
+	repo, err := s.Repository(ctx, name, creds)
+	if err != nil {
+		return nil, err
+	}
+	var tag string
+	var dgst digest.Digest
+	if t, ok := name.(reference.Tagged); ok {
+		tag = t.Tag()
+	}
+	if c, ok := name.(reference.Canonical); ok {
+		dgst = c.Digest()
+	}
+	implicit := tag == "" && dgst == ""
+	if implicit {
+		tag = "latest"
+	}
+	res, err := repo.resolve(ctx, tag, dgst)
+	if err != nil && implicit && errdefs.IsNotFound(err) {
+		if tags, terr := repo.Tags(ctx); terr == nil && len(tags) > 0 && tags[0] != "latest" {
+			res, err = repo.resolve(ctx, tags[0], "")
+		}
+	}
+	if err != nil && errdefs.IsNotFound(err) {
+		if repo.hasNoV2(ctx) {
+			img, verr := repo.inspectV1(ctx, tag, dgst, implicit)
+			if verr != nil {
+				return nil, verr
+			}
+			return &Resolved{Registry: img.Registry, Name: img.Name, Tag: img.Tag, Descriptor: img.Descriptor, Raw: img.Raw, repo: repo, v1: img}, nil
+		}
+		return nil, notFoundError(name, tag, dgst, err)
+	}
+	return res, err
+}
+
+// ResolveTag resolves a tag or digest on this repository (pull -a walks the
+// tags it listed).
+func (r *Repository) ResolveTag(ctx context.Context, tagOrDigest string) (*Resolved, error) {
+	tag, dgst, err := parseRef(tagOrDigest)
+	if err != nil {
+		return nil, err
+	}
+	return r.resolve(ctx, tag, dgst)
+}
+
+// resolve fetches the top-level document of tag or dgst:
+//   - a digest: from the content cache when this repository and identity
+//     have read it (0 requests), after one HEAD when another has (1), else
+//     one GET;
+//   - a tag on a repository this identity has read: HEAD, then the body
+//     from the cache when unchanged (1 request);
+//   - a tag otherwise: one GET (digest and body in one trip).
+func (r *Repository) resolve(ctx context.Context, tag string, dgst digest.Digest) (*Resolved, error) {
+	var (
+		top    ocispec.Descriptor
+		raw    []byte
+		served string
+		err    error
+	)
+	switch {
+	case dgst != "":
+		top = ocispec.Descriptor{Digest: dgst}
+		raw, served, err = r.fetchManifest(ctx, top)
+		top.Size = int64(len(raw))
+	case r.svc.warm.has(r.scope()):
+		top, err = r.Resolve(ctx, tag)
+		if err == nil {
+			raw, served, err = r.fetchManifest(ctx, top)
+		}
+	default:
+		err = r.readEach(ctx, func(ep *repoEndpoint) error {
+			d, b, err := r.getManifest(ctx, ep, tag, "")
+			top, raw, served = d, b, d.MediaType
+			return err
+		})
+	}
+	if err != nil {
+		return nil, err
+	}
+	doc, err := decodeDocument(r.upstream.host, served, raw)
+	if err != nil {
+		return nil, err
+	}
+	top.MediaType = doc.mediaType
+	top.Size = int64(len(raw))
+	res := &Resolved{
+		Registry:   r.info.Index.Name,
+		Name:       r.info.Name,
+		Tag:        tag,
+		Descriptor: top,
+		Raw:        raw,
+		repo:       r,
+		doc:        doc,
+	}
+	if doc.kind == kindIndex {
+		idx := doc.index
+		res.Index = &idx
+		// The registry keeps an index's manifests in the repository that
+		// holds the index: reading the index authorizes them for this scope.
+		for _, m := range idx.Manifests {
+			r.svc.content.authorize(m.Digest, r.scope())
+		}
+	}
+	return res, nil
+}
+
+// PlatformManifest is the manifest of the top level for platform p: the top
+// level itself when it is a manifest, else the index entry SelectManifest
+// chooses (ErrNoMatchingPlatform when none). Its bytes are verified.
+func (r *Resolved) PlatformManifest(ctx context.Context, p ocispec.Platform) (ocispec.Descriptor, []byte, error) {
+	if r.v1 != nil {
+		return r.v1.Manifest, r.v1.ManifestBytes, nil
+	}
+	if r.doc.kind != kindIndex {
+		return r.Descriptor, r.Raw, nil
+	}
+	chosen, err := SelectManifest(r.Index, p)
+	if err != nil {
+		return ocispec.Descriptor{}, nil, err
+	}
+	b, mt, err := r.repo.fetchManifest(ctx, chosen)
+	if err != nil {
+		return ocispec.Descriptor{}, nil, err
+	}
+	if mt == "" {
+		mt = chosen.MediaType
+	}
+	md, err := decodeDocument(r.repo.upstream.host, mt, b)
+	if err != nil {
+		return ocispec.Descriptor{}, nil, err
+	}
+	if md.kind == kindIndex {
+		return ocispec.Descriptor{}, nil, invalidDocument(r.repo.upstream.host, "index entry %s is itself an index", chosen.Digest)
+	}
+	if chosen.MediaType == "" {
+		chosen.MediaType = md.mediaType
+	}
+	return chosen, b, nil
+}
+
+// Image is the image for platform p: the platform manifest (parsed), its
+// config (verified) and layers. A schema1 manifest or a v1 registry gives
+// the v1Compatibility record as config (V1 set).
+func (r *Resolved) Image(ctx context.Context, p ocispec.Platform) (*RemoteImage, error) {
+	if r.v1 != nil {
+		img := *r.v1
+		return &img, nil
+	}
+	img := &RemoteImage{
+		Registry:   r.Registry,
+		Name:       r.Name,
+		Tag:        r.Tag,
+		Descriptor: r.Descriptor,
+		Raw:        r.Raw,
+		Index:      r.Index,
+	}
+	mdesc, mraw, err := r.PlatformManifest(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	mdoc := r.doc
+	if mdesc.Digest != r.Descriptor.Digest {
+		if mdoc, err = decodeDocument(r.repo.upstream.host, mdesc.MediaType, mraw); err != nil {
+			return nil, err
+		}
+	}
+	img.Manifest = mdesc
+	img.ManifestBytes = mraw
+	switch mdoc.kind {
+	case kindSchema1:
+		img.V1 = true
+		img.ConfigBytes = mdoc.v1Config
+		img.Config = ocispec.Descriptor{MediaType: mediaTypeDockerConfig, Digest: digest.FromBytes(mdoc.v1Config), Size: int64(len(mdoc.v1Config))}
+		img.Layers = mdoc.v1Layers
+	default:
+		m := mdoc.manifest
+		img.Parsed = &m
+		img.Layers = m.Layers
+		img.Annotations = m.Annotations
+		img.Config = m.Config
+		// The manifest was read in this scope, and a registry keeps a
+		// manifest's config in its repository: no HEAD needed to serve a
+		// cached config here.
+		r.repo.svc.content.authorize(m.Config.Digest, r.repo.scope())
+		cfg, err := r.repo.FetchConfig(ctx, m.Config)
+		if err != nil {
+			return nil, err
+		}
+		img.ConfigBytes = cfg
+	}
+	return img, nil
+}
+
+// ListTags lists the tags of a repository named as the user typed it,
+// searching the candidates as Resolve does (docker pull --all-tags). It
+// returns the repository that answered.
+func (s *Service) ListTags(ctx context.Context, name string, creds Credentials) (*Repository, []string, error) {
+	cands, err := s.Candidates(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	creds = bindCredentials(creds, cands[0])
+	var lastErr error
+	for _, c := range cands {
+		repo, err := s.Repository(ctx, reference.TrimNamed(c), creds)
+		if err != nil {
+			return nil, nil, err
+		}
+		tags, err := repo.Tags(ctx)
+		if err == nil && len(tags) > 0 {
+			return repo, tags, nil
+		}
+		if err != nil && !errdefs.IsNotFound(err) {
+			return nil, nil, err
+		}
+		lastErr = err
+	}
+	if lastErr == nil {
+		lastErr = fmt.Errorf("repository %s has no tags%.0w", name, errdefs.ErrNotFound)
+	}
+	return nil, nil, lastErr
+}
+
+// effectiveAuth is auth when it belongs to index, else nil: the identity a
+// request to index really carries.
+func effectiveAuth(ac *registrytypes.AuthConfig, index string) *registrytypes.AuthConfig {
+	if ac == nil {
+		return nil
+	}
+	if a := normaliseServerAddress(ac.ServerAddress); a != "" && a != normaliseIndexName(index) {
+		return nil
+	}
+	return ac
+}
