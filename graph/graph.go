@@ -127,7 +127,7 @@ func (s *Store) DistributionInspect(ctx context.Context, name string, opts types
 }
 
 // RemoteManifest answers a remote inspect with raw=1.
-func (s *Store) RemoteManifest(ctx context.Context, name string, opts types.RemoteInspectOptions) ([]byte, string, error) {
+func (s *Store) RemoteManifest(ctx context.Context, name string, opts types.RemoteInspectOptions) ([]byte, ocispec.Descriptor, error) {
 	return s.dist.RemoteManifest(ctx, name, opts)
 }
 

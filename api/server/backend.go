@@ -37,8 +37,9 @@ type RegistryBackend interface {
 	PushImage(ctx context.Context, opts types.PushOptions, out types.ProgressWriter) error
 	LookupRemote(ctx context.Context, name string, opts types.RemoteInspectOptions) (*types.RemoteImageInspect, error)
 	// RemoteManifest returns the manifest bytes as the registry served them
-	// (wharf inspect --raw) and their media type.
-	RemoteManifest(ctx context.Context, name string, opts types.RemoteInspectOptions) ([]byte, string, error)
+	// (wharf inspect --raw) and the registry's descriptor of them (media
+	// type, and the digest the registry names them by).
+	RemoteManifest(ctx context.Context, name string, opts types.RemoteInspectOptions) ([]byte, ocispec.Descriptor, error)
 	DistributionInspect(ctx context.Context, name string, opts types.RemoteInspectOptions) (*registry.DistributionInspect, error)
 	// Login validates credentials; it returns the identity token when the
 	// registry issued one.

@@ -29,7 +29,7 @@ type fakeBackend struct {
 	pull           func(types.PullOptions, types.ProgressWriter) error
 	push           func(types.PushOptions, types.ProgressWriter) error
 	lookupRemote   func(string, types.RemoteInspectOptions) (*types.RemoteImageInspect, error)
-	remoteManifest func(string, types.RemoteInspectOptions) ([]byte, string, error)
+	remoteManifest func(string, types.RemoteInspectOptions) ([]byte, ocispec.Descriptor, error)
 	distribution   func(string, types.RemoteInspectOptions) (*registry.DistributionInspect, error)
 	login          func(*registry.AuthConfig) (string, error)
 	subscribe      func(since, until time.Time, f types.Filters) ([]types.EventMessage, <-chan types.EventMessage, func())
@@ -109,9 +109,9 @@ func (f *fakeBackend) LookupRemote(_ context.Context, n string, o types.RemoteIn
 	}
 	return f.lookupRemote(n, o)
 }
-func (f *fakeBackend) RemoteManifest(_ context.Context, n string, o types.RemoteInspectOptions) ([]byte, string, error) {
+func (f *fakeBackend) RemoteManifest(_ context.Context, n string, o types.RemoteInspectOptions) ([]byte, ocispec.Descriptor, error) {
 	if f.remoteManifest == nil {
-		return nil, "", errNI
+		return nil, ocispec.Descriptor{}, errNI
 	}
 	return f.remoteManifest(n, o)
 }

@@ -155,17 +155,20 @@ func (s *Server) inspectRemote(w http.ResponseWriter, r *http.Request, name stri
 		Raw:            boolValue(r, "raw"),
 	}
 	if ropts.Raw {
-		body, mediaType, err := s.backend.RemoteManifest(r.Context(), name, ropts)
+		body, desc, err := s.backend.RemoteManifest(r.Context(), name, ropts)
 		if err != nil {
 			return err
 		}
+		mediaType := desc.MediaType
 		if mediaType == "" {
 			mediaType = "application/octet-stream"
 		}
 		w.Header().Set("Content-Type", mediaType)
 		w.Header().Set("Content-Length", fmt.Sprint(len(body)))
-		if d := digest.FromBytes(body); d != "" {
-			w.Header().Set("Docker-Content-Digest", d.String())
+		// The registry's digest, not a hash of the body: they differ for
+		// signed schema1, and for a sha512 reference.
+		if desc.Digest != "" {
+			w.Header().Set("Docker-Content-Digest", desc.Digest.String())
 		}
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write(body)

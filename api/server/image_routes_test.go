@@ -14,6 +14,7 @@ import (
 	"github.com/moby/moby/api/types/image"
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/api/types/registry"
+	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/api/types"
@@ -195,8 +196,10 @@ func TestRemoteInspect(t *testing.T) {
 				PlatformManifestDigest: "sha256:cccc", ManifestAnnotations: map[string]string{"a": "b"},
 			}, nil
 		},
-		remoteManifest: func(string, types.RemoteInspectOptions) ([]byte, string, error) {
-			return []byte(`{"schemaVersion":2}`), ocispec.MediaTypeImageIndex, nil
+		remoteManifest: func(string, types.RemoteInspectOptions) ([]byte, ocispec.Descriptor, error) {
+			// A sha512 reference: the registry's digest is not sha256(body).
+			b := []byte(`{"schemaVersion":2}`)
+			return b, ocispec.Descriptor{MediaType: ocispec.MediaTypeImageIndex, Digest: digest.SHA512.FromBytes(b), Size: int64(len(b))}, nil
 		},
 	}
 	for _, v := range []string{"1.41", "1.44", "1.50"} {
@@ -238,6 +241,9 @@ func TestRemoteInspect(t *testing.T) {
 	rec = do(t, b, "GET", "/v1.50/images/x/json?remote=1&raw=1", nil, nil)
 	if rec.Code != 200 || rec.Header().Get("Content-Type") != ocispec.MediaTypeImageIndex || rec.Body.String() != `{"schemaVersion":2}` {
 		t.Errorf("raw: %d %v %s", rec.Code, rec.Header(), rec.Body)
+	}
+	if got, want := rec.Header().Get("Docker-Content-Digest"), digest.SHA512.FromBytes([]byte(`{"schemaVersion":2}`)).String(); got != want {
+		t.Errorf("raw: Docker-Content-Digest %s, want the registry's %s", got, want)
 	}
 }
 

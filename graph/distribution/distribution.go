@@ -2,7 +2,6 @@ package distribution
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"regexp"
 
@@ -33,45 +32,36 @@ func (s *Service) DistributionInspect(ctx context.Context, name string, opts typ
 	if tn.pin() == "" {
 		tn.Tag = "latest"
 	}
-	res, err := s.resolveRemote(ctx, tn, credentials(opts.Auth, opts.MetaHeaders))
+	svc, err := s.registryService()
 	if err != nil {
 		return nil, err
 	}
-	raw, err := res.Repo.FetchManifest(ctx, res.Desc)
+	res, err := svc.Resolve(ctx, tn.String(), credentials(opts.Auth, opts.MetaHeaders))
 	if err != nil {
 		return nil, err
-	}
-	mt := imagespec.Sniff(raw)
-	if mt == "" {
-		mt = res.Desc.MediaType
 	}
 	out := &registrytypes.DistributionInspect{
-		Descriptor: ocispec.Descriptor{MediaType: mt, Digest: res.Desc.Digest, Size: int64(len(raw))},
+		Descriptor: res.Descriptor,
 		Platforms:  []ocispec.Platform{},
 	}
 	switch {
-	case imagespec.IsSchema1(mt):
+	case imagespec.IsSchema1(res.Descriptor.MediaType):
 		return nil, fmt.Errorf("%s: schema1 manifests are not supported%.0w", name, errdefs.ErrNotImplemented)
-	case imagespec.IsIndex(mt):
-		var idx ocispec.Index
-		if err := json.Unmarshal(raw, &idx); err != nil {
-			return nil, fmt.Errorf("parse index %s: %w", res.Desc.Digest, err)
-		}
-		for _, d := range idx.Manifests {
+	case res.Index != nil:
+		for _, d := range res.Index.Manifests {
 			if d.Platform != nil {
 				out.Platforms = append(out.Platforms, *d.Platform)
 			}
 		}
 	default:
-		var man ocispec.Manifest
-		if err := json.Unmarshal(raw, &man); err != nil {
-			return nil, fmt.Errorf("parse manifest %s: %w", res.Desc.Digest, err)
-		}
-		cfg, err := res.Repo.FetchConfig(ctx, man.Config)
+		// One manifest: its platform is in its config (one more request
+		// when the config is not cached; the platform entries of an index
+		// cost nothing).
+		img, err := res.Image(ctx, ocispec.Platform{})
 		if err != nil {
 			return nil, err
 		}
-		if p := imagespec.ConfigPlatform(cfg); p != nil {
+		if p := imagespec.ConfigPlatform(img.ConfigBytes); p != nil {
 			out.Platforms = append(out.Platforms, *p)
 		}
 	}

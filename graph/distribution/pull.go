@@ -3,9 +3,10 @@ package distribution
 import (
 	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"time"
 
@@ -46,19 +47,22 @@ func (s *Service) PullImage(ctx context.Context, opts types.PullOptions, out typ
 	creds := credentials(opts.Auth, opts.MetaHeaders)
 	platform := s.platformOr(opts.Platform)
 	po := newProgressOutput(out)
-
-	if tn.pin() == "" {
-		return s.pullAllTags(ctx, tn, creds, platform, po)
-	}
-	res, err := s.resolveRemote(ctx, tn, creds)
+	svc, err := s.registryService()
 	if err != nil {
-		return pullNotFound(tn, err)
+		return err
+	}
+	if tn.pin() == "" {
+		return s.pullAllTags(ctx, svc, tn, creds, platform, po)
+	}
+	res, err := svc.Resolve(ctx, tn.String(), creds)
+	if err != nil {
+		return pullError(tn, creds, err)
 	}
 	upToDate, err := s.pullResolved(ctx, res, platform, opts.Platform != nil, po)
 	if err != nil {
 		return err
 	}
-	return writePullStatus(po, reference.FamiliarString(res.Ref), upToDate)
+	return writePullStatus(po, reference.FamiliarString(res.Ref()), upToDate)
 }
 
 func isScratch(repo string) bool {
@@ -66,20 +70,36 @@ func isScratch(repo string) bool {
 	return err == nil && reference.FamiliarName(n) == "scratch"
 }
 
-// pullNotFound words a missing repository or tag like dockerd:
-// "manifest for NAME:TAG not found: <registry's reason>".
-func pullNotFound(tn typedName, err error) error {
-	if !errdefs.IsNotFound(err) || strings.HasPrefix(err.Error(), "manifest for ") {
+// pullError words a registry's refusal as dockerd does for a pull. The
+// docker CLI answers a daemon's 401 on POST /images/create by prompting
+// for a password — on a terminal or not, so a script hangs — and dockerd
+// never sends one: a denied or unknown repository (or any refusal of an
+// anonymous pull) is 404 "pull access denied for NAME, repository does not
+// exist or may require 'docker login'"; a refusal of the credentials sent
+// is a plain 500 with the registry's reason.
+func pullError(tn typedName, creds registry.Credentials, err error) error {
+	if !errors.Is(err, registry.ErrUnauthorized) {
 		return err
 	}
-	ref := tn.Repo
+	name := tn.Repo
 	if n, perr := reference.ParseNormalizedNamed(tn.Repo); perr == nil {
-		if r, werr := tn.withPin(n); werr == nil {
-			ref = reference.FamiliarString(r)
-		}
+		name = reference.FamiliarName(n)
 	}
-	return fmt.Errorf("manifest for %s not found: %w", ref, err)
+	if errors.Is(err, registry.ErrDenied) || creds.Auth == nil {
+		return fmt.Errorf("pull access denied for %s, repository does not exist or may require 'docker login': %v%.0w", name, err, errdefs.ErrNotFound)
+	}
+	return statusError{err: err, status: http.StatusInternalServerError}
 }
+
+// statusError gives err another HTTP status while keeping it in the chain.
+type statusError struct {
+	err    error
+	status int
+}
+
+func (e statusError) Error() string   { return e.err.Error() }
+func (e statusError) Unwrap() error   { return e.err }
+func (e statusError) HTTPStatus() int { return e.status }
 
 func writePullStatus(po *progressOutput, ref string, upToDate bool) error {
 	if upToDate {
@@ -88,60 +108,29 @@ func writePullStatus(po *progressOutput, ref string, upToDate bool) error {
 	return po.status("", "Status: Downloaded newer image for "+ref)
 }
 
-// pullAllTags pulls every tag of the repository (docker pull -a).
-func (s *Service) pullAllTags(ctx context.Context, tn typedName, creds registry.Credentials, platform ocispec.Platform, po *progressOutput) error {
-	svc, err := s.registryService()
+// pullAllTags pulls every tag of the repository (docker pull -a), found
+// as Resolve finds a name (registry.Service.ListTags).
+func (s *Service) pullAllTags(ctx context.Context, svc *registry.Service, tn typedName, creds registry.Credentials, platform ocispec.Platform, po *progressOutput) error {
+	repo, tags, err := svc.ListTags(ctx, tn.Repo, creds)
 	if err != nil {
-		return err
-	}
-	cands, err := svc.Candidates(tn.Repo)
-	if err != nil {
-		return err
-	}
-	var (
-		repo    *registry.Repository
-		name    reference.Named
-		tags    []string
-		lastErr error
-	)
-	for _, c := range cands {
-		r, err := svc.Repository(ctx, reference.TrimNamed(c), creds)
-		if err != nil {
-			return err
-		}
-		t, err := r.Tags(ctx)
-		if err == nil && len(t) > 0 {
-			repo, name, tags = r, reference.TrimNamed(c), t
-			break
-		}
-		if err != nil && !errdefs.IsNotFound(err) {
-			return err
-		}
-		lastErr = err
-	}
-	if repo == nil {
-		if lastErr == nil {
-			lastErr = fmt.Errorf("repository %s has no tags%.0w", tn.Repo, errdefs.ErrNotFound)
-		}
-		return lastErr
+		return pullError(tn, creds, err)
 	}
 	allUpToDate := true
 	for _, tag := range tags {
-		ref, err := reference.WithTag(name, tag)
-		if err != nil {
+		if _, err := reference.WithTag(repo.Info().Name, tag); err != nil {
 			continue // a registry listing a malformed tag: skip it, as dockerd does
 		}
-		desc, err := repo.Resolve(ctx, tag)
+		res, err := repo.ResolveTag(ctx, tag)
 		if err != nil {
 			return err
 		}
-		upToDate, err := s.pullResolved(ctx, &resolvedRemote{Repo: repo, Ref: ref, Desc: desc}, platform, false, po)
+		upToDate, err := s.pullResolved(ctx, res, platform, false, po)
 		if err != nil {
 			return err
 		}
 		allUpToDate = allUpToDate && upToDate
 	}
-	return writePullStatus(po, reference.FamiliarName(name), allUpToDate)
+	return writePullStatus(po, reference.FamiliarName(repo.Info().Name), allUpToDate)
 }
 
 // pullResolved pulls one resolved manifest: top level, platform manifest,
@@ -150,73 +139,32 @@ func (s *Service) pullAllTags(ctx context.Context, tn typedName, creds registry.
 // named this exact image.
 // With strict (a platform the user asked for), a single-platform image of
 // another platform is refused, as dockerd does.
-func (s *Service) pullResolved(ctx context.Context, res *resolvedRemote, platform ocispec.Platform, strict bool, po *progressOutput) (bool, error) {
-	ref := res.Ref
+func (s *Service) pullResolved(ctx context.Context, res *registry.Resolved, platform ocispec.Platform, strict bool, po *progressOutput) (bool, error) {
+	ref := res.Ref()
 	id := reference.FamiliarString(ref)
-	if t, ok := ref.(reference.Tagged); ok {
-		if _, digested := ref.(reference.Digested); !digested {
-			id = t.Tag()
-		}
+	if res.Tag != "" {
+		id = res.Tag
 	}
 	// dockerd names the repository by its path: "library/busybox", "tiny".
 	if err := po.status(id, "Pulling from "+reference.Path(ref)); err != nil {
 		return false, err
 	}
-
-	top := res.Desc
-	topBytes, err := res.Repo.FetchManifest(ctx, top)
+	img, err := res.Image(ctx, platform)
 	if err != nil {
 		return false, err
 	}
-	if top.MediaType == "" {
-		top.MediaType = imagespec.Sniff(topBytes)
-	}
-	top = ocispec.Descriptor{MediaType: top.MediaType, Digest: top.Digest, Size: int64(len(topBytes))}
-
-	plat, manBytes := top, topBytes
-	if imagespec.IsIndex(top.MediaType) {
-		var idx ocispec.Index
-		if err := json.Unmarshal(topBytes, &idx); err != nil {
-			return false, fmt.Errorf("parse index %s: %w", top.Digest, err)
-		}
-		plat, err = registry.SelectManifest(&idx, platform)
-		if err != nil {
-			return false, err
-		}
-		if manBytes, err = res.Repo.FetchManifest(ctx, plat); err != nil {
-			return false, err
-		}
-	}
-	if imagespec.IsSchema1(plat.MediaType) || imagespec.IsSchema1(imagespec.Sniff(manBytes)) {
+	if img.V1 || img.Parsed == nil {
 		return false, fmt.Errorf("%s: schema1 manifests are not supported: push the image again with a current client%.0w", id, errdefs.ErrNotImplemented)
 	}
-	// The registry package has refused documents that contradict their
-	// media type; an index whose entry is another index is still possible.
-	host := res.Repo.Info().Index.Name
-	if plat.Digest != top.Digest && (imagespec.IsIndex(plat.MediaType) || imagespec.IsIndex(imagespec.Sniff(manBytes))) {
-		return false, fmt.Errorf("registry %s: index entry %s is itself an index%.0w", host, plat.Digest, errdefs.ErrInvalidArgument)
-	}
-	var man ocispec.Manifest
-	if err := json.Unmarshal(manBytes, &man); err != nil {
-		return false, fmt.Errorf("registry %s: parse manifest %s: %w", host, plat.Digest, err)
-	}
-	if err := man.Config.Digest.Validate(); err != nil {
-		return false, fmt.Errorf("registry %s: manifest %s has no valid config digest%.0w", host, plat.Digest, errdefs.ErrInvalidArgument)
-	}
-	if plat.MediaType == "" {
-		plat.MediaType = imagespec.Sniff(manBytes)
-	}
-	config, err := res.Repo.FetchConfig(ctx, man.Config)
-	if err != nil {
-		return false, err
-	}
-	if strict && !imagespec.IsIndex(top.MediaType) {
+	man, config := *img.Parsed, img.ConfigBytes
+	top, plat, host := res.Descriptor, img.Manifest, res.Registry
+	topBytes, manBytes := res.Raw, img.ManifestBytes
+	if strict && res.Index == nil {
 		if have := imagespec.ConfigPlatform(config); have != nil && !imagespec.PlatformMatches(platform, *have) {
 			return false, fmt.Errorf("image with reference %s was found but its platform (%s) does not match the specified platform (%s)%.0w",
 				reference.FamiliarString(ref), imagespec.FormatPlatform(*have), imagespec.FormatPlatform(platform), errdefs.ErrNotFound)
 		}
 	}
-
 	if err := checkDiffIDs(host, man, config); err != nil {
 		return false, err
 	}
@@ -234,7 +182,7 @@ func (s *Service) pullResolved(ctx context.Context, res *resolvedRemote, platfor
 	dst := leaseIngester{lease}
 	// dockerd shows no layer lines when the image is already complete.
 	if !dst.HasBlob(man.Config.Digest) || !hasAll(dst, man.Layers) {
-		if err := s.remote.downloadLayers(ctx, res.Repo, dst, man.Layers, po); err != nil {
+		if err := s.remote.downloadLayers(ctx, res.Repository(), dst, man.Layers, po); err != nil {
 			return false, err
 		}
 	}

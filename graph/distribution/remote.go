@@ -1,11 +1,9 @@
 package distribution
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
@@ -92,62 +90,14 @@ func (t typedName) pin() string {
 	return t.Tag
 }
 
-// withPin adds the tag or digest of t to the fully qualified repository.
-func (t typedName) withPin(repo reference.Named) (reference.Named, error) {
-	repo = reference.TrimNamed(repo)
-	if t.Digest != "" {
-		return reference.WithDigest(repo, t.Digest)
-	}
+// String is the name as typed: REPO[:TAG][@DIGEST].
+func (t typedName) String() string {
+	s := t.Repo
 	if t.Tag != "" {
-		return reference.WithTag(repo, t.Tag)
+		s += ":" + t.Tag
 	}
-	return repo, nil
-}
-
-// resolvedRemote is a tag or digest resolved on one repository.
-type resolvedRemote struct {
-	Repo *registry.Repository
-	Ref  reference.Named // fully qualified, with the tag or digest
-	Desc ocispec.Descriptor
-}
-
-// resolveRemote tries the candidate repositories of tn in order and returns
-// the first that has the tag or digest. Only "not found" moves on to the
-// next candidate; any other error (auth, network) is the answer, so a
-// typo'd password is not hidden behind a later 404.
-func (s *Service) resolveRemote(ctx context.Context, tn typedName, creds registry.Credentials) (*resolvedRemote, error) {
-	svc, err := s.registryService()
-	if err != nil {
-		return nil, err
+	if t.Digest != "" {
+		s += "@" + t.Digest.String()
 	}
-	cands, err := svc.Candidates(tn.Repo)
-	if err != nil {
-		return nil, err
-	}
-	var lastErr error
-	for _, cand := range cands {
-		ref, err := tn.withPin(cand)
-		if err != nil {
-			return nil, fmt.Errorf("%v%.0w", err, errdefs.ErrInvalidArgument)
-		}
-		repo, err := svc.Repository(ctx, reference.TrimNamed(cand), creds)
-		if err != nil {
-			return nil, err
-		}
-		desc, err := repo.Resolve(ctx, tn.pin())
-		if err == nil {
-			return &resolvedRemote{Repo: repo, Ref: ref, Desc: desc}, nil
-		}
-		if !errdefs.IsNotFound(err) {
-			return nil, err
-		}
-		lastErr = fmt.Errorf("manifest for %s not found: %w", reference.FamiliarString(ref), err)
-		if strings.HasPrefix(err.Error(), "manifest for ") {
-			lastErr = err
-		}
-	}
-	if lastErr == nil {
-		lastErr = fmt.Errorf("no registry to search for %s%.0w", tn.Repo, errdefs.ErrNotFound)
-	}
-	return nil, lastErr
+	return s
 }

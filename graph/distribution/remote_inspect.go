@@ -2,31 +2,50 @@ package distribution
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/events"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/registry"
 )
 
-// RemoteManifest returns the manifest bytes as the registry served them and
-// their media type: the top level (index or manifest) unless a platform was
-// asked for, then the manifest chosen for that platform.
-func (s *Service) RemoteManifest(ctx context.Context, name string, opts types.RemoteInspectOptions) ([]byte, string, error) {
-	ri, err := s.InspectRemote(ctx, name, opts)
+// RemoteManifest answers inspect --raw: the top-level document exactly as
+// the registry served it, with the registry's descriptor (its digest is what
+// NAME@digest pins: not the hash of the bytes for signed schema1, sha512 for
+// a sha512 reference). Nothing else is fetched — no platform is chosen, no
+// config read — unless a platform is asked for: then the manifest chosen for
+// it. Budget: cold ≤ 3 requests with a token, warm 1 (a HEAD).
+func (s *Service) RemoteManifest(ctx context.Context, name string, opts types.RemoteInspectOptions) ([]byte, ocispec.Descriptor, error) {
+	svc, err := s.registryService()
 	if err != nil {
-		return nil, "", err
+		return nil, ocispec.Descriptor{}, err
 	}
-	if opts.Platform != nil && ri.ManifestBytes != nil {
-		return ri.ManifestBytes, ri.Manifest.MediaType, nil
+	res, err := svc.Resolve(ctx, name, credentials(opts.Auth, opts.MetaHeaders))
+	if err != nil {
+		return nil, ocispec.Descriptor{}, noSuchImage(name, err)
 	}
-	return ri.Raw, ri.Descriptor.MediaType, nil
+	if opts.Platform != nil {
+		desc, b, err := res.PlatformManifest(ctx, s.platformOr(opts.Platform))
+		return b, desc, err
+	}
+	return res.Raw, res.Descriptor, nil
 }
 
-// inspectRemote asks the registry; a missing repository or tag becomes the
+// noSuchImage words a missing repository or tag as a local inspect does;
+// a platform an index lacks is reported as is (it names the platforms
+// there are).
+func noSuchImage(name string, err error) error {
+	if errdefs.IsNotFound(err) && !errors.Is(err, registry.ErrNoMatchingPlatform) {
+		return fmt.Errorf("No such image: %s%.0w", name, errdefs.ErrNotFound)
+	}
+	return err
+}
+
+// InspectRemote asks the registry; a missing repository or tag becomes the
 // same "No such image" a local inspect answers.
 func (s *Service) InspectRemote(ctx context.Context, name string, opts types.RemoteInspectOptions) (*registry.RemoteImage, error) {
 	svc, err := s.registryService()
@@ -39,22 +58,12 @@ func (s *Service) InspectRemote(ctx context.Context, name string, opts types.Rem
 		Credentials: credentials(opts.Auth, opts.MetaHeaders),
 	})
 	if err != nil {
-		if errdefs.IsNotFound(err) && !isPlatformMismatch(err) {
-			return nil, fmt.Errorf("No such image: %s%.0w", name, errdefs.ErrNotFound)
-		}
-		return nil, err
+		return nil, noSuchImage(name, err)
 	}
 	if ri == nil {
 		return nil, fmt.Errorf("No such image: %s%.0w", name, errdefs.ErrNotFound)
 	}
 	return ri, nil
-}
-
-// isPlatformMismatch tells SelectManifest's "no matching manifest" (which
-// names the platforms that exist, and should reach the user as is) from a
-// missing repository or tag.
-func isPlatformMismatch(err error) bool {
-	return strings.Contains(err.Error(), "no matching manifest")
 }
 
 // logEvent records an image event when the store has an event log.
