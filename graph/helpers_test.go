@@ -14,6 +14,7 @@ import (
 	"github.com/moby/moby/api/types/events"
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/opencontainers/go-digest"
+	"github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/sirupsen/logrus"
 
@@ -138,12 +139,9 @@ func putCustomImage(t testing.TB, s *Store, cfg store.ImageConfig, layers [][]by
 		cfg.RootFS.DiffIDs = append(cfg.RootFS.DiffIDs, d.Digest)
 	}
 	cfg.RootFS.Type = "layers"
-	rec, err := s.storeImage(ctx, lease, &cfg, descs, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rec := writeOCIImage(t, lease, &cfg, descs)
 	rec.RepoTags = tags
-	if err := s.st.Put(lease, *rec); err != nil {
+	if err := s.st.Put(lease, rec); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.Lookup(ctx, rec.ID.String())
@@ -151,6 +149,35 @@ func putCustomImage(t testing.TB, s *Store, cfg store.ImageConfig, layers [][]by
 		t.Fatal(err)
 	}
 	return got
+}
+
+// writeOCIImage writes cfg and an OCI manifest naming it and layers
+// (stored already) under lease, as an import does, and returns the record
+// to put (no references yet).
+func writeOCIImage(t testing.TB, lease *store.Lease, cfg *store.ImageConfig, layers []ocispec.Descriptor) ImageRecord {
+	t.Helper()
+	ctx := context.Background()
+	cb, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cdesc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageConfig, Digest: digest.FromBytes(cb), Size: int64(len(cb))}
+	if _, err := lease.WriteBlob(ctx, cdesc, bytes.NewReader(cb)); err != nil {
+		t.Fatal(err)
+	}
+	if layers == nil {
+		layers = []ocispec.Descriptor{}
+	}
+	m := ocispec.Manifest{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageManifest, Config: cdesc, Layers: layers}
+	mb, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mdesc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromBytes(mb), Size: int64(len(mb))}
+	if _, err := lease.WriteBlob(ctx, mdesc, bytes.NewReader(mb)); err != nil {
+		t.Fatal(err)
+	}
+	return ImageRecord{ID: cdesc.Digest, Target: mdesc, Manifest: mdesc, RepoTags: []string{}, RepoDigests: []string{}}
 }
 
 // putRecord records rec (whose blobs are stored) as an operation does: a

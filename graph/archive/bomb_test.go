@@ -58,7 +58,7 @@ type zeros struct{}
 
 func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
 
-func assertBombRefused(t *testing.T, s *Store, err error) {
+func assertBombRefused(t *testing.T, s *Archiver, err error) {
 	t.Helper()
 	if err == nil || !errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), "decompression bomb") {
 		t.Fatalf("err = %v, want an InvalidArgument decompression bomb", err)
@@ -67,8 +67,8 @@ func assertBombRefused(t *testing.T, s *Store, err error) {
 	if len(ents) != 0 {
 		t.Fatalf("ingest not cleaned: %d files", len(ents))
 	}
-	if s.Count() != 0 {
-		t.Fatalf("%d images stored", s.Count())
+	if s.st.Count() != 0 {
+		t.Fatalf("%d images stored", s.st.Count())
 	}
 }
 

@@ -42,16 +42,13 @@ func TestImportImage(t *testing.T) {
 			if len(msgs) != 1 || !strings.HasPrefix(msgs[0].Status, "sha256:") || mustJSONText(t, msgs[0]) != `{"status":"`+msgs[0].Status+`"}` {
 				t.Fatalf("messages = %+v", msgs)
 			}
-			got, err := s.ImageInspect(ctx, "127.0.0.1:5000/imported3:1.0", types.InspectOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got.ID != msgs[0].Status || got.Architecture != "arm64" || got.Comment != "curl import" || got.Config.Cmd[0] != "/bin/sh" {
-				t.Fatalf("inspect = %+v", got.InspectResponse)
+			rec, got := imageConfig(t, s, "127.0.0.1:5000/imported3:1.0")
+			if rec.ID.String() != msgs[0].Status || got.Architecture != "arm64" || got.Comment != "curl import" || got.Config.Cmd[0] != "/bin/sh" {
+				t.Fatalf("image %s, config = %+v", rec.ID, got)
 			}
 			// DiffID is the sha256 of the uncompressed tar, whatever the input compression.
-			if got.RootFS.Layers[0] != digest.FromBytes(rootfs).String() {
-				t.Fatalf("diff id = %s, want %s", got.RootFS.Layers[0], digest.FromBytes(rootfs))
+			if got.RootFS.DiffIDs[0] != digest.FromBytes(rootfs) {
+				t.Fatalf("diff id = %s, want %s", got.RootFS.DiffIDs[0], digest.FromBytes(rootfs))
 			}
 		})
 	}
@@ -91,7 +88,7 @@ func TestImportImageRejects(t *testing.T) {
 			}
 		})
 	}
-	if s.Count() != 0 {
-		t.Fatalf("rejected imports left %d images", s.Count())
+	if s.st.Count() != 0 {
+		t.Fatalf("rejected imports left %d images", s.st.Count())
 	}
 }

@@ -9,11 +9,8 @@ import (
 
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/opencontainers/go-digest"
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/api/types"
-
-	"github.com/wharfproject/wharf/imagespec"
 )
 
 // remoteTestMessages collects stream messages.
@@ -131,21 +128,6 @@ func TestShortID(t *testing.T) {
 	}
 }
 
-func TestSniffMediaType(t *testing.T) {
-	tests := []struct{ doc, want string }{
-		{`{"schemaVersion":2,"mediaType":"application/vnd.docker.distribution.manifest.v2+json"}`, "application/vnd.docker.distribution.manifest.v2+json"},
-		{`{"schemaVersion":2,"manifests":[]}`, ocispec.MediaTypeImageIndex},
-		{`{"schemaVersion":2,"config":{},"layers":[]}`, ocispec.MediaTypeImageManifest},
-		{`{"schemaVersion":1,"fsLayers":[]}`, "application/vnd.docker.distribution.manifest.v1+json"},
-		{`not json`, ""},
-	}
-	for _, tc := range tests {
-		if got := imagespec.Sniff([]byte(tc.doc)); got != tc.want {
-			t.Errorf("imagespec.Sniff(%s) = %q, want %q", tc.doc, got, tc.want)
-		}
-	}
-}
-
 func TestSplitTypedName(t *testing.T) {
 	d := digest.FromString("x")
 	tests := []struct {
@@ -194,23 +176,4 @@ func FuzzSplitTypedName(f *testing.F) {
 			t.Fatalf("%q: invalid digest %q accepted", s, tn.Digest)
 		}
 	})
-}
-
-func TestManifestSummaryKinds(t *testing.T) {
-	img := ocispec.Descriptor{Digest: digest.FromString("a"), Size: 10, Platform: &ocispec.Platform{OS: "linux", Architecture: "arm64", Variant: "v8"}}
-	att := ocispec.Descriptor{Digest: digest.FromString("b"), Size: 20, Platform: &ocispec.Platform{OS: "unknown", Architecture: "unknown"},
-		Annotations: map[string]string{annotationReferenceType: attestationManifestType, annotationReferenceDigest: img.Digest.String()}}
-	attNoPlatform := ocispec.Descriptor{Digest: digest.FromString("c"), Annotations: map[string]string{annotationReferenceType: attestationManifestType}}
-
-	s := manifestSummary(img)
-	if s.Kind != "image" || s.Available || s.Size.Content != 10 || s.Size.Total != 10 || s.ImageData == nil || s.ImageData.Platform.Architecture != "arm64" || s.ImageData.Containers == nil {
-		t.Fatalf("image summary %+v", s)
-	}
-	s = manifestSummary(att)
-	if s.Kind != "attestation" || s.AttestationData == nil || s.AttestationData.For != img.Digest || s.ImageData != nil {
-		t.Fatalf("attestation summary %+v", s)
-	}
-	if s := manifestSummary(attNoPlatform); s.Kind != "attestation" {
-		t.Fatalf("annotation alone should mark an attestation: %+v", s)
-	}
 }

@@ -5,12 +5,14 @@ import (
 	"testing"
 
 	"github.com/distribution/reference"
+
+	"github.com/wharfproject/wharf/graph/store"
 )
 
 func TestMountSources(t *testing.T) {
 	repo, _ := reference.ParseNormalizedNamed("127.0.0.1:5000/team/dst")
 	d := "@sha256:" + strings.Repeat("a", 64)
-	img := &ImageRecord{
+	img := &store.ImageRecord{
 		RepoDigests: []string{"127.0.0.1:5000/team/src" + d, "127.0.0.1:5000/team/dst" + d, "docker.io/library/busybox" + d},
 		RepoTags:    []string{"127.0.0.1:5000/team/dst:1", "127.0.0.1:5000/other:2", "127.0.0.1:5000/team/src:3", "127.0.0.1:5001/elsewhere:1"},
 	}
