@@ -74,7 +74,7 @@ func newService(opts ServiceOptions, maxWait time.Duration) (*Service, error) {
 	s.transports = newHostTransports(cfg, tm, opts.Transport)
 	s.memo = newChallengeMemo(s.transports)
 	s.client = &http.Client{
-		Transport:     newIdempotentRetry(s.memo, newRetryPolicy(maxWait)),
+		Transport:     uploadCheck{newIdempotentRetry(s.memo, newRetryPolicy(maxWait))},
 		CheckRedirect: checkRedirect,
 	}
 	return s, nil

@@ -383,3 +383,47 @@ func TestRetryPolicyHonoursRetryAfterWithinCap(t *testing.T) {
 		}
 	}
 }
+
+// TestUploadCheck: a 201 whose Docker-Content-Digest names another digest
+// than the upload (PUT ?digest=) or the mount (POST ?mount=) is an error;
+// agreeing, absent or non-201 answers pass through.
+func TestUploadCheck(t *testing.T) {
+	d := digest.FromString("a")
+	other := digest.FromString("b")
+	cases := []struct {
+		name, method, query, header string
+		status                      int
+		wantErr                     bool
+	}{
+		{"put agrees", http.MethodPut, "digest=" + d.String(), d.String(), 201, false},
+		{"put other digest", http.MethodPut, "digest=" + d.String(), other.String(), 201, true},
+		{"put garbage header", http.MethodPut, "digest=" + d.String(), "nonsense", 201, true},
+		{"put no header", http.MethodPut, "digest=" + d.String(), "", 201, false},
+		{"mount other digest", http.MethodPost, "mount=" + d.String() + "&from=x", other.String(), 201, true},
+		{"mount refused", http.MethodPost, "mount=" + d.String(), other.String(), 202, false},
+		{"patch", http.MethodPatch, "", other.String(), 202, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				h := http.Header{}
+				if tc.header != "" {
+					h.Set("Docker-Content-Digest", tc.header)
+				}
+				return &http.Response{StatusCode: tc.status, Header: h, Body: io.NopCloser(strings.NewReader("")), Request: r}, nil
+			})
+			req, _ := http.NewRequest(tc.method, "http://127.0.0.1:1/v2/r/blobs/uploads/x?"+tc.query, nil)
+			_, err := uploadCheck{rt}.RoundTrip(req)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
+			}
+			if err != nil && !errors.Is(err, ErrDigestMismatch) {
+				t.Errorf("err = %v, want ErrDigestMismatch", err)
+			}
+		})
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
