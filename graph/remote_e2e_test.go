@@ -338,9 +338,9 @@ func TestRemoteErrors(t *testing.T) {
 		di.Descriptor.MediaType != img.Manifest.MediaType || len(di.Platforms) != 1 || di.Platforms[0].Architecture != "amd64" {
 		t.Fatalf("distribution inspect %+v", di)
 	}
-	raw, mt, err := s.RemoteManifest(ctx, name+":1.0", types.RemoteInspectOptions{})
-	if err != nil || !bytes.Equal(raw, img.Manifest.Data) || mt != img.Manifest.MediaType {
-		t.Fatalf("raw manifest: %v %q", err, mt)
+	raw, desc, err := s.RemoteManifest(ctx, name+":1.0", types.RemoteInspectOptions{})
+	if err != nil || !bytes.Equal(raw, img.Manifest.Data) || desc.MediaType != img.Manifest.MediaType || desc.Digest.String() != img.Manifest.Digest {
+		t.Fatalf("raw manifest: %v %+v", err, desc)
 	}
 }
 
