@@ -188,7 +188,7 @@ func (a *loadArchive) resolve(name string) (string, error) {
 	return "", fmt.Errorf("invalid archive: too many links resolving %q%.0w", name, errdefs.ErrInvalidArgument)
 }
 
-// content returns the bytes of the archive file name (≤ max).
+// archiveContent returns the bytes of the archive file name (≤ max).
 func (s *Archiver) archiveContent(a *loadArchive, name string, max int64) ([]byte, error) {
 	l := s.st
 	n, err := a.resolve(name)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/opencontainers/image-spec/specs-go"
 	"io"
 	"path"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/distribution/reference"
 	"github.com/moby/moby/api/types/events"
 	"github.com/opencontainers/go-digest"
+	"github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/graph/store"
