@@ -34,15 +34,28 @@ func (s *Store) Images(ctx context.Context, opts types.ImageListOptions) ([]imag
 	if err != nil {
 		return nil, err
 	}
+	// before/since compare with the named image's creation time even when
+	// it is the zero time or the epoch (ko, crane, distroless images have
+	// no real one): "set" is its own flag, never a zero value, so such a
+	// filter keeps nothing older (before) and never the image itself.
 	var before, since, until time.Time
+	beforeSet, sinceSet := f.Has("before"), f.Has("since")
 	for _, v := range f.Values("before") {
-		if before, err = s.createdOf(v); err != nil {
+		t, err := s.createdOf(v)
+		if err != nil {
 			return nil, err
+		}
+		if before.IsZero() || t.Before(before) {
+			before = t
 		}
 	}
 	for _, v := range f.Values("since") {
-		if since, err = s.createdOf(v); err != nil {
+		t, err := s.createdOf(v)
+		if err != nil {
 			return nil, err
+		}
+		if since.IsZero() || t.After(since) {
+			since = t
 		}
 	}
 	for _, v := range f.Values("until") {
@@ -66,10 +79,10 @@ func (s *Store) Images(ctx context.Context, opts types.ImageListOptions) ([]imag
 			continue
 		}
 		created := meta.Config.CreatedTime()
-		if !before.IsZero() && !created.Before(before) {
+		if beforeSet && !created.Before(before) {
 			continue
 		}
-		if !since.IsZero() && !created.After(since) {
+		if sinceSet && !created.After(since) {
 			continue
 		}
 		if !until.IsZero() && !created.Before(until) {

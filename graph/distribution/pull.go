@@ -62,7 +62,15 @@ func (s *Service) PullImage(ctx context.Context, opts types.PullOptions, out typ
 	if err != nil {
 		return err
 	}
-	return writePullStatus(po, reference.FamiliarString(res.Ref()), upToDate)
+	ref := res.Ref()
+	// dockerd's pull event: the actor is the reference pulled, "name" its
+	// repository, plus the image's labels (so --filter label= finds it).
+	var labels map[string]string
+	if rec, err := s.st.Lookup(ref.String()); err == nil {
+		labels = s.st.Labels(rec)
+	}
+	store.Emit(ctx, s.events, store.NewEvent(reference.FamiliarString(ref), events.ActionPull, reference.FamiliarName(ref), labels))
+	return writePullStatus(po, reference.FamiliarString(ref), upToDate)
 }
 
 func isScratch(repo string) bool {
@@ -130,7 +138,9 @@ func (s *Service) pullAllTags(ctx context.Context, svc *registry.Service, tn typ
 		}
 		allUpToDate = allUpToDate && upToDate
 	}
-	return writePullStatus(po, reference.FamiliarName(repo.Info().Name), allUpToDate)
+	name := reference.FamiliarName(repo.Info().Name)
+	store.Emit(ctx, s.events, store.NewEvent(name, events.ActionPull, name, nil))
+	return writePullStatus(po, name, allUpToDate)
 }
 
 // pullResolved pulls one resolved manifest: top level, platform manifest,
@@ -210,7 +220,6 @@ func (s *Service) pullResolved(ctx context.Context, res *registry.Resolved, plat
 	if err := po.status("", "Digest: "+top.Digest.String()); err != nil {
 		return false, err
 	}
-	s.logEvent(ctx, reference.FamiliarString(ref), events.ActionPull, map[string]string{"name": reference.FamiliarString(ref)})
 	return upToDate, nil
 }
 

@@ -67,6 +67,15 @@ func (s *Service) PushImage(ctx context.Context, opts types.PushOptions, out typ
 			return err
 		}
 	}
+	// One event per push, as dockerd logs it: the actor is what was pushed
+	// (name:tag, or the repository for --all-tags), "name" the repository,
+	// plus the image's labels when one image was pushed.
+	name := reference.FamiliarName(repoName)
+	actor, labels := name, map[string]string(nil)
+	if opts.Tag != "" {
+		actor, labels = name+":"+opts.Tag, s.st.Labels(imgs[opts.Tag])
+	}
+	store.Emit(ctx, s.events, store.NewEvent(actor, events.ActionPush, name, labels))
 	return nil
 }
 
@@ -161,8 +170,6 @@ func (s *Service) pushTag(ctx context.Context, repo *registry.Repository, repoNa
 			return fmt.Errorf("record %s: %w", c, err)
 		}
 	}
-	ref := reference.FamiliarName(repoName) + ":" + tag
-	s.logEvent(ctx, ref, events.ActionPush, map[string]string{"name": ref})
 	return nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/containerd/errdefs"
-	"github.com/moby/moby/api/types/events"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/api/types"
@@ -66,9 +65,3 @@ func (s *Service) InspectRemote(ctx context.Context, name string, opts types.Rem
 	return ri, nil
 }
 
-// logEvent records an image event when the store has an event log.
-func (s *Service) logEvent(ctx context.Context, actor string, action events.Action, attrs map[string]string) {
-	if s.events != nil {
-		s.events.LogImageEvent(ctx, actor, action, attrs)
-	}
-}

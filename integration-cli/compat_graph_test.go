@@ -1,0 +1,129 @@
+package integration
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"gopkg.in/check.v1"
+
+	"github.com/wharfproject/wharf/internal/testregistry"
+)
+
+// CompatGraphSuite: issue 11's image-side differences from dockerd, checked
+// through wharfd with the docker CLI where a user meets them.
+type CompatGraphSuite struct {
+	reg *testregistry.Registry
+	d   *Daemon
+}
+
+var _ = check.Suite(&CompatGraphSuite{})
+
+func (s *CompatGraphSuite) SetUpSuite(c *check.C) {
+	needBinaries(c)
+	var err error
+	s.reg, err = testregistry.Start(testregistry.Options{})
+	c.Assert(err, check.IsNil)
+	s.d = StartDaemon(c)
+}
+
+func (s *CompatGraphSuite) TearDownSuite(c *check.C) {
+	if s.d != nil {
+		s.d.Stop(c)
+	}
+	if s.reg != nil {
+		s.reg.Close()
+	}
+}
+
+// events returns the image events between since and now+1s with the
+// given filters, as (Action, Actor.ID, Attributes).
+func (s *CompatGraphSuite) events(c *check.C, since int64, filters map[string][]string) []eventSeen {
+	until := time.Now().Add(time.Second).Unix()
+	q := fmt.Sprintf("/v1.50/events?since=%d&until=%d", since, until)
+	if filters != nil {
+		q += "&filters=" + filtersQuery(filters)
+	}
+	r := s.d.Get(c, q)
+	c.Assert(r.Status, check.Equals, http.StatusOK, check.Commentf("%s", r))
+	var out []eventSeen
+	for _, e := range r.Lines(c) {
+		actor, _ := e["Actor"].(map[string]any)
+		attrs := map[string]string{}
+		if a, ok := actor["Attributes"].(map[string]any); ok {
+			for k, v := range a {
+				attrs[k], _ = v.(string)
+			}
+		}
+		id, _ := actor["ID"].(string)
+		action, _ := e["Action"].(string)
+		out = append(out, eventSeen{action, id, attrs})
+	}
+	return out
+}
+
+type eventSeen struct {
+	action, id string
+	attrs      map[string]string
+}
+
+func (e eventSeen) String() string { return fmt.Sprintf("%s %s %v", e.action, e.id, e.attrs) }
+
+// TestPullAndPushEventsAreDockerds: dockerd's pull event is
+// {ID: name:tag, name: repository, labels…}, so --filter label= finds it;
+// a push of one tag the same; push --all-tags logs one event for the
+// repository (captures in shared/docker-api/samples/events-filter-image.json).
+func (s *CompatGraphSuite) TestPullAndPushEventsAreDockerds(c *check.C) {
+	labels := map[string]string{"org.example.name": "tiny", "org.example.version": "1.0"}
+	pushImage(c, s.reg, "compat/events", "1.0", testregistry.ImageOptions{Labels: labels})
+	name := s.reg.Host + "/compat/events"
+	since := time.Now().Add(-time.Second).Unix()
+	_, lines := s.d.Pull(c, name, "1.0", "")
+	c.Assert(lines.Err(), check.Equals, "")
+
+	evs := s.events(c, since, map[string][]string{"label": {"org.example.name=tiny"}, "event": {"pull"}})
+	c.Assert(evs, check.HasLen, 1, check.Commentf("pull events found by label: %v", evs))
+	c.Check(evs[0].id, check.Equals, name+":1.0")
+	c.Check(evs[0].attrs["name"], check.Equals, name)
+	c.Check(evs[0].attrs["org.example.version"], check.Equals, "1.0")
+
+	// The docker CLI's own filter finds it too.
+	out := s.d.DockerOK(c, "events", "--since", fmt.Sprint(since), "--until", fmt.Sprint(time.Now().Add(time.Second).Unix()),
+		"--filter", "label=org.example.name=tiny", "--filter", "event=pull", "--format", "{{.Action}} {{.Actor.ID}} {{index .Actor.Attributes \"name\"}}")
+	c.Check(strings.TrimSpace(out.Stdout), check.Equals, "pull "+name+":1.0 "+name)
+
+	// push of one tag, then --all-tags of a repository with two.
+	c.Assert(s.d.Req(c, http.MethodPost, "/v1.50/images/"+name+":1.0/tag?repo="+name+"&tag=2.0", nil).Status, check.Equals, http.StatusCreated)
+	since = time.Now().Add(-time.Second).Unix()
+	_, lines = s.d.Push(c, name, "1.0", "")
+	c.Assert(lines.Err(), check.Equals, "")
+	_, lines = s.d.Push(c, name, "", "")
+	c.Assert(lines.Err(), check.Equals, "")
+	evs = s.events(c, since, map[string][]string{"event": {"push"}})
+	c.Assert(evs, check.HasLen, 2, check.Commentf("one push of a tag, one --all-tags push of two tags: %v", evs))
+	c.Check(evs[0].id, check.Equals, name+":1.0")
+	c.Check(evs[0].attrs["name"], check.Equals, name)
+	c.Check(evs[0].attrs["org.example.name"], check.Equals, "tiny")
+	c.Check(evs[1].id, check.Equals, name)
+	c.Check(evs[1].attrs, check.DeepEquals, map[string]string{"name": name})
+}
+
+// TestListBeforeSinceAnImageWithoutCreationTime: images built by ko, crane
+// or distroless carry the epoch (or nothing) as creation time. before=X
+// then lists nothing and since=X never lists X; wharf used a zero time to
+// mean "no filter" and listed everything, X included.
+func (s *CompatGraphSuite) TestListBeforeSinceAnImageWithoutCreationTime(c *check.C) {
+	pushImage(c, s.reg, "compat/epoch", "1", testregistry.ImageOptions{Created: time.Unix(0, 0).UTC()})
+	pushImage(c, s.reg, "compat/recent", "1", testregistry.ImageOptions{})
+	epoch, recent := s.reg.Host+"/compat/epoch:1", s.reg.Host+"/compat/recent:1"
+	for _, n := range []string{epoch, recent} {
+		_, lines := s.d.Pull(c, strings.TrimSuffix(n, ":1"), "1", "")
+		c.Assert(lines.Err(), check.Equals, "", check.Commentf("pull %s", n))
+	}
+	before := s.d.DockerOK(c, "image", "ls", "--filter", "before="+epoch, "--format", "{{.Repository}}:{{.Tag}}")
+	c.Check(strings.TrimSpace(before.Stdout), check.Equals, "", check.Commentf("before an epoch image"))
+	since := s.d.DockerOK(c, "image", "ls", "--filter", "since="+epoch, "--format", "{{.Repository}}:{{.Tag}}")
+	c.Check(strings.Contains(since.Stdout, epoch), check.Equals, false, check.Commentf("since lists the image itself:\n%s", since.Stdout))
+	c.Check(strings.Contains(since.Stdout, recent), check.Equals, true, check.Commentf("since misses a newer image:\n%s", since.Stdout))
+}
