@@ -79,6 +79,11 @@ func (s *Store) Images(ctx context.Context, opts types.ImageListOptions) ([]imag
 			continue
 		}
 		created := meta.Config.CreatedTime()
+		// An image without a creation time is neither before nor after
+		// anything (dockerd skips a nil Created the same way).
+		if (beforeSet || sinceSet) && created.IsZero() {
+			continue
+		}
 		if beforeSet && !created.Before(before) {
 			continue
 		}

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -114,16 +115,30 @@ func (s *CompatGraphSuite) TestPullAndPushEventsAreDockerds(c *check.C) {
 // then lists nothing and since=X never lists X; wharf used a zero time to
 // mean "no filter" and listed everything, X included.
 func (s *CompatGraphSuite) TestListBeforeSinceAnImageWithoutCreationTime(c *check.C) {
+	// One image with no "created" at all (as crane and ko write them), one
+	// at the epoch, one recent.
+	layer := tarLayer(c, "data", verifyOCITarLayer)
+	cfg, err := json.Marshal(map[string]any{
+		"architecture": "amd64", "os": "linux",
+		"rootfs": map[string]any{"type": "layers", "diff_ids": []string{layer.diffID}},
+	})
+	c.Assert(err, check.IsNil)
+	img := registryImage(c, false, testregistry.NewBlob(testregistry.MediaTypeOCIConfig, cfg), []rawLayer{layer})
+	ctx, cancel := fixtureCtx()
+	defer cancel()
+	c.Assert(s.reg.Client().PushImage(ctx, "compat/nocreated", "1", img), check.IsNil)
 	pushImage(c, s.reg, "compat/epoch", "1", testregistry.ImageOptions{Created: time.Unix(0, 0).UTC()})
 	pushImage(c, s.reg, "compat/recent", "1", testregistry.ImageOptions{})
-	epoch, recent := s.reg.Host+"/compat/epoch:1", s.reg.Host+"/compat/recent:1"
-	for _, n := range []string{epoch, recent} {
+	nocreated, epoch, recent := s.reg.Host+"/compat/nocreated:1", s.reg.Host+"/compat/epoch:1", s.reg.Host+"/compat/recent:1"
+	for _, n := range []string{nocreated, epoch, recent} {
 		_, lines := s.d.Pull(c, strings.TrimSuffix(n, ":1"), "1", "")
 		c.Assert(lines.Err(), check.Equals, "", check.Commentf("pull %s", n))
 	}
-	before := s.d.DockerOK(c, "image", "ls", "--filter", "before="+epoch, "--format", "{{.Repository}}:{{.Tag}}")
-	c.Check(strings.TrimSpace(before.Stdout), check.Equals, "", check.Commentf("before an epoch image"))
-	since := s.d.DockerOK(c, "image", "ls", "--filter", "since="+epoch, "--format", "{{.Repository}}:{{.Tag}}")
-	c.Check(strings.Contains(since.Stdout, epoch), check.Equals, false, check.Commentf("since lists the image itself:\n%s", since.Stdout))
-	c.Check(strings.Contains(since.Stdout, recent), check.Equals, true, check.Commentf("since misses a newer image:\n%s", since.Stdout))
+	for _, x := range []string{nocreated, epoch} {
+		before := s.d.DockerOK(c, "image", "ls", "--filter", "before="+x, "--format", "{{.Repository}}:{{.Tag}}")
+		c.Check(strings.TrimSpace(before.Stdout), check.Equals, "", check.Commentf("before %s", x))
+		since := s.d.DockerOK(c, "image", "ls", "--filter", "since="+x, "--format", "{{.Repository}}:{{.Tag}}")
+		c.Check(strings.Contains(since.Stdout, x), check.Equals, false, check.Commentf("since=%s lists the image itself:\n%s", x, since.Stdout))
+		c.Check(strings.Contains(since.Stdout, recent), check.Equals, true, check.Commentf("since=%s misses a newer image:\n%s", x, since.Stdout))
+	}
 }
