@@ -122,21 +122,27 @@ func (s *Store) ImageInspect(ctx context.Context, name string, opts types.Inspec
 	return out, nil
 }
 
-// manifestForPlatform picks the manifest of rec for p: the recorded one
-// when it matches, else a stored entry of the target index.
+// manifestForPlatform picks the manifest of rec for p: of the recorded one
+// and the stored image entries of the target index, the one p runs best
+// (imagespec.BestMatch; the recorded one among equals).
 func (s *Store) manifestForPlatform(rec *ImageRecord, p ocispec.Platform) (ocispec.Descriptor, error) {
 	l := s.st
-	if m, err := l.Meta(rec); err == nil && imagespec.PlatformMatches(p, m.Config.Platform) {
-		return rec.Manifest, nil
+	var cands []ocispec.Descriptor
+	var haves []ocispec.Platform
+	if m, err := l.Meta(rec); err == nil {
+		cands, haves = append(cands, rec.Manifest), append(haves, m.Config.Platform)
 	}
 	if imagespec.IsIndex(rec.Target.MediaType) {
 		if idx, err := l.ReadIndex(rec.Target.Digest); err == nil {
 			for _, d := range idx.Manifests {
-				if d.Platform != nil && imagespec.PlatformMatches(p, *d.Platform) && l.HasBlob(d.Digest) {
-					return d, nil
+				if d.Platform != nil && !imagespec.IsAttestation(d) && l.HasBlob(d.Digest) {
+					cands, haves = append(cands, d), append(haves, *d.Platform)
 				}
 			}
 		}
+	}
+	if best := imagespec.BestMatch(p, haves); best >= 0 {
+		return cands[best], nil
 	}
 	return ocispec.Descriptor{}, fmt.Errorf("image with reference %s was found but does not provide the specified platform (%s)%.0w",
 		rec.ID, imagespec.FormatPlatform(p), errdefs.ErrNotFound)
@@ -185,9 +191,9 @@ func (s *Store) manifestSummaries(rec *ImageRecord) []image.ManifestSummary {
 	out := []image.ManifestSummary{}
 	for _, d := range descs {
 		ms := image.ManifestSummary{ID: d.Digest.String(), Descriptor: d, Kind: image.ManifestKindImage}
-		if d.Annotations["vnd.docker.reference.type"] == "attestation-manifest" {
+		if imagespec.IsAttestation(d) {
 			ms.Kind = image.ManifestKindAttestation
-			ms.AttestationData = &image.AttestationProperties{For: digest.Digest(d.Annotations["vnd.docker.reference.digest"])}
+			ms.AttestationData = &image.AttestationProperties{For: digest.Digest(d.Annotations[imagespec.AnnotationReferenceDigest])}
 		} else if d.Platform == nil && imagespec.IsIndex(d.MediaType) {
 			ms.Kind = image.ManifestKindUnknown
 		}

@@ -125,13 +125,6 @@ func remoteRefString(ri *registry.RemoteImage) string {
 	return reference.FamiliarName(repo)
 }
 
-// Annotations BuildKit puts on attestation manifests in an index.
-const (
-	annotationReferenceType   = "vnd.docker.reference.type"
-	annotationReferenceDigest = "vnd.docker.reference.digest"
-	attestationManifestType   = "attestation-manifest"
-)
-
 // remoteManifestSummaries lists every manifest of the image as the
 // Manifests field of a local inspect does; nothing is available locally.
 // A single-platform image is its own one entry.
@@ -161,20 +154,13 @@ func manifestSummary(d ocispec.Descriptor) image.ManifestSummary {
 	}
 	ms.Size.Content = d.Size
 	ms.Size.Total = d.Size
-	if isAttestation(d) {
+	if imagespec.IsAttestation(d) {
 		ms.Kind = image.ManifestKindAttestation
-		ms.AttestationData = &image.AttestationProperties{For: digest.Digest(d.Annotations[annotationReferenceDigest])}
+		ms.AttestationData = &image.AttestationProperties{For: digest.Digest(d.Annotations[imagespec.AnnotationReferenceDigest])}
 		return ms
 	}
 	if d.Platform != nil {
 		ms.ImageData = &image.ImageProperties{Platform: *d.Platform, Containers: []string{}}
 	}
 	return ms
-}
-
-func isAttestation(d ocispec.Descriptor) bool {
-	if d.Annotations[annotationReferenceType] == attestationManifestType {
-		return true
-	}
-	return d.Platform != nil && d.Platform.OS == "unknown" && d.Platform.Architecture == "unknown"
 }

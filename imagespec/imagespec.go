@@ -1,11 +1,14 @@
 // Package imagespec holds what wharf knows about image documents and
 // platforms, once: the media types beside the OCI ones, the predicates over
-// them, sniffing a document's type from its bytes, and platform matching.
-// It imports no wharf package, so the store, the archive and distribution
-// code and the registry client all share it.
+// them, sniffing a document's type from its bytes (platform.go: parsing,
+// matching and formatting platforms and choosing an index's entry, on top
+// of github.com/containerd/platforms). It imports no wharf package, so the
+// store, the archive and distribution code and the registry client all
+// share it.
 package imagespec
 
 import (
+	"encoding/base64"
 	"encoding/json"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -22,6 +25,25 @@ const (
 	MediaTypeDockerSchema1JWS   = "application/vnd.docker.distribution.manifest.v1+prettyjws"
 )
 
+// ManifestMediaTypes are the manifest and index types wharf reads,
+// preferred first (schema1 last: read only, for old registries): the
+// Accept header of a manifest request.
+var ManifestMediaTypes = []string{
+	ocispec.MediaTypeImageIndex,
+	MediaTypeDockerManifestList,
+	ocispec.MediaTypeImageManifest,
+	MediaTypeDockerManifest,
+	MediaTypeDockerSchema1JWS,
+	MediaTypeDockerSchema1,
+}
+
+// Annotations BuildKit puts on the attestation manifests of an index.
+const (
+	AnnotationReferenceType   = "vnd.docker.reference.type"
+	AnnotationReferenceDigest = "vnd.docker.reference.digest"
+	AttestationManifestType   = "attestation-manifest"
+)
+
 // IsIndex reports whether mt is an OCI index or a Docker manifest list.
 func IsIndex(mt string) bool {
 	return mt == ocispec.MediaTypeImageIndex || mt == MediaTypeDockerManifestList
@@ -31,6 +53,26 @@ func IsIndex(mt string) bool {
 // config blob.
 func IsSchema1(mt string) bool {
 	return mt == MediaTypeDockerSchema1 || mt == MediaTypeDockerSchema1JWS
+}
+
+// IsManifest reports an OCI image manifest or a Docker schema2 manifest.
+func IsManifest(mt string) bool {
+	return mt == ocispec.MediaTypeImageManifest || mt == MediaTypeDockerManifest
+}
+
+// IsKnownManifest reports any manifest or index type wharf reads.
+func IsKnownManifest(mt string) bool {
+	return IsIndex(mt) || IsManifest(mt) || IsSchema1(mt)
+}
+
+// IsAttestation reports an index entry that is not an image: BuildKit's
+// attestation manifests (vnd.docker.reference.type=attestation-manifest)
+// and other entries of platform unknown/unknown.
+func IsAttestation(d ocispec.Descriptor) bool {
+	if d.Annotations[AnnotationReferenceType] == AttestationManifestType {
+		return true
+	}
+	return d.Platform != nil && d.Platform.OS == "unknown" && d.Platform.Architecture == "unknown"
 }
 
 // IsTarLayer reports whether mt is a plain or gzip tar layer (whose DiffID
@@ -49,7 +91,8 @@ func IsUncompressedLayer(mt string) bool {
 }
 
 // Sniff reads the mediaType field of a manifest document, or guesses from
-// its shape when the field is absent (OCI allows that); "" when b is not a
+// its shape when the field is absent (OCI allows that; a signed schema1
+// manifest is told from an unsigned one by its JWS); "" when b is not a
 // JSON object.
 func Sniff(b []byte) string {
 	var doc struct {
@@ -64,13 +107,67 @@ func Sniff(b []byte) string {
 	switch {
 	case doc.MediaType != "":
 		return doc.MediaType
-	case doc.Manifests != nil:
+	case present(doc.Manifests):
 		return ocispec.MediaTypeImageIndex
-	case doc.SchemaVersion == 1 || doc.FSLayers != nil:
+	case doc.SchemaVersion == 1 || present(doc.FSLayers):
+		if _, ok := Schema1Payload(b); ok {
+			return MediaTypeDockerSchema1JWS
+		}
 		return MediaTypeDockerSchema1
 	default:
 		return ocispec.MediaTypeImageManifest
 	}
+}
+
+// present reports a JSON field that is there and not null.
+func present(m json.RawMessage) bool { return len(m) > 0 && string(m) != "null" }
+
+// Schema1Payload returns the signed payload of a JWS-signed schema1
+// manifest (what its digest covers): the bytes up to formatLength plus the
+// decoded formatTail of the first signature's protected header. ok is false
+// when b is not such a manifest, or its payload does not declare
+// schemaVersion 1.
+func Schema1Payload(b []byte) (payload []byte, ok bool) {
+	var m struct {
+		Signatures []struct {
+			Protected string `json:"protected"`
+		} `json:"signatures"`
+	}
+	if json.Unmarshal(b, &m) != nil || len(m.Signatures) == 0 {
+		return nil, false
+	}
+	prot, err := base64.RawURLEncoding.DecodeString(trimPadding(m.Signatures[0].Protected))
+	if err != nil {
+		return nil, false
+	}
+	var p struct {
+		FormatLength int    `json:"formatLength"`
+		FormatTail   string `json:"formatTail"`
+	}
+	if json.Unmarshal(prot, &p) != nil || p.FormatLength <= 0 || p.FormatLength > len(b) {
+		return nil, false
+	}
+	tail, err := base64.RawURLEncoding.DecodeString(trimPadding(p.FormatTail))
+	if err != nil {
+		return nil, false
+	}
+	out := make([]byte, 0, p.FormatLength+len(tail))
+	out = append(out, b[:p.FormatLength]...)
+	out = append(out, tail...)
+	var doc struct {
+		SchemaVersion int `json:"schemaVersion"`
+	}
+	if json.Unmarshal(out, &doc) != nil || doc.SchemaVersion != 1 {
+		return nil, false
+	}
+	return out, true
+}
+
+func trimPadding(s string) string {
+	for len(s) > 0 && s[len(s)-1] == '=' {
+		s = s[:len(s)-1]
+	}
+	return s
 }
 
 // DeclaresNoType reports whether the document b leaves out mediaType (OCI
@@ -80,36 +177,6 @@ func DeclaresNoType(b []byte) bool {
 		MediaType string `json:"mediaType"`
 	}
 	return json.Unmarshal(b, &doc) == nil && doc.MediaType == ""
-}
-
-// PlatformMatches reports whether have satisfies want: empty fields of want
-// match anything; arm64 without a variant is v8.
-func PlatformMatches(want, have ocispec.Platform) bool {
-	if want.OS != "" && want.OS != have.OS {
-		return false
-	}
-	if want.Architecture != "" && want.Architecture != have.Architecture {
-		return false
-	}
-	if want.Variant == "" {
-		return true
-	}
-	norm := func(arch, v string) string {
-		if arch == "arm64" && v == "" {
-			return "v8"
-		}
-		return v
-	}
-	return norm(want.Architecture, want.Variant) == norm(have.Architecture, have.Variant)
-}
-
-// FormatPlatform is os/arch[/variant].
-func FormatPlatform(p ocispec.Platform) string {
-	s := p.OS + "/" + p.Architecture
-	if p.Variant != "" {
-		s += "/" + p.Variant
-	}
-	return s
 }
 
 // ConfigPlatform is the platform an image config declares, nil when it

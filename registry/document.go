@@ -1,12 +1,12 @@
 package registry
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"slices"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/wharfproject/wharf/imagespec"
 )
 
 // docKind is what a manifest document is, judged from its body.
@@ -74,7 +74,7 @@ func decodeDocument(host, served string, body []byte) (*decoded, error) {
 		out.kind = kindSchema1
 	}
 	for _, mt := range []string{d.MediaType, served} {
-		if !isKnownManifestType(mt) {
+		if !imagespec.IsKnownManifest(mt) {
 			continue
 		}
 		if k := kindOf(mt); k != out.kind {
@@ -82,7 +82,7 @@ func decodeDocument(host, served string, body []byte) (*decoded, error) {
 		}
 	}
 	out.mediaType = d.MediaType
-	if out.mediaType == "" && isKnownManifestType(served) {
+	if out.mediaType == "" && imagespec.IsKnownManifest(served) {
 		out.mediaType = served
 	}
 	switch out.kind {
@@ -118,9 +118,9 @@ func decodeDocument(host, served string, body []byte) (*decoded, error) {
 			return nil, err
 		}
 		if out.mediaType == "" {
-			out.mediaType = mediaTypeSchema1
-			if _, ok := schema1Payload(body); ok {
-				out.mediaType = mediaTypeSchema1Signed
+			out.mediaType = imagespec.MediaTypeDockerSchema1
+			if _, ok := imagespec.Schema1Payload(body); ok {
+				out.mediaType = imagespec.MediaTypeDockerSchema1JWS
 			}
 		}
 	}
@@ -129,9 +129,9 @@ func decodeDocument(host, served string, body []byte) (*decoded, error) {
 
 func kindOf(mt string) docKind {
 	switch {
-	case isIndexType(mt):
+	case imagespec.IsIndex(mt):
 		return kindIndex
-	case isSchema1Type(mt):
+	case imagespec.IsSchema1(mt):
 		return kindSchema1
 	}
 	return kindManifest
@@ -161,7 +161,7 @@ func decodeSchema1(host string, body []byte, out *decoded) error {
 	}
 	// A signed manifest's digest covers only its payload: decode that, so
 	// bytes outside the signature cannot change what is read.
-	if p, ok := schema1Payload(body); ok {
+	if p, ok := imagespec.Schema1Payload(body); ok {
 		body = p
 	}
 	if err := json.Unmarshal(body, &m); err != nil {
@@ -182,75 +182,7 @@ func decodeSchema1(host string, body []byte, out *decoded) error {
 		if err := l.BlobSum.Validate(); err != nil {
 			return invalidDocument(host, "schema1 layer has an invalid digest %q", l.BlobSum)
 		}
-		out.v1Layers = append(out.v1Layers, ocispec.Descriptor{MediaType: mediaTypeDockerLayer, Digest: l.BlobSum})
+		out.v1Layers = append(out.v1Layers, ocispec.Descriptor{MediaType: imagespec.MediaTypeDockerLayerGzip, Digest: l.BlobSum})
 	}
 	return nil
-}
-
-// schema1Payload returns the signed payload of a JWS-signed schema1
-// manifest (what its digest covers): the bytes up to formatLength plus the
-// decoded formatTail of the first signature's protected header.
-func schema1Payload(body []byte) ([]byte, bool) {
-	var m struct {
-		Signatures []struct {
-			Protected string `json:"protected"`
-		} `json:"signatures"`
-	}
-	if json.Unmarshal(body, &m) != nil || len(m.Signatures) == 0 {
-		return nil, false
-	}
-	prot, err := base64.RawURLEncoding.DecodeString(trimPadding(m.Signatures[0].Protected))
-	if err != nil {
-		return nil, false
-	}
-	var p struct {
-		FormatLength int    `json:"formatLength"`
-		FormatTail   string `json:"formatTail"`
-	}
-	if json.Unmarshal(prot, &p) != nil || p.FormatLength <= 0 || p.FormatLength > len(body) {
-		return nil, false
-	}
-	tail, err := base64.RawURLEncoding.DecodeString(trimPadding(p.FormatTail))
-	if err != nil {
-		return nil, false
-	}
-	out := make([]byte, 0, p.FormatLength+len(tail))
-	out = append(out, body[:p.FormatLength]...)
-	return append(out, tail...), true
-}
-
-func trimPadding(s string) string {
-	for len(s) > 0 && s[len(s)-1] == '=' {
-		s = s[:len(s)-1]
-	}
-	return s
-}
-
-// sniffMediaType names a document served without a useful Content-Type.
-func sniffMediaType(body []byte) string {
-	var d document
-	if json.Unmarshal(body, &d) != nil {
-		return ""
-	}
-	if d.MediaType != "" {
-		return d.MediaType
-	}
-	switch {
-	case present(d.Manifests):
-		return ocispec.MediaTypeImageIndex
-	case d.SchemaVersion == 1 || present(d.FSLayers):
-		if _, ok := schema1Payload(body); ok {
-			return mediaTypeSchema1Signed
-		}
-		return mediaTypeSchema1
-	}
-	return ocispec.MediaTypeImageManifest
-}
-
-// isSchema1Doc reports whether b declares schemaVersion 1.
-func isSchema1Doc(b []byte) bool {
-	var d struct {
-		SchemaVersion int `json:"schemaVersion"`
-	}
-	return json.Unmarshal(b, &d) == nil && d.SchemaVersion == 1
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/containerd/errdefs"
+	"github.com/wharfproject/wharf/imagespec"
 	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry/remote/auth"
 	"oras.land/oras-go/v2/registry/remote/errcode"
@@ -26,7 +27,8 @@ var (
 	// ErrNoMatchingPlatform: an index has no manifest for the platform
 	// asked for (also errdefs.ErrNotFound; the message names the platforms
 	// that exist).
-	ErrNoMatchingPlatform = errors.New("no matching manifest for the platform")
+	// It is imagespec's sentinel, which imagespec.SelectManifest wraps.
+	ErrNoMatchingPlatform = imagespec.ErrNoMatchingPlatform
 	// ErrBlocked: the registry is blocked by the daemon's configuration
 	// (also errdefs.ErrPermissionDenied).
 	ErrBlocked = errors.New("registry is blocked")

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/wharfproject/wharf/imagespec"
 )
 
 func FuzzDecodeAuthConfig(f *testing.F) {
@@ -46,7 +47,7 @@ func FuzzDecodeDocument(f *testing.F) {
 		}
 		switch d.kind {
 		case kindIndex:
-			_, _ = SelectManifest(&d.index, ocispec.Platform{OS: "linux", Architecture: "arm64"})
+			_, _ = imagespec.SelectManifest(&d.index, ocispec.Platform{OS: "linux", Architecture: "arm64"})
 		case kindManifest:
 			if d.manifest.Config.Digest.Validate() != nil {
 				t.Errorf("accepted a manifest with an invalid config digest")
@@ -58,7 +59,7 @@ func FuzzDecodeDocument(f *testing.F) {
 		default:
 			t.Errorf("unknown kind %d", d.kind)
 		}
-		_ = sniffMediaType([]byte(body))
+		_ = imagespec.Sniff([]byte(body))
 	})
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/distribution/reference"
 	"github.com/opencontainers/go-digest"
+	"github.com/wharfproject/wharf/imagespec"
 )
 
 // inspectTimeout bounds one shared remote inspect: it runs detached from the
@@ -26,7 +27,7 @@ const inspectTimeout = 2 * time.Minute
 func (s *Service) Inspect(ctx context.Context, req InspectRequest) (*RemoteImage, error) {
 	key := strings.Join([]string{
 		req.Name,
-		formatPlatform(normalisePlatform(req.Platform)),
+		imagespec.FormatPlatform(imagespec.NormalizePlatform(req.Platform)),
 		credentialIdentity(req.Credentials.Auth),
 		metaKey(req.Credentials.MetaHeaders),
 	}, "\x00")

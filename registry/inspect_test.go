@@ -16,6 +16,7 @@ import (
 	registrytypes "github.com/moby/moby/api/types/registry"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/wharfproject/wharf/imagespec"
 )
 
 func testService(t *testing.T, opts ServiceOptions) *Service {
@@ -181,8 +182,8 @@ func TestInspectPlatformNotInIndex(t *testing.T) {
 	f.addIndex("m/x", "latest", ocispec.Platform{OS: "linux", Architecture: "amd64"})
 	s := testService(t, ServiceOptions{})
 	_, err := s.Inspect(context.Background(), InspectRequest{Name: f.host() + "/m/x", Platform: ocispec.Platform{OS: "linux", Architecture: "s390x"}})
-	if !errdefs.IsNotFound(err) || !strings.Contains(err.Error(), "linux/amd64") || strings.Contains(err.Error(), "unknown/unknown") {
-		t.Errorf("got %v, want NotFound naming linux/amd64 and not the attestation", err)
+	if !errdefs.IsNotFound(err) || !errors.Is(err, ErrNoMatchingPlatform) || !strings.Contains(err.Error(), "linux/amd64") || strings.Contains(err.Error(), "unknown/unknown") {
+		t.Errorf("got %v, want NotFound (ErrNoMatchingPlatform) naming linux/amd64 and not the attestation", err)
 	}
 	for _, r := range f.reset() {
 		if r == "GET /v2/" || strings.Contains(r, "/tags/") {
@@ -346,7 +347,7 @@ func TestInspectSchema1(t *testing.T) {
 		"fsLayers": []map[string]string{{"blobSum": digest.FromString("top").String()}, {"blobSum": digest.FromString("base").String()}},
 		"history":  []map[string]string{{"v1Compatibility": v1c}, {"v1Compatibility": `{"id":"base"}`}},
 	})
-	f.putManifest("old/img", "t", mediaTypeSchema1, body)
+	f.putManifest("old/img", "t", imagespec.MediaTypeDockerSchema1, body)
 	img, err := testService(t, ServiceOptions{}).Inspect(context.Background(), InspectRequest{Name: f.host() + "/old/img:t", Platform: linuxAmd64()})
 	if err != nil {
 		t.Fatal(err)

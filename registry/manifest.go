@@ -12,6 +12,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/wharfproject/wharf/imagespec"
 	"oras.land/oras-go/v2/registry/remote/auth"
 )
 
@@ -35,40 +36,8 @@ const (
 	maxConfigSize   = 8 << 20
 )
 
-// Media types wharf reads.
-const (
-	mediaTypeDockerManifest     = "application/vnd.docker.distribution.manifest.v2+json"
-	mediaTypeDockerManifestList = "application/vnd.docker.distribution.manifest.list.v2+json"
-	mediaTypeSchema1            = "application/vnd.docker.distribution.manifest.v1+json"
-	mediaTypeSchema1Signed      = "application/vnd.docker.distribution.manifest.v1+prettyjws"
-	mediaTypeDockerConfig       = "application/vnd.docker.container.image.v1+json"
-	mediaTypeDockerLayer        = "application/vnd.docker.image.rootfs.diff.tar.gzip"
-)
-
-// manifestAccept lists what we accept, preferred first (schema1 last: read
-// only, for old registries).
-var manifestAccept = strings.Join([]string{
-	ocispec.MediaTypeImageIndex,
-	mediaTypeDockerManifestList,
-	ocispec.MediaTypeImageManifest,
-	mediaTypeDockerManifest,
-	mediaTypeSchema1Signed,
-	mediaTypeSchema1,
-}, ", ")
-
-func isIndexType(mt string) bool {
-	return mt == ocispec.MediaTypeImageIndex || mt == mediaTypeDockerManifestList
-}
-
-func isManifestType(mt string) bool {
-	return mt == ocispec.MediaTypeImageManifest || mt == mediaTypeDockerManifest
-}
-
-func isSchema1Type(mt string) bool { return mt == mediaTypeSchema1 || mt == mediaTypeSchema1Signed }
-
-func isKnownManifestType(mt string) bool {
-	return isIndexType(mt) || isManifestType(mt) || isSchema1Type(mt)
-}
+// manifestAccept lists what we accept, preferred first.
+var manifestAccept = strings.Join(imagespec.ManifestMediaTypes, ", ")
 
 func (r *Repository) manifestURL(ep *repoEndpoint, ref string) string {
 	return ep.baseURL() + "/v2/" + r.path + "/manifests/" + ref
@@ -193,8 +162,8 @@ func (r *Repository) getManifest(ctx context.Context, ep *repoEndpoint, ref stri
 		return ocispec.Descriptor{}, nil, err
 	}
 	mt := served
-	if !isKnownManifestType(mt) {
-		mt = sniffMediaType(body)
+	if !imagespec.IsKnownManifest(mt) {
+		mt = imagespec.Sniff(body)
 	}
 	r.svc.content.put(got, mt, body, r.scope())
 	r.svc.warm.add(r.scope())
@@ -205,8 +174,8 @@ func (r *Repository) getManifest(ctx context.Context, ep *repoEndpoint, ref stri
 // except for signed schema1, whose digest covers the payload without the
 // JWS signatures.
 func manifestDigest(alg digest.Algorithm, served string, body []byte) digest.Digest {
-	if served == mediaTypeSchema1Signed || served == "" || !isKnownManifestType(served) {
-		if p, ok := schema1Payload(body); ok && isSchema1Doc(p) {
+	if served == imagespec.MediaTypeDockerSchema1JWS || !imagespec.IsKnownManifest(served) {
+		if p, ok := imagespec.Schema1Payload(body); ok {
 			return alg.FromBytes(p)
 		}
 	}
@@ -249,7 +218,7 @@ func (r *Repository) fetchManifest(ctx context.Context, desc ocispec.Descriptor)
 	// The descriptor that led here (an index entry) must agree with what
 	// the document is: an "image manifest" entry that is an index is
 	// refused, whether the bytes came from the network or the cache.
-	if isKnownManifestType(desc.MediaType) {
+	if imagespec.IsKnownManifest(desc.MediaType) {
 		if _, err := decodeDocument(r.upstream.host, desc.MediaType, body); err != nil {
 			return nil, "", err
 		}
@@ -265,7 +234,7 @@ func (r *Repository) fetchManifestRemote(ctx context.Context, desc ocispec.Descr
 		if err != nil {
 			return err
 		}
-		if desc.Size > 0 && d.Size != desc.Size && !isSchema1Type(d.MediaType) {
+		if desc.Size > 0 && d.Size != desc.Size && !imagespec.IsSchema1(d.MediaType) {
 			return invalidDocument(ep.host, "manifest %s is %d bytes, descriptor says %d", desc.Digest, d.Size, desc.Size)
 		}
 		body, mt = b, d.MediaType
@@ -327,7 +296,7 @@ func (r *Repository) FetchConfig(ctx context.Context, desc ocispec.Descriptor) (
 // or an inspect builds on it. Configs of other media types (artifacts) are
 // passed through as opaque bytes.
 func checkImageConfig(host string, desc ocispec.Descriptor, b []byte) error {
-	if desc.MediaType != "" && desc.MediaType != ocispec.MediaTypeImageConfig && desc.MediaType != mediaTypeDockerConfig {
+	if desc.MediaType != "" && desc.MediaType != ocispec.MediaTypeImageConfig && desc.MediaType != imagespec.MediaTypeDockerConfig {
 		return nil
 	}
 	if t := bytes.TrimSpace(b); len(t) == 0 || t[0] != '{' {

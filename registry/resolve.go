@@ -10,6 +10,7 @@ import (
 	registrytypes "github.com/moby/moby/api/types/registry"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/wharfproject/wharf/imagespec"
 )
 
 // Resolved is a name resolved on one repository: the top-level document
@@ -206,8 +207,8 @@ func (r *Repository) resolve(ctx context.Context, tag string, dgst digest.Digest
 }
 
 // PlatformManifest is the manifest of the top level for platform p: the top
-// level itself when it is a manifest, else the index entry SelectManifest
-// chooses (ErrNoMatchingPlatform when none). Its bytes are verified.
+// level itself when it is a manifest, else the index entry
+// imagespec.SelectManifest chooses (ErrNoMatchingPlatform when none). Its bytes are verified.
 func (r *Resolved) PlatformManifest(ctx context.Context, p ocispec.Platform) (ocispec.Descriptor, []byte, error) {
 	if r.v1 != nil {
 		return r.v1.Manifest, r.v1.ManifestBytes, nil
@@ -215,7 +216,7 @@ func (r *Resolved) PlatformManifest(ctx context.Context, p ocispec.Platform) (oc
 	if r.doc.kind != kindIndex {
 		return r.Descriptor, r.Raw, nil
 	}
-	chosen, err := SelectManifest(r.Index, p)
+	chosen, err := imagespec.SelectManifest(r.Index, p)
 	if err != nil {
 		return ocispec.Descriptor{}, nil, err
 	}
@@ -271,7 +272,7 @@ func (r *Resolved) Image(ctx context.Context, p ocispec.Platform) (*RemoteImage,
 	case kindSchema1:
 		img.V1 = true
 		img.ConfigBytes = mdoc.v1Config
-		img.Config = ocispec.Descriptor{MediaType: mediaTypeDockerConfig, Digest: digest.FromBytes(mdoc.v1Config), Size: int64(len(mdoc.v1Config))}
+		img.Config = ocispec.Descriptor{MediaType: imagespec.MediaTypeDockerConfig, Digest: digest.FromBytes(mdoc.v1Config), Size: int64(len(mdoc.v1Config))}
 		img.Layers = mdoc.v1Layers
 	default:
 		m := mdoc.manifest

@@ -9,8 +9,6 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
 	registrytypes "github.com/moby/moby/api/types/registry"
-	"github.com/opencontainers/go-digest"
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 func TestCandidates(t *testing.T) {
@@ -225,57 +223,6 @@ func TestCredentialsOnlyForTheirHost(t *testing.T) {
 	}
 	if c, _ := local(ctx, "localhost:5001"); c.Username != "" {
 		t.Errorf("credentials given to another port")
-	}
-}
-
-func TestSelectManifest(t *testing.T) {
-	entry := func(os, arch, variant string) ocispec.Descriptor {
-		return ocispec.Descriptor{Digest: digest.Digest("sha256:" + strings.Repeat("0", 64)), Platform: &ocispec.Platform{OS: os, Architecture: arch, Variant: variant}}
-	}
-	idx := &ocispec.Index{Manifests: []ocispec.Descriptor{
-		entry("unknown", "unknown", ""),
-		entry("linux", "amd64", ""),
-		entry("linux", "arm", "v6"),
-		entry("linux", "arm", "v7"),
-		entry("linux", "arm64", "v8"),
-		entry("windows", "amd64", ""),
-		{Digest: digest.Digest("sha256:" + strings.Repeat("1", 64))}, // no platform
-	}}
-	tests := []struct {
-		want ocispec.Platform
-		pick int // -1 = not found
-	}{
-		{ocispec.Platform{OS: "linux", Architecture: "amd64"}, 1},
-		{ocispec.Platform{OS: "linux", Architecture: "x86_64"}, 1},
-		{ocispec.Platform{OS: "linux", Architecture: "arm64"}, 4},
-		{ocispec.Platform{OS: "linux", Architecture: "aarch64"}, 4},
-		{ocispec.Platform{OS: "linux", Architecture: "arm64", Variant: "v8"}, 4},
-		{ocispec.Platform{OS: "linux", Architecture: "arm"}, 3},
-		{ocispec.Platform{OS: "linux", Architecture: "arm", Variant: "v6"}, 2},
-		{ocispec.Platform{OS: "windows", Architecture: "amd64"}, 5},
-		{ocispec.Platform{OS: "linux", Architecture: "s390x"}, -1},
-		{ocispec.Platform{OS: "unknown", Architecture: "unknown"}, -1},
-	}
-	for _, tc := range tests {
-		got, err := SelectManifest(idx, tc.want)
-		if tc.pick < 0 {
-			if !errdefs.IsNotFound(err) || !strings.Contains(err.Error(), "linux/arm64") {
-				t.Errorf("%v: err %v, want NotFound listing platforms", tc.want, err)
-			}
-			continue
-		}
-		if err != nil {
-			t.Errorf("%v: %v", tc.want, err)
-			continue
-		}
-		if got.Platform != idx.Manifests[tc.pick].Platform {
-			t.Errorf("%v: picked %+v, want %+v", tc.want, got.Platform, idx.Manifests[tc.pick].Platform)
-		}
-	}
-	// arm/v7 runs v6 when there is no v7.
-	only6 := &ocispec.Index{Manifests: []ocispec.Descriptor{entry("linux", "arm", "v5"), entry("linux", "arm", "v6")}}
-	if got, err := SelectManifest(only6, ocispec.Platform{OS: "linux", Architecture: "arm", Variant: "v7"}); err != nil || got.Platform.Variant != "v6" {
-		t.Errorf("arm/v7 on v5+v6: %+v %v, want v6", got.Platform, err)
 	}
 }
 

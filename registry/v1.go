@@ -15,6 +15,7 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/wharfproject/wharf/imagespec"
 )
 
 // The v1 registry protocol, read-only, for remote inspect of registries that
@@ -76,7 +77,7 @@ func (r *Repository) inspectV1(ctx context.Context, tag string, dgst digest.Dige
 		Registry:    r.info.Index.Name,
 		Name:        r.info.Name,
 		Tag:         tag,
-		Config:      ocispec.Descriptor{MediaType: mediaTypeDockerConfig, Digest: digest.FromBytes(cfg), Size: int64(len(cfg))},
+		Config:      ocispec.Descriptor{MediaType: imagespec.MediaTypeDockerConfig, Digest: digest.FromBytes(cfg), Size: int64(len(cfg))},
 		ConfigBytes: cfg,
 		V1:          true,
 	}, nil

@@ -17,7 +17,7 @@ allowed() {
 	case $1 in
 	api/types) echo "" ;;
 	api/server) echo "api/types" ;;
-	registry) echo "" ;;
+	registry) echo "imagespec" ;;
 	imagespec) echo "" ;;
 	graph) echo "registry api/types imagespec graph/store graph/archive graph/distribution" ;;
 	graph/store) echo "api/types imagespec" ;;

@@ -215,24 +215,29 @@ func refFromAnnotations(ann map[string]string) string {
 }
 
 // pickManifest chooses the stored manifest of index d for platform p
-// (the first stored image manifest when none matches), its descriptor
-// checked against the blob.
+// (the one p runs best, imagespec.BestMatch; the first stored image
+// manifest when none matches), its descriptor checked against the blob.
 func (s *Archiver) pickManifest(arc *loadArchive, d digest.Digest, p ocispec.Platform) (ocispec.Descriptor, error) {
 	idx, err := s.st.ReadIndex(d)
 	if err != nil {
 		return ocispec.Descriptor{}, fmt.Errorf("invalid archive: %w%.0w", err, errdefs.ErrInvalidArgument)
 	}
 	var first *ocispec.Descriptor
+	var cands []ocispec.Descriptor
+	var haves []ocispec.Platform
 	for i, m := range idx.Manifests {
-		if imagespec.IsIndex(m.MediaType) || !arc.lease.Has(m.Digest) || m.Annotations[annotationRefType] == "attestation-manifest" {
+		if imagespec.IsIndex(m.MediaType) || !arc.lease.Has(m.Digest) || imagespec.IsAttestation(m) {
 			continue
 		}
 		if first == nil {
 			first = &idx.Manifests[i]
 		}
-		if m.Platform != nil && imagespec.PlatformMatches(p, *m.Platform) {
-			return s.archiveDoc(arc, m, "index "+d.String())
+		if m.Platform != nil {
+			cands, haves = append(cands, m), append(haves, *m.Platform)
 		}
+	}
+	if best := imagespec.BestMatch(p, haves); best >= 0 {
+		return s.archiveDoc(arc, cands[best], "index "+d.String())
 	}
 	if first == nil {
 		return ocispec.Descriptor{}, fmt.Errorf("invalid archive: index %s has no stored manifest%.0w", d, errdefs.ErrInvalidArgument)
@@ -272,8 +277,6 @@ func (s *Archiver) archiveDoc(arc *loadArchive, desc ocispec.Descriptor, where s
 	}
 	return ocispec.Descriptor{MediaType: desc.MediaType, Digest: desc.Digest, Size: desc.Size}, nil
 }
-
-const annotationRefType = "vnd.docker.reference.type"
 
 // checkManifest verifies that the manifest desc (checked by archiveDoc),
 // its config and layers are stored and consistent with their descriptors,
