@@ -64,4 +64,3 @@ func (s *Service) InspectRemote(ctx context.Context, name string, opts types.Rem
 	}
 	return ri, nil
 }
-
