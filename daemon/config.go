@@ -140,6 +140,9 @@ func mergeConfigFile(cfg *Config, fs *pflag.FlagSet, b []byte) error {
 	if dec.More() {
 		return errors.New("invalid JSON: more than one document")
 	}
+	if err := checkDuplicateKeys(b); err != nil {
+		return err
+	}
 	known := map[string]bool{}
 	for _, k := range fileKeyOfFlag {
 		known[k] = true
