@@ -99,6 +99,11 @@ func (s *Server) routes() []route {
 		// containers: only what clients probe (docker ps, docker inspect)
 		{http.MethodGet, "/containers/json", s.getContainersJSON},
 		{http.MethodGet, "/containers/{name:.*}/json", s.getContainerByName},
+		// prunes of what wharfd has none of, for `docker system prune` (prune_routes.go)
+		{http.MethodPost, "/containers/prune", s.postContainersPrune},
+		{http.MethodPost, "/networks/prune", s.postNetworksPrune},
+		{http.MethodPost, "/volumes/prune", s.postVolumesPrune},
+		{http.MethodPost, "/build/prune", s.postBuildPrune},
 	}
 }
 
