@@ -512,3 +512,23 @@ func (s *APISuite) TestInspectFieldsAreGatedByVersion(c *check.C) {
 	r.JSON(c, &withM)
 	c.Check(withM["Manifests"], check.HasLen, 1)
 }
+
+// The JSON platforms of inspect (API 1.49+) and history (1.48+) are checked
+// as strictly as the string one of create (issue 11 #11).
+func (s *APISuite) TestMalformedJSONPlatformIs400(c *check.C) {
+	s.d.Import(c, "api/plat:1")
+	for _, p := range []string{
+		`{"os":"../../etc","architecture":"amd64"}`,
+		`{"os":"linux","architecture":".."}`,
+		`{"os":"linux","architecture":"amd64","variant":"../x"}`,
+		`{"os":"linux/amd64","architecture":"amd64"}`,
+		`{"os":"linux","architecture":"amd64","os.version":"1/2"}`,
+	} {
+		q := url.QueryEscape(p)
+		for _, path := range []string{"/v1.50/images/api/plat:1/json?platform=" + q, "/v1.50/images/api/plat:1/history?platform=" + q} {
+			r := s.d.Get(c, path)
+			c.Assert(r.Status, check.Equals, http.StatusBadRequest, check.Commentf("%s: %s", p, r))
+			c.Assert(r.Message(), check.Matches, `.*invalid platform.*`, check.Commentf("%s", r))
+		}
+	}
+}
