@@ -154,3 +154,58 @@ func (s *WharfCLISuite) TestWharfEventsWithSinceUntil(c *check.C) {
 	plain := s.d.WharfOK(c, "events", "--since", fmt.Sprint(since), "--until", fmt.Sprint(until))
 	c.Assert(plain.Stdout, check.Matches, `(?s).*image import `+id+`.*`)
 }
+
+// completions runs `wharf __complete ARGS…` (what the bash, zsh and fish
+// scripts run on TAB) and returns the candidates and the directive line.
+func completions(c *check.C, r Result) ([]string, string) {
+	c.Assert(r.ExitCode, check.Equals, 0, check.Commentf("%s", r))
+	lines := strings.Split(strings.TrimSpace(r.Stdout), "\n")
+	c.Assert(len(lines) > 0 && strings.HasPrefix(lines[len(lines)-1], ":"), check.Equals, true, check.Commentf("%s", r))
+	var names []string
+	names = append(names, lines[:len(lines)-1]...)
+	return names, lines[len(lines)-1]
+}
+
+// TAB after rmi, inspect, tag, push, save and history offers the local image
+// names, from the daemon, as docker's completion does (issue 11 #11).
+func (s *WharfCLISuite) TestWharfCompletesLocalImageNames(c *check.C) {
+	s.importFile(c, "wcli/comp:1")
+	s.importFile(c, "wcli/comp:2")
+	s.importFile(c, "wcli/other:1")
+	both := []string{"wcli/comp:1", "wcli/comp:2"}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"rmi", "wcli/comp"}, both},
+		{[]string{"rmi", "wcli/comp:1", "wcli/comp"}, both},
+		{[]string{"inspect", "wcli/co"}, both},
+		{[]string{"inspect", "-f", "{{.Id}}", "wcli/comp"}, both},
+		{[]string{"tag", "wcli/comp"}, both},
+		{[]string{"tag", "wcli/comp:1", "wcli/comp"}, both},
+		{[]string{"tag", "wcli/comp:1", "x:1", "wcli/comp"}, nil},
+		{[]string{"push", "wcli/comp"}, both},
+		{[]string{"push", "wcli/comp:1", "wcli/comp"}, nil},
+		{[]string{"save", "-o", "/dev/null", "wcli/comp"}, both},
+		{[]string{"history", "wcli/comp"}, both},
+		{[]string{"history", "wcli/comp:1", "wcli/comp"}, nil},
+		{[]string{"rmi", "wcli/nothing"}, nil},
+	} {
+		got, directive := completions(c, s.d.Wharf(c, append([]string{"__complete"}, tc.args...)...))
+		c.Check(got, check.DeepEquals, tc.want, check.Commentf("%v", tc.args))
+		c.Check(directive, check.Equals, ":4", check.Commentf("%v: no file names for image arguments", tc.args)) // ShellCompDirectiveNoFileComp
+	}
+	// All names when nothing is typed yet; the other images are there too.
+	all, _ := completions(c, s.d.Wharf(c, "__complete", "rmi", ""))
+	c.Assert(strings.Join(all, " "), check.Matches, `.*wcli/comp:1 wcli/comp:2.*wcli/other:1.*`)
+
+	// The daemon from $WHARF_HOST, as for every other command.
+	env, _ := completions(c, runCmd(c, nil, s.d.cliEnv(), bins.Wharf, "__complete", "history", "wcli/comp"))
+	c.Assert(env, check.DeepEquals, both)
+
+	// Without a daemon: no candidates, no error in the user's line, at once.
+	r := runCmd(c, nil, s.d.cliEnv(), bins.Wharf, "-H", "unix:///nonexistent/wharf.sock", "__complete", "rmi", "wcli/")
+	got, directive := completions(c, r)
+	c.Assert(got, check.HasLen, 0)
+	c.Assert(directive, check.Equals, ":1") // ShellCompDirectiveError: the shell shows nothing
+}
