@@ -13,6 +13,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/pflag"
+
+	"github.com/wharfproject/wharf/api/types"
 )
 
 // Config is wharfd's configuration: daemon.json keys, overridden by flags.
@@ -35,6 +37,9 @@ type Config struct {
 	TLSCACert string `json:"tlscacert"`
 	TLSCert   string `json:"tlscert"`
 	TLSKey    string `json:"tlskey"`
+	// MinAPIVersion is the lowest API version the API accepts (dockerd's
+	// "min-api-version"); default types.DefaultMinAPIVersion.
+	MinAPIVersion string `json:"min-api-version"`
 
 	// Flag-only settings.
 
@@ -65,6 +70,7 @@ var fileKeyOfFlag = map[string]string{
 	"tlscacert":                "tlscacert",
 	"tlscert":                  "tlscert",
 	"tlskey":                   "tlskey",
+	"min-api-version":          "min-api-version",
 }
 
 // InstallFlags defines wharfd's flags on fs, bound to cfg.
@@ -83,6 +89,7 @@ func InstallFlags(fs *pflag.FlagSet, cfg *Config) {
 	fs.StringVar(&cfg.TLSCACert, "tlscacert", "", "Trust client certificates signed by this CA only (with --tlsverify)")
 	fs.StringVar(&cfg.TLSCert, "tlscert", "", "Path to the server's TLS certificate (with --tlsverify)")
 	fs.StringVar(&cfg.TLSKey, "tlskey", "", "Path to the server's TLS key (with --tlsverify)")
+	fs.StringVar(&cfg.MinAPIVersion, "min-api-version", "", "Lowest API version clients may use (default "+types.DefaultMinAPIVersion+", at least "+types.MinSupportedAPIVersion+")")
 	fs.BoolVar(&cfg.AllowInsecureTCP, "allow-insecure-tcp", false, "Allow tcp:// hosts without TLS (INSECURE: gives the network full control of the image store)")
 }
 
@@ -139,6 +146,9 @@ func mergeConfigFile(cfg *Config, fs *pflag.FlagSet, b []byte) error {
 	}
 	if dec.More() {
 		return errors.New("invalid JSON: more than one document")
+	}
+	if err := checkDuplicateKeys(b); err != nil {
+		return err
 	}
 	known := map[string]bool{}
 	for _, k := range fileKeyOfFlag {
@@ -215,6 +225,7 @@ func (c *Config) fieldsByKey() map[string]any {
 		"tlscacert":                &c.TLSCACert,
 		"tlscert":                  &c.TLSCert,
 		"tlskey":                   &c.TLSKey,
+		"min-api-version":          &c.MinAPIVersion,
 	}
 }
 
@@ -253,6 +264,9 @@ func (c *Config) applyDefaults(env Env) {
 	if c.MaxConcurrentDownloads == 0 {
 		c.MaxConcurrentDownloads = defaultMaxConcurrentDownloads
 	}
+	if c.MinAPIVersion == "" {
+		c.MinAPIVersion = types.DefaultMinAPIVersion
+	}
 }
 
 // Validate checks the values; each error names its key.
@@ -262,6 +276,11 @@ func (c *Config) Validate() error {
 	}
 	if _, err := logrus.ParseLevel(c.LogLevel); err != nil {
 		return fmt.Errorf("invalid value for \"log-level\": %q: use debug, info, warn, error or fatal", c.LogLevel)
+	}
+	if c.MinAPIVersion != "" { // "" is the default
+		if err := types.ValidateMinAPIVersion(c.MinAPIVersion); err != nil {
+			return fmt.Errorf("invalid value for \"min-api-version\": %w", err)
+		}
 	}
 	if c.MaxConcurrentDownloads < 0 {
 		return fmt.Errorf("invalid value for \"max-concurrent-downloads\": %d: must not be negative", c.MaxConcurrentDownloads)

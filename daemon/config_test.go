@@ -59,6 +59,31 @@ func TestLoadConfigFile(t *testing.T) {
 		{name: "relative data-root", file: `{"data-root":"rel"}`, wantErr: `invalid value for "data-root"`},
 		{name: "bad host", file: `{"hosts":["ftp://x"]}`, wantErr: `invalid value for "hosts"`},
 		{name: "invalid JSON", file: `{"debug":`, wantErr: "invalid JSON"},
+		{name: "min-api-version", file: `{"min-api-version":"1.24"}`,
+			check: func(t *testing.T, c *Config) {
+				if c.MinAPIVersion != "1.24" {
+					t.Errorf("MinAPIVersion %q", c.MinAPIVersion)
+				}
+			}},
+		{name: "min-api-version below the floor", file: `{"min-api-version":"1.11"}`,
+			wantErr: `invalid value for "min-api-version": minimum supported API version is 1.12: 1.11`},
+		{name: "min-api-version above the maximum", file: `{"min-api-version":"1.51"}`,
+			wantErr: `invalid value for "min-api-version": maximum supported API version is 1.50: 1.51`},
+		{name: "min-api-version with v", file: `{"min-api-version":"v1.24"}`, wantErr: `without "v" prefix`},
+		{name: "min-api-version not a version", file: `{"min-api-version":"1.2x"}`, wantErr: `"1.2x" is not an API version`},
+		{name: "min-api-version flag", flags: []string{"--min-api-version", "1.40"}, file: `{}`,
+			check: func(t *testing.T, c *Config) {
+				if c.MinAPIVersion != "1.40" {
+					t.Errorf("MinAPIVersion %q", c.MinAPIVersion)
+				}
+			}},
+		{name: "duplicate key, valid value last", file: "{\"max-concurrent-downloads\": -5,\n\"max-concurrent-downloads\": 2}",
+			wantErr: `duplicate key "max-concurrent-downloads" on line 1 and line 2`},
+		{name: "duplicate key, valid value first", file: "{\"max-concurrent-downloads\": 2,\n\"max-concurrent-downloads\": -5}",
+			wantErr: `duplicate key "max-concurrent-downloads" on line 1 and line 2`},
+		{name: "duplicate key with the same value", file: `{"debug": true, "debug": true}`, wantErr: `duplicate key "debug"`},
+		{name: "duplicate key inside a value", file: `{"hosts": [{"a": 1, "a": 2}]}`, wantErr: `duplicate key "hosts.a"`},
+		{name: "same key in sibling objects", file: `{"hosts": [{"a": 1}, {"a": 2}]}`, wantErr: `invalid value for "hosts"`},
 		{name: "flag and file", file: `{"data-root":"/a","registry-mirrors":["https://m"]}`, flags: []string{"--data-root", "/b", "--registry-mirror", "https://n"},
 			wantErr: "the following directives are specified both as a flag and in the configuration file: data-root: (from flag: /b, from file: \"/a\"), registry-mirrors: (from flag: [https://n], from file: [\"https://m\"])"},
 		{name: "flags and file on different keys", file: `{"data-root":"/a"}`, flags: []string{"-D", "-H", "unix:///tmp/x.sock"},
@@ -121,7 +146,7 @@ func TestDefaults(t *testing.T) {
 			if cfg.Root != tc.root || (tc.sock != "" && cfg.Hosts[0] != tc.sock) {
 				t.Errorf("root %q hosts %v", cfg.Root, cfg.Hosts)
 			}
-			if cfg.LogLevel != "info" || cfg.MaxConcurrentDownloads != 3 {
+			if cfg.LogLevel != "info" || cfg.MaxConcurrentDownloads != 3 || cfg.MinAPIVersion != "1.12" {
 				t.Errorf("defaults: %+v", cfg)
 			}
 		})

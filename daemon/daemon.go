@@ -168,7 +168,7 @@ func (d *Daemon) serve(ctx context.Context, log *logrus.Entry) error {
 		}
 	}()
 
-	handler := server.New(d, server.Options{ServerVersion: d.opts.Version, Logger: log.WithField("module", "api")})
+	handler := server.New(d, server.Options{ServerVersion: d.opts.Version, MinAPIVersion: d.cfg.MinAPIVersion, Logger: log.WithField("module", "api")})
 	srv := &http.Server{
 		Handler: handler,
 		// Headers must arrive within 30 s (slow-loris); bodies and

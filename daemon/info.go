@@ -68,7 +68,7 @@ func (d *Daemon) SystemVersion(ctx context.Context) system.VersionResponse {
 	kernel := kernelVersion()
 	details := map[string]string{
 		"ApiVersion":    types.DefaultAPIVersion,
-		"MinAPIVersion": types.MinAPIVersion,
+		"MinAPIVersion": d.cfg.MinAPIVersion,
 		"GitCommit":     d.opts.GitCommit,
 		"GoVersion":     runtime.Version(),
 		"Os":            runtime.GOOS,
@@ -82,7 +82,7 @@ func (d *Daemon) SystemVersion(ctx context.Context) system.VersionResponse {
 		Components:    []system.ComponentVersion{{Name: "Engine", Version: d.opts.Version, Details: details}},
 		Version:       d.opts.Version,
 		APIVersion:    types.DefaultAPIVersion,
-		MinAPIVersion: types.MinAPIVersion,
+		MinAPIVersion: d.cfg.MinAPIVersion,
 		GitCommit:     d.opts.GitCommit,
 		GoVersion:     runtime.Version(),
 		Os:            runtime.GOOS,

@@ -512,3 +512,60 @@ func (s *APISuite) TestInspectFieldsAreGatedByVersion(c *check.C) {
 	r.JSON(c, &withM)
 	c.Check(withM["Manifests"], check.HasLen, 1)
 }
+
+// The JSON platforms of inspect (API 1.49+) and history (1.48+) are checked
+// as strictly as the string one of create (issue 11 #11).
+func (s *APISuite) TestMalformedJSONPlatformIs400(c *check.C) {
+	s.d.Import(c, "api/plat:1")
+	for _, p := range []string{
+		`{"os":"../../etc","architecture":"amd64"}`,
+		`{"os":"linux","architecture":".."}`,
+		`{"os":"linux","architecture":"amd64","variant":"../x"}`,
+		`{"os":"linux/amd64","architecture":"amd64"}`,
+		`{"os":"linux","architecture":"amd64","os.version":"1/2"}`,
+	} {
+		q := url.QueryEscape(p)
+		for _, path := range []string{"/v1.50/images/api/plat:1/json?platform=" + q, "/v1.50/images/api/plat:1/history?platform=" + q} {
+			r := s.d.Get(c, path)
+			c.Assert(r.Status, check.Equals, http.StatusBadRequest, check.Commentf("%s: %s", p, r))
+			c.Assert(r.Message(), check.Matches, `.*invalid platform.*`, check.Commentf("%s", r))
+		}
+	}
+}
+
+// /system/df has dockerd's shape at every version (issue 11 #11): BuilderSize
+// (0: there is no build cache), and image summaries gated like GET
+// /images/json: VirtualSize below 1.44, Descriptor from 1.48.
+func (s *APISuite) TestSystemDFShapeByVersion(c *check.C) {
+	id := s.d.Import(c, "api/dfshape:1")
+	for _, tc := range []struct {
+		version            string
+		virtual, described bool
+	}{{"1.50", false, true}, {"1.47", false, false}, {"1.41", true, false}, {"1.22", true, false}} {
+		r := s.d.Get(c, "/v"+tc.version+"/system/df")
+		c.Assert(r.Status, check.Equals, 200, check.Commentf("%s", r))
+		var df map[string]json.RawMessage
+		r.JSON(c, &df)
+		c.Assert(string(df["BuilderSize"]), check.Equals, "0", check.Commentf("%s: %s", tc.version, r.Body))
+		for _, k := range []string{"LayersSize", "Images", "Containers", "Volumes", "BuildCache"} {
+			_, ok := df[k]
+			c.Assert(ok, check.Equals, true, check.Commentf("%s lacks %s", tc.version, k))
+		}
+		var images []map[string]any
+		c.Assert(json.Unmarshal(df["Images"], &images), check.IsNil)
+		var img map[string]any
+		for _, m := range images {
+			if m["Id"] == id {
+				img = m
+			}
+		}
+		c.Assert(img, check.NotNil)
+		_, virtual := img["VirtualSize"]
+		_, described := img["Descriptor"]
+		c.Check(virtual, check.Equals, tc.virtual, check.Commentf("%s: VirtualSize", tc.version))
+		c.Check(described, check.Equals, tc.described, check.Commentf("%s: Descriptor", tc.version))
+		if tc.virtual {
+			c.Check(img["VirtualSize"], check.Equals, img["Size"])
+		}
+	}
+}

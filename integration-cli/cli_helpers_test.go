@@ -87,14 +87,22 @@ func (d *Daemon) WharfOK(c *check.C, args ...string) Result {
 // dockerPath finds the docker CLI: it must be there in CI, and is skipped
 // loudly elsewhere.
 func dockerPath(c *check.C) string {
-	p, err := exec.LookPath("docker")
+	return requireClient(c, "docker", "docker-ce-cli (or docker.io)")
+}
+
+// requireClient finds a client program written by others that the suites
+// drive (docker, skopeo, python3). Under CI=true it must be there (.ci/run
+// installs it), so a missing one fails the suite instead of hiding a
+// regression; elsewhere its tests are skipped loudly.
+func requireClient(c *check.C, name, install string) string {
+	p, err := exec.LookPath(name)
 	if err == nil {
 		return p
 	}
 	if os.Getenv("CI") == "true" {
-		c.Fatalf("docker CLI not found on PATH and CI=true: install docker-ce-cli (or docker.io) in .ci/run")
+		c.Fatalf("%s not found on PATH and CI=true: install %s in .ci/run", name, install)
 	}
-	msg := "SKIPPING docker CLI tests: no `docker` on PATH (they are required when CI=true)"
+	msg := fmt.Sprintf("SKIPPING %s tests: no `%s` on PATH (they are required when CI=true)", name, name)
 	fmt.Fprintln(os.Stderr, "integration-cli: "+msg)
 	c.Skip(msg)
 	return ""

@@ -48,6 +48,24 @@ func (s *DaemonSuite) TestUnknownKeyInDaemonJSONStopsStartup(c *check.C) {
 		check.Commentf("the error should name the unknown key:\n%s", d.Log()))
 }
 
+// A key given twice must not be settled silently by whichever comes last
+// (issue 11 #10): both orders are refused and the error names the key.
+func (s *DaemonSuite) TestDuplicateKeyInDaemonJSONStopsStartup(c *check.C) {
+	for _, body := range []string{
+		"{\n  \"max-concurrent-downloads\": -5,\n  \"max-concurrent-downloads\": 2\n}",
+		"{\n  \"max-concurrent-downloads\": 2,\n  \"max-concurrent-downloads\": -5\n}",
+	} {
+		d := NewDaemon(c)
+		cfg := filepath.Join(c.MkDir(), "daemon.json")
+		c.Assert(os.WriteFile(cfg, []byte(body), 0o644), check.IsNil)
+		err := d.StartWithError("--config-file", cfg)
+		d.Kill()
+		c.Assert(err, check.NotNil, check.Commentf("wharfd started with a duplicated key:\n%s", body))
+		c.Assert(d.Log(), check.Matches, `(?s).*duplicate key "max-concurrent-downloads".*line 2.*line 3.*`,
+			check.Commentf("the error should name the key and both lines:\n%s", d.Log()))
+	}
+}
+
 func (s *DaemonSuite) TestValidDaemonJSONIsAccepted(c *check.C) {
 	d := NewDaemon(c)
 	cfg := filepath.Join(c.MkDir(), "daemon.json")

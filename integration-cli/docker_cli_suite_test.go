@@ -164,3 +164,63 @@ func (s *DockerCLISuite) TestDockerLoginPullPushLogout(c *check.C) {
 		c.Assert(strings.TrimSpace(out.Stdout), check.Equals, img.ID(), check.Commentf("tag %s", tag))
 	}
 }
+
+// `docker system prune` asks for containers, networks, volumes and the build
+// cache to be pruned before images; wharfd has none of them and answers as an
+// engine without any would, so the dangling images are reclaimed (issue 11 #3).
+func (s *DockerCLISuite) TestDockerSystemPruneReclaimsDanglingImages(c *check.C) {
+	d := StartDaemon(c) // prune -a below removes every image: not the suite's
+	defer d.Stop(c)
+	dangling := d.Import(c, "")
+	kept := d.Import(c, "dcli/prune-kept:1")
+
+	out := d.DockerOK(c, "system", "prune", "-f")
+	c.Assert(out.Stdout, check.Matches, `(?s)Deleted Images:\ndeleted: `+dangling+`\n.*Total reclaimed space: [1-9][0-9.]*[kM]?B\n`)
+	left := d.DockerOK(c, "images", "-a", "-q", "--no-trunc").Stdout
+	c.Assert(strings.TrimSpace(left), check.Equals, kept)
+
+	for _, args := range [][]string{
+		{"container", "prune", "-f"},
+		{"container", "prune", "-f", "--filter", "until=1h", "--filter", "label=a=b"},
+		{"volume", "prune", "-f"},
+		{"volume", "prune", "-f", "--all"},
+		{"builder", "prune", "-f"},
+		{"builder", "prune", "-f", "--all", "--filter", "until=24h"},
+		{"system", "prune", "-f", "--filter", "until=1h"},
+	} {
+		r := d.DockerOK(c, args...)
+		c.Assert(r.Stdout, check.Matches, `(?s).*Total reclaimed space: 0B\n`, check.Commentf("%s", r))
+	}
+	// The CLI prints nothing when no network was removed (as with dockerd).
+	c.Assert(d.DockerOK(c, "network", "prune", "-f").Stdout, check.Equals, "")
+	bad := d.Docker(c, "container", "prune", "-f", "--filter", "bogus=1")
+	c.Assert(bad.ExitCode, check.Equals, 1, check.Commentf("%s", bad))
+	c.Assert(bad.Stderr, check.Matches, `(?s).*Invalid filter 'bogus'.*`)
+
+	all := d.DockerOK(c, "system", "prune", "-f", "-a", "--volumes")
+	c.Assert(all.Stdout, check.Matches, `(?s).*untagged: dcli/prune-kept:1\n.*deleted: `+kept+`\n.*`)
+	c.Assert(strings.TrimSpace(d.DockerOK(c, "images", "-a", "-q").Stdout), check.Equals, "")
+}
+
+// A platform is names, not a path: `../../etc` and other malformed ones are
+// refused with 400 wherever wharfd reads one (issue 11 #11). The docker CLI
+// sends --platform of import and pull as given.
+func (s *DockerCLISuite) TestDockerMalformedPlatformIsRefused(c *check.C) {
+	tarPath := filepath.Join(c.MkDir(), "rootfs.tar")
+	tarb, err := testregistry.RandomTar("file.bin", 100)
+	c.Assert(err, check.IsNil)
+	c.Assert(os.WriteFile(tarPath, tarb, 0o644), check.IsNil)
+	pushImage(c, s.regs.anon, "dcli/plat", "1", testregistry.ImageOptions{})
+	for _, p := range []string{"../../etc", "linux/..", "linux/./amd64", "linux/amd64/../..", "linux/", ".linux/amd64"} {
+		imp := s.d.Docker(c, "import", "--platform", p, tarPath, "dcli/plat-import:1")
+		c.Assert(imp.ExitCode, check.Equals, 1, check.Commentf("import --platform %s: %s", p, imp))
+		c.Assert(imp.Stderr, check.Matches, `(?s)Error response from daemon: .*invalid platform.*`, check.Commentf("%s", imp))
+		pull := s.d.Docker(c, "pull", "--platform", p, s.regs.anon.Host+"/dcli/plat:1")
+		c.Assert(pull.ExitCode, check.Equals, 1, check.Commentf("pull --platform %s: %s", p, pull))
+		c.Assert(pull.Stderr, check.Matches, `(?s).*invalid platform.*`, check.Commentf("%s", pull))
+	}
+	c.Assert(s.d.Docker(c, "image", "inspect", "dcli/plat-import:1").ExitCode, check.Equals, 1, check.Commentf("an import with a bad platform left an image"))
+	s.d.DockerOK(c, "import", "--platform", "linux/arm64/v8", tarPath, "dcli/plat-import:ok")
+	out := s.d.DockerOK(c, "image", "inspect", "--format", "{{.Os}}/{{.Architecture}}", "dcli/plat-import:ok")
+	c.Assert(strings.TrimSpace(out.Stdout), check.Equals, "linux/arm64")
+}

@@ -141,16 +141,118 @@ func (s *WharfCLISuite) TestWharfSaveLoad(c *check.C) {
 }
 
 func (s *WharfCLISuite) TestWharfEventsWithSinceUntil(c *check.C) {
-	since := time.Now().Add(-time.Second).Unix()
+	// To the nanosecond: a whole second before now would take in the
+	// events of the test that ran just before.
+	now := time.Now()
+	since := fmt.Sprintf("%d.%09d", now.Unix(), now.Nanosecond())
 	id := s.importFile(c, "wcli/events:1")
 	s.d.WharfOK(c, "tag", "wcli/events:1", "wcli/events:2")
 	until := time.Now().Add(time.Second).Unix()
-	ev := s.d.WharfOK(c, "events", "--since", fmt.Sprint(since), "--until", fmt.Sprint(until), "--filter", "event=tag", "--format", "{{.Action}} {{.Actor.ID}} {{.Actor.Attributes.name}}")
+	ev := s.d.WharfOK(c, "events", "--since", since, "--until", fmt.Sprint(until), "--filter", "event=tag", "--format", "{{.Action}} {{.Actor.ID}} {{.Actor.Attributes.name}}")
 	// Import with a name logs its own tag event (wcli/events:1), as dockerd does.
 	c.Assert(ev.Stdout, check.Matches, `(?s)(.*\n)?tag `+id+` wcli/events:2\n`)
 	for _, line := range strings.Split(strings.TrimSpace(ev.Stdout), "\n") {
 		c.Assert(line, check.Matches, `tag `+id+` wcli/events:[12]`)
 	}
-	plain := s.d.WharfOK(c, "events", "--since", fmt.Sprint(since), "--until", fmt.Sprint(until))
+	plain := s.d.WharfOK(c, "events", "--since", since, "--until", fmt.Sprint(until))
 	c.Assert(plain.Stdout, check.Matches, `(?s).*image import `+id+`.*`)
+}
+
+// completions runs `wharf __complete ARGS…` (what the bash, zsh and fish
+// scripts run on TAB) and returns the candidates and the directive line.
+func completions(c *check.C, r Result) ([]string, string) {
+	c.Assert(r.ExitCode, check.Equals, 0, check.Commentf("%s", r))
+	lines := strings.Split(strings.TrimSpace(r.Stdout), "\n")
+	c.Assert(len(lines) > 0 && strings.HasPrefix(lines[len(lines)-1], ":"), check.Equals, true, check.Commentf("%s", r))
+	var names []string
+	names = append(names, lines[:len(lines)-1]...)
+	return names, lines[len(lines)-1]
+}
+
+// TAB after rmi, inspect, tag, push, save and history offers the local image
+// names, from the daemon, as docker's completion does (issue 11 #11).
+func (s *WharfCLISuite) TestWharfCompletesLocalImageNames(c *check.C) {
+	s.importFile(c, "wcli/comp:1")
+	s.importFile(c, "wcli/comp:2")
+	s.importFile(c, "wcli/other:1")
+	both := []string{"wcli/comp:1", "wcli/comp:2"}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"rmi", "wcli/comp"}, both},
+		{[]string{"rmi", "wcli/comp:1", "wcli/comp"}, both},
+		{[]string{"inspect", "wcli/co"}, both},
+		{[]string{"inspect", "-f", "{{.Id}}", "wcli/comp"}, both},
+		{[]string{"tag", "wcli/comp"}, both},
+		{[]string{"tag", "wcli/comp:1", "wcli/comp"}, both},
+		{[]string{"tag", "wcli/comp:1", "x:1", "wcli/comp"}, nil},
+		{[]string{"push", "wcli/comp"}, both},
+		{[]string{"push", "wcli/comp:1", "wcli/comp"}, nil},
+		{[]string{"save", "-o", "/dev/null", "wcli/comp"}, both},
+		{[]string{"history", "wcli/comp"}, both},
+		{[]string{"history", "wcli/comp:1", "wcli/comp"}, nil},
+		{[]string{"rmi", "wcli/nothing"}, nil},
+	} {
+		got, directive := completions(c, s.d.Wharf(c, append([]string{"__complete"}, tc.args...)...))
+		c.Check(got, check.DeepEquals, tc.want, check.Commentf("%v", tc.args))
+		c.Check(directive, check.Equals, ":4", check.Commentf("%v: no file names for image arguments", tc.args)) // ShellCompDirectiveNoFileComp
+	}
+	// All names when nothing is typed yet; the other images are there too.
+	all, _ := completions(c, s.d.Wharf(c, "__complete", "rmi", ""))
+	c.Assert(strings.Join(all, " "), check.Matches, `.*wcli/comp:1 wcli/comp:2.*wcli/other:1.*`)
+
+	// The daemon from $WHARF_HOST, as for every other command.
+	env, _ := completions(c, runCmd(c, nil, s.d.cliEnv(), bins.Wharf, "__complete", "history", "wcli/comp"))
+	c.Assert(env, check.DeepEquals, both)
+
+	// Without a daemon: no candidates, no error in the user's line, at once.
+	r := runCmd(c, nil, s.d.cliEnv(), bins.Wharf, "-H", "unix:///nonexistent/wharf.sock", "__complete", "rmi", "wcli/")
+	got, directive := completions(c, r)
+	c.Assert(got, check.HasLen, 0)
+	c.Assert(directive, check.Equals, ":1") // ShellCompDirectiveError: the shell shows nothing
+}
+
+// A typo in a script must fail it: unknown commands, unknown flags and
+// wrong argument counts exit non-zero with the docker CLI 28's words
+// (issue 11 #8). Flag errors exit 125, as docker's; the others 1.
+func (s *WharfCLISuite) TestWharfRefusesUnknownCommandsFlagsAndArguments(c *check.C) {
+	for _, tc := range []struct {
+		args   []string
+		status int
+		stderr string // exact
+	}{
+		{[]string{"copy", "a", "b"}, 1, "wharf: unknown command: wharf copy\n\nRun 'wharf --help' for more information\n"},
+		{[]string{"imagse"}, 1, "wharf: unknown command: wharf imagse\n\nRun 'wharf --help' for more information\n"},
+		{[]string{"system", "bogus"}, 1, "wharf: unknown command: wharf system bogus\n\nUsage:  wharf system COMMAND\n\nRun 'wharf system --help' for more information\n"},
+		{[]string{"completion", "bogus"}, 1, "wharf: unknown command: wharf completion bogus\n\nUsage:  wharf completion\n\nRun 'wharf completion --help' for more information\n"},
+		{[]string{"help", "bogus"}, 1, "unknown help topic: bogus\n"},
+		{[]string{"help", "system", "bogus"}, 1, "unknown help topic: system bogus\n"},
+		{[]string{"--bogus"}, 125, "unknown flag: --bogus\n\nUsage:  wharf [OPTIONS] COMMAND\n\nRun 'wharf --help' for more information\n"},
+		{[]string{"images", "--bogus"}, 125, "unknown flag: --bogus\n\nUsage:  wharf images [OPTIONS] [REPOSITORY[:TAG]]\n\nRun 'wharf images --help' for more information\n"},
+		{[]string{"system", "prune", "-x"}, 125, "unknown shorthand flag: 'x' in -x\n\nUsage:  wharf system prune [OPTIONS]\n\nRun 'wharf system prune --help' for more information\n"},
+		{[]string{"events", "--until"}, 125, "flag needs an argument: --until\n\nUsage:  wharf events [OPTIONS]\n\nRun 'wharf events --help' for more information\n"},
+		{[]string{"rmi"}, 1, "wharf: 'wharf rmi' requires at least 1 argument\n\nUsage:  wharf rmi [OPTIONS] IMAGE [IMAGE...]\n\nSee 'wharf rmi --help' for more information\n"},
+		{[]string{"tag", "x"}, 1, "wharf: 'wharf tag' requires 2 arguments\n\nUsage:  wharf tag SOURCE_IMAGE[:TAG] TARGET_IMAGE[:TAG]\n\nRun 'wharf tag --help' for more information\n"},
+		{[]string{"images", "a", "b"}, 1, "wharf: 'wharf images' requires at most 1 argument\n\nUsage:  wharf images [OPTIONS] [REPOSITORY[:TAG]]\n\nRun 'wharf images --help' for more information\n"},
+		{[]string{"import", "a", "b", "c"}, 1, "wharf: 'wharf import' requires at least 1 and at most 2 arguments\n\nUsage:  wharf import [OPTIONS] file|- [REPOSITORY[:TAG]]\n\nRun 'wharf import --help' for more information\n"},
+		{[]string{"info", "extra"}, 1, "wharf: 'wharf info' accepts no arguments\n\nUsage:  wharf info [OPTIONS]\n\nRun 'wharf info --help' for more information\n"},
+		{[]string{"system", "prune", "extra"}, 1, "wharf: 'wharf system prune' accepts no arguments\n\nUsage:  wharf system prune [OPTIONS]\n\nRun 'wharf system prune --help' for more information\n"},
+	} {
+		r := s.d.Wharf(c, tc.args...)
+		c.Check(r.ExitCode, check.Equals, tc.status, check.Commentf("%s", r))
+		c.Check(r.Stderr, check.Equals, tc.stderr, check.Commentf("%s", r))
+		c.Check(r.Stdout, check.Equals, "", check.Commentf("%s", r))
+	}
+	// Help is not an error.
+	for _, args := range [][]string{{}, {"system"}, {"help"}, {"help", "images"}, {"images", "--help"}, {"--version"}} {
+		r := s.d.Wharf(c, args...)
+		c.Check(r.ExitCode, check.Equals, 0, check.Commentf("%s", r))
+		c.Check(r.Stdout, check.Not(check.Equals), "", check.Commentf("%s", r))
+	}
+	// One usage line in help, with no "[flags]" tail (docker's has none).
+	h := s.d.WharfOK(c, "rmi", "--help")
+	c.Assert(h.Stdout, check.Matches, `(?s).*Usage:\n  wharf rmi \[OPTIONS\] IMAGE \[IMAGE\.\.\.\]\n\n.*`)
+	h = s.d.WharfOK(c, "system", "--help")
+	c.Assert(h.Stdout, check.Matches, `(?s).*Usage:\n  wharf system COMMAND\n\nAvailable Commands:.*`)
 }

@@ -44,6 +44,31 @@ func parseEventTime(v string) (time.Time, error) {
 	return time.Unix(s, ns), nil
 }
 
+// The instants whose Unix nanoseconds fit an int64: 1677-09-21 to
+// 2262-04-11. Events carry timeNano, and comparing a since or until beyond
+// them as nanoseconds wraps around (2300-01-01 becomes a date in 1715), so
+// --since 2300 replayed every past event and --until 2300 none.
+var (
+	minEventTime = time.Unix(0, math.MinInt64)
+	maxEventTime = time.Unix(0, math.MaxInt64)
+)
+
+// clampEventTime brings a since or until into that range. Every event
+// happens inside it, so which events are selected does not change: a since
+// after 2262 still replays none, an until after it still ends nothing.
+// The zero time (no bound) stays zero.
+func clampEventTime(t time.Time) time.Time {
+	switch {
+	case t.IsZero():
+		return t
+	case t.Before(minEventTime):
+		return minEventTime
+	case t.After(maxEventTime):
+		return maxEventTime
+	}
+	return t
+}
+
 // backfillLegacy sets the status/id/from fields that docker CLIs before v25
 // need on image and container events, when the backend left them empty.
 func backfillLegacy(ev *types.EventMessage) {
@@ -76,6 +101,8 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request, _ map[string]
 	if !until.IsZero() && until.Before(since) {
 		return invalidArg("`since` time (%s) cannot be after `until` time (%s)", r.Form.Get("since"), r.Form.Get("until"))
 	}
+	// After the order check, which must see the dates as given.
+	since, until = clampEventTime(since), clampEventTime(until)
 	f, err := parseFilters(r)
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"math"
 	"net/http/httptest"
 	"net/url"
 	"strconv"
@@ -129,6 +130,59 @@ func TestEventTimeParsing(t *testing.T) {
 		if tc.ok && tc.in != "" && got.UnixNano() != tc.want {
 			t.Errorf("%q: %d, want %d", tc.in, got.UnixNano(), tc.want)
 		}
+	}
+}
+
+// A since or until beyond what int64 nanoseconds hold (after 2262-04-11,
+// before 1677-09-21) reaches the backend clamped, so no comparison in
+// nanoseconds wraps around; the order check still sees the real dates.
+func TestEventTimesBeyondNanosecondRangeAreClamped(t *testing.T) {
+	const y2300, y2301 = "10413792000", "10445328000"
+	var gotSince, gotUntil time.Time
+	live := make(chan types.EventMessage, 2)
+	b := &fakeBackend{subscribe: func(since, until time.Time, f types.Filters) ([]types.EventMessage, <-chan types.EventMessage, func()) {
+		gotSince, gotUntil = since, until
+		return nil, live, func() {}
+	}}
+	tests := []struct {
+		query                string
+		wantSince, wantUntil int64 // UnixNano; 0 = no bound
+	}{
+		{"since=" + y2300, math.MaxInt64, 0},
+		{"since=-20000000000&until=100", math.MinInt64, 100e9},
+		{"since=100&until=-1", 0, 0}, // until before since: 400 below
+	}
+	for _, tc := range tests[:2] {
+		live <- ev(events.ActionTag, "sha256:a", time.Now().Unix())
+		close(live)
+		rec := do(t, b, "GET", "/v1.50/events?"+tc.query, nil, nil)
+		live = make(chan types.EventMessage, 2)
+		if rec.Code != 200 {
+			t.Fatalf("%s: %d %s", tc.query, rec.Code, rec.Body)
+		}
+		if gotSince.UnixNano() != tc.wantSince || (tc.wantUntil != 0 && gotUntil.UnixNano() != tc.wantUntil) {
+			t.Errorf("%s: since %d until %d", tc.query, gotSince.UnixNano(), gotUntil.UnixNano())
+		}
+	}
+	if rec := do(t, b, "GET", "/v1.50/events?"+tests[2].query, nil, nil); rec.Code != 400 {
+		t.Errorf("until before since: %d", rec.Code)
+	}
+	if rec := do(t, b, "GET", "/v1.50/events?since="+y2301+"&until="+y2300, nil, nil); rec.Code != 400 {
+		t.Errorf("since 2301 after until 2300 must stay an error once both are clamped: %d", rec.Code)
+	}
+
+	// A live stream with until in 2300 does not end at its first event.
+	live = make(chan types.EventMessage, 3)
+	now := time.Now().Unix()
+	live <- ev(events.ActionTag, "sha256:1", now)
+	live <- ev(events.ActionTag, "sha256:2", now)
+	close(live)
+	rec := do(t, b, "GET", "/v1.50/events?until="+y2300, nil, nil)
+	if n := strings.Count(rec.Body.String(), "\n"); rec.Code != 200 || n != 2 {
+		t.Errorf("until 2300: %d, %d events: %s", rec.Code, n, rec.Body)
+	}
+	if gotUntil.UnixNano() != math.MaxInt64 {
+		t.Errorf("until reached the backend as %d", gotUntil.UnixNano())
 	}
 }
 

@@ -54,6 +54,16 @@ func TestInspectVersionGating(t *testing.T) {
 		absent  []string
 		equal   map[string]string
 	}{
+		// skopeo 1.9 pins 1.22; dockerd 20.10 served down to 1.12 with the
+		// same shape as 1.41.
+		{"1.12",
+			[]string{"VirtualSize", "Container", "ContainerConfig", "Parent", "Comment", "DockerVersion", "Author"},
+			[]string{"Descriptor", "Identity"},
+			map[string]string{"VirtualSize": "1234", "Created": `"0001-01-01T00:00:00Z"`, "RepoTags": "[]", "RepoDigests": "[]"}},
+		{"1.22",
+			[]string{"VirtualSize", "Container", "ContainerConfig", "Parent", "Comment", "DockerVersion", "Author"},
+			[]string{"Descriptor", "Identity"},
+			map[string]string{"VirtualSize": "1234", "Created": `"0001-01-01T00:00:00Z"`, "RepoTags": "[]", "RepoDigests": "[]"}},
 		{"1.41",
 			[]string{"VirtualSize", "Container", "ContainerConfig", "Parent", "Comment", "DockerVersion", "Author"},
 			[]string{"Descriptor", "Identity"},

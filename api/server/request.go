@@ -1,16 +1,13 @@
 package server
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"regexp"
 	"strings"
 
 	"github.com/containerd/errdefs"
 	"github.com/moby/moby/api/pkg/authconfig"
 	"github.com/moby/moby/api/types/registry"
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/api/types"
 )
@@ -82,58 +79,4 @@ func metaHeaders(r *http.Request) http.Header {
 		}
 	}
 	return h
-}
-
-// decodePlatformJSON parses the JSON OCI platform of inspect, history, push
-// and save (`{"os":"linux","architecture":"arm64"}`).
-func decodePlatformJSON(s string) (*ocispec.Platform, error) {
-	var p ocispec.Platform
-	if err := json.Unmarshal([]byte(s), &p); err != nil {
-		return nil, invalidArg("failed to parse platform: %v", err)
-	}
-	if p.OS == "" && p.Architecture == "" {
-		return nil, invalidArg("failed to parse platform: os and architecture are empty")
-	}
-	return &p, nil
-}
-
-var platformPart = regexp.MustCompile(`^[a-z0-9_.-]+$`)
-
-// parsePlatformString parses the os[/arch[/variant]] string of
-// POST /images/create (containerd's platforms.Parse form, without its
-// guessing: an architecture alone is refused).
-func parsePlatformString(s string) (*ocispec.Platform, error) {
-	parts := strings.Split(strings.ToLower(strings.TrimSpace(s)), "/")
-	if len(parts) > 3 {
-		return nil, invalidArg("%q: unknown operating system or architecture: invalid argument", s)
-	}
-	for _, p := range parts {
-		if !platformPart.MatchString(p) {
-			return nil, invalidArg("%q: invalid platform component %q", s, p)
-		}
-	}
-	p := &ocispec.Platform{OS: parts[0]}
-	if len(parts) > 1 {
-		p.Architecture = normalizeArch(parts[1])
-	}
-	if len(parts) > 2 {
-		p.Variant = parts[2]
-	}
-	if p.Architecture == "arm64" && p.Variant == "v8" {
-		p.Variant = ""
-	}
-	return p, nil
-}
-
-// normalizeArch maps the common kernel names to GOARCH names, as containerd does.
-func normalizeArch(a string) string {
-	switch a {
-	case "x86_64", "x86-64":
-		return "amd64"
-	case "aarch64":
-		return "arm64"
-	case "i386", "i686":
-		return "386"
-	}
-	return a
 }

@@ -24,7 +24,8 @@ type Options struct {
 	// APIVersion is the advertised (and highest accepted) API version;
 	// default types.DefaultAPIVersion.
 	APIVersion string
-	// MinAPIVersion is the lowest accepted API version; default types.MinAPIVersion.
+	// MinAPIVersion is the lowest accepted API version; default
+	// types.DefaultMinAPIVersion.
 	MinAPIVersion string
 	Logger        *logrus.Entry
 }
@@ -49,7 +50,7 @@ func New(backend Backend, opts Options) http.Handler {
 		opts.APIVersion = types.DefaultAPIVersion
 	}
 	if opts.MinAPIVersion == "" {
-		opts.MinAPIVersion = types.MinAPIVersion
+		opts.MinAPIVersion = types.DefaultMinAPIVersion
 	}
 	if opts.ServerVersion == "" {
 		opts.ServerVersion = "dev"
@@ -98,6 +99,11 @@ func (s *Server) routes() []route {
 		// containers: only what clients probe (docker ps, docker inspect)
 		{http.MethodGet, "/containers/json", s.getContainersJSON},
 		{http.MethodGet, "/containers/{name:.*}/json", s.getContainerByName},
+		// prunes of what wharfd has none of, for `docker system prune` (prune_routes.go)
+		{http.MethodPost, "/containers/prune", s.postContainersPrune},
+		{http.MethodPost, "/networks/prune", s.postNetworksPrune},
+		{http.MethodPost, "/volumes/prune", s.postVolumesPrune},
+		{http.MethodPost, "/build/prune", s.postBuildPrune},
 	}
 }
 

@@ -12,6 +12,8 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/image"
 	"github.com/sirupsen/logrus"
+
+	"github.com/wharfproject/wharf/api/types"
 )
 
 func do(t *testing.T, b Backend, method, path string, body io.Reader, hdr map[string]string) *httptest.ResponseRecorder {
@@ -48,8 +50,13 @@ func TestVersionMiddleware(t *testing.T) {
 		{"/v1.41/version", 200, "", "application/json"},
 		{"/v1.51/version", 400, "client version 1.51 is too new. Maximum supported API version is 1.50", "application/json"},
 		{"/v1.100/version", 400, "client version 1.100 is too new. Maximum supported API version is 1.50", "application/json"},
-		{"/v1.23/version", 400, "client version 1.23 is too old. Minimum supported API version is 1.24, please upgrade your client to a newer version", "text/plain; charset=utf-8"},
-		{"/v1.11/version", 400, "client version 1.11 is too old. Minimum supported API version is 1.24, please upgrade your client to a newer version", "text/plain; charset=utf-8"},
+		// Old clients that pin a version (skopeo 1.9: 1.22) are served, down
+		// to dockerd 20.10's floor.
+		{"/v1.23/version", 200, "", "application/json"},
+		{"/v1.22/version", 200, "", "application/json"},
+		{"/v1.12/version", 200, "", "application/json"},
+		{"/v1.11/version", 400, "client version 1.11 is too old. Minimum supported API version is 1.12, please upgrade your client to a newer version", "text/plain; charset=utf-8"},
+		{"/v1.1/version", 400, "client version 1.1 is too old. Minimum supported API version is 1.12, please upgrade your client to a newer version", "text/plain; charset=utf-8"},
 		{"/vabc/version", 404, "page not found", "application/json"},
 		{"/v1.41/nosuchthing", 404, "page not found", "application/json"},
 		{"/nosuchthing", 404, "page not found", "application/json"},
@@ -80,6 +87,40 @@ func TestVersionMiddleware(t *testing.T) {
 				t.Errorf("message %q, want %q", got, tc.msg)
 			}
 		})
+	}
+}
+
+// An operator's minimum (wharfd --min-api-version) is the floor: below it
+// dockerd's "too old" text, plain below 1.24 and JSON from it.
+func TestMinAPIVersionIsConfigurable(t *testing.T) {
+	h := New(&fakeBackend{}, Options{MinAPIVersion: "1.40", Logger: logrus.NewEntry(logrus.New())})
+	for path, want := range map[string]int{"/v1.40/version": 200, "/v1.50/version": 200, "/v1.39/version": 400, "/v1.22/version": 400} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		if rec.Code != want {
+			t.Errorf("%s: status %d, want %d: %s", path, rec.Code, want, rec.Body)
+		}
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/v1.39/version", nil))
+	if got := message(t, rec); got != "client version 1.39 is too old. Minimum supported API version is 1.40, please upgrade your client to a newer version" {
+		t.Errorf("message %q", got)
+	}
+}
+
+// Below 1.24 errors are plain text, as dockerd 20.10 sends them (its
+// apiVersionSupportsJSONErrors), whatever the route.
+func TestErrorsBelow124ArePlainText(t *testing.T) {
+	b := &fakeBackend{inspect: func(n string, _ types.InspectOptions) (*types.ImageInspect, error) {
+		return nil, fmt.Errorf("No such image: %s%.0w", n, errdefs.ErrNotFound)
+	}}
+	rec := do(t, b, "GET", "/v1.22/images/nosuch:1/json", nil, nil)
+	if rec.Code != 404 || rec.Header().Get("Content-Type") != "text/plain; charset=utf-8" || strings.TrimSpace(rec.Body.String()) != "No such image: nosuch:1" {
+		t.Errorf("%d %q %q", rec.Code, rec.Header().Get("Content-Type"), rec.Body)
+	}
+	rec = do(t, b, "GET", "/v1.24/images/nosuch:1/json", nil, nil)
+	if rec.Code != 404 || message(t, rec) != "No such image: nosuch:1" {
+		t.Errorf("%d %q", rec.Code, rec.Body)
 	}
 }
 

@@ -84,7 +84,34 @@ func (s *Server) getDiskUsage(w http.ResponseWriter, r *http.Request, _ map[stri
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, du)
+	version := apiVersionFrom(r.Context())
+	if !versionLess(version, "1.48") {
+		writeJSON(w, http.StatusOK, du)
+		return nil
+	}
+	// The image summaries of older versions, as in GET /images/json: no
+	// Descriptor below 1.48, VirtualSize (= Size) below 1.44. Containers
+	// stays a count (0), as dockerd counts them for df.
+	m, err := toObject(du)
+	if err != nil {
+		return err
+	}
+	images := make([]json.RawMessage, 0, len(du.Images))
+	for _, img := range du.Images {
+		img.Descriptor = nil
+		if !versionLess(version, "1.44") {
+			images = append(images, rawJSON(img))
+			continue
+		}
+		im, err := toObject(img)
+		if err != nil {
+			return err
+		}
+		im["VirtualSize"] = rawJSON(img.Size)
+		images = append(images, orderedObject(im, nil))
+	}
+	m["Images"] = rawJSON(images)
+	writeRawJSON(w, orderedObject(m, []string{"LayersSize", "Images", "Containers", "Volumes", "BuildCache", "BuilderSize"}))
 	return nil
 }
 

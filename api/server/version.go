@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strconv"
-	"strings"
 
 	"github.com/containerd/errdefs"
+
+	"github.com/wharfproject/wharf/api/types"
 )
 
 type versionKey struct{}
@@ -21,28 +21,8 @@ func apiVersionFrom(ctx context.Context) string {
 	return ""
 }
 
-// compareVersions compares dotted API versions numerically ("1.9" < "1.10");
-// a missing or non-numeric part counts as 0, as in moby's versions.compare.
-func compareVersions(a, b string) int {
-	as, bs := strings.Split(a, "."), strings.Split(b, ".")
-	n := max(len(as), len(bs))
-	for i := 0; i < n; i++ {
-		var x, y int
-		if i < len(as) {
-			x, _ = strconv.Atoi(as[i])
-		}
-		if i < len(bs) {
-			y, _ = strconv.Atoi(bs[i])
-		}
-		switch {
-		case x < y:
-			return -1
-		case x > y:
-			return 1
-		}
-	}
-	return 0
-}
+// compareVersions compares dotted API versions numerically ("1.9" < "1.10").
+func compareVersions(a, b string) int { return types.CompareAPIVersions(a, b) }
 
 func versionLess(a, b string) bool { return compareVersions(a, b) < 0 }
 

@@ -138,4 +138,8 @@ type DiskUsage struct {
 	Containers []struct{}
 	Volumes    []struct{}
 	BuildCache []struct{}
+	// BuilderSize is the build cache's size, always 0. dockerd 20.10 always
+	// sends it and newer dockerd omits it when 0; clients written against
+	// the older answer read it without checking (Python's df()["BuilderSize"]).
+	BuilderSize int64
 }

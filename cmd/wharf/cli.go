@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/sirupsen/logrus"
@@ -161,8 +162,10 @@ func newRootCommand(c *cli) *cobra.Command {
 	root.Flags().StringVarP(&c.host, "host", "H", "", "Daemon socket to connect to (unix:///path or tcp://host:port; default $"+client.HostEnv+", then the default socket)")
 	root.Flags().BoolVarP(&c.debug, "debug", "D", false, "Enable debug mode (debug logs on stderr)")
 	c.tls.install(root)
+	// docker's flag errors: status 125 (the command did not run) and the
+	// usage line.
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return &statusError{status: 125, message: fmt.Sprintf("%s\nSee '%s --help'.", err, cmd.CommandPath())}
+		return &statusError{status: 125, message: fmt.Sprintf("%s\n\nUsage:  %s\n\nRun '%s --help' for more information", err, cmd.UseLine(), cmd.CommandPath())}
 	})
 	root.AddCommand(
 		newVersionCommand(c),
@@ -184,47 +187,128 @@ func newRootCommand(c *cli) *cobra.Command {
 		newGenManCommand(root),
 		newGenCompletionCommand(root),
 	)
+	root.SetHelpCommand(newHelpCommand(root))
+	// cobra adds its hidden `completion` group only when the CLI runs;
+	// adding it now lets refuseUnknownCommands cover it too.
+	root.InitDefaultCompletionCmd()
+	refuseUnknownCommands(root)
+	// Command groups are runnable now (they refuse unknown words), and
+	// cobra's usage would then print two usage lines for them, the
+	// group's and "CMD [command]": keep the one that names COMMAND.
+	root.SetUsageTemplate(strings.Replace(root.UsageTemplate(), cobraUsageLines, "Usage:\n  {{.UseLine}}", 1))
 	return root
 }
 
-// requiresArgs returns a cobra.PositionalArgs like docker's "requires at least N argument".
+// cobraUsageLines is the head of cobra's default usage template.
+const cobraUsageLines = "Usage:{{if .Runnable}}\n  {{.UseLine}}{{end}}{{if .HasAvailableSubCommands}}\n  {{.CommandPath}} [command]{{end}}"
+
+// refuseUnknownCommands makes the root and every command group fail on a
+// word that names none of their subcommands, as docker does; cobra shows
+// the help and exits 0 instead, so `wharf copy a b` passed in scripts.
+// Groups without a word of their own show their help. It also drops
+// cobra's " [flags]" from the usage lines, which docker's do not have.
+func refuseUnknownCommands(cmd *cobra.Command) {
+	cmd.DisableFlagsInUseLine = true
+	if cmd.HasSubCommands() {
+		cmd.Args = unknownCommand
+		if cmd.RunE == nil && cmd.Run == nil {
+			cmd.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		refuseUnknownCommands(sub)
+	}
+}
+
+// unknownCommand is the Args of the root and of command groups.
+func unknownCommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	if !cmd.HasParent() {
+		return &statusError{status: 1, message: fmt.Sprintf("%s: unknown command: %s %s\n\nRun '%s --help' for more information",
+			cmd.Name(), cmd.CommandPath(), args[0], cmd.CommandPath())}
+	}
+	return &statusError{status: 1, message: fmt.Sprintf("%s: unknown command: %s %s\n\nUsage:  %s\n\nRun '%s --help' for more information",
+		cmd.Root().Name(), cmd.CommandPath(), args[0], cmd.UseLine(), cmd.CommandPath())}
+}
+
+// newHelpCommand is cobra's `help [command]`, except that an unknown topic
+// is an error (exit 1), as with docker.
+func newHelpCommand(root *cobra.Command) *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Long: "Help provides help for any command in the application.\n" +
+			"Simply type " + root.Name() + " help [path to command] for full details.",
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+			target, _, err := root.Find(args)
+			if err != nil || target == nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var names []string
+			for _, sub := range target.Commands() {
+				if sub.IsAvailableCommand() && strings.HasPrefix(sub.Name(), toComplete) {
+					names = append(names, sub.Name())
+				}
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			target, rest, err := root.Find(args)
+			if err != nil || target == nil || len(rest) > 0 {
+				return &statusError{status: 1, message: "unknown help topic: " + strings.Join(args, " ")}
+			}
+			return target.Help()
+		},
+	}
+}
+
+// The argument-count checks, with the docker CLI 28's words (its
+// cli/required.go) and status 1.
+
+func argsError(cmd *cobra.Command, what, seeOrRun string) error {
+	return &statusError{status: 1, message: fmt.Sprintf("%s: '%s' %s\n\nUsage:  %s\n\n%s '%s --help' for more information",
+		cmd.Root().Name(), cmd.CommandPath(), what, cmd.UseLine(), seeOrRun, cmd.CommandPath())}
+}
+
+func arguments(n int) string {
+	if n == 1 {
+		return "1 argument"
+	}
+	return fmt.Sprintf("%d arguments", n)
+}
+
+// requiresMinArgs: at least n arguments.
 func requiresMinArgs(n int) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) >= n {
 			return nil
 		}
-		s := "s"
-		if n == 1 {
-			s = ""
-		}
-		return &statusError{status: 1, message: fmt.Sprintf("\"%s\" requires at least %d argument%s.\nSee '%s --help'.\n\nUsage:  %s\n\n%s",
-			cmd.CommandPath(), n, s, cmd.CommandPath(), cmd.UseLine(), cmd.Short)}
+		return argsError(cmd, "requires at least "+arguments(n), "See")
 	}
 }
 
-// requiresExactArgs is requiresMinArgs for an exact count.
+// requiresExactArgs: exactly n arguments.
 func requiresExactArgs(n int) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) == n {
 			return nil
 		}
-		s := "s"
-		if n == 1 {
-			s = ""
-		}
-		return &statusError{status: 1, message: fmt.Sprintf("\"%s\" requires exactly %d argument%s.\nSee '%s --help'.\n\nUsage:  %s\n\n%s",
-			cmd.CommandPath(), n, s, cmd.CommandPath(), cmd.UseLine(), cmd.Short)}
+		return argsError(cmd, "requires "+arguments(n), "Run")
 	}
 }
 
-// requiresRangeArgs is requiresMinArgs for a range.
+// requiresRangeArgs: lo to hi arguments (lo 0: "at most").
 func requiresRangeArgs(lo, hi int) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) >= lo && len(args) <= hi {
 			return nil
 		}
-		return &statusError{status: 1, message: fmt.Sprintf("\"%s\" requires at least %d and at most %d arguments.\nSee '%s --help'.\n\nUsage:  %s\n\n%s",
-			cmd.CommandPath(), lo, hi, cmd.CommandPath(), cmd.UseLine(), cmd.Short)}
+		if lo == 0 {
+			return argsError(cmd, "requires at most "+arguments(hi), "Run")
+		}
+		return argsError(cmd, fmt.Sprintf("requires at least %d and at most %s", lo, arguments(hi)), "Run")
 	}
 }
 
@@ -233,6 +317,5 @@ func noArgs(cmd *cobra.Command, args []string) error {
 	if len(args) == 0 {
 		return nil
 	}
-	return &statusError{status: 1, message: fmt.Sprintf("\"%s\" accepts no arguments.\nSee '%s --help'.\n\nUsage:  %s\n\n%s",
-		cmd.CommandPath(), cmd.CommandPath(), cmd.UseLine(), cmd.Short)}
+	return argsError(cmd, "accepts no arguments", "Run")
 }

@@ -17,7 +17,7 @@ func newGenCompletionCommand(root *cobra.Command) *cobra.Command {
 		Use:    "gen-completion DIR",
 		Short:  "Generate bash, zsh and fish completion scripts into DIR",
 		Hidden: true,
-		Args:   cobra.ExactArgs(1),
+		Args:   requiresExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			gens := []struct {
 				path string

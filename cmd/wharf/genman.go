@@ -20,7 +20,7 @@ func newGenManCommand(root *cobra.Command) *cobra.Command {
 		Use:    "gen-man [--markdown [--force]] DIR",
 		Short:  "Generate man pages into DIR",
 		Hidden: true,
-		Args:   cobra.ExactArgs(1),
+		Args:   requiresExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := args[0]
 			if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -42,9 +42,10 @@ type historyOptions struct {
 func newHistoryCommand(c *cli) *cobra.Command {
 	var o historyOptions
 	cmd := &cobra.Command{
-		Use:   "history [OPTIONS] IMAGE",
-		Short: "Show the history of an image",
-		Args:  requiresExactArgs(1),
+		Use:               "history [OPTIONS] IMAGE",
+		Short:             "Show the history of an image",
+		Args:              requiresExactArgs(1),
+		ValidArgsFunction: completeImageNames(c, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			api, err := c.client()
 			if err != nil {

@@ -35,7 +35,8 @@ func newInspectCommand(c *cli) *cobra.Command {
   wharf inspect --remote registry.example.com/team/app:1.4
   wharf inspect -r --platform linux/arm64/v8 -f '{{.Digest}} {{.Architecture}}' alpine
   wharf inspect --remote --raw alpine:3.20`,
-		Args: requiresMinArgs(1),
+		Args:              requiresMinArgs(1),
+		ValidArgsFunction: completeImageNames(c, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runInspect(cmd.Context(), c, o, args)
 		},

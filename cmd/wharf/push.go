@@ -14,9 +14,10 @@ import (
 func newPushCommand(c *cli) *cobra.Command {
 	var all, quiet bool
 	cmd := &cobra.Command{
-		Use:   "push [OPTIONS] NAME[:TAG]",
-		Short: "Upload an image to a registry",
-		Args:  requiresExactArgs(1),
+		Use:               "push [OPTIONS] NAME[:TAG]",
+		Short:             "Upload an image to a registry",
+		Args:              requiresExactArgs(1),
+		ValidArgsFunction: completeImageNames(c, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ref, err := reference.ParseNormalizedNamed(args[0])
 			if err != nil {

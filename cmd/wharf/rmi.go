@@ -12,9 +12,10 @@ import (
 func newRmiCommand(c *cli) *cobra.Command {
 	var o client.ImageRemoveOptions
 	cmd := &cobra.Command{
-		Use:   "rmi [OPTIONS] IMAGE [IMAGE...]",
-		Short: "Remove one or more images",
-		Args:  requiresMinArgs(1),
+		Use:               "rmi [OPTIONS] IMAGE [IMAGE...]",
+		Short:             "Remove one or more images",
+		Args:              requiresMinArgs(1),
+		ValidArgsFunction: completeImageNames(c, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			api, err := c.client()
 			if err != nil {

@@ -13,9 +13,10 @@ import (
 func newSaveCommand(c *cli) *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
-		Use:   "save [OPTIONS] IMAGE [IMAGE...]",
-		Short: "Save one or more images to a tar archive (streamed to STDOUT by default)",
-		Args:  requiresMinArgs(1),
+		Use:               "save [OPTIONS] IMAGE [IMAGE...]",
+		Short:             "Save one or more images to a tar archive (streamed to STDOUT by default)",
+		Args:              requiresMinArgs(1),
+		ValidArgsFunction: completeImageNames(c, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output == "" && isTerminal(c.out) {
 				return errors.New("cowardly refusing to save to a terminal. Use the -o flag or redirect")

@@ -17,7 +17,6 @@ func newSystemCommand(c *cli) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "system COMMAND",
 		Short: "Manage the wharf daemon's store",
-		Args:  noArgs,
 	}
 	cmd.AddCommand(newSystemCheckCommand(c), newSystemPruneCommand(c))
 	return cmd

@@ -9,9 +9,10 @@ import (
 
 func newTagCommand(c *cli) *cobra.Command {
 	return &cobra.Command{
-		Use:   "tag SOURCE_IMAGE[:TAG] TARGET_IMAGE[:TAG]",
-		Short: "Create a tag TARGET_IMAGE that refers to SOURCE_IMAGE",
-		Args:  requiresExactArgs(2),
+		Use:               "tag SOURCE_IMAGE[:TAG] TARGET_IMAGE[:TAG]",
+		Short:             "Create a tag TARGET_IMAGE that refers to SOURCE_IMAGE",
+		Args:              requiresExactArgs(2),
+		ValidArgsFunction: completeImageNames(c, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ref, err := reference.ParseNormalizedNamed(args[1])
 			if err != nil {

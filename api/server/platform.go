@@ -1,0 +1,100 @@
+package server
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+)
+
+// Platforms arrive in two forms: the os[/arch[/variant]] string of POST
+// /images/create, and the JSON OCI platform of inspect, history (and, as
+// the API grows, push, save, load and delete). Both are checked here, the
+// one place api/server reads a platform, so that a value like `../../etc`
+// is a 400 whichever route it comes through: a platform names an OS and a
+// CPU, never a path, and it ends up in file names, logs and errors.
+//
+// The rules are containerd's platforms.Parse, a little stricter: an OS is
+// letters, digits, '_' and '-'; an architecture or variant may also hold
+// dots (containerd allows them) but may not start with one, which refuses
+// ".", ".." and hidden names; os.version and os.features use the same
+// characters.
+var (
+	platformOS   = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+	platformPart = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9_.-]*$`)
+)
+
+// decodePlatformJSON parses the JSON OCI platform of inspect, history, push
+// and save (`{"os":"linux","architecture":"arm64"}`).
+func decodePlatformJSON(s string) (*ocispec.Platform, error) {
+	var p ocispec.Platform
+	if err := json.Unmarshal([]byte(s), &p); err != nil {
+		return nil, invalidArg("failed to parse platform: %v", err)
+	}
+	if p.OS == "" && p.Architecture == "" {
+		return nil, invalidArg("failed to parse platform: os and architecture are empty")
+	}
+	type field struct {
+		name, value string
+		re          *regexp.Regexp
+	}
+	fields := []field{
+		{"os", p.OS, platformOS},
+		{"architecture", p.Architecture, platformPart},
+		{"variant", p.Variant, platformPart},
+		{"os.version", p.OSVersion, platformPart},
+	}
+	for _, f := range p.OSFeatures {
+		fields = append(fields, field{"os.features", f, platformPart})
+	}
+	for _, f := range fields {
+		if f.value != "" && !f.re.MatchString(f.value) {
+			return nil, invalidArg("invalid platform %s: %s %q", s, f.name, f.value)
+		}
+	}
+	return &p, nil
+}
+
+// parsePlatformString parses the os[/arch[/variant]] string of
+// POST /images/create (containerd's platforms.Parse form, without its
+// guessing: an architecture alone is refused).
+func parsePlatformString(s string) (*ocispec.Platform, error) {
+	parts := strings.Split(strings.ToLower(strings.TrimSpace(s)), "/")
+	if len(parts) > 3 {
+		return nil, invalidArg("invalid platform %q: unknown operating system or architecture: more than os/arch/variant", s)
+	}
+	for i, part := range parts {
+		re := platformPart
+		if i == 0 {
+			re = platformOS
+		}
+		if !re.MatchString(part) {
+			return nil, invalidArg("invalid platform %q: component %q", s, part)
+		}
+	}
+	p := &ocispec.Platform{OS: parts[0]}
+	if len(parts) > 1 {
+		p.Architecture = normalizeArch(parts[1])
+	}
+	if len(parts) > 2 {
+		p.Variant = parts[2]
+	}
+	if p.Architecture == "arm64" && p.Variant == "v8" {
+		p.Variant = ""
+	}
+	return p, nil
+}
+
+// normalizeArch maps the common kernel names to GOARCH names, as containerd does.
+func normalizeArch(a string) string {
+	switch a {
+	case "x86_64", "x86-64":
+		return "amd64"
+	case "aarch64":
+		return "arm64"
+	case "i386", "i686":
+		return "386"
+	}
+	return a
+}
