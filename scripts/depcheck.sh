@@ -16,7 +16,7 @@ TEST_SUPPORT="internal/testregistry internal/hostile"
 allowed() {
 	case $1 in
 	api/types) echo "" ;;
-	api/server) echo "api/types" ;;
+	api/server) echo "api/types imagespec" ;;
 	registry) echo "imagespec" ;;
 	imagespec) echo "" ;;
 	graph) echo "registry api/types imagespec graph/store graph/archive graph/distribution" ;;
@@ -26,7 +26,7 @@ allowed() {
 	daemon) echo "api/server api/types graph registry" ;;
 	client) echo "api/types" ;;
 	cmd/wharfd) echo "daemon" ;;
-	cmd/wharf) echo "client api/types" ;;
+	cmd/wharf) echo "client api/types imagespec" ;;
 	internal/testregistry) echo "" ;;
 	internal/hostile) echo "internal/testregistry" ;;
 	integration-cli) echo "internal/testregistry client api/types" ;;

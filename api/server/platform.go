@@ -3,9 +3,10 @@ package server
 import (
 	"encoding/json"
 	"regexp"
-	"strings"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/wharfproject/wharf/imagespec"
 )
 
 // Platforms arrive in two forms: the os[/arch[/variant]] string of POST
@@ -57,44 +58,13 @@ func decodePlatformJSON(s string) (*ocispec.Platform, error) {
 }
 
 // parsePlatformString parses the os[/arch[/variant]] string of
-// POST /images/create (containerd's platforms.Parse form, without its
-// guessing: an architecture alone is refused).
+// POST /images/create with wharf's one platform parser
+// (imagespec.ParsePlatform, containerd's platforms.Parse: normalised, path-like
+// junk refused).
 func parsePlatformString(s string) (*ocispec.Platform, error) {
-	parts := strings.Split(strings.ToLower(strings.TrimSpace(s)), "/")
-	if len(parts) > 3 {
-		return nil, invalidArg("invalid platform %q: unknown operating system or architecture: more than os/arch/variant", s)
+	p, err := imagespec.ParsePlatform(s)
+	if err != nil {
+		return nil, err
 	}
-	for i, part := range parts {
-		re := platformPart
-		if i == 0 {
-			re = platformOS
-		}
-		if !re.MatchString(part) {
-			return nil, invalidArg("invalid platform %q: component %q", s, part)
-		}
-	}
-	p := &ocispec.Platform{OS: parts[0]}
-	if len(parts) > 1 {
-		p.Architecture = normalizeArch(parts[1])
-	}
-	if len(parts) > 2 {
-		p.Variant = parts[2]
-	}
-	if p.Architecture == "arm64" && p.Variant == "v8" {
-		p.Variant = ""
-	}
-	return p, nil
-}
-
-// normalizeArch maps the common kernel names to GOARCH names, as containerd does.
-func normalizeArch(a string) string {
-	switch a {
-	case "x86_64", "x86-64":
-		return "amd64"
-	case "aarch64":
-		return "arm64"
-	case "i386", "i686":
-		return "386"
-	}
-	return a
+	return &p, nil
 }

@@ -211,7 +211,7 @@ func TestInspectPlatformSentAsJSON(t *testing.T) {
 	}
 	var p ocispec.Platform
 	raw := d.requests()[0].URL.Query().Get("platform")
-	if err := json.Unmarshal([]byte(raw), &p); err != nil || p.OS != "linux" || p.Architecture != "arm64" || p.Variant != "v8" {
+	if err := json.Unmarshal([]byte(raw), &p); err != nil || p.OS != "linux" || p.Architecture != "arm64" || p.Variant != "" {
 		t.Errorf("platform %q: %v", raw, err)
 	}
 }

@@ -5,25 +5,24 @@ import (
 	"strings"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/wharfproject/wharf/imagespec"
 )
 
-// parsePlatform parses "os/arch[/variant]" (the --platform flag); "" is nil.
+// parsePlatform parses "os/arch[/variant]" (the --platform flag) with
+// wharf's one platform parser; "" is nil.
 func parsePlatform(s string) (*ocispec.Platform, error) {
 	if s == "" {
 		return nil, nil
 	}
-	parts := strings.Split(strings.ToLower(s), "/")
-	if len(parts) < 2 || len(parts) > 3 {
+	// The flag names both halves, as docker's documentation writes it: a
+	// lone "linux" would silently mean this machine's architecture.
+	if !strings.Contains(s, "/") {
 		return nil, fmt.Errorf("invalid platform %q: want os/arch[/variant]", s)
 	}
-	for _, p := range parts {
-		if p == "" {
-			return nil, fmt.Errorf("invalid platform %q: want os/arch[/variant]", s)
-		}
+	p, err := imagespec.ParsePlatform(s)
+	if err != nil {
+		return nil, err
 	}
-	p := &ocispec.Platform{OS: parts[0], Architecture: parts[1]}
-	if len(parts) == 3 {
-		p.Variant = parts[2]
-	}
-	return p, nil
+	return &p, nil
 }
