@@ -46,7 +46,16 @@ func newPullCommand(c *cli) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rc, err := api.ImagePull(ctx, ref.Name(), opts)
+			// The repository as typed, not normalised: a short name is
+			// searched through the daemon's add-registry list, as remote
+			// inspect searches it ("app" is not "docker.io/library/app").
+			name := ref.Name()
+			if typed, perr := reference.Parse(args[0]); perr == nil {
+				if n, ok := typed.(reference.Named); ok {
+					name = n.Name()
+				}
+			}
+			rc, err := api.ImagePull(ctx, name, opts)
 			if err != nil {
 				return err
 			}
