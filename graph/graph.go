@@ -16,6 +16,9 @@ package graph
 
 import (
 	"context"
+	"fmt"
+	"github.com/containerd/errdefs"
+	"github.com/wharfproject/wharf/imagespec"
 	"io"
 	"time"
 
@@ -90,8 +93,30 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 func (s *Store) Close() error { return s.st.Close() }
 
 // LoadImage answers POST /images/load (see archive.Archiver.LoadImage).
-func (s *Store) LoadImage(ctx context.Context, r io.Reader, quiet bool, out types.ProgressWriter) error {
-	return s.arc.LoadImage(ctx, r, quiet, out)
+func (s *Store) LoadImage(ctx context.Context, r io.Reader, quiet bool, platform *ocispec.Platform, out types.ProgressWriter) error {
+	return s.arc.LoadImage(ctx, r, quiet, platform, out)
+}
+
+// CheckPlatform reports whether the local image name is stored for p: nil;
+// NotFound (dockerd's wording) when it does not provide p; NotImplemented
+// when p is another platform of its index, which wharfd does not act on
+// separately (it keeps one platform per image). rmi, save and push with
+// --platform ask it first, so that the flag is honoured or refused, never
+// ignored.
+func (s *Store) CheckPlatform(ctx context.Context, name string, p ocispec.Platform) error {
+	rec, err := s.Lookup(ctx, name)
+	if err != nil {
+		return err
+	}
+	m, err := s.manifestForPlatform(rec, p)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if m.Digest != rec.Manifest.Digest {
+		return fmt.Errorf("%s: %s is another platform of the image's index; wharfd keeps and acts on one platform per image (%s)%.0w",
+			name, imagespec.FormatPlatform(p), rec.Manifest.Digest, errdefs.ErrNotImplemented)
+	}
+	return nil
 }
 
 // ExportImage answers GET /images/get (see archive.Archiver.ExportImage).

@@ -74,7 +74,7 @@ func TestMultiPlatformTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	s2, _ := newLocalTestStore(t)
-	if err := s2.LoadImage(ctx, &buf, true, types.DiscardProgress); err != nil {
+	if err := s2.LoadImage(ctx, &buf, true, nil, types.DiscardProgress); err != nil {
 		t.Fatal(err)
 	}
 	if r2, err := s2.Lookup(ctx, "multi:1.0"); err != nil || r2.ID != ra.ID {

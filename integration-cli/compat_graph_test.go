@@ -142,3 +142,38 @@ func (s *CompatGraphSuite) TestListBeforeSinceAnImageWithoutCreationTime(c *chec
 		c.Check(strings.Contains(since.Stdout, recent), check.Equals, true, check.Commentf("since=%s misses a newer image:\n%s", x, since.Stdout))
 	}
 }
+
+// TestPlatformFlagsAreHonouredOrRefused: --platform on rmi, save, load and
+// push (API 1.46–1.50) was accepted and ignored: `docker image rm
+// --platform linux/s390x` untagged the whole amd64 image. wharfd keeps one
+// platform per image: a platform it stores is honoured, another refused
+// with the reason, and nothing is removed, saved or pushed for it.
+func (s *CompatGraphSuite) TestPlatformFlagsAreHonouredOrRefused(c *check.C) {
+	pushImage(c, s.reg, "compat/plat", "1", testregistry.ImageOptions{})
+	name := s.reg.Host + "/compat/plat:1"
+	_, lines := s.d.Pull(c, s.reg.Host+"/compat/plat", "1", "")
+	c.Assert(lines.Err(), check.Equals, "")
+	archive := c.MkDir() + "/plat.tar"
+
+	for _, args := range [][]string{
+		{"image", "rm", "--platform", "linux/s390x", name},
+		{"save", "--platform", "linux/s390x", "-o", archive, name},
+		{"push", "--platform", "linux/s390x", name},
+	} {
+		res := s.d.Docker(c, args...)
+		c.Check(res.ExitCode, check.Not(check.Equals), 0, check.Commentf("%v was accepted:\n%s", args, res))
+		c.Check(res.Stderr, check.Matches, "(?s).*does not provide the specified platform.*", check.Commentf("%v", args))
+	}
+	// Nothing was removed.
+	c.Assert(s.d.Get(c, "/v1.50/images/"+name+"/json").Status, check.Equals, http.StatusOK)
+
+	// The platform it is stored for is honoured.
+	s.d.DockerOK(c, "save", "--platform", "linux/amd64", "-o", archive, name)
+	s.d.DockerOK(c, "push", "--platform", "linux/amd64", name)
+	res := s.d.Docker(c, "load", "--platform", "linux/s390x", "-i", archive)
+	c.Check(res.ExitCode, check.Not(check.Equals), 0, check.Commentf("load of an amd64 archive for s390x was accepted:\n%s", res))
+	s.d.DockerOK(c, "image", "rm", "--platform", "linux/amd64", name)
+	c.Assert(s.d.Get(c, "/v1.50/images/"+name+"/json").Status, check.Equals, http.StatusNotFound)
+	s.d.DockerOK(c, "load", "--platform", "linux/amd64", "-i", archive)
+	c.Assert(s.d.Get(c, "/v1.50/images/"+name+"/json").Status, check.Equals, http.StatusOK)
+}

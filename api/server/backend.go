@@ -27,7 +27,14 @@ type ImageBackend interface {
 	ImageDelete(ctx context.Context, name string, force, prune bool) ([]image.DeleteResponse, error)
 	ImportImage(ctx context.Context, src io.Reader, opts types.ImportOptions, out types.ProgressWriter) error
 	ExportImage(ctx context.Context, names []string, w io.Writer) error
-	LoadImage(ctx context.Context, r io.Reader, quiet bool, out types.ProgressWriter) error
+	// LoadImage loads an archive; platform (API 1.48+) chooses the manifest
+	// of a multi-platform image, nil the daemon's.
+	LoadImage(ctx context.Context, r io.Reader, quiet bool, platform *ocispec.Platform, out types.ProgressWriter) error
+	// CheckPlatform answers whether the local image name is stored for
+	// platform p: nil, NotFound when it does not provide it, NotImplemented
+	// when p is another platform of its index (wharfd keeps and acts on one
+	// platform per image). rmi, save and push with --platform ask it first.
+	CheckPlatform(ctx context.Context, name string, p ocispec.Platform) error
 	ImagesPrune(ctx context.Context, filters types.Filters) (*image.PruneReport, error)
 }
 

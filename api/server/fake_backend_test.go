@@ -30,6 +30,7 @@ type fakeBackend struct {
 	push           func(types.PushOptions, types.ProgressWriter) error
 	lookupRemote   func(string, types.RemoteInspectOptions) (*types.RemoteImageInspect, error)
 	remoteManifest func(string, types.RemoteInspectOptions) ([]byte, ocispec.Descriptor, error)
+	checkPlatform  func(string, ocispec.Platform) error
 	distribution   func(string, types.RemoteInspectOptions) (*registry.DistributionInspect, error)
 	login          func(*registry.AuthConfig) (string, error)
 	subscribe      func(since, until time.Time, f types.Filters) ([]types.EventMessage, <-chan types.EventMessage, func())
@@ -79,11 +80,17 @@ func (f *fakeBackend) ExportImage(_ context.Context, n []string, w io.Writer) er
 	}
 	return f.export(n, w)
 }
-func (f *fakeBackend) LoadImage(_ context.Context, r io.Reader, q bool, out types.ProgressWriter) error {
+func (f *fakeBackend) LoadImage(_ context.Context, r io.Reader, q bool, _ *ocispec.Platform, out types.ProgressWriter) error {
 	if f.load == nil {
 		return errNI
 	}
 	return f.load(r, q, out)
+}
+func (f *fakeBackend) CheckPlatform(_ context.Context, n string, p ocispec.Platform) error {
+	if f.checkPlatform == nil {
+		return errNI
+	}
+	return f.checkPlatform(n, p)
 }
 func (f *fakeBackend) ImagesPrune(_ context.Context, fl types.Filters) (*image.PruneReport, error) {
 	if f.prune == nil {

@@ -270,6 +270,20 @@ func (s *Server) deleteImage(w http.ResponseWriter, r *http.Request, vars map[st
 	if strings.TrimSpace(name) == "" {
 		return invalidArg("image name cannot be blank")
 	}
+	// platforms (API 1.50): one JSON platform per value. wharfd keeps one
+	// platform per image, so it removes the image when it is stored for
+	// each of them, and refuses otherwise — never ignores them.
+	if versionAtLeast(apiVersionFrom(r.Context()), "1.50") {
+		for _, v := range r.Form["platforms"] {
+			p, err := decodePlatformJSON(v)
+			if err != nil {
+				return err
+			}
+			if err := s.backend.CheckPlatform(r.Context(), name, *p); err != nil {
+				return err
+			}
+		}
+	}
 	list, err := s.backend.ImageDelete(r.Context(), name, boolValue(r, "force"), !boolValue(r, "noprune"))
 	if err != nil {
 		return err
@@ -391,10 +405,24 @@ func (s *Server) postImagePush(w http.ResponseWriter, r *http.Request, vars map[
 	if _, err := reference.ParseNormalizedNamed(name); err != nil {
 		return invalidArg("%v", err)
 	}
+	p, err := platformParam(r, "1.46")
+	if err != nil {
+		return err
+	}
+	tag := r.Form.Get("tag")
+	if p != nil {
+		if tag == "" {
+			return invalidArg("--platform needs a tag: it selects the platform of one image")
+		}
+		if err := s.backend.CheckPlatform(r.Context(), name+":"+tag, *p); err != nil {
+			return err
+		}
+	}
 	out := newStreamWriter(w, "application/json")
 	return out.finish(s.backend.PushImage(r.Context(), types.PushOptions{
 		Name:        name,
-		Tag:         r.Form.Get("tag"),
+		Tag:         tag,
+		Platform:    p,
 		Auth:        auth,
 		MetaHeaders: metaHeaders(r),
 	}, out))
@@ -445,8 +473,19 @@ func (s *Server) getImagesGet(w http.ResponseWriter, r *http.Request, vars map[s
 	if len(names) == 0 {
 		return invalidArg("no image names given")
 	}
+	p, err := platformParam(r, "1.48")
+	if err != nil {
+		return err
+	}
+	if p != nil {
+		for _, n := range names {
+			if err := s.backend.CheckPlatform(r.Context(), n, *p); err != nil {
+				return err
+			}
+		}
+	}
 	tw := &tarWriter{w: w}
-	err := s.backend.ExportImage(r.Context(), names, tw)
+	err = s.backend.ExportImage(r.Context(), names, tw)
 	if err == nil {
 		if !tw.started {
 			_, _ = tw.Write(nil)
@@ -468,8 +507,12 @@ func (s *Server) postImagesLoad(w http.ResponseWriter, r *http.Request, _ map[st
 	}
 	// dockerd's default is quiet when the parameter is absent.
 	quiet := boolValueOrDefault(r, "quiet", true)
+	p, err := platformParam(r, "1.48")
+	if err != nil {
+		return err
+	}
 	out := newStreamWriter(w, "application/json")
-	if err := s.backend.LoadImage(r.Context(), r.Body, quiet, out); err != nil {
+	if err := s.backend.LoadImage(r.Context(), r.Body, quiet, p, out); err != nil {
 		// dockerd reports load errors in-stream even before any output.
 		_ = out.WriteMessage(errorMessage(err))
 	}

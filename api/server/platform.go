@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"net/http"
 	"regexp"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -67,4 +68,14 @@ func parsePlatformString(s string) (*ocispec.Platform, error) {
 		return nil, err
 	}
 	return &p, nil
+}
+
+// platformParam is the JSON "platform" parameter of a route that accepts it
+// from API version since on (nil when absent or older).
+func platformParam(r *http.Request, since string) (*ocispec.Platform, error) {
+	v := r.Form.Get("platform")
+	if v == "" || !versionAtLeast(apiVersionFrom(r.Context()), since) {
+		return nil, nil
+	}
+	return decodePlatformJSON(v)
 }

@@ -102,6 +102,8 @@ type PullOptions struct {
 type PushOptions struct {
 	Name        string
 	Tag         string // empty = all local tags of the repository
+	// Platform (API 1.46+): push the image only if it is stored for it.
+	Platform *ocispec.Platform
 	Auth        *registry.AuthConfig
 	MetaHeaders http.Header
 }

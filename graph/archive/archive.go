@@ -40,6 +40,11 @@ type loadArchive struct {
 	links map[string]string
 	meta  int64
 
+	// platform chooses an index's manifest; strict (asked for by the
+	// client) refuses an image not stored for it.
+	platform ocispec.Platform
+	strict   bool
+
 	budget  *decompressBudget              // shared by every DiffID computation of the load
 	diffIDs map[digest.Digest]diffIDResult // layer digest → DiffID, computed once
 }

@@ -92,7 +92,7 @@ func TestLoadRefusesCompressedArchiveBomb(t *testing.T) {
 	// A docker-save archive whose one layer is 32 MiB of zeros, gzipped as
 	// a whole: expanding it would stage 32 MiB on disk.
 	inner := tarOf(t, "layer.tar", 32<<20, zeros{})
-	err := s.LoadImage(context.Background(), bytes.NewReader(gzipOf(t, inner)), true, discardProgress)
+	err := s.LoadImage(context.Background(), bytes.NewReader(gzipOf(t, inner)), true, nil, discardProgress)
 	assertBombRefused(t, s, err)
 }
 
@@ -122,12 +122,12 @@ func TestLoadRefusesGzipLayerBombWhenComputingDiffID(t *testing.T) {
 	if err := tw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	err := s.LoadImage(context.Background(), bytes.NewReader(buf.Bytes()), true, discardProgress)
+	err := s.LoadImage(context.Background(), bytes.NewReader(buf.Bytes()), true, nil, discardProgress)
 	assertBombRefused(t, s, err)
 
 	// The same archive under the default limit loads (the DiffID matches).
 	s2, _ := newLocalTestStore(t)
-	if err := s2.LoadImage(context.Background(), bytes.NewReader(buf.Bytes()), true, discardProgress); err != nil {
+	if err := s2.LoadImage(context.Background(), bytes.NewReader(buf.Bytes()), true, nil, discardProgress); err != nil {
 		t.Fatal(err)
 	}
 }

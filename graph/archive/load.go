@@ -44,7 +44,11 @@ type loadedImage struct {
 // {"stream":"Loaded image: <ref>\n"} line per tag, or "Loaded image ID:
 // sha256:…" when untagged — also when quiet, as dockerd does; without
 // quiet a "Loading layer" line per layer comes first.
-func (s *Archiver) LoadImage(ctx context.Context, r io.Reader, quiet bool, out types.ProgressWriter) error {
+//
+// platform (docker load --platform) chooses the manifest of a multi-platform
+// image instead of the daemon's platform, and an image the archive does not
+// hold for it is refused rather than loaded for another platform.
+func (s *Archiver) LoadImage(ctx context.Context, r io.Reader, quiet bool, platform *ocispec.Platform, out types.ProgressWriter) error {
 	// The lease pins every blob the archive stages or names until the
 	// images are recorded; releasing it collects what no image ended up
 	// using (a failed load, or extra files).
@@ -59,6 +63,10 @@ func (s *Archiver) LoadImage(ctx context.Context, r io.Reader, quiet bool, out t
 		// archive's own size: a small archive naming one bomb layer 400
 		// times costs one decompression, not 400.
 		arc.budget = &decompressBudget{in: in, lim: s.bombLimit.orDefault()}
+		arc.platform, arc.strict = s.platform, platform != nil
+		if platform != nil {
+			arc.platform = *platform
+		}
 		imgs, err = s.loadImages(ctx, arc)
 	}
 	if err == nil {
@@ -164,12 +172,15 @@ func (s *Archiver) loadOCI(ctx context.Context, arc *loadArchive, idx *ocispec.I
 		}
 		manifest := target
 		if imagespec.IsIndex(target.MediaType) {
-			if manifest, err = s.pickManifest(arc, target.Digest, s.platform); err != nil {
+			if manifest, err = s.pickManifest(arc, target.Digest, arc.platform); err != nil {
 				return nil, err
 			}
 		}
 		rec, err := s.checkManifest(ctx, arc, manifest)
 		if err != nil {
+			return nil, err
+		}
+		if err := s.checkPlatform(arc, rec.ID); err != nil {
 			return nil, err
 		}
 		rec.Target = target
@@ -238,6 +249,9 @@ func (s *Archiver) pickManifest(arc *loadArchive, d digest.Digest, p ocispec.Pla
 	}
 	if best := imagespec.BestMatch(p, haves); best >= 0 {
 		return s.archiveDoc(arc, cands[best], "index "+d.String())
+	}
+	if arc.strict {
+		return ocispec.Descriptor{}, fmt.Errorf("image index %s does not provide the specified platform (%s)%.0w", d, imagespec.FormatPlatform(p), errdefs.ErrNotFound)
 	}
 	if first == nil {
 		return ocispec.Descriptor{}, fmt.Errorf("invalid archive: index %s has no stored manifest%.0w", d, errdefs.ErrInvalidArgument)
@@ -373,6 +387,11 @@ func (s *Archiver) loadDocker(ctx context.Context, arc *loadArchive, dm []docker
 			}
 			layers = append(layers, ocispec.Descriptor{MediaType: mt, Digest: d.Digest, Size: d.Size})
 		}
+		if arc.strict {
+			if have := imagespec.ConfigPlatform(cb); have == nil || !imagespec.PlatformMatches(arc.platform, *have) {
+				return nil, fmt.Errorf("image %s does not provide the specified platform (%s)%.0w", e.Config, imagespec.FormatPlatform(arc.platform), errdefs.ErrNotFound)
+			}
+		}
 		rec, err := s.storeManifest(ctx, arc.lease, cb, layers, true)
 		if err != nil {
 			return nil, err
@@ -451,4 +470,20 @@ func appendUnique(list []string, s string) []string {
 	list = append(list, s)
 	sort.Strings(list)
 	return list
+}
+
+// checkPlatform refuses, when the client named a platform, an image whose
+// config declares another one.
+func (s *Archiver) checkPlatform(arc *loadArchive, config digest.Digest) error {
+	if !arc.strict {
+		return nil
+	}
+	cb, err := s.st.ReadBlob(config, store.MaxConfigSize)
+	if err != nil {
+		return err
+	}
+	if have := imagespec.ConfigPlatform(cb); have == nil || !imagespec.PlatformMatches(arc.platform, *have) {
+		return fmt.Errorf("image %s does not provide the specified platform (%s)%.0w", config, imagespec.FormatPlatform(arc.platform), errdefs.ErrNotFound)
+	}
+	return nil
 }

@@ -57,7 +57,7 @@ func loadBytes(t *testing.T, s *Archiver, b []byte) ([]string, error) {
 	t.Helper()
 	var lines []string
 	out := types.ProgressFunc(func(m jsonstream.Message) error { lines = append(lines, m.Stream); return nil })
-	err := s.LoadImage(context.Background(), bytes.NewReader(b), true, out)
+	err := s.LoadImage(context.Background(), bytes.NewReader(b), true, nil, out)
 	return lines, err
 }
 
@@ -343,7 +343,7 @@ func FuzzLoadArchive(f *testing.F) {
 	f.Add([]byte("garbage"))
 	s, _ := newLocalTestStore(f)
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_ = s.LoadImage(context.Background(), bytes.NewReader(b), true, types.DiscardProgress)
+		_ = s.LoadImage(context.Background(), bytes.NewReader(b), true, nil, types.DiscardProgress)
 	})
 }
 
@@ -355,7 +355,7 @@ func TestLoadProgressUnlessQuiet(t *testing.T) {
 		dst, _ := newLocalTestStore(t)
 		var msgs []string
 		out := types.ProgressFunc(func(m jsonstream.Message) error { msgs = append(msgs, m.Status+m.Stream); return nil })
-		if err := dst.LoadImage(context.Background(), bytes.NewReader(b), quiet, out); err != nil {
+		if err := dst.LoadImage(context.Background(), bytes.NewReader(b), quiet, nil, out); err != nil {
 			t.Fatal(err)
 		}
 		want := "[Loaded image: p:1\n]"

@@ -63,7 +63,7 @@ func (s *Service) PushImage(ctx context.Context, opts types.PushOptions, out typ
 		return err
 	}
 	for _, tag := range tags {
-		if err := s.pushTag(ctx, repo, repoName, tag, imgs[tag], po); err != nil {
+		if err := s.pushTag(ctx, repo, repoName, tag, imgs[tag], opts.Platform != nil, po); err != nil {
 			return err
 		}
 	}
@@ -92,7 +92,10 @@ type pushManifest struct {
 // index names manifests this store does not have and a registry would refuse
 // it: then only the platform manifest is pushed, and its digest is the
 // one reported and recorded.
-func (s *Service) pushTag(ctx context.Context, repo *registry.Repository, repoName reference.Named, tag string, img *store.ImageRecord, po *progressOutput) error {
+//
+// onePlatform (push --platform, checked by the caller) pushes the platform
+// manifest alone, never the index.
+func (s *Service) pushTag(ctx context.Context, repo *registry.Repository, repoName reference.Named, tag string, img *store.ImageRecord, onePlatform bool, po *progressOutput) error {
 	lease := s.st.NewLease()
 	defer lease.Release()
 	lease.AddImage(img)
@@ -102,7 +105,7 @@ func (s *Service) pushTag(ctx context.Context, repo *registry.Repository, repoNa
 	}
 	manifests := []pushManifest{pm}
 	top, topBytes := pm.desc, pm.bytes
-	if imagespec.IsIndex(img.Target.MediaType) && img.Target.Digest != img.Manifest.Digest {
+	if !onePlatform && imagespec.IsIndex(img.Target.MediaType) && img.Target.Digest != img.Manifest.Digest {
 		if children, idxBytes, ok := s.localIndex(img.Target); ok {
 			manifests = children
 			top = ocispec.Descriptor{MediaType: img.Target.MediaType, Digest: img.Target.Digest, Size: int64(len(idxBytes))}
