@@ -177,3 +177,23 @@ func (s *CompatGraphSuite) TestPlatformFlagsAreHonouredOrRefused(c *check.C) {
 	s.d.DockerOK(c, "load", "--platform", "linux/amd64", "-i", archive)
 	c.Assert(s.d.Get(c, "/v1.50/images/"+name+"/json").Status, check.Equals, http.StatusOK)
 }
+
+// TestForcedRemoveByIDPrintsEveryReference: `docker rmi -f <id>` of a
+// pulled image names every reference it drops — tags and repo@digest — as
+// dockerd prints them, then the deletion.
+func (s *CompatGraphSuite) TestForcedRemoveByIDPrintsEveryReference(c *check.C) {
+	pushImage(c, s.reg, "compat/rmid", "1", testregistry.ImageOptions{})
+	repo := s.reg.Host + "/compat/rmid"
+	_, lines := s.d.Pull(c, repo, "1", "")
+	c.Assert(lines.Err(), check.Equals, "")
+	s.d.DockerOK(c, "tag", repo+":1", repo+":2")
+	img := s.d.Inspect(c, repo+":1")
+	id, _ := img["Id"].(string)
+	digests, _ := img["RepoDigests"].([]any)
+	c.Assert(digests, check.HasLen, 1)
+	out := s.d.DockerOK(c, "rmi", "-f", strings.TrimPrefix(id, "sha256:")[:12])
+	want := []string{"Untagged: " + repo + ":1", "Untagged: " + repo + ":2", "Untagged: " + digests[0].(string), "Deleted: " + id}
+	for _, w := range want {
+		c.Check(strings.Contains(out.Stdout, w), check.Equals, true, check.Commentf("missing %q in:\n%s", w, out.Stdout))
+	}
+}
