@@ -11,6 +11,7 @@ import (
 
 	"github.com/wharfproject/wharf/api/types"
 
+	"github.com/wharfproject/wharf/graph/internal/graphtest"
 	"github.com/wharfproject/wharf/graph/store"
 )
 
@@ -30,7 +31,7 @@ func deleteStrings(resp []image.DeleteResponse) string {
 func TestTagImage(t *testing.T) {
 	s, ev := newLocalTestStore(t)
 	ctx := context.Background()
-	id := importTestImage(t, s, "127.0.0.1:5000/imported:1.0", "x", "LABEL k=v")
+	id := graphtest.ImportImage(t, s, "127.0.0.1:5000/imported:1.0", "x", "LABEL k=v")
 	if err := s.TagImage(ctx, "127.0.0.1:5000/imported:1.0", "127.0.0.1:5000/imported2", "x"); err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +45,7 @@ func TestTagImage(t *testing.T) {
 	if got := fmt.Sprint(store.FamiliarRefs(rec.RepoTags)); got != "[127.0.0.1:5000/imported2:x 127.0.0.1:5000/imported:1.0 other:latest]" {
 		t.Fatalf("RepoTags = %s", got)
 	}
-	last := ev.evs[len(ev.evs)-1]
+	last := ev.Last()
 	if last.Action != "tag" || last.Actor != id.String() || last.Attrs["name"] != "other:latest" || last.Attrs["k"] != "v" {
 		t.Fatalf("event = %+v", last)
 	}
@@ -70,8 +71,8 @@ func TestTagImage(t *testing.T) {
 func TestTagMovesReferenceAndLeavesDangling(t *testing.T) {
 	s, _ := newLocalTestStore(t)
 	ctx := context.Background()
-	a := importTestImage(t, s, "app:1", "a")
-	b := importTestImage(t, s, "app:1", "b")
+	a := graphtest.ImportImage(t, s, "app:1", "a")
+	b := graphtest.ImportImage(t, s, "app:1", "b")
 	if rec, _ := s.Lookup(ctx, "app:1"); rec.ID != b {
 		t.Fatalf("app:1 = %s, want %s", rec.ID, b)
 	}
@@ -84,7 +85,7 @@ func TestTagMovesReferenceAndLeavesDangling(t *testing.T) {
 func TestImageDeleteForms(t *testing.T) {
 	s, ev := newLocalTestStore(t)
 	ctx := context.Background()
-	id := importTestImage(t, s, "127.0.0.1:5000/imported:1.0", "x")
+	id := graphtest.ImportImage(t, s, "127.0.0.1:5000/imported:1.0", "x")
 	rec, _ := s.Lookup(ctx, id.String())
 	rec.RepoDigests = []string{"127.0.0.1:5000/imported2@" + rec.Manifest.Digest.String()}
 	rec.RepoTags = nil
@@ -125,7 +126,7 @@ func TestImageDeleteForms(t *testing.T) {
 	if _, err := s.ImageDelete(ctx, "nosuchimage", false, true); !errdefs.IsNotFound(err) || err.Error() != "No such image: nosuchimage:latest" {
 		t.Fatalf("missing: %v", err)
 	}
-	acts := strings.Join(ev.actions(), ",")
+	acts := strings.Join(ev.Actions(), ",")
 	if !strings.HasSuffix(acts, "untag,untag,untag,delete") {
 		t.Fatalf("events = %s", acts)
 	}
@@ -135,8 +136,8 @@ func TestImageDeleteForceAndSharedBlobs(t *testing.T) {
 	s, _ := newLocalTestStore(t)
 	ctx := context.Background()
 	// Same rootfs content: the two images share their layer blob.
-	a := importTestImage(t, s, "a:1", "same", "LABEL which=a")
-	b := importTestImage(t, s, "b:1", "same", "LABEL which=b")
+	a := graphtest.ImportImage(t, s, "a:1", "same", "LABEL which=a")
+	b := graphtest.ImportImage(t, s, "b:1", "same", "LABEL which=b")
 	if err := s.TagImage(ctx, "a:1", "c", "1"); err != nil {
 		t.Fatal(err)
 	}
@@ -169,8 +170,8 @@ func TestImageDeleteForceAndSharedBlobs(t *testing.T) {
 func TestImagesPrune(t *testing.T) {
 	s, ev := newLocalTestStore(t)
 	ctx := context.Background()
-	dangling := importTestImage(t, s, "", "d")
-	tagged := importTestImage(t, s, "keep:1", "k")
+	dangling := graphtest.ImportImage(t, s, "", "d")
+	tagged := graphtest.ImportImage(t, s, "keep:1", "k")
 	rep, err := s.ImagesPrune(ctx, types.Filters{})
 	if err != nil {
 		t.Fatal(err)
@@ -178,15 +179,15 @@ func TestImagesPrune(t *testing.T) {
 	if got := deleteStrings(rep.ImagesDeleted); got != "D:"+dangling.String() || rep.SpaceReclaimed == 0 {
 		t.Fatalf("prune = %s %d", got, rep.SpaceReclaimed)
 	}
-	if acts := ev.actions(); acts[len(acts)-1] != "prune" || ev.evs[len(ev.evs)-1].Attrs["reclaimed"] == "0" {
-		t.Fatalf("events = %v", ev.evs[len(ev.evs)-1])
+	if acts := ev.Actions(); acts[len(acts)-1] != "prune" || ev.Last().Attrs["reclaimed"] == "0" {
+		t.Fatalf("events = %v", ev.Last())
 	}
 	rep, err = s.ImagesPrune(ctx, types.Filters{})
 	if err != nil || rep.ImagesDeleted != nil || rep.SpaceReclaimed != 0 {
 		t.Fatalf("second prune = %+v %v", rep, err)
 	}
-	if mustJSONText(t, rep) != `{"ImagesDeleted":null,"SpaceReclaimed":0}` {
-		t.Fatalf("json = %s", mustJSONText(t, rep))
+	if graphtest.JSONText(t, rep) != `{"ImagesDeleted":null,"SpaceReclaimed":0}` {
+		t.Fatalf("json = %s", graphtest.JSONText(t, rep))
 	}
 	rep, err = s.ImagesPrune(ctx, types.Filters{"dangling": {"false": true}, "label!": {"nope": true}})
 	if err != nil || deleteStrings(rep.ImagesDeleted) != "U:keep:1 D:"+tagged.String() {

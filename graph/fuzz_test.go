@@ -7,6 +7,7 @@ import (
 
 	"github.com/containerd/errdefs"
 
+	"github.com/wharfproject/wharf/graph/internal/graphtest"
 	"github.com/wharfproject/wharf/graph/store"
 )
 
@@ -25,7 +26,7 @@ func FuzzReferenceParsing(f *testing.F) {
 		f.Add(seed[0], seed[1])
 	}
 	s, _ := newLocalTestStore(f)
-	importTestImage(f, s, "fuzz/ref:1", "fuzz")
+	graphtest.ImportImage(f, s, "fuzz/ref:1", "fuzz")
 	ctx := context.Background()
 	f.Fuzz(func(t *testing.T, repo, tag string) {
 		if ref, err := store.ParseNewTag(repo, tag); err == nil {

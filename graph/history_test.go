@@ -7,6 +7,7 @@ import (
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/wharfproject/wharf/graph/internal/graphtest"
 	"github.com/wharfproject/wharf/graph/store"
 )
 
@@ -53,7 +54,7 @@ func TestImageHistoryTooManyLayers(t *testing.T) {
 
 func TestImageHistoryImported(t *testing.T) {
 	s, _ := newLocalTestStore(t)
-	id := importTestImage(t, s, "imp", "x")
+	id := graphtest.ImportImage(t, s, "imp", "x")
 	h, err := s.ImageHistory(context.Background(), "imp", nil)
 	if err != nil {
 		t.Fatal(err)

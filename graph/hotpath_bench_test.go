@@ -12,6 +12,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/graph/internal/graphtest"
 )
 
 // Hot-path benchmarks for bench/ (issue 5): each BenchmarkHotX has a
@@ -93,7 +94,7 @@ func benchStore5000(b *testing.B) *Store {
 		recs = append(recs, &ImageRecord{ID: d, RepoTags: []string{fmt.Sprintf("docker.io/library/img-%d:latest", i)}, RepoDigests: []string{}})
 	}
 	s := openSeededStore(b, recs)
-	importTestImage(b, s, "bench:1", "bench")
+	graphtest.ImportImage(b, s, "bench:1", "bench")
 	return s
 }
 

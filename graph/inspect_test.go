@@ -11,6 +11,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/graph/internal/graphtest"
 )
 
 func TestBuildInspectOCIConfig(t *testing.T) {
@@ -55,7 +56,7 @@ func TestBuildInspectOCIConfig(t *testing.T) {
 	if !r.Metadata.LastTagTime.Equal(created) {
 		t.Errorf("LastTagTime = %v", r.Metadata.LastTagTime)
 	}
-	js := mustJSONText(t, out)
+	js := graphtest.JSONText(t, out)
 	if !strings.Contains(js, `"RepoTags":[]`) || !strings.Contains(js, `"RepoDigests":[]`) {
 		t.Errorf("RepoTags/RepoDigests must be arrays: %s", js)
 	}
@@ -92,7 +93,7 @@ func TestBuildInspectRejectsGarbageConfig(t *testing.T) {
 func TestImageInspectLocal(t *testing.T) {
 	s, _ := newLocalTestStore(t)
 	ctx := context.Background()
-	id := importTestImage(t, s, "127.0.0.1:5000/imported:1.0", "x", `CMD ["/bin/sh"]`, "ENV IMPORTED=1", "WORKDIR /root", `LABEL org.example.src=import`)
+	id := graphtest.ImportImage(t, s, "127.0.0.1:5000/imported:1.0", "x", `CMD ["/bin/sh"]`, "ENV IMPORTED=1", "WORKDIR /root", `LABEL org.example.src=import`)
 	got, err := s.ImageInspect(ctx, "127.0.0.1:5000/imported:1.0", types.InspectOptions{Manifests: true})
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +112,7 @@ func TestImageInspectLocal(t *testing.T) {
 	}
 	if len(got.Manifests) != 1 || !got.Manifests[0].Available || got.Manifests[0].Kind != "image" ||
 		got.Manifests[0].ImageData == nil || got.Manifests[0].ImageData.Platform.Architecture != "amd64" {
-		t.Fatalf("Manifests = %s", mustJSONText(t, got.Manifests))
+		t.Fatalf("Manifests = %s", graphtest.JSONText(t, got.Manifests))
 	}
 	if got.Size <= 0 || got.Descriptor == nil || got.Descriptor.MediaType != ocispec.MediaTypeImageManifest {
 		t.Fatalf("Size/Descriptor = %d %v", got.Size, got.Descriptor)
@@ -123,7 +124,7 @@ func TestImageInspectLocal(t *testing.T) {
 		t.Fatalf("amd64: %v", err)
 	}
 	var back map[string]any
-	json.Unmarshal([]byte(mustJSONText(t, got)), &back)
+	json.Unmarshal([]byte(graphtest.JSONText(t, got)), &back)
 	if _, ok := back["Manifests"]; !ok {
 		t.Fatal("Manifests missing from JSON")
 	}

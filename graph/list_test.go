@@ -12,6 +12,7 @@ import (
 
 	"github.com/wharfproject/wharf/api/types"
 
+	"github.com/wharfproject/wharf/graph/internal/graphtest"
 	"github.com/wharfproject/wharf/graph/store"
 )
 
@@ -135,7 +136,7 @@ func TestImagesSummaryShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	js := mustJSONText(t, sums)
+	js := graphtest.JSONText(t, sums)
 	for _, want := range []string{`"Containers":0`, `"SharedSize":-1`, `"RepoTags":[]`, `"RepoDigests":[]`, `"Created":3000`, `"Labels":{"tier":"app"}`, `"ParentId":""`} {
 		if !strings.Contains(js, want) {
 			t.Errorf("missing %s in %s", want, js)

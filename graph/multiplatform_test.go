@@ -13,6 +13,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/graph/internal/graphtest"
 	"github.com/wharfproject/wharf/graph/store"
 )
 
@@ -54,12 +55,12 @@ func TestMultiPlatformTarget(t *testing.T) {
 		t.Fatalf("inspect = %+v", got.InspectResponse)
 	}
 	if len(got.Manifests) != 3 {
-		t.Fatalf("Manifests = %s", mustJSONText(t, got.Manifests))
+		t.Fatalf("Manifests = %s", graphtest.JSONText(t, got.Manifests))
 	}
 	kinds := []image.ManifestKind{got.Manifests[0].Kind, got.Manifests[1].Kind, got.Manifests[2].Kind}
 	if fmt.Sprint(kinds) != "[image image attestation]" || !got.Manifests[0].Available || !got.Manifests[1].Available || got.Manifests[2].Available ||
 		got.Manifests[2].AttestationData.For != pa.Digest {
-		t.Fatalf("Manifests = %s", mustJSONText(t, got.Manifests))
+		t.Fatalf("Manifests = %s", graphtest.JSONText(t, got.Manifests))
 	}
 	arm64, err := s.ImageInspect(ctx, "multi:1.0", types.InspectOptions{Platform: &ocispec.Platform{OS: "linux", Architecture: "arm64"}})
 	if err != nil || arm64.Architecture != "arm64" || arm64.ID != rb.ID.String() {
@@ -100,7 +101,7 @@ func TestMultiPlatformTarget(t *testing.T) {
 // restarted daemon has an empty cache).
 func TestMultiPlatformInspectAfterRestart(t *testing.T) {
 	root := t.TempDir()
-	s, _ := openLocalTestStore(t, root)
+	s, _ := openTestStore(t, Options{Root: root})
 	ctx := context.Background()
 	var amd, arm store.ImageConfig
 	amd.OS, amd.Architecture = "linux", "amd64"
@@ -123,7 +124,7 @@ func TestMultiPlatformInspectAfterRestart(t *testing.T) {
 	lease.Release()
 	s.Close()
 
-	s2, _ := openLocalTestStore(t, root)
+	s2, _ := openTestStore(t, Options{Root: root})
 	armP := &ocispec.Platform{OS: "linux", Architecture: "arm64"}
 	got, err := s2.ImageInspect(ctx, "multi:1.0", types.InspectOptions{Platform: armP})
 	if err != nil || got.Architecture != "arm64" || got.ID != rb.ID.String() {

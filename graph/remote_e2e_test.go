@@ -13,12 +13,11 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/image"
-	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
-	"github.com/sirupsen/logrus"
 
 	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/graph/internal/graphtest"
 	"github.com/wharfproject/wharf/internal/testregistry"
 	"github.com/wharfproject/wharf/registry"
 )
@@ -49,49 +48,13 @@ func startRemoteTestRegistry(t *testing.T) *testregistry.Registry {
 	return reg
 }
 
-func newRemoteTestStore(t *testing.T) (*Store, *testEventRecorder) {
+func newRemoteTestStore(t *testing.T) (*Store, *graphtest.EventRecorder) {
 	t.Helper()
 	svc, err := registry.NewService(registry.ServiceOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := &testEventRecorder{}
-	log := logrus.New()
-	log.SetLevel(logrus.ErrorLevel)
-	s, err := New(context.Background(), Options{Root: t.TempDir(), Registry: svc, Events: ev, Platform: localTestPlatform(), Logger: logrus.NewEntry(log)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s, ev
-}
-
-type remoteStream struct{ msgs []jsonstream.Message }
-
-func (r *remoteStream) WriteMessage(m jsonstream.Message) error {
-	r.msgs = append(r.msgs, m)
-	return nil
-}
-
-func (r *remoteStream) has(id, status string) bool {
-	for _, m := range r.msgs {
-		if m.ID == id && m.Status == status {
-			return true
-		}
-	}
-	return false
-}
-
-func (r *remoteStream) last() jsonstream.Message { return r.msgs[len(r.msgs)-1] }
-
-func (r *remoteStream) String() string {
-	var b strings.Builder
-	for _, m := range r.msgs {
-		j, _ := json.Marshal(m)
-		b.Write(j)
-		b.WriteByte('\n')
-	}
-	return b.String()
+	return openTestStore(t, Options{Root: t.TempDir(), Registry: svc})
 }
 
 // sharedInspectJSON is the JSON of the fields local and remote inspect
@@ -101,11 +64,7 @@ func sharedInspectJSON(t *testing.T, in types.ImageInspect) string {
 	r := in.InspectResponse
 	r.GraphDriver = nil
 	r.Metadata = image.Metadata{}
-	b, err := json.Marshal(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	return graphtest.JSONText(t, r)
 }
 
 // TestRemoteRoundTrip: import → push → inspect remotely (equal to local) →
@@ -117,7 +76,7 @@ func TestRemoteRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	host := reg.Host
 
-	rootfs := makeTestTar(t, testTarEntry{name: "bin/", typeflag: tar.TypeDir}, testTarEntry{name: "bin/sh", body: strings.Repeat("#!", 4096)})
+	rootfs := graphtest.Tar(t, graphtest.TarEntry{Name: "bin/", Typeflag: tar.TypeDir}, graphtest.TarEntry{Name: "bin/sh", Body: strings.Repeat("#!", 4096)})
 	name := host + "/team/imp"
 	if err := s.ImportImage(ctx, bytes.NewReader(rootfs), types.ImportOptions{Repo: name + ":1.0", Changes: []string{`LABEL a=b`}}, types.DiscardProgress); err != nil {
 		t.Fatal(err)
@@ -127,28 +86,28 @@ func TestRemoteRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var push remoteStream
+	var push graphtest.Messages
 	if err := s.PushImage(ctx, types.PushOptions{Name: name, Tag: "1.0"}, &push); err != nil {
 		t.Fatalf("push: %v\n%s", err, &push)
 	}
-	if push.msgs[0].Status != "The push refers to repository ["+name+"]" {
-		t.Fatalf("first push message %+v", push.msgs[0])
+	if push.At(0).Status != "The push refers to repository ["+name+"]" {
+		t.Fatalf("first push message %+v", push.At(0))
 	}
-	aux := push.last()
+	aux := push.Last()
 	var res types.PushResult
 	if aux.Aux == nil || json.Unmarshal(*aux.Aux, &res) != nil || res.Tag != "1.0" || !strings.HasPrefix(res.Digest, "sha256:") || res.Size <= 0 {
 		t.Fatalf("push aux %+v\n%s", aux, &push)
 	}
-	if st := push.msgs[len(push.msgs)-2].Status; st != "1.0: digest: "+res.Digest+" size: "+itoa(res.Size) {
+	if st := push.At(-2).Status; st != "1.0: digest: "+res.Digest+" size: "+itoa(res.Size) {
 		t.Fatalf("push status %q", st)
 	}
 	layerID := ""
-	for _, m := range push.msgs {
+	for _, m := range push.All() {
 		if m.Status == "Preparing" {
 			layerID = m.ID
 		}
 	}
-	if layerID == "" || !push.has(layerID, "Pushed") {
+	if layerID == "" || !push.Has(layerID, "Pushed") {
 		t.Fatalf("layer not reported pushed:\n%s", &push)
 	}
 
@@ -178,7 +137,7 @@ func TestRemoteRoundTrip(t *testing.T) {
 	if _, err := s.Lookup(ctx, name+":1.0"); !errdefs.IsNotFound(err) {
 		t.Fatalf("after rmi: %v", err)
 	}
-	var pull remoteStream
+	var pull graphtest.Messages
 	if err := s.PullImage(ctx, types.PullOptions{FromImage: name, Tag: "1.0"}, &pull); err != nil {
 		t.Fatalf("pull: %v\n%s", err, &pull)
 	}
@@ -189,14 +148,14 @@ func TestRemoteRoundTrip(t *testing.T) {
 	if back.ID != local.ID {
 		t.Fatalf("pulled ID %s, imported %s", back.ID, local.ID)
 	}
-	if pull.msgs[0].Status != "Pulling from team/imp" || pull.msgs[0].ID != "1.0" ||
-		pull.last().Status != "Status: Downloaded newer image for "+name+":1.0" ||
-		!pull.has("", "Digest: "+res.Digest) {
+	if pull.At(0).Status != "Pulling from team/imp" || pull.At(0).ID != "1.0" ||
+		pull.Last().Status != "Status: Downloaded newer image for "+name+":1.0" ||
+		!pull.Has("", "Digest: "+res.Digest) {
 		t.Fatalf("pull stream:\n%s", &pull)
 	}
 	for _, want := range []string{"push", "inspect", "pull"} {
-		if !strings.Contains(","+strings.Join(ev.actions(), ",")+",", ","+want+",") {
-			t.Fatalf("events %v lack %s", ev.actions(), want)
+		if !strings.Contains(","+strings.Join(ev.Actions(), ",")+",", ","+want+",") {
+			t.Fatalf("events %v lack %s", ev.Actions(), want)
 		}
 	}
 }
@@ -228,14 +187,14 @@ func TestRemotePullFixtureAndMountPush(t *testing.T) {
 	}
 	name := reg.Host + "/src/app"
 
-	var first remoteStream
+	var first graphtest.Messages
 	if err := s.PullImage(ctx, types.PullOptions{FromImage: name + ":1.0"}, &first); err != nil {
 		t.Fatalf("pull: %v\n%s", err, &first)
 	}
 	for _, l := range img.Layers {
 		id := l.Digest[len("sha256:"):][:12]
 		for _, st := range []string{"Pulling fs layer", "Verifying Checksum", "Download complete", "Pull complete"} {
-			if !first.has(id, st) {
+			if !first.Has(id, st) {
 				t.Fatalf("layer %s: no %q\n%s", id, st, &first)
 			}
 		}
@@ -245,45 +204,45 @@ func TestRemotePullFixtureAndMountPush(t *testing.T) {
 		t.Fatalf("lookup after pull: %v %v, want ID %s", rec, err, img.ID())
 	}
 
-	var again remoteStream
+	var again graphtest.Messages
 	if err := s.PullImage(ctx, types.PullOptions{FromImage: name, Tag: "1.0"}, &again); err != nil {
 		t.Fatal(err)
 	}
-	if len(again.msgs) != 3 || again.last().Status != "Status: Image is up to date for "+name+":1.0" {
+	if again.Len() != 3 || again.Last().Status != "Status: Image is up to date for "+name+":1.0" {
 		t.Fatalf("second pull:\n%s", &again)
 	}
 
 	// By digest: the id of "Pulling from" is the whole reference.
-	var byDigest remoteStream
+	var byDigest graphtest.Messages
 	if err := s.PullImage(ctx, types.PullOptions{FromImage: name, Tag: img.Manifest.Digest}, &byDigest); err != nil {
 		t.Fatal(err)
 	}
-	if byDigest.msgs[0].ID != name+"@"+img.Manifest.Digest || byDigest.last().Status != "Status: Image is up to date for "+name+"@"+img.Manifest.Digest {
+	if byDigest.At(0).ID != name+"@"+img.Manifest.Digest || byDigest.Last().Status != "Status: Image is up to date for "+name+"@"+img.Manifest.Digest {
 		t.Fatalf("pull by digest:\n%s", &byDigest)
 	}
 
 	if err := s.TagImage(ctx, name+":1.0", reg.Host+"/other/app", "2.0"); err != nil {
 		t.Fatal(err)
 	}
-	var push remoteStream
+	var push graphtest.Messages
 	if err := s.PushImage(ctx, types.PushOptions{Name: reg.Host + "/other/app:ignored", Tag: "2.0"}, &push); err != nil {
 		t.Fatalf("push: %v\n%s", err, &push)
 	}
 	for _, l := range img.Layers {
-		if id := l.Digest[len("sha256:"):][:12]; !push.has(id, "Mounted from src/app") {
+		if id := l.Digest[len("sha256:"):][:12]; !push.Has(id, "Mounted from src/app") {
 			t.Fatalf("layer %s not mounted:\n%s", id, &push)
 		}
 	}
 	// The manifest is pushed byte for byte: same digest in the new repository.
-	if st := push.msgs[len(push.msgs)-2].Status; !strings.HasPrefix(st, "2.0: digest: "+img.Manifest.Digest+" size: ") {
+	if st := push.At(-2).Status; !strings.HasPrefix(st, "2.0: digest: "+img.Manifest.Digest+" size: ") {
 		t.Fatalf("push status %q, want digest %s", st, img.Manifest.Digest)
 	}
-	var pushAgain remoteStream
+	var pushAgain graphtest.Messages
 	if err := s.PushImage(ctx, types.PushOptions{Name: reg.Host + "/other/app"}, &pushAgain); err != nil {
 		t.Fatalf("push pushAgain: %v\n%s", err, &pushAgain)
 	}
 	for _, l := range img.Layers {
-		if id := l.Digest[len("sha256:"):][:12]; !pushAgain.has(id, "Layer already exists") {
+		if id := l.Digest[len("sha256:"):][:12]; !pushAgain.Has(id, "Layer already exists") {
 			t.Fatalf("layer %s not reported existing:\n%s", id, &pushAgain)
 		}
 	}
@@ -306,10 +265,10 @@ func TestRemoteErrors(t *testing.T) {
 		{name, "nope", "manifest for " + name + ":nope not found: "},
 		{reg.Host + "/nosuchrepo", "1.0", "manifest for " + reg.Host + "/nosuchrepo:1.0 not found: "},
 	} {
-		var out remoteStream
+		var out graphtest.Messages
 		err := s.PullImage(ctx, types.PullOptions{FromImage: tc.from, Tag: tc.tag}, &out)
-		if !errdefs.IsNotFound(err) || !strings.HasPrefix(err.Error(), tc.want) || len(out.msgs) != 0 {
-			t.Errorf("pull %s:%s: err %v, %d messages; want NotFound %q before any message", tc.from, tc.tag, err, len(out.msgs), tc.want)
+		if !errdefs.IsNotFound(err) || !strings.HasPrefix(err.Error(), tc.want) || out.Len() != 0 {
+			t.Errorf("pull %s:%s: err %v, %d messages; want NotFound %q before any message", tc.from, tc.tag, err, out.Len(), tc.want)
 		}
 	}
 	if _, err := s.LookupRemote(ctx, name+":nope", types.RemoteInspectOptions{}); !errdefs.IsNotFound(err) || err.Error() != "No such image: "+name+":nope" {
@@ -318,15 +277,15 @@ func TestRemoteErrors(t *testing.T) {
 	if err := s.PullImage(ctx, types.PullOptions{FromImage: "scratch"}, types.DiscardProgress); !errdefs.IsPermissionDenied(err) || err.Error() != "'scratch' is a reserved name" {
 		t.Errorf("pull scratch: %v", err)
 	}
-	var arm remoteStream
+	var arm graphtest.Messages
 	err = s.PullImage(ctx, types.PullOptions{FromImage: name, Tag: "1.0", Platform: &ocispec.Platform{OS: "linux", Architecture: "arm64"}}, &arm)
 	if err == nil || !strings.Contains(err.Error(), "does not match the specified platform (linux/arm64)") {
 		t.Errorf("pull of an amd64-only image for arm64: %v\n%s", err, &arm)
 	}
-	var push remoteStream
+	var push graphtest.Messages
 	err = s.PushImage(ctx, types.PushOptions{Name: reg.Host + "/nosuchlocal", Tag: "1.0"}, &push)
 	if !errdefs.IsNotFound(err) || err.Error() != "An image does not exist locally with the tag: "+reg.Host+"/nosuchlocal" ||
-		len(push.msgs) != 1 || push.msgs[0].Status != "The push refers to repository ["+reg.Host+"/nosuchlocal]" {
+		push.Len() != 1 || push.At(0).Status != "The push refers to repository ["+reg.Host+"/nosuchlocal]" {
 		t.Errorf("push missing: %v\n%s", err, &push)
 	}
 
@@ -381,7 +340,7 @@ func TestRemoteIndex(t *testing.T) {
 	}
 
 	arm := &ocispec.Platform{OS: "linux", Architecture: "arm64"}
-	var pull remoteStream
+	var pull graphtest.Messages
 	if err := s.PullImage(ctx, types.PullOptions{FromImage: name, Tag: "1.0", Platform: arm}, &pull); err != nil {
 		t.Fatalf("pull arm64: %v\n%s", err, &pull)
 	}
@@ -390,9 +349,9 @@ func TestRemoteIndex(t *testing.T) {
 		t.Fatalf("pulled %+v %v; want ID %s target %s", rec, err, ix.Images[1].ID(), ix.Digest())
 	}
 
-	var bad remoteStream
+	var bad graphtest.Messages
 	err = s.PullImage(ctx, types.PullOptions{FromImage: name, Tag: "1.0", Platform: &ocispec.Platform{OS: "windows", Architecture: "s390x"}}, &bad)
-	if err == nil || !strings.HasPrefix(err.Error(), "no matching manifest for windows/s390x") || len(bad.msgs) != 1 {
+	if err == nil || !strings.HasPrefix(err.Error(), "no matching manifest for windows/s390x") || bad.Len() != 1 {
 		t.Fatalf("bad platform: %v\n%s", err, &bad)
 	}
 
@@ -400,11 +359,11 @@ func TestRemoteIndex(t *testing.T) {
 	if err := s.TagImage(ctx, name+":1.0", reg.Host+"/multi2", "x"); err != nil {
 		t.Fatal(err)
 	}
-	var push remoteStream
+	var push graphtest.Messages
 	if err := s.PushImage(ctx, types.PushOptions{Name: reg.Host + "/multi2", Tag: "x"}, &push); err != nil {
 		t.Fatalf("push: %v\n%s", err, &push)
 	}
-	if st := push.msgs[len(push.msgs)-2].Status; !strings.HasPrefix(st, "x: digest: "+ix.Images[1].Manifest.Digest) {
+	if st := push.At(-2).Status; !strings.HasPrefix(st, "x: digest: "+ix.Images[1].Manifest.Digest) {
 		t.Fatalf("push of a partial index: %q", st)
 	}
 }
@@ -459,15 +418,15 @@ func TestRemotePushWholeIndex(t *testing.T) {
 	if err := s.TagImage(ctx, name+":1.0", reg.Host+"/copy", "1.0"); err != nil {
 		t.Fatal(err)
 	}
-	var push remoteStream
+	var push graphtest.Messages
 	if err := s.PushImage(ctx, types.PushOptions{Name: reg.Host + "/copy", Tag: "1.0"}, &push); err != nil {
 		t.Fatalf("push: %v\n%s", err, &push)
 	}
-	if st := push.msgs[len(push.msgs)-2].Status; st != "1.0: digest: "+ix.Digest()+" size: "+itoa(len(ix.Index.Data)) {
+	if st := push.At(-2).Status; st != "1.0: digest: "+ix.Digest()+" size: "+itoa(len(ix.Index.Data)) {
 		t.Fatalf("push status %q, want the index %s", st, ix.Digest())
 	}
 	for _, img := range ix.Images {
-		if id := img.Layers[0].Digest[len("sha256:"):][:12]; !push.has(id, "Mounted from multi") {
+		if id := img.Layers[0].Digest[len("sha256:"):][:12]; !push.Has(id, "Mounted from multi") {
 			t.Fatalf("layer %s of %s not mounted:\n%s", id, img.Platform.Architecture, &push)
 		}
 	}
@@ -492,7 +451,7 @@ func TestRemotePullAllTags(t *testing.T) {
 		}
 	}
 	name := reg.Host + "/many"
-	var out remoteStream
+	var out graphtest.Messages
 	if err := s.PullImage(ctx, types.PullOptions{FromImage: name + ":"}, &out); err != nil {
 		t.Fatalf("pull -a: %v\n%s", err, &out)
 	}
@@ -500,12 +459,12 @@ func TestRemotePullAllTags(t *testing.T) {
 		if _, err := s.Lookup(ctx, name+":"+tag); err != nil {
 			t.Fatalf("%s not pulled: %v", tag, err)
 		}
-		if !out.has(tag, "Pulling from many") {
+		if !out.Has(tag, "Pulling from many") {
 			t.Fatalf("no Pulling from for %s:\n%s", tag, &out)
 		}
 	}
-	if out.last().Status != "Status: Downloaded newer image for "+name {
-		t.Fatalf("final status %q", out.last().Status)
+	if out.Last().Status != "Status: Downloaded newer image for "+name {
+		t.Fatalf("final status %q", out.Last().Status)
 	}
 }
 
@@ -530,7 +489,7 @@ func TestRemoteFailedPullLeavesNoImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	name := reg.Host + "/broken"
-	var out remoteStream
+	var out graphtest.Messages
 	if err := s.PullImage(ctx, types.PullOptions{FromImage: name, Tag: "1.0"}, &out); err == nil {
 		t.Fatalf("pull of a corrupt layer succeeded:\n%s", &out)
 	}
@@ -548,7 +507,7 @@ func TestRemoteFailedPullLeavesNoImage(t *testing.T) {
 	if err := reg.CorruptBlob(bad.Digest); err != nil {
 		t.Fatal(err)
 	}
-	var again remoteStream
+	var again graphtest.Messages
 	if err := s.PullImage(ctx, types.PullOptions{FromImage: name, Tag: "1.0"}, &again); err != nil {
 		t.Fatalf("second pull: %v\n%s", err, &again)
 	}

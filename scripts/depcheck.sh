@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 MOD=$(go list -m)
-TEST_SUPPORT="internal/testregistry internal/hostile"
+TEST_SUPPORT="internal/testregistry internal/hostile graph/internal/graphtest"
 
 # allowed ROOM: the wharf packages (relative to the module) it may import.
 allowed() {
@@ -29,6 +29,7 @@ allowed() {
 	cmd/wharf) echo "client api/types imagespec" ;;
 	internal/testregistry) echo "" ;;
 	internal/hostile) echo "internal/testregistry" ;;
+	graph/internal/graphtest) echo "api/types graph/store" ;;
 	integration-cli) echo "internal/testregistry client api/types" ;;
 	bench) echo "graph registry client api/types internal/testregistry" ;;
 	*) echo "UNKNOWN" ;;

@@ -3,7 +3,6 @@ package archive
 import (
 	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -18,6 +17,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/graph/internal/graphtest"
 )
 
 // testBombLimit: 1 MiB of slack, ratio 128, so that bombs of a few tens of
@@ -36,19 +36,6 @@ func tarOf(t *testing.T, name string, size int64, src io.Reader) []byte {
 		t.Fatal(err)
 	}
 	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
-func gzipOf(t *testing.T, b []byte) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-	if _, err := zw.Write(b); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
@@ -75,12 +62,12 @@ func assertBombRefused(t *testing.T, s *Archiver, err error) {
 func TestImportRefusesDecompressionBomb(t *testing.T) {
 	s, _ := newLocalTestStore(t)
 	s.bombLimit = testBombLimit
-	bomb := gzipOf(t, tarOf(t, "zeros", 32<<20, zeros{})) // ≈ 32 KiB → 32 MiB
+	bomb := graphtest.Gzip(t, tarOf(t, "zeros", 32<<20, zeros{})) // ≈ 32 KiB → 32 MiB
 	err := s.ImportImage(context.Background(), bytes.NewReader(bomb), types.ImportOptions{Repo: "bomb:1"}, discardProgress)
 	assertBombRefused(t, s, err)
 
 	// Real data passes at a size well past the slack: ratio ≈ 1.
-	real := gzipOf(t, tarOf(t, "random", 4<<20, rand.Reader))
+	real := graphtest.Gzip(t, tarOf(t, "random", 4<<20, rand.Reader))
 	if err := s.ImportImage(context.Background(), bytes.NewReader(real), types.ImportOptions{Repo: "real:1"}, discardProgress); err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +79,7 @@ func TestLoadRefusesCompressedArchiveBomb(t *testing.T) {
 	// A docker-save archive whose one layer is 32 MiB of zeros, gzipped as
 	// a whole: expanding it would stage 32 MiB on disk.
 	inner := tarOf(t, "layer.tar", 32<<20, zeros{})
-	err := s.LoadImage(context.Background(), bytes.NewReader(gzipOf(t, inner)), true, nil, discardProgress)
+	err := s.LoadImage(context.Background(), bytes.NewReader(graphtest.Gzip(t, inner)), true, nil, discardProgress)
 	assertBombRefused(t, s, err)
 }
 
@@ -100,34 +87,20 @@ func TestLoadRefusesGzipLayerBombWhenComputingDiffID(t *testing.T) {
 	s, _ := newLocalTestStore(t)
 	s.bombLimit = testBombLimit
 	layerTar := tarOf(t, "zeros", 32<<20, zeros{})
-	layer := gzipOf(t, layerTar)
+	layer := graphtest.Gzip(t, layerTar)
 	cfg, _ := json.Marshal(map[string]any{
 		"architecture": "amd64", "os": "linux",
 		"rootfs": map[string]any{"type": "layers", "diff_ids": []string{digest.FromBytes(layerTar).String()}},
 	})
 	manifest, _ := json.Marshal([]map[string]any{{"Config": "cfg.json", "RepoTags": []string{"bomb:1"}, "Layers": []string{"layer.tar.gz"}}})
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, f := range []struct {
-		name string
-		b    []byte
-	}{{"cfg.json", cfg}, {"layer.tar.gz", layer}, {"manifest.json", manifest}} {
-		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.b)), Typeflag: tar.TypeReg}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write(f.b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	err := s.LoadImage(context.Background(), bytes.NewReader(buf.Bytes()), true, nil, discardProgress)
+	archive := graphtest.Tar(t, graphtest.TarEntry{Name: "cfg.json", Body: string(cfg)}, graphtest.TarEntry{Name: "layer.tar.gz", Body: string(layer)},
+		graphtest.TarEntry{Name: "manifest.json", Body: string(manifest)})
+	err := s.LoadImage(context.Background(), bytes.NewReader(archive), true, nil, discardProgress)
 	assertBombRefused(t, s, err)
 
 	// The same archive under the default limit loads (the DiffID matches).
 	s2, _ := newLocalTestStore(t)
-	if err := s2.LoadImage(context.Background(), bytes.NewReader(buf.Bytes()), true, nil, discardProgress); err != nil {
+	if err := s2.LoadImage(context.Background(), bytes.NewReader(archive), true, nil, discardProgress); err != nil {
 		t.Fatal(err)
 	}
 }

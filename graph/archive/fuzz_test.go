@@ -1,7 +1,6 @@
 package archive
 
 import (
-	"bytes"
 	"context"
 	"strconv"
 	"testing"
@@ -9,6 +8,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/wharfproject/wharf/graph/internal/graphtest"
 	"github.com/wharfproject/wharf/graph/store"
 )
 
@@ -17,7 +17,7 @@ import (
 // fail with an error, never a record naming unstored blobs.
 func FuzzDecodeManifestOrIndex(f *testing.F) {
 	s, _ := newLocalTestStore(f)
-	id := importTestImage(f, s, "fuzz/man:1", "man")
+	id := graphtest.ImportImage(f, s, "fuzz/man:1", "man")
 	rec, err := s.st.Lookup(id.String())
 	if err != nil {
 		f.Fatal(err)
@@ -37,12 +37,9 @@ func FuzzDecodeManifestOrIndex(f *testing.F) {
 		lease := s.st.NewLease()
 		defer lease.Release()
 		arc := &loadArchive{lease: lease}
-		d := digest.FromBytes(b)
-		desc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: d, Size: int64(len(b))}
-		if _, err := lease.WriteBlob(ctx, desc, bytes.NewReader(b)); err != nil {
-			t.Fatal(err)
-		}
-		if m, err := s.pickManifest(arc, d, localTestPlatform()); err == nil && !s.st.HasBlob(m.Digest) {
+		desc := graphtest.WriteBlob(t, lease, ocispec.MediaTypeImageManifest, b)
+		d := desc.Digest
+		if m, err := s.pickManifest(arc, d, graphtest.Platform()); err == nil && !s.st.HasBlob(m.Digest) {
 			t.Fatalf("pickManifest chose unstored %s", m.Digest)
 		}
 		if r, err := s.checkManifest(ctx, arc, desc); err == nil {

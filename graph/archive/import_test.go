@@ -3,43 +3,38 @@ package archive
 import (
 	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"strings"
 	"testing"
 
 	"github.com/containerd/errdefs"
-	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/graph/internal/graphtest"
 )
 
 func TestImportImage(t *testing.T) {
 	s, ev := newLocalTestStore(t)
 	ctx := context.Background()
-	rootfs := makeTestTar(t, testTarEntry{name: "/bin/", typeflag: tar.TypeDir}, testTarEntry{name: "/bin/sh", body: "#!"},
-		testTarEntry{name: "bin/link", typeflag: tar.TypeSymlink, linkname: "/etc/passwd"})
-	var gz bytes.Buffer
-	zw := gzip.NewWriter(&gz)
-	zw.Write(rootfs)
-	zw.Close()
+	rootfs := graphtest.Tar(t, graphtest.TarEntry{Name: "/bin/", Typeflag: tar.TypeDir}, graphtest.TarEntry{Name: "/bin/sh", Body: "#!"},
+		graphtest.TarEntry{Name: "bin/link", Typeflag: tar.TypeSymlink, Linkname: "/etc/passwd"})
 	for _, tc := range []struct {
 		name string
 		body []byte
-	}{{"plain", rootfs}, {"gzip", gz.Bytes()}} {
+	}{{"plain", rootfs}, {"gzip", graphtest.Gzip(t, rootfs)}} {
 		t.Run(tc.name, func(t *testing.T) {
-			var msgs []jsonstream.Message
-			out := types.ProgressFunc(func(m jsonstream.Message) error { msgs = append(msgs, m); return nil })
+			var out graphtest.Messages
 			err := s.ImportImage(ctx, bytes.NewReader(tc.body), types.ImportOptions{
 				Repo: "127.0.0.1:5000/imported3:1.0", Changes: []string{`CMD ["/bin/sh"]`}, Message: "curl import",
 				Platform: &ocispec.Platform{OS: "linux", Architecture: "arm64"},
-			}, out)
+			}, &out)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(msgs) != 1 || !strings.HasPrefix(msgs[0].Status, "sha256:") || mustJSONText(t, msgs[0]) != `{"status":"`+msgs[0].Status+`"}` {
+			msgs := out.All()
+			if len(msgs) != 1 || !strings.HasPrefix(msgs[0].Status, "sha256:") || graphtest.JSONText(t, msgs[0]) != `{"status":"`+msgs[0].Status+`"}` {
 				t.Fatalf("messages = %+v", msgs)
 			}
 			rec, got := imageConfig(t, s, "127.0.0.1:5000/imported3:1.0")
@@ -52,19 +47,19 @@ func TestImportImage(t *testing.T) {
 			}
 		})
 	}
-	acts := strings.Join(ev.actions(), ",")
+	acts := strings.Join(ev.Actions(), ",")
 	if acts != "tag,import,tag,import" {
 		t.Fatalf("events = %s", acts)
 	}
-	if ev.evs[1].Attrs["name"] != ev.evs[1].Actor {
-		t.Fatalf("import event = %+v", ev.evs[1])
+	if ev.Events()[1].Attrs["name"] != ev.Events()[1].Actor {
+		t.Fatalf("import event = %+v", ev.Events()[1])
 	}
 }
 
 func TestImportImageRejects(t *testing.T) {
 	s, _ := newLocalTestStore(t)
 	ctx := context.Background()
-	good := makeTestTar(t, testTarEntry{name: "a", body: "x"})
+	good := graphtest.Tar(t, graphtest.TarEntry{Name: "a", Body: "x"})
 	tests := []struct {
 		name string
 		body []byte
@@ -73,9 +68,9 @@ func TestImportImageRejects(t *testing.T) {
 		{"garbage", bytes.Repeat([]byte("garbage!"), 200), types.ImportOptions{}},
 		{"short garbage", []byte("nope"), types.ImportOptions{}},
 		{"empty", nil, types.ImportOptions{}},
-		{"dotdot", makeTestTar(t, testTarEntry{name: "../evil", body: "x"}), types.ImportOptions{}},
-		{"nested dotdot", makeTestTar(t, testTarEntry{name: "a/../../evil", body: "x"}), types.ImportOptions{}},
-		{"hardlink dotdot", makeTestTar(t, testTarEntry{name: "l", typeflag: tar.TypeLink, linkname: "../../etc/shadow"}), types.ImportOptions{}},
+		{"dotdot", graphtest.Tar(t, graphtest.TarEntry{Name: "../evil", Body: "x"}), types.ImportOptions{}},
+		{"nested dotdot", graphtest.Tar(t, graphtest.TarEntry{Name: "a/../../evil", Body: "x"}), types.ImportOptions{}},
+		{"hardlink dotdot", graphtest.Tar(t, graphtest.TarEntry{Name: "l", Typeflag: tar.TypeLink, Linkname: "../../etc/shadow"}), types.ImportOptions{}},
 		{"bad gzip", []byte{0x1f, 0x8b, 1, 2, 3}, types.ImportOptions{}},
 		{"bad repo", good, types.ImportOptions{Repo: "UPPER"}},
 		{"bad change", good, types.ImportOptions{Changes: []string{"RUN x"}}},

@@ -22,6 +22,7 @@ import (
 
 	"github.com/wharfproject/wharf/api/types"
 
+	"github.com/wharfproject/wharf/graph/internal/graphtest"
 	"github.com/wharfproject/wharf/graph/store"
 
 	"github.com/wharfproject/wharf/imagespec"
@@ -63,11 +64,10 @@ func loadBytes(t *testing.T, s *Archiver, b []byte) ([]string, error) {
 
 func TestExportImageLayout(t *testing.T) {
 	s, ev := newLocalTestStore(t)
-	id := importTestImage(t, s, "127.0.0.1:5000/imported:1.0", "x")
+	id := graphtest.ImportImage(t, s, "127.0.0.1:5000/imported:1.0", "x")
 	b := saveToBytes(t, s, "127.0.0.1:5000/imported:1.0")
 	files := tarFiles(t, b)
-	rec, _ := s.st.Lookup(id.String())
-	meta, _ := s.st.Meta(rec)
+	rec, meta := imageMeta(t, s, id.String())
 	var dm []dockerManifestEntry
 	if err := json.Unmarshal(files["manifest.json"], &dm); err != nil {
 		t.Fatal(err)
@@ -105,7 +105,7 @@ func TestExportImageLayout(t *testing.T) {
 	if err != nil || cn.String() != id.String() {
 		t.Fatalf("tarball config = %v %v", cn, err)
 	}
-	if acts := ev.actions(); acts[len(acts)-1] != "save" {
+	if acts := ev.Actions(); acts[len(acts)-1] != "save" {
 		t.Fatalf("events = %v", acts)
 	}
 	// A missing name fails before anything is written.
@@ -118,9 +118,9 @@ func TestExportImageLayout(t *testing.T) {
 
 func TestSaveLoadRoundTrip(t *testing.T) {
 	src, _ := newLocalTestStore(t)
-	a := importTestImage(t, src, "app:1", "same", "LABEL v=1")
-	b := importTestImage(t, src, "other/app:2", "same", "LABEL v=2") // shares a's layer
-	c := importTestImage(t, src, "", "untagged")
+	a := graphtest.ImportImage(t, src, "app:1", "same", "LABEL v=1")
+	b := graphtest.ImportImage(t, src, "other/app:2", "same", "LABEL v=2") // shares a's layer
+	c := graphtest.ImportImage(t, src, "", "untagged")
 	tagTestImage(t, src, "app:1", "app", "latest")
 	tarball := saveToBytes(t, src, "app", "other/app:2", c.Encoded()[:12])
 
@@ -152,8 +152,8 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 			t.Fatalf("image differs:\n%s\n%s", si, di)
 		}
 	}
-	if n := strings.Count(strings.Join(ev.actions(), ","), "load"); n != 3 {
-		t.Fatalf("load events = %v", ev.actions())
+	if n := strings.Count(strings.Join(ev.Actions(), ","), "load"); n != 3 {
+		t.Fatalf("load events = %v", ev.Actions())
 	}
 	// Loading again is idempotent.
 	if _, err := loadBytes(t, dst, tarball); err != nil || dst.st.Count() != 3 {
@@ -165,7 +165,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 // <layer>/layer.tar (uncompressed; the second image's layer is a symlink to
 // the first's), manifest.json, repositories.
 func legacyTar(t *testing.T, mutate func(cfg map[string]any)) ([]byte, digest.Digest) {
-	layer := makeTestTar(t, testTarEntry{name: "hello", body: "legacy"})
+	layer := graphtest.Tar(t, graphtest.TarEntry{Name: "hello", Body: "legacy"})
 	diffID := digest.FromBytes(layer)
 	cfg := map[string]any{
 		"architecture": "amd64", "os": "linux", "created": "2026-12-03T07:46:09.011963844Z",
@@ -181,15 +181,15 @@ func legacyTar(t *testing.T, mutate func(cfg map[string]any)) ([]byte, digest.Di
 	lid := "6ff093dda4b01800907774f342501b9ed8fc4aafa4d72f73280343d3175db664"
 	manifest := fmt.Sprintf(`[{"Config":"%s.json","RepoTags":["127.0.0.1:5000/imported:1.0"],"Layers":["%s/layer.tar"]},`+
 		`{"Config":"%s.json","RepoTags":["legacy-copy:1"],"Layers":["dup/layer.tar"]}]`, id.Encoded(), lid, id.Encoded())
-	return makeTestTar(t,
-		testTarEntry{name: lid + "/", typeflag: tar.TypeDir},
-		testTarEntry{name: lid + "/VERSION", body: "1.0"},
-		testTarEntry{name: lid + "/json", body: `{"id":"` + lid + `"}`},
-		testTarEntry{name: lid + "/layer.tar", body: string(layer)},
-		testTarEntry{name: "dup/layer.tar", typeflag: tar.TypeSymlink, linkname: "../" + lid + "/layer.tar"},
-		testTarEntry{name: id.Encoded() + ".json", body: string(cb)},
-		testTarEntry{name: "manifest.json", body: manifest},
-		testTarEntry{name: "repositories", body: `{"127.0.0.1:5000/imported":{"1.0":"` + lid + `"}}`},
+	return graphtest.Tar(t,
+		graphtest.TarEntry{Name: lid + "/", Typeflag: tar.TypeDir},
+		graphtest.TarEntry{Name: lid + "/VERSION", Body: "1.0"},
+		graphtest.TarEntry{Name: lid + "/json", Body: `{"id":"` + lid + `"}`},
+		graphtest.TarEntry{Name: lid + "/layer.tar", Body: string(layer)},
+		graphtest.TarEntry{Name: "dup/layer.tar", Typeflag: tar.TypeSymlink, Linkname: "../" + lid + "/layer.tar"},
+		graphtest.TarEntry{Name: id.Encoded() + ".json", Body: string(cb)},
+		graphtest.TarEntry{Name: "manifest.json", Body: manifest},
+		graphtest.TarEntry{Name: "repositories", Body: `{"127.0.0.1:5000/imported":{"1.0":"` + lid + `"}}`},
 	), id
 }
 
@@ -203,11 +203,10 @@ func TestLoadLegacyDockerArchive(t *testing.T) {
 	if fmt.Sprint(lines) != "[Loaded image: 127.0.0.1:5000/imported:1.0\n Loaded image: legacy-copy:1\n]" {
 		t.Fatalf("lines = %q", lines)
 	}
-	rec, err := s.st.Lookup("legacy-copy:1")
-	if err != nil || rec.ID != id {
-		t.Fatalf("lookup: %v %v", rec, err)
+	rec, meta := imageMeta(t, s, "legacy-copy:1")
+	if rec.ID != id {
+		t.Fatalf("lookup: %v", rec)
 	}
-	meta, _ := s.st.Meta(rec)
 	if rec.Manifest.MediaType != imagespec.MediaTypeDockerManifest || meta.Manifest.Layers[0].MediaType != imagespec.MediaTypeDockerLayer {
 		t.Fatalf("media types: %s %s", rec.Manifest.MediaType, meta.Manifest.Layers[0].MediaType)
 	}
@@ -233,10 +232,10 @@ func TestLoadRejectsInconsistentArchives(t *testing.T) {
 	})
 	tooMany, _ := legacyTar(t, func(cfg map[string]any) { cfg["rootfs"] = map[string]any{"type": "layers"} })
 	payload := []byte("hello")
-	wrongBlob := makeTestTar(t,
-		testTarEntry{name: "blobs/sha256/" + digest.FromString("different").Encoded(), body: string(payload)},
-		testTarEntry{name: "index.json", body: `{"schemaVersion":2,"manifests":[]}`})
-	missingBlob := makeTestTar(t, testTarEntry{name: "index.json", body: `{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"` +
+	wrongBlob := graphtest.Tar(t,
+		graphtest.TarEntry{Name: "blobs/sha256/" + digest.FromString("different").Encoded(), Body: string(payload)},
+		graphtest.TarEntry{Name: "index.json", Body: `{"schemaVersion":2,"manifests":[]}`})
+	missingBlob := graphtest.Tar(t, graphtest.TarEntry{Name: "index.json", Body: `{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"` +
 		digest.FromString("m").String() + `","size":1}]}`})
 	tests := []struct {
 		name string
@@ -247,12 +246,12 @@ func TestLoadRejectsInconsistentArchives(t *testing.T) {
 		{"layer count mismatch", tooMany, "1 layers but 0 diff IDs"},
 		{"blob content mismatch", wrongBlob, "digest mismatch"},
 		{"missing blob", missingBlob, "is missing"},
-		{"no manifest", makeTestTar(t, testTarEntry{name: "hello", body: "x"}), "no manifest.json or index.json"},
-		{"bad manifest.json", makeTestTar(t, testTarEntry{name: "manifest.json", body: "{"}), "manifest.json"},
+		{"no manifest", graphtest.Tar(t, graphtest.TarEntry{Name: "hello", Body: "x"}), "no manifest.json or index.json"},
+		{"bad manifest.json", graphtest.Tar(t, graphtest.TarEntry{Name: "manifest.json", Body: "{"}), "manifest.json"},
 		{"garbage", bytes.Repeat([]byte{0xde, 0xad, 0xbe, 0xef}, 300), "invalid tar archive"},
-		{"truncated", makeTestTar(t, testTarEntry{name: "manifest.json", body: strings.Repeat("x", 2000)})[:1000], "invalid tar archive: unexpected EOF"},
+		{"truncated", graphtest.Tar(t, graphtest.TarEntry{Name: "manifest.json", Body: strings.Repeat("x", 2000)})[:1000], "invalid tar archive: unexpected EOF"},
 		{"empty", nil, "no manifest.json or index.json"},
-		{"huge manifest.json", makeTestTar(t, testTarEntry{name: "manifest.json", body: strings.Repeat(" ", store.MaxManifestSize+1)}), "too large"},
+		{"huge manifest.json", graphtest.Tar(t, graphtest.TarEntry{Name: "manifest.json", Body: strings.Repeat(" ", store.MaxManifestSize+1)}), "too large"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -282,26 +281,26 @@ func assertNoBlobs(t *testing.T, s *Archiver) {
 }
 
 func TestLoadRejectsEscapingEntries(t *testing.T) {
-	manifest := testTarEntry{name: "manifest.json", body: `[]`}
+	manifest := graphtest.TarEntry{Name: "manifest.json", Body: `[]`}
 	tests := []struct {
 		name  string
-		entry testTarEntry
+		entry graphtest.TarEntry
 	}{
-		{"dotdot", testTarEntry{name: "../evil", body: "x"}},
-		{"nested dotdot", testTarEntry{name: "blobs/../../evil", body: "x"}},
-		{"absolute", testTarEntry{name: "/tmp/evil", body: "x"}},
-		{"symlink dotdot", testTarEntry{name: "link", typeflag: tar.TypeSymlink, linkname: "../../etc/passwd"}},
-		{"symlink absolute", testTarEntry{name: "link", typeflag: tar.TypeSymlink, linkname: "/etc/passwd"}},
-		{"symlink nested escape", testTarEntry{name: "a/link", typeflag: tar.TypeSymlink, linkname: "../../x"}},
-		{"hardlink dotdot", testTarEntry{name: "link", typeflag: tar.TypeLink, linkname: "../x"}},
-		{"hardlink absolute", testTarEntry{name: "link", typeflag: tar.TypeLink, linkname: "/etc/shadow"}},
+		{"dotdot", graphtest.TarEntry{Name: "../evil", Body: "x"}},
+		{"nested dotdot", graphtest.TarEntry{Name: "blobs/../../evil", Body: "x"}},
+		{"absolute", graphtest.TarEntry{Name: "/tmp/evil", Body: "x"}},
+		{"symlink dotdot", graphtest.TarEntry{Name: "link", Typeflag: tar.TypeSymlink, Linkname: "../../etc/passwd"}},
+		{"symlink absolute", graphtest.TarEntry{Name: "link", Typeflag: tar.TypeSymlink, Linkname: "/etc/passwd"}},
+		{"symlink nested escape", graphtest.TarEntry{Name: "a/link", Typeflag: tar.TypeSymlink, Linkname: "../../x"}},
+		{"hardlink dotdot", graphtest.TarEntry{Name: "link", Typeflag: tar.TypeLink, Linkname: "../x"}},
+		{"hardlink absolute", graphtest.TarEntry{Name: "link", Typeflag: tar.TypeLink, Linkname: "/etc/shadow"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			parent := t.TempDir()
 			root := filepath.Join(parent, "root")
 			s, _ := openLocalTestStore(t, root)
-			b := makeTestTar(t, tt.entry, testTarEntry{name: "evil", body: "payload"}, manifest)
+			b := graphtest.Tar(t, tt.entry, graphtest.TarEntry{Name: "evil", Body: "payload"}, manifest)
 			_, err := loadBytes(t, s, b)
 			if !errdefs.IsInvalidArgument(err) {
 				t.Fatalf("err = %v, want InvalidArgument", err)
@@ -330,16 +329,16 @@ func TestLoadInsideSymlinkAccepted(t *testing.T) {
 
 func FuzzLoadArchive(f *testing.F) {
 	seedStore, _ := newLocalTestStore(f)
-	importTestImage(f, seedStore, "seed:1", "seed", "LABEL a=b")
+	graphtest.ImportImage(f, seedStore, "seed:1", "seed", "LABEL a=b")
 	var saved bytes.Buffer
 	if err := seedStore.ExportImage(context.Background(), []string{"seed:1"}, &saved); err != nil {
 		f.Fatal(err)
 	}
 	f.Add(saved.Bytes())
-	f.Add(makeTestTar(f, testTarEntry{name: "manifest.json", body: `[{"Config":"c.json","Layers":["l/layer.tar"]}]`},
-		testTarEntry{name: "c.json", body: `{"rootfs":{"diff_ids":[]}}`}))
-	f.Add(makeTestTar(f, testTarEntry{name: "index.json", body: `{"manifests":[{"digest":"sha256:../../x"}]}`}))
-	f.Add(makeTestTar(f, testTarEntry{name: "l", typeflag: tar.TypeSymlink, linkname: "l"}, testTarEntry{name: "manifest.json", body: `[{"Config":"l"}]`}))
+	f.Add(graphtest.Tar(f, graphtest.TarEntry{Name: "manifest.json", Body: `[{"Config":"c.json","Layers":["l/layer.tar"]}]`},
+		graphtest.TarEntry{Name: "c.json", Body: `{"rootfs":{"diff_ids":[]}}`}))
+	f.Add(graphtest.Tar(f, graphtest.TarEntry{Name: "index.json", Body: `{"manifests":[{"digest":"sha256:../../x"}]}`}))
+	f.Add(graphtest.Tar(f, graphtest.TarEntry{Name: "l", Typeflag: tar.TypeSymlink, Linkname: "l"}, graphtest.TarEntry{Name: "manifest.json", Body: `[{"Config":"l"}]`}))
 	f.Add([]byte("garbage"))
 	s, _ := newLocalTestStore(f)
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -349,7 +348,7 @@ func FuzzLoadArchive(f *testing.F) {
 
 func TestLoadProgressUnlessQuiet(t *testing.T) {
 	src, _ := newLocalTestStore(t)
-	importTestImage(t, src, "p:1", "p")
+	graphtest.ImportImage(t, src, "p:1", "p")
 	b := saveToBytes(t, src, "p:1")
 	for _, quiet := range []bool{true, false} {
 		dst, _ := newLocalTestStore(t)

@@ -11,15 +11,8 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/graph/internal/graphtest"
 )
-
-// remoteTestMessages collects stream messages.
-type remoteTestMessages struct{ msgs []jsonstream.Message }
-
-func (m *remoteTestMessages) WriteMessage(msg jsonstream.Message) error {
-	m.msgs = append(m.msgs, msg)
-	return nil
-}
 
 // chunkReader returns at most n bytes per Read, like a network body.
 type chunkReader struct {
@@ -69,7 +62,7 @@ func TestProgressReaderThrottles(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var got remoteTestMessages
+			var got graphtest.Messages
 			po := newProgressOutput(&got)
 			now := time.Unix(1000, 0)
 			verified := 0
@@ -80,10 +73,10 @@ func TestProgressReaderThrottles(t *testing.T) {
 			if err != nil || n != int64(tc.size) {
 				t.Fatalf("copy: %d, %v", n, err)
 			}
-			if len(got.msgs) != tc.wantN {
-				t.Fatalf("got %d messages, want %d", len(got.msgs), tc.wantN)
+			if got.Len() != tc.wantN {
+				t.Fatalf("got %d messages, want %d", got.Len(), tc.wantN)
 			}
-			last := got.msgs[len(got.msgs)-1]
+			last := got.Last()
 			if last.Progress == nil || last.Progress.Current != int64(tc.size) || last.Progress.Total != int64(tc.size) || last.ID != "abc" || last.Status != "Downloading" {
 				t.Fatalf("last message %+v", last)
 			}
@@ -109,14 +102,14 @@ func TestProgressOutputKeepsFirstWriteError(t *testing.T) {
 }
 
 func TestLayerMessagesHaveEmptyProgressDetail(t *testing.T) {
-	var got remoteTestMessages
+	var got graphtest.Messages
 	po := newProgressOutput(&got)
 	_ = po.layer("1938d640a317", "Pulling fs layer")
 	_ = po.status("1.0", "Pulling from tiny")
-	if got.msgs[0].Progress == nil {
+	if got.At(0).Progress == nil {
 		t.Fatal("layer status without progressDetail; dockerd sends {}")
 	}
-	if got.msgs[1].Progress != nil {
+	if got.At(1).Progress != nil {
 		t.Fatal("Pulling from carries a progressDetail; dockerd sends none")
 	}
 }

@@ -11,11 +11,11 @@ import (
 	"testing"
 
 	"github.com/containerd/errdefs"
-	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/graph/internal/graphtest"
 )
 
 // remoteFakeFetcher serves blobs from memory; a blob whose digest is in
@@ -103,50 +103,41 @@ func remoteTestLayers(n int) ([]ocispec.Descriptor, map[digest.Digest][]byte) {
 	return descs, blobs
 }
 
-// syncMessages is a ProgressWriter safe for the concurrent test pulls.
-type syncMessages struct {
-	mu   sync.Mutex
-	msgs []jsonstream.Message
+// flightTest is one layer whose fetch waits for gate, a remote state that
+// reports each caller joining a shared download on joined, and an empty
+// destination.
+type flightTest struct {
+	layers []ocispec.Descriptor
+	blobs  map[digest.Digest][]byte
+	gate   chan struct{}
+	f      *remoteFakeFetcher
+	dst    *remoteFakeIngester
+	rs     *remoteState
+	joined chan string
 }
 
-func (m *syncMessages) WriteMessage(msg jsonstream.Message) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.msgs = append(m.msgs, msg)
-	return nil
-}
-
-func (m *syncMessages) statuses(id string) []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []string
-	for _, msg := range m.msgs {
-		if msg.ID == id && msg.Status != "Downloading" {
-			out = append(out, msg.Status)
-		}
-	}
-	return out
+func newFlightTest() *flightTest {
+	ft := &flightTest{gate: make(chan struct{}), dst: &remoteFakeIngester{}, rs: newRemoteState(Options{}), joined: make(chan string, 4)}
+	ft.layers, ft.blobs = remoteTestLayers(1)
+	ft.f = &remoteFakeFetcher{blobs: ft.blobs, gate: map[digest.Digest]chan struct{}{ft.layers[0].Digest: ft.gate}, started: make(chan digest.Digest, 4)}
+	ft.rs.flightJoined = func(key string) { ft.joined <- key }
+	return ft
 }
 
 func TestSharedBlobDownloadsOnce(t *testing.T) {
-	layers, blobs := remoteTestLayers(1)
-	gate := make(chan struct{})
-	f := &remoteFakeFetcher{blobs: blobs, gate: map[digest.Digest]chan struct{}{layers[0].Digest: gate}, started: make(chan digest.Digest, 4)}
-	dst := &remoteFakeIngester{}
-	rs := newRemoteState(Options{})
-	joined := make(chan string, 4)
-	rs.flightJoined = func(key string) { joined <- key }
+	ft := newFlightTest()
+	layers, f, dst, rs := ft.layers, ft.f, ft.dst, ft.rs
 
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
-	outs := []*syncMessages{{}, {}}
+	outs := []*graphtest.Messages{{}, {}}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		errs[0] = rs.downloadLayers(context.Background(), f, dst, layers, newProgressOutput(outs[0]))
 	}()
 	<-f.started // the first pull is inside the fetch, holding the flight
-	<-joined
+	<-ft.joined
 	wg.Add(1)
 	second := make(chan struct{})
 	go func() {
@@ -156,8 +147,8 @@ func TestSharedBlobDownloadsOnce(t *testing.T) {
 	}()
 	<-second
 	// The second pull joins the flight while the only fetch is blocked.
-	waitForFlight(t, joined, layers[0].Digest)
-	close(gate)
+	ft.waitForFlight()
+	close(ft.gate)
 	wg.Wait()
 
 	for i, err := range errs {
@@ -173,7 +164,7 @@ func TestSharedBlobDownloadsOnce(t *testing.T) {
 	}
 	id := shortID(layers[0].Digest)
 	for i, out := range outs {
-		got := out.statuses(id)
+		got := out.Statuses(id)
 		if len(got) < 3 || got[0] != "Pulling fs layer" || got[len(got)-2] != "Download complete" || got[len(got)-1] != "Pull complete" {
 			t.Fatalf("pull %d statuses %v", i, got)
 		}
@@ -181,11 +172,10 @@ func TestSharedBlobDownloadsOnce(t *testing.T) {
 }
 
 // waitForFlight blocks until a second caller has joined the shared
-// download of d (the first already holds it).
-func waitForFlight(t *testing.T, joined chan string, d digest.Digest) {
-	t.Helper()
-	for k := range joined {
-		if k == d.String() {
+// download of the layer (the first already holds it).
+func (ft *flightTest) waitForFlight() {
+	for k := range ft.joined {
+		if k == ft.layers[0].Digest.String() {
 			return
 		}
 	}
@@ -199,7 +189,7 @@ func TestDownloadLayersBoundsConcurrency(t *testing.T) {
 	}
 	f := &remoteFakeFetcher{blobs: blobs, gate: gates, started: make(chan digest.Digest, len(layers))}
 	rs := newRemoteState(Options{MaxConcurrentDownloads: 2})
-	out := &syncMessages{}
+	out := &graphtest.Messages{}
 	done := make(chan error, 1)
 	go func() {
 		done <- rs.downloadLayers(context.Background(), f, &remoteFakeIngester{}, layers, newProgressOutput(out))
@@ -222,7 +212,7 @@ func TestDownloadLayersBoundsConcurrency(t *testing.T) {
 	// "Pull complete" comes in layer order, after every layer's download.
 	var order []string
 	waiting := 0
-	for _, m := range out.msgs {
+	for _, m := range out.All() {
 		switch m.Status {
 		case "Pull complete":
 			order = append(order, m.ID)
@@ -246,19 +236,19 @@ func TestDownloadLayersAlreadyExistsAndFailure(t *testing.T) {
 	}
 	boom := errors.New("unknown blob")
 	f := &remoteFakeFetcher{blobs: blobs, fail: map[digest.Digest]error{layers[2].Digest: boom}}
-	out := &syncMessages{}
+	out := &graphtest.Messages{}
 	err := newRemoteState(Options{}).downloadLayers(context.Background(), f, dst, layers, newProgressOutput(out))
 	if !errors.Is(err, boom) {
 		t.Fatalf("err = %v, want %v", err, boom)
 	}
-	if got := out.statuses(shortID(layers[0].Digest)); len(got) != 1 || got[0] != "Already exists" {
+	if got := out.Statuses(shortID(layers[0].Digest)); len(got) != 1 || got[0] != "Already exists" {
 		t.Fatalf("present layer statuses %v", got)
 	}
 	// The verified layer stays for the next attempt; the failed one is absent.
 	if !dst.HasBlob(layers[1].Digest) || dst.HasBlob(layers[2].Digest) {
 		t.Fatal("store should keep the verified layer 1 and lack the failed layer 2")
 	}
-	for _, s := range out.statuses(shortID(layers[2].Digest)) {
+	for _, s := range out.Statuses(shortID(layers[2].Digest)) {
 		if s == "Pull complete" || s == "Download complete" {
 			t.Fatalf("failed layer reported %q", s)
 		}
@@ -266,29 +256,24 @@ func TestDownloadLayersAlreadyExistsAndFailure(t *testing.T) {
 }
 
 func TestSharedFetchRetriesAfterLeaderCancelled(t *testing.T) {
-	layers, blobs := remoteTestLayers(1)
-	gate := make(chan struct{})
-	f := &remoteFakeFetcher{blobs: blobs, gate: map[digest.Digest]chan struct{}{layers[0].Digest: gate}, started: make(chan digest.Digest, 4)}
-	dst := &remoteFakeIngester{}
-	rs := newRemoteState(Options{})
-	joined := make(chan string, 4)
-	rs.flightJoined = func(key string) { joined <- key }
+	ft := newFlightTest()
+	layers, f, dst, rs := ft.layers, ft.f, ft.dst, ft.rs
 	po := newProgressOutput(types.DiscardProgress)
 
 	leaderCtx, cancelLeader := context.WithCancel(context.Background())
 	leaderErr := make(chan error, 1)
 	go func() { leaderErr <- rs.sharedFetch(leaderCtx, f, dst, layers[0], "x", po) }()
 	<-f.started
-	<-joined
+	<-ft.joined
 	followerErr := make(chan error, 1)
 	go func() { followerErr <- rs.sharedFetch(context.Background(), f, dst, layers[0], "x", po) }()
-	waitForFlight(t, joined, layers[0].Digest)
+	ft.waitForFlight()
 	cancelLeader()
 	if err := <-leaderErr; !errors.Is(err, context.Canceled) {
 		t.Fatalf("leader err = %v", err)
 	}
 	<-f.started // the follower starts its own fetch
-	close(gate)
+	close(ft.gate)
 	if err := <-followerErr; err != nil {
 		t.Fatalf("follower failed with the leader's cancellation: %v", err)
 	}
@@ -298,27 +283,24 @@ func TestSharedFetchRetriesAfterLeaderCancelled(t *testing.T) {
 }
 
 func TestSharedFetchFollowerRetriesOwnSourceOnce(t *testing.T) {
-	layers, blobs := remoteTestLayers(1)
+	ft := newFlightTest()
+	layers, dst, rs := ft.layers, ft.dst, ft.rs
 	d := layers[0].Digest
-	gate := make(chan struct{})
 	denied := fmt.Errorf("denied%.0w", errdefs.ErrUnauthenticated)
 	// The first pull's repository refuses the blob; the second's serves it.
-	refusing := &remoteFakeFetcher{blobs: blobs, gate: map[digest.Digest]chan struct{}{d: gate}, started: make(chan digest.Digest, 1), fail: map[digest.Digest]error{d: denied}}
-	serving := &remoteFakeFetcher{blobs: blobs}
-	dst := &remoteFakeIngester{}
-	rs := newRemoteState(Options{})
-	joined := make(chan string, 4)
-	rs.flightJoined = func(key string) { joined <- key }
+	refusing := ft.f
+	refusing.fail = map[digest.Digest]error{d: denied}
+	serving := &remoteFakeFetcher{blobs: ft.blobs}
 	po := newProgressOutput(types.DiscardProgress)
 
 	firstErr := make(chan error, 1)
 	go func() { firstErr <- rs.sharedFetch(context.Background(), refusing, dst, layers[0], "x", po) }()
 	<-refusing.started
-	<-joined
+	<-ft.joined
 	secondErr := make(chan error, 1)
 	go func() { secondErr <- rs.sharedFetch(context.Background(), serving, dst, layers[0], "x", po) }()
-	waitForFlight(t, joined, d)
-	close(gate)
+	ft.waitForFlight()
+	close(ft.gate)
 	if err := <-firstErr; !errors.Is(err, denied) {
 		t.Fatalf("first pull err = %v, want its own refusal", err)
 	}

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
-	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
@@ -98,15 +96,11 @@ func FuzzDecodeManifest(f *testing.F) {
 	f.Add([]byte(`{"schemaVersion":2,"config":{"digest":"sha256:../../x"},"layers":[{"digest":"sha512:0"}],"manifests":[{}]}`))
 	f.Add([]byte(`{"config":{"digest":"` + id.String() + `"},"layers":null}`))
 	f.Add([]byte(`[]`))
-	ctx := context.Background()
 	f.Fuzz(func(t *testing.T, b []byte) {
 		lease := s.NewLease()
 		defer lease.Release()
-		d := digest.FromBytes(b)
-		desc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: d, Size: int64(len(b))}
-		if _, err := lease.WriteBlob(ctx, desc, bytes.NewReader(b)); err != nil {
-			t.Fatal(err)
-		}
+		desc, _ := writeTestBlob(t, lease, ocispec.MediaTypeImageManifest, b)
+		d := desc.Digest
 		_, _ = s.ReadIndex(d)
 		r := &ImageRecord{ID: id, Target: ocispec.Descriptor{MediaType: ocispec.MediaTypeImageIndex, Digest: d, Size: desc.Size}, Manifest: desc}
 		if m, err := s.Meta(r); err == nil && m.Manifest.Config.Digest != id {

@@ -75,10 +75,10 @@ func TestWriteBlobExistingDrainsNothing(t *testing.T) {
 	lease := s.NewLease()
 	defer lease.Release()
 	data := []byte("abc")
-	d := ocispec.Descriptor{Digest: digest.FromBytes(data), Size: 3}
-	if created, err := lease.WriteBlob(context.Background(), d, bytes.NewReader(data)); err != nil || !created {
-		t.Fatalf("first write: created=%v %v", created, err)
+	if _, created := writeTestBlob(t, lease, "", data); !created {
+		t.Fatal("first write: not created")
 	}
+	d := ocispec.Descriptor{Digest: digest.FromBytes(data), Size: 3}
 	r := bytes.NewReader(data)
 	// A second lease: the blob exists, so nothing is read and nothing created.
 	l2 := s.NewLease()
@@ -124,11 +124,7 @@ func TestReadBlobCapAndMissing(t *testing.T) {
 	s := newTestStore(t)
 	lease := s.NewLease()
 	defer lease.Release()
-	data := []byte("0123456789")
-	d := ocispec.Descriptor{Digest: digest.FromBytes(data), Size: 10}
-	if _, err := lease.WriteBlob(context.Background(), d, bytes.NewReader(data)); err != nil {
-		t.Fatal(err)
-	}
+	d, _ := writeTestBlob(t, lease, "", []byte("0123456789"))
 	if _, err := s.ReadBlob(d.Digest, 9); !errors.Is(err, errdefs.ErrInvalidArgument) {
 		t.Fatalf("over cap: %v", err)
 	}

@@ -144,6 +144,26 @@ func writeJSON(lease *Lease, mt string, v any) (ocispec.Descriptor, error) {
 	return d, err
 }
 
+// writeTestBlob stores b as a blob of media type mt (may be empty) under
+// lease and reports whether it was new.
+func writeTestBlob(t testing.TB, lease *Lease, mt string, b []byte) (ocispec.Descriptor, bool) {
+	t.Helper()
+	d := ocispec.Descriptor{MediaType: mt, Digest: digest.FromBytes(b), Size: int64(len(b))}
+	created, err := lease.WriteBlob(context.Background(), d, bytes.NewReader(b))
+	must(t, err)
+	return d, created
+}
+
+// writeTestIndex stores an OCI index of manifests under lease.
+func writeTestIndex(t testing.TB, lease *Lease, manifests ...ocispec.Descriptor) ocispec.Descriptor {
+	t.Helper()
+	idx := ocispec.Index{MediaType: ocispec.MediaTypeImageIndex, Manifests: manifests}
+	idx.SchemaVersion = 2
+	d, err := writeJSON(lease, ocispec.MediaTypeImageIndex, idx)
+	must(t, err)
+	return d
+}
+
 // writeTestImage is writeImage for the test goroutine.
 func writeTestImage(t testing.TB, lease *Lease, img testImage) ImageRecord {
 	t.Helper()

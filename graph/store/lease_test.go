@@ -1,14 +1,12 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"sync"
 	"testing"
 
 	"github.com/opencontainers/go-digest"
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 // TestLeasePinsBlobsAcrossDelete: a blob pinned by a live lease survives an
@@ -41,9 +39,7 @@ func TestLeasePinsBlobsAcrossDelete(t *testing.T) {
 		{"WriteBlob of an existing blob", func(t *testing.T, s *Store, l *Lease, rec *ImageRecord) []digest.Digest {
 			b, err := s.ReadBlob(rec.ID, MaxConfigSize)
 			must(t, err)
-			created, err := l.WriteBlob(context.Background(), ocispec.Descriptor{Digest: rec.ID, Size: int64(len(b))}, bytes.NewReader(b))
-			must(t, err)
-			if created {
+			if _, created := writeTestBlob(t, l, "", b); created {
 				t.Fatal("WriteBlob of a stored blob says created")
 			}
 			return []digest.Digest{rec.ID}

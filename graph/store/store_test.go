@@ -207,10 +207,7 @@ func TestIndexTargetKeepsItsChildren(t *testing.T) {
 	pa.Platform = &ocispec.Platform{OS: "linux", Architecture: "amd64"}
 	pb.Platform = &ocispec.Platform{OS: "linux", Architecture: "arm64", Variant: "v8"}
 	att := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromString("att"), Size: 3}
-	idx := ocispec.Index{MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{pa, pb, att}}
-	idx.SchemaVersion = 2
-	top, err := writeJSON(lease, ocispec.MediaTypeImageIndex, idx)
-	must(t, err)
+	top := writeTestIndex(t, lease, pa, pb, att)
 	// Only the amd64 image is recorded, against the index, as a pull does.
 	rec := amd
 	rec.Target = top
@@ -289,10 +286,7 @@ func TestPutReplacingTargetCollectsOldBlobs(t *testing.T) {
 	lease := s.NewLease()
 	amd := writeTestImage(t, lease, testImage{layers: []string{"amd"}})
 	arm := writeTestImage(t, lease, testImage{layers: []string{"arm"}, platform: ocispec.Platform{OS: "linux", Architecture: "arm64"}})
-	idx := ocispec.Index{MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{amd.Manifest, arm.Manifest}}
-	idx.SchemaVersion = 2
-	top, err := writeJSON(lease, ocispec.MediaTypeImageIndex, idx)
-	must(t, err)
+	top := writeTestIndex(t, lease, amd.Manifest, arm.Manifest)
 	rec := amd
 	rec.Target = top
 	rec.RepoTags = []string{"multi:1"}
