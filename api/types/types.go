@@ -100,10 +100,10 @@ type PullOptions struct {
 
 // PushOptions are the options of POST /images/{name}/push.
 type PushOptions struct {
-	Name        string
-	Tag         string // empty = all local tags of the repository
+	Name string
+	Tag  string // empty = all local tags of the repository
 	// Platform (API 1.46+): push the image only if it is stored for it.
-	Platform *ocispec.Platform
+	Platform    *ocispec.Platform
 	Auth        *registry.AuthConfig
 	MetaHeaders http.Header
 }
