@@ -50,7 +50,9 @@ func (s *Archiver) ExportImage(ctx context.Context, names []string, w io.Writer)
 	lease := s.st.NewLease()
 	defer lease.Release()
 	for _, im := range imgs {
-		lease.AddImage(im.rec)
+		if err := lease.AddImage(im.rec); err != nil {
+			return err
+		}
 	}
 	tw := tar.NewWriter(w)
 	epoch := time.Unix(0, 0).UTC()

@@ -98,7 +98,9 @@ type pushManifest struct {
 func (s *Service) pushTag(ctx context.Context, repo *registry.Repository, repoName reference.Named, tag string, img *store.ImageRecord, onePlatform bool, po *progressOutput) error {
 	lease := s.st.NewLease()
 	defer lease.Release()
-	lease.AddImage(img)
+	if err := lease.AddImage(img); err != nil {
+		return err
+	}
 	pm, err := s.readPushManifest(img.Manifest)
 	if err != nil {
 		return err

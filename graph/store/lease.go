@@ -51,8 +51,20 @@ func (l *Lease) Add(ds ...digest.Digest) {
 }
 
 // AddImage pins every blob rec uses (push and save read them while an rmi
-// may remove the image).
-func (l *Lease) AddImage(rec *ImageRecord) { l.Add(l.s.blobsOf(rec)...) }
+// may remove the image). It checks, under the records lock, that the image
+// is still recorded: then its blobs are all there (no collection can run
+// while the lock is held) and, pinned, stay there; an image removed since
+// the caller looked it up is NotFound.
+func (l *Lease) AddImage(rec *ImageRecord) error {
+	s := l.s
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.st.images[rec.ID] == nil {
+		return NoSuchImage(rec.ID.String())
+	}
+	l.Add(s.blobsOf(rec)...)
+	return nil
+}
 
 // Has pins d and then reports whether it is stored: a true answer stays
 // true until Release.
