@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/pflag"
@@ -29,6 +30,14 @@ type Config struct {
 	AddRegistries          []string `json:"add-registry"`
 	BlockRegistries        []string `json:"block-registry"`
 	MaxConcurrentDownloads int      `json:"max-concurrent-downloads"`
+	// RegistryTimeout, when not 0, replaces the registry response-header
+	// timeout and slow-body window (30 s each) and caps the dial and TLS
+	// handshake timeouts (10 s). In daemon.json a Go duration string ("45s").
+	RegistryTimeout time.Duration `json:"registry-timeout"`
+	// RegistryCertsDirs hold <host[:port]>/{*.crt,client.cert,client.key}
+	// per registry, searched in order; empty = /etc/wharf/certs.d, then
+	// /etc/docker/certs.d.
+	RegistryCertsDirs []string `json:"registry-certs-dirs"`
 	// TLS for tcp:// hosts (dockerd's keys): the server certificate and
 	// key, and the CA that signs the client certificates it accepts.
 	TLSVerify bool   `json:"tlsverify"`
@@ -44,7 +53,16 @@ type Config struct {
 	// the port can pull, push with the daemon's network position, and delete
 	// images. Off unless asked for explicitly.
 	AllowInsecureTCP bool `json:"-"`
+
+	// warnings found while loading (deprecated settings); /info shows them.
+	warnings []string
 }
+
+// registryTimeoutEnv was the registry timeout before --registry-timeout.
+// It is no longer read: a daemon setting belongs in the flags and
+// daemon.json, where /info and the config conflict checks see it. A
+// daemon started with it set says so (log and /info warnings).
+const registryTimeoutEnv = "WHARF_REGISTRY_TIMEOUT"
 
 // maxConfigFile caps daemon.json (1 MiB): it is a short hand-written file.
 const maxConfigFile = 1 << 20
@@ -61,6 +79,8 @@ var fileKeyOfFlag = map[string]string{
 	"add-registry":             "add-registry",
 	"block-registry":           "block-registry",
 	"max-concurrent-downloads": "max-concurrent-downloads",
+	"registry-timeout":         "registry-timeout",
+	"registry-certs-dir":       "registry-certs-dirs",
 	"tlsverify":                "tlsverify",
 	"tlscacert":                "tlscacert",
 	"tlscert":                  "tlscert",
@@ -78,6 +98,8 @@ func InstallFlags(fs *pflag.FlagSet, cfg *Config) {
 	fs.StringArrayVar(&cfg.AddRegistries, "add-registry", nil, "Registry to search, in order, before docker.io for short names")
 	fs.StringArrayVar(&cfg.BlockRegistries, "block-registry", nil, `Registry to refuse ("all" blocks every registry not added with --add-registry)`)
 	fs.IntVar(&cfg.MaxConcurrentDownloads, "max-concurrent-downloads", 0, "Maximum concurrent layer downloads per pull (default 3)")
+	fs.DurationVar(&cfg.RegistryTimeout, "registry-timeout", 0, "Registry response-header timeout and slow-body window: a body, down or up, must move 1 KiB per window (default 30s); also caps the dial and TLS handshake timeouts (10s)")
+	fs.StringArrayVar(&cfg.RegistryCertsDirs, "registry-certs-dir", nil, "Directory of per-registry TLS files <dir>/<host[:port]>/{*.crt,client.cert,client.key}, searched in order (default /etc/wharf/certs.d, /etc/docker/certs.d)")
 	fs.StringVar(&cfg.ConfigFile, "config-file", "", "Daemon configuration file (default /etc/wharf/daemon.json when it exists)")
 	fs.BoolVar(&cfg.TLSVerify, "tlsverify", false, "Serve tcp:// hosts over TLS and require client certificates signed by --tlscacert")
 	fs.StringVar(&cfg.TLSCACert, "tlscacert", "", "Trust client certificates signed by this CA only (with --tlsverify)")
@@ -111,6 +133,9 @@ func LoadConfig(cfg *Config, fs *pflag.FlagSet, env Env) error {
 		}
 	}
 	cfg.applyDefaults(env)
+	if v := env.getenv(registryTimeoutEnv); v != "" {
+		cfg.warnings = append(cfg.warnings, fmt.Sprintf("%s=%s is ignored: it is no longer read; use --registry-timeout or \"registry-timeout\" in daemon.json", registryTimeoutEnv, v))
+	}
 	return cfg.Validate()
 }
 
@@ -211,6 +236,8 @@ func (c *Config) fieldsByKey() map[string]any {
 		"add-registry":             &c.AddRegistries,
 		"block-registry":           &c.BlockRegistries,
 		"max-concurrent-downloads": &c.MaxConcurrentDownloads,
+		"registry-timeout":         (*jsonDuration)(&c.RegistryTimeout),
+		"registry-certs-dirs":      &c.RegistryCertsDirs,
 		"tlsverify":                &c.TLSVerify,
 		"tlscacert":                &c.TLSCACert,
 		"tlscert":                  &c.TLSCert,
@@ -228,7 +255,26 @@ func copyField(dst, src any) {
 		*d = *src.(*bool)
 	case *int:
 		*d = *src.(*int)
+	case *jsonDuration:
+		*d = *src.(*jsonDuration)
 	}
+}
+
+// jsonDuration is a time.Duration written in daemon.json as a Go duration
+// string ("45s", "2m"), as the flag takes it.
+type jsonDuration time.Duration
+
+func (d *jsonDuration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("want a duration string such as \"45s\"")
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = jsonDuration(v)
+	return nil
 }
 
 // TLS returns the API's TLS settings.
@@ -265,6 +311,14 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxConcurrentDownloads < 0 {
 		return fmt.Errorf("invalid value for \"max-concurrent-downloads\": %d: must not be negative", c.MaxConcurrentDownloads)
+	}
+	if c.RegistryTimeout < 0 {
+		return fmt.Errorf("invalid value for \"registry-timeout\": %s: must not be negative", c.RegistryTimeout)
+	}
+	for _, d := range c.RegistryCertsDirs {
+		if !filepath.IsAbs(d) {
+			return fmt.Errorf("invalid value for \"registry-certs-dirs\": %q is not an absolute path", d)
+		}
 	}
 	for _, h := range c.Hosts {
 		host, err := ParseHost(h)

@@ -38,7 +38,7 @@ const maxHWMKiB = 160 << 10
 
 func (s *HostileRegistrySuite) SetUpSuite(c *check.C) {
 	needBinaries(c)
-	s.d = startDaemonEnv(c, []string{"WHARF_REGISTRY_TIMEOUT=" + hostileTimeout.String()})
+	s.d = StartDaemon(c, "--registry-timeout", hostileTimeout.String())
 	s.base = s.d.leakBaseline(c)
 }
 

@@ -51,7 +51,7 @@ func newService(opts ServiceOptions, maxWait time.Duration) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w%.0w", err, errdefs.ErrInvalidArgument)
 	}
-	tm, err := envTimeouts()
+	tm, err := newTimeouts(opts.Timeout)
 	if err != nil {
 		return nil, fmt.Errorf("%w%.0w", err, errdefs.ErrInvalidArgument)
 	}
