@@ -1,16 +1,21 @@
 package integration
 
 import (
+	"context"
 	"encoding/base64"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"syscall"
 	"time"
 
 	"gopkg.in/check.v1"
 
 	"github.com/wharfproject/wharf/internal/hostile"
+	"github.com/wharfproject/wharf/internal/testregistry"
 )
 
 // RegistryTransportSuite: how wharfd reaches registries — per-host
@@ -89,4 +94,140 @@ func (s *RegistryTransportSuite) TestOversizedRegistryAuthHeaderIsRefused(c *che
 	small := base64.URLEncoding.EncodeToString([]byte(`{}`))
 	r := d.Req(c, http.MethodGet, "/v1.50/images/"+reg.Ref()+"/json?remote=1", nil, "X-Registry-Auth", small)
 	c.Check(r.Status, check.Equals, http.StatusOK, check.Commentf("%s", r))
+}
+
+// asyncGet sends GET path to wharfd in the background; the answer (or the
+// client's error) arrives on the channel. cancel abandons the request.
+func (d *Daemon) asyncGet(path string, hdr ...string) (<-chan asyncResult, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan asyncResult, 1)
+	go func() {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://wharfd"+path, nil)
+		if err != nil {
+			ch <- asyncResult{err: err}
+			return
+		}
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		cl := d.HTTPClient()
+		cl.Transport.(*http.Transport).DisableKeepAlives = true
+		resp, err := cl.Do(req)
+		if err != nil {
+			ch <- asyncResult{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		ch <- asyncResult{Response: Response{Status: resp.StatusCode, Header: resp.Header, Body: b}, err: err}
+	}()
+	return ch, cancel
+}
+
+type asyncResult struct {
+	Response
+	err error
+}
+
+// awaitResult waits up to timeout for an asynchronous answer.
+func awaitResult(c *check.C, ch <-chan asyncResult, timeout time.Duration, what string) asyncResult {
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(timeout):
+		c.Fatalf("%s: no answer within %s", what, timeout)
+		return asyncResult{}
+	}
+}
+
+// fifoReader reports whether some process has the FIFO at path open for
+// reading (or is blocked opening it): a non-blocking open for writing
+// succeeds only then. The returned writer must be closed to let the
+// reader see end of file.
+func fifoReader(path string) (*os.File, bool) {
+	fd, err := syscall.Open(path, syscall.O_WRONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, false // ENXIO: no reader yet
+	}
+	return os.NewFile(uintptr(fd), path), true
+}
+
+// A registry whose set-up is slow must not hold up any other registry:
+// wharfd reads each host's certs directory (and resolves its name when
+// insecure CIDRs need it) once, outside any lock shared with other hosts.
+// The slow file system is played by a FIFO as the CA file of one host:
+// opening it blocks until the test opens the other end.
+func (s *RegistryTransportSuite) TestSlowSetUpOfOneRegistryDoesNotStallOthers(c *check.C) {
+	reg, err := testregistry.Start(testregistry.Options{})
+	c.Assert(err, check.IsNil)
+	defer reg.Close()
+	pushImage(c, reg, "team/app", "1", testregistry.ImageOptions{})
+
+	certs := c.MkDir()
+	slowHost := freeTCPAddr(c)
+	c.Assert(os.MkdirAll(filepath.Join(certs, slowHost), 0o755), check.IsNil)
+	fifo := filepath.Join(certs, slowHost, "ca.crt")
+	c.Assert(syscall.Mkfifo(fifo, 0o644), check.IsNil)
+
+	d := StartDaemon(c, "--registry-certs-dir", certs)
+	defer d.Stop(c)
+
+	slow, cancelSlow := d.asyncGet("/v1.50/images/" + slowHost + "/team/app:1/json?remote=1")
+	defer cancelSlow()
+	var w *os.File
+	c.Assert(waitFor(30*time.Second, func() bool {
+		var ok bool
+		w, ok = fifoReader(fifo)
+		return ok
+	}), check.Equals, true, check.Commentf("wharfd never opened %s", fifo))
+	// wharfd is now blocked reading the slow host's CA file. Another
+	// registry answers as usual, and twice (the second time from a
+	// transport already built).
+	for i := 0; i < 2; i++ {
+		ch, cancel := d.asyncGet("/v1.50/images/" + reg.Host + "/team/app:1/json?remote=1")
+		r := awaitResult(c, ch, 20*time.Second, "remote inspect of the healthy registry while another one's set-up is stuck")
+		cancel()
+		c.Assert(r.err, check.IsNil)
+		c.Check(r.Status, check.Equals, http.StatusOK, check.Commentf("%s", r.Response))
+	}
+	// The stuck set-up ends when its file does: an empty CA file is an
+	// error naming the registry and the file.
+	c.Assert(w.Close(), check.IsNil)
+	r := awaitResult(c, slow, 30*time.Second, "remote inspect of the slow registry")
+	c.Assert(r.err, check.IsNil)
+	c.Check(r.Status >= 500, check.Equals, true, check.Commentf("%s", r.Response))
+	c.Check(r.Message(), check.Matches, ".*"+regexp.QuoteMeta(slowHost)+".*no certificate found in "+regexp.QuoteMeta(fifo)+".*")
+}
+
+// A host's transport is built once: certs.d is not read again for every
+// request (a directory created for the host after its first request is
+// not seen until wharfd restarts, which docs/security.md says).
+func (s *RegistryTransportSuite) TestCertsDirIsReadOncePerHost(c *check.C) {
+	reg, err := testregistry.Start(testregistry.Options{})
+	c.Assert(err, check.IsNil)
+	defer reg.Close()
+	pushImage(c, reg, "team/app", "1", testregistry.ImageOptions{})
+	certs := c.MkDir()
+	d := StartDaemon(c, "--registry-certs-dir", certs)
+	defer d.Stop(c)
+	r := d.remoteInspect(c, reg.Host+"/team/app:1", "")
+	c.Assert(r.Status, check.Equals, http.StatusOK, check.Commentf("%s", r))
+
+	// Had wharfd read the directory again, opening the FIFO would block
+	// the next request until the test gave up on it.
+	c.Assert(os.MkdirAll(filepath.Join(certs, reg.Host), 0o755), check.IsNil)
+	fifo := filepath.Join(certs, reg.Host, "ca.crt")
+	c.Assert(syscall.Mkfifo(fifo, 0o644), check.IsNil)
+	defer func() {
+		if w, ok := fifoReader(fifo); ok {
+			w.Close()
+		}
+	}()
+	ch, cancel := d.asyncGet("/v1.50/images/" + reg.Host + "/team/app:1/json?remote=1")
+	defer cancel()
+	res := awaitResult(c, ch, 20*time.Second, "second remote inspect")
+	c.Assert(res.err, check.IsNil)
+	c.Check(res.Status, check.Equals, http.StatusOK, check.Commentf("%s", res.Response))
+	_, opened := fifoReader(fifo)
+	c.Check(opened, check.Equals, false, check.Commentf("wharfd read the certs dir again"))
 }

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/netip"
@@ -44,6 +45,8 @@ type config struct {
 	blockAll      bool
 	blocked       map[string]bool
 	certsDirs     []string
+	// lookup resolves a host name (net.DefaultResolver; tests replace it).
+	lookup func(ctx context.Context, host string) ([]netip.Addr, error)
 }
 
 // newConfig validates opts; every error names the bad value.
@@ -53,6 +56,9 @@ func newConfig(opts ServiceOptions) (*config, error) {
 		insecureCIDRs: append([]netip.Prefix(nil), loopbackCIDRs...),
 		blocked:       map[string]bool{},
 		certsDirs:     opts.CertsDirs,
+		lookup: func(ctx context.Context, host string) ([]netip.Addr, error) {
+			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		},
 	}
 	if len(c.certsDirs) == 0 {
 		c.certsDirs = defaultCertsDirs
@@ -185,7 +191,7 @@ func normaliseServerAddress(addr string) string {
 }
 
 // isLoopbackHost reports whether host[:port] names this machine; such
-// registries are spoken to over plain HTTP directly (see endpoints.go).
+// registries are always insecure (see secure and endpoints.go).
 func isLoopbackHost(hostport string) bool {
 	h := hostOnly(hostport)
 	if strings.EqualFold(h, "localhost") {
@@ -202,35 +208,54 @@ func hostOnly(hostport string) string {
 	return strings.Trim(hostport, "[]")
 }
 
-// secure reports whether host[:port] must be spoken to over verified TLS.
-// Like dockerd: listed hosts and hosts whose IP is in an insecure CIDR are
-// insecure; localhost is loopback. Host names are resolved only when CIDRs
-// other than loopback were configured, so the default costs no DNS query.
+// secure reports, without a DNS query, whether host[:port] must be spoken
+// to over verified TLS. A host name that only an insecure CIDR could make
+// insecure reads as secure here; secureLookup decides those, and the
+// transport of every request uses secureLookup's answer.
 func (c *config) secure(hostport string) bool {
+	s, _ := c.staticSecure(hostport)
+	return s
+}
+
+// staticSecure is the decision that needs no DNS: like dockerd, listed
+// hosts and hosts whose IP is in an insecure CIDR are insecure; localhost
+// is loopback. decided is false only for a host name when CIDRs beyond
+// loopback were configured (so the default costs no DNS query).
+func (c *config) staticSecure(hostport string) (secure, decided bool) {
 	hostport = strings.ToLower(hostport)
 	if c.insecureHosts[hostport] || c.insecureHosts[hostOnly(hostport)] {
-		return false
+		return false, true
 	}
 	if isLoopbackHost(hostport) {
-		return false
+		return false, true
 	}
-	h := hostOnly(hostport)
-	if a, err := netip.ParseAddr(h); err == nil {
-		return !c.inInsecureCIDR(a)
+	if a, err := netip.ParseAddr(hostOnly(hostport)); err == nil {
+		return !c.inInsecureCIDR(a), true
 	}
 	if !c.userCIDRs || normaliseIndexName(hostport) == DefaultIndexName {
-		return true
+		return true, true
 	}
-	ips, err := net.LookupIP(h)
+	return true, false
+}
+
+// secureLookup is staticSecure completed with a DNS look-up under ctx: a
+// host name is insecure when one of its addresses is in an insecure CIDR.
+// A failed look-up reads as secure (verified TLS cannot leak anything) and
+// is returned as err, so that the caller does not remember the answer.
+func (c *config) secureLookup(ctx context.Context, hostport string) (bool, error) {
+	if s, ok := c.staticSecure(hostport); ok {
+		return s, nil
+	}
+	addrs, err := c.lookup(ctx, hostOnly(hostport))
 	if err != nil {
-		return true
+		return true, err
 	}
-	for _, ip := range ips {
-		if a, ok := netip.AddrFromSlice(ip); ok && c.inInsecureCIDR(a.Unmap()) {
-			return false
+	for _, a := range addrs {
+		if c.inInsecureCIDR(a) {
+			return false, nil
 		}
 	}
-	return true
+	return true, nil
 }
 
 func (c *config) inInsecureCIDR(a netip.Addr) bool {

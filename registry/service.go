@@ -32,7 +32,6 @@ type Service struct {
 
 	mu          sync.Mutex
 	tokenCaches map[string]*tokenCache // credential identity → tokens
-	plainHTTP   map[string]bool        // insecure host → probed scheme
 
 	flight singleflight.Group
 }
@@ -69,7 +68,6 @@ func newService(opts ServiceOptions, maxWait time.Duration) (*Service, error) {
 		content:     newContentCache(contentCacheBytes),
 		warm:        newRepoSet(maxWarmRepos),
 		tokenCaches: map[string]*tokenCache{},
-		plainHTTP:   map[string]bool{},
 	}
 	s.transports = newHostTransports(cfg, tm, opts.Transport)
 	s.memo = newChallengeMemo(s.transports)
