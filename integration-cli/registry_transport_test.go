@@ -231,3 +231,54 @@ func (s *RegistryTransportSuite) TestCertsDirIsReadOncePerHost(c *check.C) {
 	_, opened := fifoReader(fifo)
 	c.Check(opened, check.Equals, false, check.Commentf("wharfd read the certs dir again"))
 }
+
+// A registry on 127.0.0.1 is reached whether it serves TLS (an SSH tunnel
+// or port-forward to a real registry, a local registry with a certificate)
+// or plain HTTP: remote inspect, pull and push work both ways. wharfd
+// finds out with one TLS handshake per host and remembers the answer: a
+// later request costs no probe and no new connection. The real registry
+// is reached through a TCP relay that counts connections and whether each
+// began with a TLS handshake.
+func (s *RegistryTransportSuite) TestLoopbackRegistryOverTLSAndPlainHTTP(c *check.C) {
+	for _, mode := range []string{"tls", "plain"} {
+		opts := testregistry.Options{}
+		if mode == "tls" {
+			pki := newTestPKI(c)
+			opts.TLSCert, opts.TLSKey = pki.ServerCert, pki.ServerKey
+		}
+		reg, err := testregistry.Start(opts)
+		c.Assert(err, check.IsNil)
+		pushImage(c, reg, "team/app", "1", testregistry.ImageOptions{})
+		pushImage(c, reg, "team/other", "1", testregistry.ImageOptions{})
+		direct := strings.TrimPrefix(strings.TrimPrefix(reg.DirectURL, "https://"), "http://")
+		cc, err := testregistry.NewConnCounter(direct)
+		c.Assert(err, check.IsNil)
+		d := StartDaemon(c)
+
+		r := d.Get(c, "/v1.50/images/"+cc.Host+"/team/app:1/json?remote=1")
+		c.Assert(r.Status, check.Equals, http.StatusOK, check.Commentf("%s: %s", mode, r))
+		afterFirst := cc.Conns.Load()
+		c.Check(cc.TLS.Load() >= 1, check.Equals, true, check.Commentf("%s: TLS was never tried", mode))
+		// The second request: no probe, and the kept-alive connection.
+		r = d.Get(c, "/v1.50/images/"+cc.Host+"/team/other:1/json?remote=1")
+		c.Assert(r.Status, check.Equals, http.StatusOK, check.Commentf("%s: %s", mode, r))
+		c.Check(cc.Conns.Load(), check.Equals, afterFirst, check.Commentf("%s: the second request opened %d connection(s)", mode, cc.Conns.Load()-afterFirst))
+
+		_, lines := d.Pull(c, cc.Host+"/team/app", "1", "")
+		c.Check(lines.Err(), check.Equals, "", check.Commentf("%s: pull", mode))
+		r = d.Req(c, http.MethodPost, "/v1.50/images/"+cc.Host+"/team/app:1/tag?repo="+cc.Host+"/team/pushed&tag=2", nil)
+		c.Assert(r.Status, check.Equals, http.StatusCreated, check.Commentf("%s: tag: %s", mode, r))
+		_, lines = d.Push(c, cc.Host+"/team/pushed", "2", "")
+		c.Check(lines.Err(), check.Equals, "", check.Commentf("%s: push", mode))
+		r = d.Get(c, "/v1.50/images/"+cc.Host+"/team/pushed:2/json?remote=1")
+		c.Check(r.Status, check.Equals, http.StatusOK, check.Commentf("%s: inspect after push: %s", mode, r))
+		if mode == "plain" {
+			// One refused ClientHello in all: the answer was remembered.
+			c.Check(cc.TLS.Load(), check.Equals, int64(1), check.Commentf("TLS handshakes to a plain registry"))
+		}
+		c.Logf("%s: %d connections (%d TLS, %d plain)", mode, cc.Conns.Load(), cc.TLS.Load(), cc.Plain.Load())
+		d.Stop(c)
+		cc.Close()
+		reg.Close()
+	}
+}
