@@ -282,3 +282,75 @@ func (s *RegistryTransportSuite) TestLoopbackRegistryOverTLSAndPlainHTTP(c *chec
 		reg.Close()
 	}
 }
+
+// Clients asking a registry for the same token share one token request; the
+// first client leaving must not fail the others. A pull (whose registry
+// requests run under its client's context) starts the token request, held
+// at the token server; a remote inspect of the same repository waits on
+// it; the pull's client disconnects; the token server answers. The inspect
+// must succeed, and with that one token request. (Had the shared fetch
+// died with the pull, the inspect either fails with "context canceled" or,
+// had it not joined yet, asks for a second token.)
+func (s *RegistryTransportSuite) TestOneClientLeavingDoesNotFailAnotherWaitingOnTheSameToken(c *check.C) {
+	reg, err := testregistry.Start(testregistry.Options{Auth: testregistry.AuthToken, AnonymousPull: true})
+	c.Assert(err, check.IsNil)
+	defer reg.Close()
+	pushImage(c, reg, "team/app", "1", testregistry.ImageOptions{})
+	d := StartDaemon(c)
+	defer d.Stop(c)
+	reg.ResetCounters()
+
+	arrived := make(chan struct{}, 8)
+	release := make(chan struct{})
+	released := false
+	defer func() {
+		if !released {
+			close(release)
+		}
+	}()
+	reg.TokenCounter.SetBefore(func(r *http.Request) {
+		select {
+		case arrived <- struct{}{}:
+		default:
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+
+	pullCtx, leave := context.WithCancel(context.Background())
+	defer leave()
+	pullDone := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(pullCtx, http.MethodPost, "http://wharfd/v1.50/images/create?fromImage="+reg.Host+"/team/app&tag=1", nil)
+		resp, err := d.HTTPClient().Do(req)
+		if err == nil {
+			_, err = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		pullDone <- err
+	}()
+	select {
+	case <-arrived:
+	case <-time.After(30 * time.Second):
+		c.Fatalf("the pull's token request never reached the token server\n%s", logTail(d))
+	}
+	inspect, cancelInspect := d.asyncGet("/v1.50/images/" + reg.Host + "/team/app:1/json?remote=1")
+	defer cancelInspect()
+	leave()
+	<-pullDone
+	// wharfd has finished the pull's request (its debug request log) before
+	// the token server answers.
+	pullLogged := regexp.MustCompile(`msg="API request".* method=POST .*path=/v1.50/images/create `)
+	c.Assert(waitFor(30*time.Second, func() bool {
+		return pullLogged.MatchString(d.Log())
+	}), check.Equals, true, check.Commentf("wharfd never ended the abandoned pull\n%s", logTail(d)))
+	close(release)
+	released = true
+
+	r := awaitResult(c, inspect, 60*time.Second, "remote inspect waiting on the same token")
+	c.Assert(r.err, check.IsNil)
+	c.Check(r.Status, check.Equals, http.StatusOK, check.Commentf("%s", r.Response))
+	c.Check(reg.TokenCounter.Count("GET token"), check.Equals, 1, check.Commentf("token requests: %v", reg.TokenCounter.Requests()))
+}

@@ -16,6 +16,9 @@ import (
 // soon as its own context ends.
 type detachedFlight struct {
 	g singleflight.Group
+	// joined, when set (tests only), is called once a caller is part of
+	// the flight for key, started or joined.
+	joined func(key string)
 }
 
 func (f *detachedFlight) do(ctx context.Context, key string, timeout time.Duration, fn func(context.Context) (any, error)) (any, error) {
@@ -24,6 +27,9 @@ func (f *detachedFlight) do(ctx context.Context, key string, timeout time.Durati
 		defer cancel()
 		return fn(fctx)
 	})
+	if f.joined != nil {
+		f.joined(key)
+	}
 	select {
 	case <-ctx.Done():
 		return nil, context.Cause(ctx)

@@ -87,7 +87,7 @@ func (s *Service) tokenCacheFor(identity string) *tokenCache {
 	if len(s.tokenCaches) >= maxCredentialIdentities {
 		clear(s.tokenCaches)
 	}
-	c := newTokenCache(s.memo)
+	c := newTokenCache(s.memo, s.tm.shared())
 	s.tokenCaches[identity] = c
 	return c
 }
