@@ -98,7 +98,7 @@ func InstallFlags(fs *pflag.FlagSet, cfg *Config) {
 	fs.StringArrayVar(&cfg.AddRegistries, "add-registry", nil, "Registry to search, in order, before docker.io for short names")
 	fs.StringArrayVar(&cfg.BlockRegistries, "block-registry", nil, `Registry to refuse ("all" blocks every registry not added with --add-registry)`)
 	fs.IntVar(&cfg.MaxConcurrentDownloads, "max-concurrent-downloads", 0, "Maximum concurrent layer downloads per pull (default 3)")
-	fs.DurationVar(&cfg.RegistryTimeout, "registry-timeout", 0, "Registry response-header timeout and slow-body window: a body, down or up, must move 1 KiB per window (default 30s); also caps the dial and TLS handshake timeouts (10s)")
+	fs.DurationVar(&cfg.RegistryTimeout, "registry-timeout", 0, "Registry response-header timeout and slow-body window: a response body must move 1 KiB, and an upload make progress, in every window (default 30s); also caps the dial and TLS handshake timeouts (10s)")
 	fs.StringArrayVar(&cfg.RegistryCertsDirs, "registry-certs-dir", nil, "Directory of per-registry TLS files <dir>/<host[:port]>/{*.crt,client.cert,client.key}, searched in order (default /etc/wharf/certs.d, /etc/docker/certs.d)")
 	fs.StringVar(&cfg.ConfigFile, "config-file", "", "Daemon configuration file (default /etc/wharf/daemon.json when it exists)")
 	fs.BoolVar(&cfg.TLSVerify, "tlsverify", false, "Serve tcp:// hosts over TLS and require client certificates signed by --tlscacert")

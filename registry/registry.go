@@ -39,9 +39,9 @@ type ServiceOptions struct {
 	// Transport overrides the base transport (tests); nil = a tuned http.Transport.
 	Transport http.RoundTripper
 	// Timeout, when positive, replaces the response-header timeout and the
-	// slow-body window (30 s each by default; a body, down or up, must move
-	// 1 KiB per window) and caps the dial and TLS handshake timeouts (10 s).
-	// 0 keeps the defaults.
+	// slow-body window (30 s each by default: a response body must move
+	// 1 KiB, and an upload make progress, in every window) and caps the dial
+	// and TLS handshake timeouts (10 s). 0 keeps the defaults.
 	Timeout time.Duration
 	// UserAgent is sent on every request.
 	UserAgent string

@@ -17,10 +17,10 @@ type timeouts struct {
 	handshake time.Duration // TLS handshake, also of the scheme probe
 	header    time.Duration // request sent → response headers
 	// window is the slow-body rule, in both directions: a response body
-	// that delivers, or a request body (an upload) that the registry
-	// accepts, fewer than minBodyBytes in any window is abandoned. A dead
-	// connection and one trickling a byte a second both end within one
-	// window.
+	// that delivers fewer than minBodyBytes in any window is abandoned, and
+	// so is an upload of which the registry takes nothing in a window
+	// (upload.go). A dead connection and one trickling a byte a second both
+	// end within one window.
 	window time.Duration
 }
 

@@ -112,7 +112,14 @@ func (t *hostTransports) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
+	var up *uploadGuard
+	if req.Body != nil && req.Body != http.NoBody {
+		req, up = guardUpload(req, t.tm)
+	}
 	resp, err := e.rt.RoundTrip(req)
+	if up != nil {
+		resp, err = up.answered(resp, err)
+	}
 	if err != nil {
 		return nil, err
 	}
