@@ -264,11 +264,13 @@ func (s *RegistryTransportSuite) TestLoopbackRegistryOverTLSAndPlainHTTP(c *chec
 		c.Assert(r.Status, check.Equals, http.StatusOK, check.Commentf("%s: %s", mode, r))
 		c.Check(cc.Conns.Load(), check.Equals, afterFirst, check.Commentf("%s: the second request opened %d connection(s)", mode, cc.Conns.Load()-afterFirst))
 
-		_, lines := d.Pull(c, cc.Host+"/team/app", "1", "")
+		pr, lines := d.Pull(c, cc.Host+"/team/app", "1", "")
+		c.Check(pr.Status, check.Equals, http.StatusOK, check.Commentf("%s: pull: %s", mode, pr))
 		c.Check(lines.Err(), check.Equals, "", check.Commentf("%s: pull", mode))
 		r = d.Req(c, http.MethodPost, "/v1.50/images/"+cc.Host+"/team/app:1/tag?repo="+cc.Host+"/team/pushed&tag=2", nil)
 		c.Assert(r.Status, check.Equals, http.StatusCreated, check.Commentf("%s: tag: %s", mode, r))
-		_, lines = d.Push(c, cc.Host+"/team/pushed", "2", "")
+		pr, lines = d.Push(c, cc.Host+"/team/pushed", "2", "")
+		c.Check(pr.Status, check.Equals, http.StatusOK, check.Commentf("%s: push: %s", mode, pr))
 		c.Check(lines.Err(), check.Equals, "", check.Commentf("%s: push", mode))
 		r = d.Get(c, "/v1.50/images/"+cc.Host+"/team/pushed:2/json?remote=1")
 		c.Check(r.Status, check.Equals, http.StatusOK, check.Commentf("%s: inspect after push: %s", mode, r))
@@ -353,4 +355,68 @@ func (s *RegistryTransportSuite) TestOneClientLeavingDoesNotFailAnotherWaitingOn
 	c.Assert(r.err, check.IsNil)
 	c.Check(r.Status, check.Equals, http.StatusOK, check.Commentf("%s", r.Response))
 	c.Check(reg.TokenCounter.Count("GET token"), check.Equals, 1, check.Commentf("token requests: %v", reg.TokenCounter.Requests()))
+}
+
+// A registry behind a front end that offers Negotiate (Kerberos) before
+// the registry's own Bearer challenge — as a second WWW-Authenticate
+// header, or first in one header — still works: login, remote inspect and
+// pull consider every challenge and answer the Bearer one.
+func (s *RegistryTransportSuite) TestNegotiateBeforeBearerChallenge(c *check.C) {
+	reg, err := testregistry.Start(testregistry.Options{Auth: testregistry.AuthToken})
+	c.Assert(err, check.IsNil)
+	defer reg.Close()
+	pushImage(c, reg, "team/app", "1", testregistry.ImageOptions{})
+	for _, mode := range []struct {
+		name    string
+		rewrite func(h http.Header)
+	}{
+		{"two headers", func(h http.Header) {
+			h["Www-Authenticate"] = append([]string{"Negotiate"}, h.Values("Www-Authenticate")...)
+		}},
+		{"one header", func(h http.Header) {
+			h.Set("Www-Authenticate", "Negotiate, "+h.Get("Www-Authenticate"))
+		}},
+	} {
+		front, err := hostile.NewRewriteProxy(reg.URL, func(resp *http.Response) error {
+			if resp.StatusCode == http.StatusUnauthorized {
+				mode.rewrite(resp.Header)
+			}
+			return nil
+		})
+		c.Assert(err, check.IsNil)
+		d := StartDaemon(c)
+		creds := RegistryAuth(reg.Username, reg.Password, front.Host)
+
+		body := `{"username":"` + reg.Username + `","password":"` + reg.Password + `","serveraddress":"` + front.Host + `"}`
+		r := d.Req(c, http.MethodPost, "/v1.50/auth", strings.NewReader(body))
+		c.Check(r.Status, check.Equals, http.StatusOK, check.Commentf("%s: login: %s", mode.name, r))
+		r = d.Get(c, "/v1.50/images/"+front.Host+"/team/app:1/json?remote=1", "X-Registry-Auth", creds)
+		c.Check(r.Status, check.Equals, http.StatusOK, check.Commentf("%s: remote inspect: %s", mode.name, r))
+		pr, lines := d.Pull(c, front.Host+"/team/app", "1", creds)
+		c.Check(pr.Status, check.Equals, http.StatusOK, check.Commentf("%s: pull: %s", mode.name, pr))
+		c.Check(lines.Err(), check.Equals, "", check.Commentf("%s: pull", mode.name))
+		d.Stop(c)
+		front.Close()
+	}
+}
+
+// expires_in beyond what a time.Duration holds (~292 years) no longer
+// reads as already expired: the token is kept (up to a day), so a warm
+// remote inspect asks for no new token.
+func (s *RegistryTransportSuite) TestHugeTokenLifetimeIsKept(c *check.C) {
+	reg, err := testregistry.Start(testregistry.Options{Auth: testregistry.AuthToken, AnonymousPull: true})
+	c.Assert(err, check.IsNil)
+	defer reg.Close()
+	pushImage(c, reg, "team/app", "1", testregistry.ImageOptions{})
+	reg.Token.SetExpiresIn(10_000_000_000) // 317 years
+	d := StartDaemon(c)
+	defer d.Stop(c)
+	reg.ResetCounters()
+	r := d.Get(c, "/v1.50/images/"+reg.Host+"/team/app:1/json?remote=1")
+	c.Assert(r.Status, check.Equals, http.StatusOK, check.Commentf("%s", r))
+	c.Assert(reg.TokenCounter.Count("GET token"), check.Equals, 1, check.Commentf("%v", reg.RequestLog()))
+	reg.ResetCounters()
+	r = d.Get(c, "/v1.50/images/"+reg.Host+"/team/app:1/json?remote=1")
+	c.Assert(r.Status, check.Equals, http.StatusOK, check.Commentf("%s", r))
+	c.Check(reg.TokenCounter.Count("GET token"), check.Equals, 0, check.Commentf("warm inspect: %v", reg.RequestLog()))
 }
