@@ -8,12 +8,15 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/pflag"
+
+	"github.com/wharfproject/wharf/registry"
 )
 
 // Config is wharfd's configuration: daemon.json keys, overridden by flags.
@@ -192,7 +195,7 @@ func mergeConfigFile(cfg *Config, fs *pflag.FlagSet, b []byte) error {
 		d := json.NewDecoder(bytes.NewReader(raw[k]))
 		d.DisallowUnknownFields()
 		if err := d.Decode(fields[k]); err != nil {
-			return fmt.Errorf("invalid value for %q: %s: %w", k, string(raw[k]), err)
+			return fmt.Errorf("invalid value for %q: %s: %w", k, redactURLs(string(raw[k])), err)
 		}
 	}
 
@@ -203,7 +206,7 @@ func mergeConfigFile(cfg *Config, fs *pflag.FlagSet, b []byte) error {
 			return
 		}
 		if v, inFile := raw[key]; inFile {
-			conflicts = append(conflicts, fmt.Sprintf("%s: (from flag: %v, from file: %s)", key, flagValueString(f), string(v)))
+			conflicts = append(conflicts, fmt.Sprintf("%s: (from flag: %v, from file: %s)", key, redactURLs(flagValueString(f)), redactURLs(string(v))))
 		}
 	})
 	if len(conflicts) > 0 {
@@ -259,6 +262,13 @@ func copyField(dst, src any) {
 		*d = *src.(*jsonDuration)
 	}
 }
+
+// urlUserinfo is the user[:password]@ of a URL in free text.
+var urlUserinfo = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://)[^/?#@\s"'\]\[,]*@`)
+
+// redactURLs hides the credentials of every URL in s (a registry mirror
+// given as https://user:password@host), for errors that repeat settings.
+func redactURLs(s string) string { return urlUserinfo.ReplaceAllString(s, "${1}xxxxx@") }
 
 // jsonDuration is a time.Duration written in daemon.json as a Go duration
 // string ("45s", "2m"), as the flag takes it.
@@ -343,7 +353,7 @@ func (c *Config) Validate() error {
 	} {
 		for _, v := range list.vals {
 			if strings.TrimSpace(v) == "" || strings.ContainsAny(v, " \t\n") {
-				return fmt.Errorf("invalid value for %q: %q", list.key, v)
+				return fmt.Errorf("invalid value for %q: %q", list.key, registry.RedactAddress(v))
 			}
 		}
 	}

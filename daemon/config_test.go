@@ -229,3 +229,27 @@ func FuzzConfigFile(f *testing.F) {
 		_ = mergeConfigFile(cfg, fs, []byte(s))
 	})
 }
+
+// Errors about settings that name registries never repeat credentials
+// written into them (a mirror given as https://user:password@host).
+func TestConfigErrorsRedactRegistryCredentials(t *testing.T) {
+	for _, tc := range []struct {
+		file  string
+		flags []string
+	}{
+		{file: `{"registry-mirrors":"https://leaky:S3CRET@m.example"}`},
+		{file: `{"registry-mirrors":["https://leaky:S3CRET@m.example"]}`, flags: []string{"--registry-mirror", "https://leaky:S3CRET@n.example"}},
+		{file: `{"insecure-registries":["http://leaky:S3CRET@r.example x"]}`},
+		{file: `{"add-registry":["leaky:S3CRET@r.example x"]}`},
+	} {
+		cfg, fs := parseFlags(t, append([]string{"--config-file", writeConfig(t, tc.file)}, tc.flags...)...)
+		err := LoadConfig(cfg, fs, rootEnv())
+		if err == nil {
+			t.Errorf("%s %v accepted", tc.file, tc.flags)
+			continue
+		}
+		if low := strings.ToLower(err.Error()); strings.Contains(low, "s3cret") || strings.Contains(low, "leaky") {
+			t.Errorf("error repeats the credentials: %v", err)
+		}
+	}
+}

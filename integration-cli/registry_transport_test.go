@@ -420,3 +420,39 @@ func (s *RegistryTransportSuite) TestHugeTokenLifetimeIsKept(c *check.C) {
 	c.Assert(r.Status, check.Equals, http.StatusOK, check.Commentf("%s", r))
 	c.Check(reg.TokenCounter.Count("GET token"), check.Equals, 0, check.Commentf("warm inspect: %v", reg.RequestLog()))
 }
+
+// A server address with credentials in it (http://user:PASSWORD@host) is
+// refused without repeating them: docs/security.md promises that no
+// password comes back in an answer or a log line.
+func (s *RegistryTransportSuite) TestServerAddressCredentialsAreNeverEchoed(c *check.C) {
+	reg, err := testregistry.Start(testregistry.Options{Auth: testregistry.AuthBasic})
+	c.Assert(err, check.IsNil)
+	defer reg.Close()
+	d := StartDaemon(c)
+	defer d.Stop(c)
+	const user, secret = "leakyuser", "S3cretPa55-in-URL"
+	for _, addr := range []string{
+		"http://" + user + ":" + secret + "@" + reg.Host,
+		"https://" + user + ":" + secret + "@" + reg.Host + "/v2/",
+		user + ":" + secret + "@" + reg.Host,
+		secret + "@" + reg.Host,
+	} {
+		body := `{"username":"` + reg.Username + `","password":"` + reg.Password + `","serveraddress":"` + addr + `"}`
+		r := d.Req(c, http.MethodPost, "/v1.50/auth", strings.NewReader(body))
+		c.Check(r.Status, check.Equals, http.StatusBadRequest, check.Commentf("%s: %s", addr, r))
+		c.Check(containsFold(string(r.Body), secret), check.Equals, false, check.Commentf("%s: %s", addr, r))
+		c.Check(containsFold(string(r.Body), user), check.Equals, false, check.Commentf("%s: %s", addr, r))
+		c.Check(r.Message(), check.Matches, ".*credentials in the server address.*", check.Commentf("%s", addr))
+	}
+	// The wharf CLI says the same, without the secret.
+	res := runCmd(c, nil, d.cliEnv(), bins.Wharf, "login", "-u", reg.Username, "-p", reg.Password, "http://"+user+":"+secret+"@"+reg.Host)
+	c.Check(res.ExitCode, check.Not(check.Equals), 0, check.Commentf("%s", res))
+	c.Check(containsFold(res.Stdout+res.Stderr, secret), check.Equals, false, check.Commentf("%s", res))
+	c.Check(containsFold(d.Log(), secret), check.Equals, false, check.Commentf("wharfd logged the password"))
+}
+
+// containsFold is strings.Contains ignoring case: host names are lowered
+// on their way into messages, and a password with them.
+func containsFold(s, sub string) bool {
+	return strings.Contains(strings.ToLower(s), strings.ToLower(sub))
+}

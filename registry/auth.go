@@ -117,6 +117,11 @@ func (s *Service) Login(ctx context.Context, ac *registrytypes.AuthConfig) (stri
 	if ac == nil {
 		return "", fmt.Errorf("no credentials%.0w", errdefs.ErrInvalidArgument)
 	}
+	if hasUserinfo(ac.ServerAddress) {
+		// Never repeated: the user:password@ is what docs/security.md
+		// promises to keep out of answers and logs.
+		return "", fmt.Errorf("server address %q: credentials in the server address are not accepted; give them as username and password%.0w", RedactAddress(ac.ServerAddress), errdefs.ErrInvalidArgument)
+	}
 	index := normaliseServerAddress(ac.ServerAddress)
 	if index == "" {
 		index = DefaultIndexName

@@ -66,12 +66,12 @@ func newConfig(opts ServiceOptions) (*config, error) {
 	for _, v := range opts.InsecureRegistries {
 		v = strings.TrimSpace(v)
 		if strings.Contains(v, "://") {
-			return nil, fmt.Errorf("insecure registry %q should not contain '://'", v)
+			return nil, fmt.Errorf("insecure registry %q should not contain '://'", RedactAddress(v))
 		}
 		if strings.Contains(v, "/") {
 			p, err := netip.ParsePrefix(v)
 			if err != nil {
-				return nil, fmt.Errorf("insecure registry %q is not a valid CIDR: %w", v, err)
+				return nil, fmt.Errorf("insecure registry %q is not a valid CIDR", RedactAddress(v))
 			}
 			p = p.Masked()
 			if !containsPrefix(c.insecureCIDRs, p) {
@@ -124,26 +124,51 @@ func containsPrefix(ps []netip.Prefix, p netip.Prefix) bool {
 	return false
 }
 
-// validateHost checks host[:port] and returns it lower-cased.
+// validateHost checks host[:port] and returns it lower-cased. Its errors
+// repeat h without any user:password@ in it.
 func validateHost(h string) (string, error) {
 	if h == "" {
 		return "", fmt.Errorf("empty registry host")
 	}
 	if strings.Contains(h, "://") {
-		return "", fmt.Errorf("registry %q should not contain '://'", h)
+		return "", fmt.Errorf("registry %q should not contain '://'", RedactAddress(h))
 	}
 	if !anchoredDomain.MatchString(h) {
-		return "", fmt.Errorf("registry %q is not a valid host[:port]", h)
+		return "", fmt.Errorf("registry %q is not a valid host[:port]", RedactAddress(h))
 	}
 	return strings.ToLower(h), nil
 }
+
+// RedactAddress replaces the credentials of a server address, the user
+// or user:password before an "@" in its authority ("http://u:p@host/v2/",
+// "u:p@host:5000"), with "xxxxx", so that an error or a log line may
+// repeat the address. url.URL.Redacted keeps the user name, and some
+// clients put a token there.
+func RedactAddress(s string) string {
+	scheme, rest := "", s
+	if i := strings.Index(s, "://"); i >= 0 {
+		scheme, rest = s[:i+3], s[i+3:]
+	}
+	authority := rest
+	if j := strings.IndexAny(rest, "/?#"); j >= 0 {
+		authority = rest[:j]
+	}
+	if at := strings.LastIndexByte(authority, '@'); at >= 0 {
+		return scheme + "xxxxx@" + rest[at+1:]
+	}
+	return s
+}
+
+// hasUserinfo reports whether a server address carries credentials.
+func hasUserinfo(s string) bool { return RedactAddress(s) != s }
 
 // validateMirror accepts http(s)://host[:port][/] only: oras-go builds every
 // URL as scheme://host/v2/..., so a mirror under a path prefix cannot work.
 func validateMirror(v string) (*url.URL, error) {
 	u, err := url.Parse(strings.TrimSpace(v))
+	v = RedactAddress(v) // for the messages below
 	if err != nil {
-		return nil, fmt.Errorf("invalid mirror %q: %w", v, err)
+		return nil, fmt.Errorf("invalid mirror %q: not a URL", v)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return nil, fmt.Errorf("invalid mirror %q: unsupported scheme %q (want http or https)", v, u.Scheme)
