@@ -8,13 +8,16 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/pflag"
 
 	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/registry"
 )
 
 // Config is wharfd's configuration: daemon.json keys, overridden by flags.
@@ -31,6 +34,14 @@ type Config struct {
 	AddRegistries          []string `json:"add-registry"`
 	BlockRegistries        []string `json:"block-registry"`
 	MaxConcurrentDownloads int      `json:"max-concurrent-downloads"`
+	// RegistryTimeout, when not 0, replaces the registry response-header
+	// timeout and slow-body window (30 s each) and caps the dial and TLS
+	// handshake timeouts (10 s). In daemon.json a Go duration string ("45s").
+	RegistryTimeout time.Duration `json:"registry-timeout"`
+	// RegistryCertsDirs hold <host[:port]>/{*.crt,client.cert,client.key}
+	// per registry, searched in order; empty = /etc/wharf/certs.d, then
+	// /etc/docker/certs.d.
+	RegistryCertsDirs []string `json:"registry-certs-dirs"`
 	// TLS for tcp:// hosts (dockerd's keys): the server certificate and
 	// key, and the CA that signs the client certificates it accepts.
 	TLSVerify bool   `json:"tlsverify"`
@@ -49,7 +60,16 @@ type Config struct {
 	// the port can pull, push with the daemon's network position, and delete
 	// images. Off unless asked for explicitly.
 	AllowInsecureTCP bool `json:"-"`
+
+	// warnings found while loading (deprecated settings); /info shows them.
+	warnings []string
 }
+
+// registryTimeoutEnv was the registry timeout before --registry-timeout.
+// It is no longer read: a daemon setting belongs in the flags and
+// daemon.json, where /info and the config conflict checks see it. A
+// daemon started with it set says so (log and /info warnings).
+const registryTimeoutEnv = "WHARF_REGISTRY_TIMEOUT"
 
 // maxConfigFile caps daemon.json (1 MiB): it is a short hand-written file.
 const maxConfigFile = 1 << 20
@@ -66,6 +86,8 @@ var fileKeyOfFlag = map[string]string{
 	"add-registry":             "add-registry",
 	"block-registry":           "block-registry",
 	"max-concurrent-downloads": "max-concurrent-downloads",
+	"registry-timeout":         "registry-timeout",
+	"registry-certs-dir":       "registry-certs-dirs",
 	"tlsverify":                "tlsverify",
 	"tlscacert":                "tlscacert",
 	"tlscert":                  "tlscert",
@@ -84,6 +106,8 @@ func InstallFlags(fs *pflag.FlagSet, cfg *Config) {
 	fs.StringArrayVar(&cfg.AddRegistries, "add-registry", nil, "Registry to search, in order, before docker.io for short names")
 	fs.StringArrayVar(&cfg.BlockRegistries, "block-registry", nil, `Registry to refuse ("all" blocks every registry not added with --add-registry)`)
 	fs.IntVar(&cfg.MaxConcurrentDownloads, "max-concurrent-downloads", 0, "Maximum concurrent layer downloads per pull (default 3)")
+	fs.DurationVar(&cfg.RegistryTimeout, "registry-timeout", 0, "Registry response-header timeout and slow-body window: a response body must move 1 KiB, and an upload make progress, in every window (default 30s); also caps the dial and TLS handshake timeouts (10s)")
+	fs.StringArrayVar(&cfg.RegistryCertsDirs, "registry-certs-dir", nil, "Directory of per-registry TLS files <dir>/<host[:port]>/{*.crt,client.cert,client.key}, searched in order (default /etc/wharf/certs.d, /etc/docker/certs.d)")
 	fs.StringVar(&cfg.ConfigFile, "config-file", "", "Daemon configuration file (default /etc/wharf/daemon.json when it exists)")
 	fs.BoolVar(&cfg.TLSVerify, "tlsverify", false, "Serve tcp:// hosts over TLS and require client certificates signed by --tlscacert")
 	fs.StringVar(&cfg.TLSCACert, "tlscacert", "", "Trust client certificates signed by this CA only (with --tlsverify)")
@@ -118,6 +142,9 @@ func LoadConfig(cfg *Config, fs *pflag.FlagSet, env Env) error {
 		}
 	}
 	cfg.applyDefaults(env)
+	if v := env.getenv(registryTimeoutEnv); v != "" {
+		cfg.warnings = append(cfg.warnings, fmt.Sprintf("%s=%s is ignored: it is no longer read; use --registry-timeout or \"registry-timeout\" in daemon.json", registryTimeoutEnv, v))
+	}
 	return cfg.Validate()
 }
 
@@ -177,7 +204,7 @@ func mergeConfigFile(cfg *Config, fs *pflag.FlagSet, b []byte) error {
 		d := json.NewDecoder(bytes.NewReader(raw[k]))
 		d.DisallowUnknownFields()
 		if err := d.Decode(fields[k]); err != nil {
-			return fmt.Errorf("invalid value for %q: %s: %w", k, string(raw[k]), err)
+			return fmt.Errorf("invalid value for %q: %s: %w", k, redactURLs(string(raw[k])), err)
 		}
 	}
 
@@ -188,7 +215,7 @@ func mergeConfigFile(cfg *Config, fs *pflag.FlagSet, b []byte) error {
 			return
 		}
 		if v, inFile := raw[key]; inFile {
-			conflicts = append(conflicts, fmt.Sprintf("%s: (from flag: %v, from file: %s)", key, flagValueString(f), string(v)))
+			conflicts = append(conflicts, fmt.Sprintf("%s: (from flag: %v, from file: %s)", key, redactURLs(flagValueString(f)), redactURLs(string(v))))
 		}
 	})
 	if len(conflicts) > 0 {
@@ -221,6 +248,8 @@ func (c *Config) fieldsByKey() map[string]any {
 		"add-registry":             &c.AddRegistries,
 		"block-registry":           &c.BlockRegistries,
 		"max-concurrent-downloads": &c.MaxConcurrentDownloads,
+		"registry-timeout":         (*jsonDuration)(&c.RegistryTimeout),
+		"registry-certs-dirs":      &c.RegistryCertsDirs,
 		"tlsverify":                &c.TLSVerify,
 		"tlscacert":                &c.TLSCACert,
 		"tlscert":                  &c.TLSCert,
@@ -239,7 +268,33 @@ func copyField(dst, src any) {
 		*d = *src.(*bool)
 	case *int:
 		*d = *src.(*int)
+	case *jsonDuration:
+		*d = *src.(*jsonDuration)
 	}
+}
+
+// urlUserinfo is the user[:password]@ of a URL in free text.
+var urlUserinfo = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://)[^/?#@\s"'\]\[,]*@`)
+
+// redactURLs hides the credentials of every URL in s (a registry mirror
+// given as https://user:password@host), for errors that repeat settings.
+func redactURLs(s string) string { return urlUserinfo.ReplaceAllString(s, "${1}xxxxx@") }
+
+// jsonDuration is a time.Duration written in daemon.json as a Go duration
+// string ("45s", "2m"), as the flag takes it.
+type jsonDuration time.Duration
+
+func (d *jsonDuration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("want a duration string such as \"45s\"")
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = jsonDuration(v)
+	return nil
 }
 
 // TLS returns the API's TLS settings.
@@ -285,6 +340,14 @@ func (c *Config) Validate() error {
 	if c.MaxConcurrentDownloads < 0 {
 		return fmt.Errorf("invalid value for \"max-concurrent-downloads\": %d: must not be negative", c.MaxConcurrentDownloads)
 	}
+	if c.RegistryTimeout < 0 {
+		return fmt.Errorf("invalid value for \"registry-timeout\": %s: must not be negative", c.RegistryTimeout)
+	}
+	for _, d := range c.RegistryCertsDirs {
+		if !filepath.IsAbs(d) {
+			return fmt.Errorf("invalid value for \"registry-certs-dirs\": %q is not an absolute path", d)
+		}
+	}
 	for _, h := range c.Hosts {
 		host, err := ParseHost(h)
 		if err != nil {
@@ -308,7 +371,7 @@ func (c *Config) Validate() error {
 	} {
 		for _, v := range list.vals {
 			if strings.TrimSpace(v) == "" || strings.ContainsAny(v, " \t\n") {
-				return fmt.Errorf("invalid value for %q: %q", list.key, v)
+				return fmt.Errorf("invalid value for %q: %q", list.key, registry.RedactAddress(v))
 			}
 		}
 	}

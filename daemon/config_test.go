@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 )
@@ -112,6 +113,59 @@ func TestLoadConfigFile(t *testing.T) {
 	}
 }
 
+// The registry timeout and certs dirs are daemon settings (flag and
+// daemon.json key, refused when given both ways); the old environment
+// variable is no longer read, and saying so is a warning.
+func TestRegistryTimeoutAndCertsDirs(t *testing.T) {
+	for _, tc := range []struct {
+		name, file string
+		flags      []string
+		env        map[string]string
+		wantErr    string
+		timeout    time.Duration
+		certs      []string
+		warnings   int
+	}{
+		{name: "default", file: `{}`},
+		{name: "flag", file: `{}`, flags: []string{"--registry-timeout", "2s", "--registry-certs-dir", "/c1", "--registry-certs-dir", "/c2"}, timeout: 2 * time.Second, certs: []string{"/c1", "/c2"}},
+		{name: "file", file: `{"registry-timeout":"1m30s","registry-certs-dirs":["/c"]}`, timeout: 90 * time.Second, certs: []string{"/c"}},
+		{name: "both", file: `{"registry-timeout":"5s"}`, flags: []string{"--registry-timeout", "2s"},
+			wantErr: `specified both as a flag and in the configuration file: registry-timeout: (from flag: 2s, from file: "5s")`},
+		{name: "number in file", file: `{"registry-timeout":30}`, wantErr: `invalid value for "registry-timeout": 30: want a duration string`},
+		{name: "garbage in file", file: `{"registry-timeout":"soon"}`, wantErr: `invalid value for "registry-timeout"`},
+		{name: "negative", file: `{"registry-timeout":"-1s"}`, wantErr: `invalid value for "registry-timeout": -1s: must not be negative`},
+		{name: "relative certs dir", file: `{"registry-certs-dirs":["certs"]}`, wantErr: `invalid value for "registry-certs-dirs": "certs" is not an absolute path`},
+		{name: "old env var", file: `{}`, env: map[string]string{"WHARF_REGISTRY_TIMEOUT": "2s"}, warnings: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, fs := parseFlags(t, append([]string{"--config-file", writeConfig(t, tc.file)}, tc.flags...)...)
+			env := rootEnv()
+			env.Getenv = func(k string) string { return tc.env[k] }
+			err := LoadConfig(cfg, fs, env)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.RegistryTimeout != tc.timeout || strings.Join(cfg.RegistryCertsDirs, ",") != strings.Join(tc.certs, ",") {
+				t.Errorf("timeout %s certs %v", cfg.RegistryTimeout, cfg.RegistryCertsDirs)
+			}
+			if len(cfg.warnings) != tc.warnings {
+				t.Errorf("warnings %q, want %d", cfg.warnings, tc.warnings)
+			}
+			for _, w := range cfg.warnings {
+				if !strings.Contains(w, "--registry-timeout") {
+					t.Errorf("warning %q does not name the flag", w)
+				}
+			}
+		})
+	}
+}
+
 func TestLoadConfigMissingFile(t *testing.T) {
 	cfg, fs := parseFlags(t, "--config-file", "/nonexistent/daemon.json")
 	if err := LoadConfig(cfg, fs, rootEnv()); err == nil {
@@ -199,4 +253,28 @@ func FuzzConfigFile(f *testing.F) {
 		InstallFlags(fs, cfg)
 		_ = mergeConfigFile(cfg, fs, []byte(s))
 	})
+}
+
+// Errors about settings that name registries never repeat credentials
+// written into them (a mirror given as https://user:password@host).
+func TestConfigErrorsRedactRegistryCredentials(t *testing.T) {
+	for _, tc := range []struct {
+		file  string
+		flags []string
+	}{
+		{file: `{"registry-mirrors":"https://leaky:S3CRET@m.example"}`},
+		{file: `{"registry-mirrors":["https://leaky:S3CRET@m.example"]}`, flags: []string{"--registry-mirror", "https://leaky:S3CRET@n.example"}},
+		{file: `{"insecure-registries":["http://leaky:S3CRET@r.example x"]}`},
+		{file: `{"add-registry":["leaky:S3CRET@r.example x"]}`},
+	} {
+		cfg, fs := parseFlags(t, append([]string{"--config-file", writeConfig(t, tc.file)}, tc.flags...)...)
+		err := LoadConfig(cfg, fs, rootEnv())
+		if err == nil {
+			t.Errorf("%s %v accepted", tc.file, tc.flags)
+			continue
+		}
+		if low := strings.ToLower(err.Error()); strings.Contains(low, "s3cret") || strings.Contains(low, "leaky") {
+			t.Errorf("error repeats the credentials: %v", err)
+		}
+	}
 }

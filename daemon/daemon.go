@@ -119,6 +119,8 @@ func Run(ctx context.Context, cfg *Config, opts Options) error {
 		Mirrors:            cfg.RegistryMirrors,
 		AddRegistries:      cfg.AddRegistries,
 		BlockRegistries:    cfg.BlockRegistries,
+		CertsDirs:          cfg.RegistryCertsDirs,
+		Timeout:            cfg.RegistryTimeout,
 		UserAgent:          "wharf/" + opts.Version + " (" + runtime.GOOS + ")",
 		Logger:             log.WithField("module", "registry"),
 	})
@@ -145,6 +147,10 @@ func Run(ctx context.Context, cfg *Config, opts Options) error {
 	}()
 
 	d := &Daemon{imageStore: store, events: evs, registry: reg, cfg: cfg, opts: opts, id: id}
+	for _, w := range cfg.warnings {
+		log.Warn(w)
+	}
+	d.warnings = append(d.warnings, cfg.warnings...)
 	d.warnings = append(d.warnings, startupCheck(ctx, store, log.WithField("module", "graph"))...)
 	return d.serve(ctx, log)
 }

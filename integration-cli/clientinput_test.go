@@ -155,12 +155,19 @@ func (s *ClientInputSuite) TestInvalidJSONBodiesAndParameters(c *check.C) {
 }
 
 // An undecodable X-Registry-Auth means anonymous, as in dockerd (which
-// ignores the decoding error for pull and push); the header's value never
-// comes back in the answer.
+// ignores the decoding error for pull and push); one over the 64 KiB cap is
+// a 400; the header's value never comes back in the answer.
 func (s *ClientInputSuite) TestUndecodableRegistryAuthIsAnonymousAndNotEchoed(c *check.C) {
-	for _, h := range []string{"!!!not-base64-SECRETVALUE!!!", "e30K" + strings.Repeat("A", 100) + "SECRETVALUE", strings.Repeat("QUFB", 64<<10)} {
-		r := s.d.Req(c, http.MethodPost, "/v1.50/images/create?fromImage=127.0.0.1:1/x&tag=1", nil, "X-Registry-Auth", h)
-		c.Check(r.Status, check.Equals, http.StatusServiceUnavailable, check.Commentf("%s", r))
+	for _, tc := range []struct {
+		hdr    string
+		status int
+	}{
+		{"!!!not-base64-SECRETVALUE!!!", http.StatusServiceUnavailable},
+		{"e30K" + strings.Repeat("A", 100) + "SECRETVALUE", http.StatusServiceUnavailable},
+		{strings.Repeat("QUFB", 64<<10), http.StatusBadRequest},
+	} {
+		r := s.d.Req(c, http.MethodPost, "/v1.50/images/create?fromImage=127.0.0.1:1/x&tag=1", nil, "X-Registry-Auth", tc.hdr)
+		c.Check(r.Status, check.Equals, tc.status, check.Commentf("%s", r))
 		c.Check(strings.Contains(string(r.Body), "SECRETVALUE") || strings.Contains(string(r.Body), "QUFBQUFB"), check.Equals, false, check.Commentf("%s", r))
 	}
 }

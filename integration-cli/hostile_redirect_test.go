@@ -2,7 +2,9 @@ package integration
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"gopkg.in/check.v1"
@@ -183,13 +185,20 @@ func (s *HostileRegistrySuite) TestMalformedJSON(c *check.C) {
 	})
 }
 
-// Redirects that go nowhere useful: a loop on the registry itself, and a
-// hop to a server that never answers. Both end in an error naming the
-// registry, within the redirect and timeout bounds.
+// Redirects that go nowhere useful: a loop on the registry itself, a
+// downgrade from HTTPS to plain HTTP, and a hop to a server that never
+// answers. Each ends in an error naming the registry, within the redirect
+// and timeout bounds.
 func (s *HostileRegistrySuite) TestRedirectLoopAndDeadEnd(c *check.C) {
 	silent, err := hostile.Silent()
 	c.Assert(err, check.IsNil)
 	defer silent.Close()
+	var plainHits atomic.Int64
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		plainHits.Add(1)
+		http.NotFound(w, r)
+	}))
+	defer plain.Close()
 	s.run(c, []hcase{
 		{
 			name: "layer redirect loop",
@@ -204,6 +213,20 @@ func (s *HostileRegistrySuite) TestRedirectLoopAndDeadEnd(c *check.C) {
 			},
 			remote: "redirects", pull: "redirects",
 			check: atMost(hostile.KindBlob, 3*11*2),
+		},
+		{
+			// Possible through wharfd since loopback registries may serve
+			// TLS (issue 10, finding 7).
+			name: "layer redirected from https to http",
+			tls:  true,
+			fault: onBlob(layer, func(w http.ResponseWriter, r *http.Request, b testregistry.Blob) bool {
+				hostile.Redirect(w, plain.URL+r.URL.Path)
+				return true
+			}),
+			remote: ok, pull: "downgrade",
+			check: func(c *check.C, _ *hostile.Registry) {
+				c.Check(plainHits.Load(), check.Equals, int64(0), check.Commentf("the plain HTTP server was reached"))
+			},
 		},
 		{
 			name: "layer redirected to a silent server",

@@ -38,7 +38,7 @@ const maxHWMKiB = 160 << 10
 
 func (s *HostileRegistrySuite) SetUpSuite(c *check.C) {
 	needBinaries(c)
-	s.d = startDaemonEnv(c, []string{"WHARF_REGISTRY_TIMEOUT=" + hostileTimeout.String()})
+	s.d = StartDaemon(c, "--registry-timeout", hostileTimeout.String())
 	s.base = s.d.leakBaseline(c)
 }
 
@@ -57,6 +57,7 @@ func (s *HostileRegistrySuite) TearDownSuite(c *check.C) {
 type hcase struct {
 	name         string
 	token        bool
+	tls          bool // the registry serves HTTPS
 	fault        func(img *testregistry.Image) hostile.Fault
 	prep         func(r *hostile.Registry)
 	remote, pull string
@@ -79,7 +80,7 @@ func (s *HostileRegistrySuite) run(c *check.C, cases []hcase) {
 func (s *HostileRegistrySuite) runOne(c *check.C, tc hcase) {
 	img, err := testregistry.NewImage(testregistry.ImageOptions{LayerSize: 4096})
 	c.Assert(err, check.IsNil)
-	opts := hostile.Options{Image: img, Token: tc.token}
+	opts := hostile.Options{Image: img, Token: tc.token, TLS: tc.tls}
 	if tc.fault != nil {
 		opts.Fault = tc.fault(img)
 	}

@@ -117,6 +117,11 @@ func (s *Service) Login(ctx context.Context, ac *registrytypes.AuthConfig) (stri
 	if ac == nil {
 		return "", fmt.Errorf("no credentials%.0w", errdefs.ErrInvalidArgument)
 	}
+	if hasUserinfo(ac.ServerAddress) {
+		// Never repeated: the user:password@ is what docs/security.md
+		// promises to keep out of answers and logs.
+		return "", fmt.Errorf("server address %q: credentials in the server address are not accepted; give them as username and password%.0w", RedactAddress(ac.ServerAddress), errdefs.ErrInvalidArgument)
+	}
 	index := normaliseServerAddress(ac.ServerAddress)
 	if index == "" {
 		index = DefaultIndexName
@@ -148,8 +153,16 @@ func (s *Service) Login(ctx context.Context, ac *registrytypes.AuthConfig) (stri
 	default:
 		return "", classify(responseError(http.MethodGet, resp, body), host)
 	}
-	scheme, params := parseChallenge(resp.Header.Get("Www-Authenticate"))
-	switch scheme {
+	c, ok := preferredChallenge(resp.Header.Values("Www-Authenticate"))
+	if !ok {
+		var offered []string
+		for _, c := range parseChallenges(resp.Header.Values("Www-Authenticate")) {
+			offered = append(offered, c.scheme)
+		}
+		return "", fmt.Errorf("login to %s: no supported auth scheme offered (%s; wharfd speaks Bearer and Basic)%.0w", host, strings.Join(offered, ", "), errdefs.ErrUnavailable)
+	}
+	params := c.params
+	switch c.scheme {
 	case "basic":
 		h := http.Header{}
 		h.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(ac.Username+":"+ac.Password)))
@@ -163,14 +176,9 @@ func (s *Service) Login(ctx context.Context, ac *registrytypes.AuthConfig) (stri
 			return "", nil
 		}
 		return "", loginError(base, resp.StatusCode, body)
-	case "bearer":
-		if params["realm"] == "" {
-			return "", fmt.Errorf("login to %s: bearer challenge without realm%.0w", host, errdefs.ErrUnavailable)
-		}
+	default: // bearer, with a realm (preferredChallenge)
 		s.memo.remember(host, bearerChallenge{realm: params["realm"], service: params["service"]})
 		return s.loginToken(ctx, ep, base, params["realm"], params["service"], ac)
-	default:
-		return "", fmt.Errorf("login to %s: unsupported auth scheme %q%.0w", host, scheme, errdefs.ErrUnavailable)
 	}
 }
 

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/netip"
@@ -44,6 +45,8 @@ type config struct {
 	blockAll      bool
 	blocked       map[string]bool
 	certsDirs     []string
+	// lookup resolves a host name (net.DefaultResolver; tests replace it).
+	lookup func(ctx context.Context, host string) ([]netip.Addr, error)
 }
 
 // newConfig validates opts; every error names the bad value.
@@ -53,6 +56,9 @@ func newConfig(opts ServiceOptions) (*config, error) {
 		insecureCIDRs: append([]netip.Prefix(nil), loopbackCIDRs...),
 		blocked:       map[string]bool{},
 		certsDirs:     opts.CertsDirs,
+		lookup: func(ctx context.Context, host string) ([]netip.Addr, error) {
+			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		},
 	}
 	if len(c.certsDirs) == 0 {
 		c.certsDirs = defaultCertsDirs
@@ -60,12 +66,12 @@ func newConfig(opts ServiceOptions) (*config, error) {
 	for _, v := range opts.InsecureRegistries {
 		v = strings.TrimSpace(v)
 		if strings.Contains(v, "://") {
-			return nil, fmt.Errorf("insecure registry %q should not contain '://'", v)
+			return nil, fmt.Errorf("insecure registry %q should not contain '://'", RedactAddress(v))
 		}
 		if strings.Contains(v, "/") {
 			p, err := netip.ParsePrefix(v)
 			if err != nil {
-				return nil, fmt.Errorf("insecure registry %q is not a valid CIDR: %w", v, err)
+				return nil, fmt.Errorf("insecure registry %q is not a valid CIDR", RedactAddress(v))
 			}
 			p = p.Masked()
 			if !containsPrefix(c.insecureCIDRs, p) {
@@ -118,26 +124,51 @@ func containsPrefix(ps []netip.Prefix, p netip.Prefix) bool {
 	return false
 }
 
-// validateHost checks host[:port] and returns it lower-cased.
+// validateHost checks host[:port] and returns it lower-cased. Its errors
+// repeat h without any user:password@ in it.
 func validateHost(h string) (string, error) {
 	if h == "" {
 		return "", fmt.Errorf("empty registry host")
 	}
 	if strings.Contains(h, "://") {
-		return "", fmt.Errorf("registry %q should not contain '://'", h)
+		return "", fmt.Errorf("registry %q should not contain '://'", RedactAddress(h))
 	}
 	if !anchoredDomain.MatchString(h) {
-		return "", fmt.Errorf("registry %q is not a valid host[:port]", h)
+		return "", fmt.Errorf("registry %q is not a valid host[:port]", RedactAddress(h))
 	}
 	return strings.ToLower(h), nil
 }
+
+// RedactAddress replaces the credentials of a server address, the user
+// or user:password before an "@" in its authority ("http://u:p@host/v2/",
+// "u:p@host:5000"), with "xxxxx", so that an error or a log line may
+// repeat the address. url.URL.Redacted keeps the user name, and some
+// clients put a token there.
+func RedactAddress(s string) string {
+	scheme, rest := "", s
+	if i := strings.Index(s, "://"); i >= 0 {
+		scheme, rest = s[:i+3], s[i+3:]
+	}
+	authority := rest
+	if j := strings.IndexAny(rest, "/?#"); j >= 0 {
+		authority = rest[:j]
+	}
+	if at := strings.LastIndexByte(authority, '@'); at >= 0 {
+		return scheme + "xxxxx@" + rest[at+1:]
+	}
+	return s
+}
+
+// hasUserinfo reports whether a server address carries credentials.
+func hasUserinfo(s string) bool { return RedactAddress(s) != s }
 
 // validateMirror accepts http(s)://host[:port][/] only: oras-go builds every
 // URL as scheme://host/v2/..., so a mirror under a path prefix cannot work.
 func validateMirror(v string) (*url.URL, error) {
 	u, err := url.Parse(strings.TrimSpace(v))
+	v = RedactAddress(v) // for the messages below
 	if err != nil {
-		return nil, fmt.Errorf("invalid mirror %q: %w", v, err)
+		return nil, fmt.Errorf("invalid mirror %q: not a URL", v)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return nil, fmt.Errorf("invalid mirror %q: unsupported scheme %q (want http or https)", v, u.Scheme)
@@ -185,7 +216,7 @@ func normaliseServerAddress(addr string) string {
 }
 
 // isLoopbackHost reports whether host[:port] names this machine; such
-// registries are spoken to over plain HTTP directly (see endpoints.go).
+// registries are always insecure (see secure and endpoints.go).
 func isLoopbackHost(hostport string) bool {
 	h := hostOnly(hostport)
 	if strings.EqualFold(h, "localhost") {
@@ -202,35 +233,54 @@ func hostOnly(hostport string) string {
 	return strings.Trim(hostport, "[]")
 }
 
-// secure reports whether host[:port] must be spoken to over verified TLS.
-// Like dockerd: listed hosts and hosts whose IP is in an insecure CIDR are
-// insecure; localhost is loopback. Host names are resolved only when CIDRs
-// other than loopback were configured, so the default costs no DNS query.
+// secure reports, without a DNS query, whether host[:port] must be spoken
+// to over verified TLS. A host name that only an insecure CIDR could make
+// insecure reads as secure here; secureLookup decides those, and the
+// transport of every request uses secureLookup's answer.
 func (c *config) secure(hostport string) bool {
+	s, _ := c.staticSecure(hostport)
+	return s
+}
+
+// staticSecure is the decision that needs no DNS: like dockerd, listed
+// hosts and hosts whose IP is in an insecure CIDR are insecure; localhost
+// is loopback. decided is false only for a host name when CIDRs beyond
+// loopback were configured (so the default costs no DNS query).
+func (c *config) staticSecure(hostport string) (secure, decided bool) {
 	hostport = strings.ToLower(hostport)
 	if c.insecureHosts[hostport] || c.insecureHosts[hostOnly(hostport)] {
-		return false
+		return false, true
 	}
 	if isLoopbackHost(hostport) {
-		return false
+		return false, true
 	}
-	h := hostOnly(hostport)
-	if a, err := netip.ParseAddr(h); err == nil {
-		return !c.inInsecureCIDR(a)
+	if a, err := netip.ParseAddr(hostOnly(hostport)); err == nil {
+		return !c.inInsecureCIDR(a), true
 	}
 	if !c.userCIDRs || normaliseIndexName(hostport) == DefaultIndexName {
-		return true
+		return true, true
 	}
-	ips, err := net.LookupIP(h)
+	return true, false
+}
+
+// secureLookup is staticSecure completed with a DNS look-up under ctx: a
+// host name is insecure when one of its addresses is in an insecure CIDR.
+// A failed look-up reads as secure (verified TLS cannot leak anything) and
+// is returned as err, so that the caller does not remember the answer.
+func (c *config) secureLookup(ctx context.Context, hostport string) (bool, error) {
+	if s, ok := c.staticSecure(hostport); ok {
+		return s, nil
+	}
+	addrs, err := c.lookup(ctx, hostOnly(hostport))
 	if err != nil {
-		return true
+		return true, err
 	}
-	for _, ip := range ips {
-		if a, ok := netip.AddrFromSlice(ip); ok && c.inInsecureCIDR(a.Unmap()) {
-			return false
+	for _, a := range addrs {
+		if c.inInsecureCIDR(a) {
+			return false, nil
 		}
 	}
-	return true
+	return true, nil
 }
 
 func (c *config) inInsecureCIDR(a netip.Addr) bool {

@@ -2,7 +2,10 @@ package registry
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -12,14 +15,14 @@ import (
 //
 // Scheme policy (decided here, documented in docs/architecture.md):
 //   - secure registries: HTTPS only, verified (system roots + certs dir);
-//   - loopback hosts (127.0.0.0/8, ::1, localhost): plain HTTP directly. A
-//     registry on this machine is a test or a cache; an HTTPS attempt first
-//     would send a TLS hello that the registry logs as a bad request and
-//     costs a round trip on every cold start;
-//   - other insecure registries: like dockerd, HTTPS first (unverified), and
-//     plain HTTP when the host does not speak TLS. The answer is probed once
-//     with GET /v2/ and remembered per Service, so it costs one request per
-//     host per daemon lifetime.
+//   - insecure registries, loopback ones (127.0.0.0/8, ::1, localhost)
+//     included: like dockerd, HTTPS first (unverified) and plain HTTP when
+//     the host does not speak TLS. An SSH tunnel or a port-forward to a
+//     real registry serves TLS on 127.0.0.1; a test registry serves plain
+//     HTTP there; both must work. The scheme is found by a TLS handshake
+//     alone — no HTTP request, so the request budgets are unchanged — once
+//     per host, and remembered for the daemon's life: the next request
+//     pays nothing.
 type endpoint struct {
 	host      string // host[:port] of the API
 	plainHTTP bool
@@ -41,45 +44,121 @@ func apiHost(index string) string {
 	return index
 }
 
-// endpointFor decides the scheme for host.
+// endpointFor sets host up (transport.go) and decides its scheme.
 func (s *Service) endpointFor(ctx context.Context, host string, mirror bool) (*endpoint, error) {
+	e, err := s.transports.forHost(ctx, host)
+	if err != nil {
+		return nil, classify(err, host)
+	}
 	ep := &endpoint{host: host, mirror: mirror}
-	if s.cfg.secure(host) {
+	if e.secure {
 		return ep, nil
 	}
-	if isLoopbackHost(host) {
-		ep.plainHTTP = true
-		return ep, nil
+	scheme, err := s.transports.schemeOf(ctx, e)
+	if err != nil {
+		return nil, classify(err, host)
 	}
-	s.mu.Lock()
-	plain, known := s.plainHTTP[host]
-	s.mu.Unlock()
-	if !known {
-		var ok bool
-		plain, ok = s.probeScheme(ctx, host)
-		if ok {
-			s.mu.Lock()
-			if len(s.plainHTTP) >= maxRememberedHosts {
-				clear(s.plainHTTP)
-			}
-			s.plainHTTP[host] = plain
-			s.mu.Unlock()
-		}
-	}
-	ep.plainHTTP = plain
+	ep.plainHTTP = scheme == schemeHTTP
 	return ep, nil
 }
 
-// probeScheme asks https://host/v2/ and, if the host does not speak TLS,
-// http://host/v2/. ok is false when neither answered (nothing is remembered).
-func (s *Service) probeScheme(ctx context.Context, host string) (plain, ok bool) {
+// The scheme an insecure registry speaks (hostEntry.scheme).
+const (
+	schemeUnknown int32 = iota
+	schemeHTTPS
+	schemeHTTP
+)
+
+// schemeOf returns the scheme of insecure host e, probing it on first use
+// (one probe per host at a time, shared by every caller and detached from
+// each: one client leaving does not fail the others).
+func (t *hostTransports) schemeOf(ctx context.Context, e *hostEntry) (int32, error) {
+	if sc := e.scheme.Load(); sc != schemeUnknown {
+		return sc, nil
+	}
+	v, err := t.probing.do(ctx, e.host, t.tm.shared(), func(ctx context.Context) (any, error) {
+		sc, remember, err := t.probeScheme(ctx, e)
+		if err != nil {
+			return nil, err
+		}
+		if remember {
+			e.scheme.Store(sc)
+		}
+		return sc, nil
+	})
+	if err != nil {
+		return schemeUnknown, err
+	}
+	return v.(int32), nil
+}
+
+// probeScheme finds which scheme e speaks. remember is false for answers
+// that are guesses. Without a proxy it is a TLS handshake and nothing more:
+//   - the handshake completes, or the peer answers with a TLS alert (for
+//     example: a client certificate is required): HTTPS;
+//   - the peer answers bytes that are not TLS (a plain HTTP server says
+//     "HTTP/1.1 400 Bad Request" to a ClientHello): plain HTTP;
+//   - the peer closes without a word: plain HTTP this time, not
+//     remembered (some servers close on a request they cannot parse;
+//     dockerd falls back to HTTP on any HTTPS failure);
+//   - a host without a port that refuses 443: plain HTTP on 80, not
+//     remembered;
+//   - anything else (refused on an explicit port, reset, silence until the
+//     handshake timeout): an error, and nothing remembered. No scheme can
+//     help a host in that state, so no request is tried.
+//
+// Behind a proxy a handshake cannot be made directly; then the probe is
+// GET /v2/ over HTTPS through the host's transport, and plain HTTP when
+// that fails, as dockerd does (it costs that one request).
+func (t *hostTransports) probeScheme(ctx context.Context, e *hostEntry) (int32, bool, error) {
+	if t.override == nil {
+		if p, err := t.base.Proxy(&http.Request{URL: &url.URL{Scheme: "https", Host: e.host}}); err == nil && p != nil {
+			return t.probeThroughProxy(ctx, e)
+		}
+	}
+	addr, explicitPort := e.host, true
+	if _, _, err := net.SplitHostPort(e.host); err != nil {
+		addr, explicitPort = net.JoinHostPort(hostOnly(e.host), "443"), false
+	}
+	d := net.Dialer{Timeout: t.tm.dial}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		if !explicitPort && ctx.Err() == nil {
+			return schemeHTTP, false, nil
+		}
+		return schemeUnknown, false, err
+	}
+	defer conn.Close()
+	conf := e.tls.Clone()
+	conf.ServerName = hostOnly(e.host)
+	conf.InsecureSkipVerify = true //nolint:gosec // the probe only learns the scheme; it sends nothing
+	hctx, cancel := context.WithTimeout(ctx, t.tm.handshake)
+	defer cancel()
+	err = tls.Client(conn, conf).HandshakeContext(hctx)
+	var rh tls.RecordHeaderError
+	var op *net.OpError
+	switch {
+	case err == nil:
+		return schemeHTTPS, true, nil
+	case errors.As(err, &rh):
+		return schemeHTTP, true, nil
+	case errors.As(err, &op) && op.Op == "remote error": // crypto/tls's wrapping of a received alert
+		return schemeHTTPS, true, nil
+	case errors.Is(err, io.EOF):
+		return schemeHTTP, false, nil
+	}
+	return schemeUnknown, false, err
+}
+
+// probeThroughProxy asks https://host/v2/ and, when that fails,
+// http://host/v2/. The scheme that answered is remembered.
+func (t *hostTransports) probeThroughProxy(ctx context.Context, e *hostEntry) (int32, bool, error) {
 	try := func(scheme string) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+host+"/v2/", nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+e.host+"/v2/", nil)
 		if err != nil {
 			return err
 		}
-		s.setUserAgent(req)
-		resp, err := s.client.Do(req)
+		resp, err := e.rt.RoundTrip(req)
 		if err != nil {
 			return err
 		}
@@ -87,18 +166,13 @@ func (s *Service) probeScheme(ctx context.Context, host string) (plain, ok bool)
 		resp.Body.Close()
 		return nil
 	}
-	err := try("https")
-	if err == nil {
-		return false, true
+	if err := try("https"); err == nil {
+		return schemeHTTPS, true, nil
 	}
-	if !errTLSMismatch(err) {
-		return false, false
+	if err := try("http"); err != nil {
+		return schemeUnknown, false, err
 	}
-	if err := try("http"); err == nil {
-		s.log.WithField("registry", host).Debug("insecure registry does not speak TLS; using plain HTTP")
-		return true, true
-	}
-	return false, false
+	return schemeHTTP, true, nil
 }
 
 // mirrorEndpoints are the docker.io mirrors, in configured order.

@@ -64,7 +64,20 @@ func newFakeRegistry(t *testing.T) *fakeRegistry {
 	return f
 }
 
-func (f *fakeRegistry) host() string { return strings.TrimPrefix(f.srv.URL, "http://") }
+func (f *fakeRegistry) host() string {
+	return strings.TrimPrefix(strings.TrimPrefix(f.srv.URL, "http://"), "https://")
+}
+
+// newTLSFakeRegistry is newFakeRegistry serving TLS (httptest's own
+// certificate for 127.0.0.1, which only an insecure client accepts).
+func newTLSFakeRegistry(t *testing.T) *fakeRegistry {
+	f := newFakeRegistry(t)
+	f.srv.Close()
+	f.srv = httptest.NewUnstartedServer(http.HandlerFunc(f.serve))
+	f.srv.StartTLS()
+	t.Cleanup(f.srv.Close)
+	return f
+}
 
 func (f *fakeRegistry) count() int {
 	f.mu.Lock()

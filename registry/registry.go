@@ -10,6 +10,7 @@ package registry
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/distribution/reference"
 	registrytypes "github.com/moby/moby/api/types/registry"
@@ -37,6 +38,11 @@ type ServiceOptions struct {
 	CertsDirs []string
 	// Transport overrides the base transport (tests); nil = a tuned http.Transport.
 	Transport http.RoundTripper
+	// Timeout, when positive, replaces the response-header timeout and the
+	// slow-body window (30 s each by default: a response body must move
+	// 1 KiB, and an upload make progress, in every window) and caps the dial
+	// and TLS handshake timeouts (10 s). 0 keeps the defaults.
+	Timeout time.Duration
 	// UserAgent is sent on every request.
 	UserAgent string
 	Logger    *logrus.Entry

@@ -32,7 +32,6 @@ type Service struct {
 
 	mu          sync.Mutex
 	tokenCaches map[string]*tokenCache // credential identity → tokens
-	plainHTTP   map[string]bool        // insecure host → probed scheme
 
 	flight singleflight.Group
 }
@@ -51,7 +50,7 @@ func newService(opts ServiceOptions, maxWait time.Duration) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w%.0w", err, errdefs.ErrInvalidArgument)
 	}
-	tm, err := envTimeouts()
+	tm, err := newTimeouts(opts.Timeout)
 	if err != nil {
 		return nil, fmt.Errorf("%w%.0w", err, errdefs.ErrInvalidArgument)
 	}
@@ -69,7 +68,6 @@ func newService(opts ServiceOptions, maxWait time.Duration) (*Service, error) {
 		content:     newContentCache(contentCacheBytes),
 		warm:        newRepoSet(maxWarmRepos),
 		tokenCaches: map[string]*tokenCache{},
-		plainHTTP:   map[string]bool{},
 	}
 	s.transports = newHostTransports(cfg, tm, opts.Transport)
 	s.memo = newChallengeMemo(s.transports)
@@ -89,7 +87,7 @@ func (s *Service) tokenCacheFor(identity string) *tokenCache {
 	if len(s.tokenCaches) >= maxCredentialIdentities {
 		clear(s.tokenCaches)
 	}
-	c := newTokenCache(s.memo)
+	c := newTokenCache(s.memo, s.tm.shared())
 	s.tokenCaches[identity] = c
 	return c
 }

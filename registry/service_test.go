@@ -226,35 +226,6 @@ func TestCredentialsOnlyForTheirHost(t *testing.T) {
 	}
 }
 
-func TestParseChallenge(t *testing.T) {
-	tests := []struct {
-		in     string
-		scheme string
-		params map[string]string
-	}{
-		{`Bearer realm="https://auth.docker.io/token",service="registry.docker.io",scope="repository:library/busybox:pull"`, "bearer",
-			map[string]string{"realm": "https://auth.docker.io/token", "service": "registry.docker.io", "scope": "repository:library/busybox:pull"}},
-		{`Basic realm="Registry Realm"`, "basic", map[string]string{"realm": "Registry Realm"}},
-		{`bearer realm=https://x/token, service=x`, "bearer", map[string]string{"realm": "https://x/token", "service": "x"}},
-		{`Bearer realm="a\"b"`, "bearer", map[string]string{"realm": `a"b`}},
-		{`Bearer realm="unterminated`, "bearer", map[string]string{}},
-		{`Basic`, "basic", nil},
-		{``, "", nil},
-	}
-	for _, tc := range tests {
-		scheme, params := parseChallenge(tc.in)
-		if scheme != tc.scheme || len(params) != len(tc.params) {
-			t.Errorf("parseChallenge(%q) = %q %v, want %q %v", tc.in, scheme, params, tc.scheme, tc.params)
-			continue
-		}
-		for k, v := range tc.params {
-			if params[k] != v {
-				t.Errorf("parseChallenge(%q)[%s] = %q, want %q", tc.in, k, params[k], v)
-			}
-		}
-	}
-}
-
 func TestNormaliseServerAddress(t *testing.T) {
 	for in, want := range map[string]string{
 		"https://index.docker.io/v1/": "docker.io",

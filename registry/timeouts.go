@@ -3,27 +3,24 @@ package registry
 import (
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"time"
 
 	"github.com/containerd/errdefs"
 )
 
-// TimeoutEnv, when set to a Go duration (e.g. "2s"), replaces the response
-// header timeout and the slow-body window (both 30 s by default) and caps
-// the dial timeout. It exists so the hostile-registry tests can meet a
-// silent or trickling registry in seconds; a daemon flag would be the
-// production knob.
-const TimeoutEnv = "WHARF_REGISTRY_TIMEOUT"
-
-// timeouts bound every wait on a registry.
+// timeouts bound every wait on a registry. ServiceOptions.Timeout (wharfd's
+// --registry-timeout, "registry-timeout" in daemon.json) sets header and
+// window and caps dial and handshake; the defaults are production's.
 type timeouts struct {
-	dial   time.Duration // TCP connect
-	header time.Duration // request sent → response headers
-	// window is the slow-body rule: a response body that delivers fewer
-	// than minBodyBytes in any window is abandoned. A dead connection and
-	// one trickling a byte a second both end within one window.
+	dial      time.Duration // TCP connect
+	handshake time.Duration // TLS handshake, also of the scheme probe
+	header    time.Duration // request sent → response headers
+	// window is the slow-body rule, in both directions: a response body
+	// that delivers fewer than minBodyBytes in any window is abandoned, and
+	// so is an upload of which the registry takes nothing in a window
+	// (upload.go). A dead connection and one trickling a byte a second both
+	// end within one window.
 	window time.Duration
 }
 
@@ -32,26 +29,36 @@ type timeouts struct {
 const minBodyBytes = 1 << 10
 
 func defaultTimeouts() timeouts {
-	return timeouts{dial: dialTimeout, header: responseHeaderTimeout, window: blobIdleTimeout}
+	return timeouts{dial: dialTimeout, handshake: tlsHandshakeTimeout, header: responseHeaderTimeout, window: blobIdleTimeout}
 }
 
-// timeoutsFromEnv applies TimeoutEnv to the defaults.
-func timeoutsFromEnv(getenv func(string) string) (timeouts, error) {
+// newTimeouts applies ServiceOptions.Timeout: 0 keeps the defaults; a
+// positive d replaces the response-header timeout and the slow-body window
+// and caps the dial and TLS handshake timeouts (a 2 s setting must not wait
+// 10 s for a connection).
+func newTimeouts(d time.Duration) (timeouts, error) {
 	t := defaultTimeouts()
-	v := getenv(TimeoutEnv)
-	if v == "" {
+	switch {
+	case d == 0:
 		return t, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		return t, fmt.Errorf("%s=%q is not a positive duration", TimeoutEnv, v)
+	case d < 0:
+		return t, fmt.Errorf("registry timeout %s is not a positive duration", d)
 	}
 	t.header, t.window = d, d
 	t.dial = min(t.dial, d)
+	t.handshake = min(t.handshake, d)
 	return t, nil
 }
 
-func envTimeouts() (timeouts, error) { return timeoutsFromEnv(os.Getenv) }
+// shared bounds work that several callers wait on together (a token fetch,
+// a host's set-up, a scheme probe): it runs detached from any one caller,
+// so it needs a limit of its own. It allows what one request may take at
+// worst — retryAttempts+1 tries of connect, handshake, headers and one body
+// window — so a success that a single caller could have waited for is never
+// cut short: 3 × (10+10+30+30 s) = 4 min by default.
+func (t timeouts) shared() time.Duration {
+	return time.Duration(retryAttempts+1) * (t.dial + t.handshake + t.header + t.window)
+}
 
 // slowBody guards a response body with the slow-body rule. When it fires
 // it closes the body, so a Read blocked on the network returns, and the

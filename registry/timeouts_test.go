@@ -11,23 +11,41 @@ import (
 	"github.com/containerd/errdefs"
 )
 
-func TestTimeoutsFromEnv(t *testing.T) {
+func TestNewTimeouts(t *testing.T) {
 	for _, tc := range []struct {
-		v       string
+		d       time.Duration
 		want    timeouts
 		wantErr bool
 	}{
-		{"", defaultTimeouts(), false},
-		{"2s", timeouts{dial: 2 * time.Second, header: 2 * time.Second, window: 2 * time.Second}, false},
-		{"1m", timeouts{dial: dialTimeout, header: time.Minute, window: time.Minute}, false},
-		{"0s", defaultTimeouts(), true},
-		{"-1s", defaultTimeouts(), true},
-		{"soon", defaultTimeouts(), true},
+		{0, defaultTimeouts(), false},
+		{2 * time.Second, timeouts{dial: 2 * time.Second, handshake: 2 * time.Second, header: 2 * time.Second, window: 2 * time.Second}, false},
+		{time.Minute, timeouts{dial: dialTimeout, handshake: tlsHandshakeTimeout, header: time.Minute, window: time.Minute}, false},
+		{-time.Second, defaultTimeouts(), true},
 	} {
-		got, err := timeoutsFromEnv(func(string) string { return tc.v })
+		got, err := newTimeouts(tc.d)
 		if (err != nil) != tc.wantErr || got != tc.want {
-			t.Errorf("%q: got %+v, %v; want %+v, error %v", tc.v, got, err, tc.want, tc.wantErr)
+			t.Errorf("%s: got %+v, %v; want %+v, error %v", tc.d, got, err, tc.want, tc.wantErr)
 		}
+	}
+	// Shared work allows what one request may take at worst.
+	if got, want := defaultTimeouts().shared(), 4*time.Minute; got != want {
+		t.Errorf("shared() = %s, want %s", got, want)
+	}
+}
+
+// The service takes its timeouts from ServiceOptions, never from the
+// environment (WHARF_REGISTRY_TIMEOUT was a hidden knob).
+func TestServiceTimeoutOption(t *testing.T) {
+	t.Setenv("WHARF_REGISTRY_TIMEOUT", "1ms")
+	s, err := NewService(ServiceOptions{Timeout: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.tm.header != 3*time.Second || s.tm.window != 3*time.Second {
+		t.Errorf("timeouts %+v, want header and window 3s", s.tm)
+	}
+	if _, err := NewService(ServiceOptions{Timeout: -time.Second}); err == nil || !errdefs.IsInvalidArgument(err) {
+		t.Errorf("negative timeout: %v, want InvalidArgument", err)
 	}
 }
 

@@ -2,10 +2,10 @@ package registry
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
-	"golang.org/x/sync/singleflight"
 	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry/remote/auth"
 )
@@ -15,14 +15,19 @@ import (
 // (stale request + token + retry = 3 trips); this one drops it at expires_in
 // (read by challengeMemo) so a refresh costs token + request. One tokenCache
 // per credential identity: tokens of different users never mix.
+//
+// Concurrent callers wanting the same token share one fetch, detached from
+// each of them (flight.go): when the client that started it disconnects,
+// the others still get the token (issue 10, finding 8).
 type tokenCache struct {
-	memo *challengeMemo
-	now  func() time.Time
+	memo    *challengeMemo
+	now     func() time.Time
+	timeout time.Duration // of one shared fetch: timeouts.shared
 
 	mu      sync.Mutex
 	schemes map[string]auth.Scheme
 	tokens  map[string]cachedToken
-	flight  singleflight.Group
+	flight  detachedFlight
 }
 
 type cachedToken struct {
@@ -32,8 +37,8 @@ type cachedToken struct {
 
 const maxCachedTokens = 4096
 
-func newTokenCache(memo *challengeMemo) *tokenCache {
-	return &tokenCache{memo: memo, now: time.Now, schemes: map[string]auth.Scheme{}, tokens: map[string]cachedToken{}}
+func newTokenCache(memo *challengeMemo, timeout time.Duration) *tokenCache {
+	return &tokenCache{memo: memo, now: time.Now, timeout: timeout, schemes: map[string]auth.Scheme{}, tokens: map[string]cachedToken{}}
 }
 
 func tokenKey(registry string, scheme auth.Scheme, key string) string {
@@ -67,15 +72,31 @@ func (c *tokenCache) GetToken(_ context.Context, registry string, scheme auth.Sc
 	return t.token, nil
 }
 
+// Set fetches the token for (registry, scheme, key) once for every caller
+// asking at the same time, and keeps it. The fetch runs under its own
+// context and timeout; the token is stored before the flight ends, so a
+// caller that comes a moment later finds it. A caller whose own context
+// ends gets an error naming the registry.
 func (c *tokenCache) Set(ctx context.Context, registry string, scheme auth.Scheme, key string, fetch func(context.Context) (string, error)) (string, error) {
 	k := tokenKey(registry, scheme, key)
-	v, err, _ := c.flight.Do(k, func() (any, error) {
-		return fetch(ctx)
+	v, err := c.flight.do(ctx, k, c.timeout, func(fctx context.Context) (any, error) {
+		token, err := fetch(fctx)
+		if err != nil {
+			return nil, err
+		}
+		c.store(registry, scheme, k, token)
+		return token, nil
 	})
 	if err != nil {
+		if ctx.Err() != nil {
+			return "", fmt.Errorf("registry %s: waiting for a token: %w", registry, err)
+		}
 		return "", err
 	}
-	token := v.(string)
+	return v.(string), nil
+}
+
+func (c *tokenCache) store(registry string, scheme auth.Scheme, k, token string) {
 	var until time.Time
 	if c.memo != nil && scheme == auth.SchemeBearer {
 		until = c.memo.expiry(token)
@@ -102,5 +123,4 @@ func (c *tokenCache) Set(ctx context.Context, registry string, scheme auth.Schem
 		}
 	}
 	c.tokens[k] = cachedToken{token: token, until: until}
-	return token, nil
 }

@@ -1,9 +1,9 @@
 package registry
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"oras.land/oras-go/v2/registry/remote/retry"
@@ -49,18 +50,27 @@ func newBaseTransport(tm timeouts) *http.Transport {
 		MaxIdleConns:          maxIdleConns,
 		MaxIdleConnsPerHost:   maxIdleConnsPerHost,
 		IdleConnTimeout:       idleConnTimeout,
-		TLSHandshakeTimeout:   tlsHandshakeTimeout,
+		TLSHandshakeTimeout:   tm.handshake,
 		ResponseHeaderTimeout: tm.header,
 		ExpectContinueTimeout: time.Second,
 		TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12},
 	}
 }
 
-// hostTransports routes each request to the transport for its host: the
-// shared base for ordinary hosts, one shared InsecureSkipVerify transport for
-// insecure hosts, and a transport per host that has a certs directory
-// (<certsdir>/<host[:port]>/{*.crt,client.cert,client.key}). Connection pools
-// are per host anyway, so this loses no reuse.
+// hostTransports routes each request to the transport of its host. What a
+// host needs — whether it is secure (a DNS look-up when insecure CIDRs
+// beyond loopback are configured), its certs directory
+// (<certsdir>/<host[:port]>/{*.crt,client.cert,client.key}) and, for an
+// insecure registry, the scheme it speaks — is worked out once per host and
+// remembered for the daemon's life: a host without a certs directory shares
+// the base transport (or the one InsecureSkipVerify transport), a host with
+// one gets its own. Connection pools are per host anyway, so this loses no
+// reuse.
+//
+// The set-up of a host runs outside any lock that other hosts take, in a
+// detached flight per host: a slow DNS server or a certs directory on a
+// hung file system holds up the requests to that host only (each bounded
+// by its own context), never the rest of the registry traffic.
 type hostTransports struct {
 	cfg      *config
 	tm       timeouts
@@ -68,26 +78,48 @@ type hostTransports struct {
 	insecure *http.Transport
 	override http.RoundTripper // ServiceOptions.Transport (tests)
 
-	mu      sync.Mutex
-	perHost map[string]*http.Transport
+	mu    sync.Mutex
+	hosts map[string]*hostEntry // lower-case host[:port] → its set-up
+
+	building detachedFlight // per host: newEntry
+	probing  detachedFlight // per host: probeScheme (endpoints.go)
+}
+
+// hostEntry is what wharfd knows of one host[:port].
+type hostEntry struct {
+	host   string
+	secure bool
+	rt     http.RoundTripper
+	tls    *tls.Config // the TLS config of rt's requests (roots, client certificate, verification)
+
+	// scheme of an insecure registry's API, probed once (endpoints.go):
+	// schemeUnknown, schemeHTTPS or schemeHTTP.
+	scheme atomic.Int32
 }
 
 func newHostTransports(cfg *config, tm timeouts, override http.RoundTripper) *hostTransports {
-	t := &hostTransports{cfg: cfg, tm: tm, base: newBaseTransport(tm), override: override, perHost: map[string]*http.Transport{}}
+	t := &hostTransports{cfg: cfg, tm: tm, base: newBaseTransport(tm), override: override, hosts: map[string]*hostEntry{}}
 	t.insecure = t.base.Clone()
 	t.insecure.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: true} //nolint:gosec // only for registries configured insecure
 	return t
 }
 
 func (t *hostTransports) RoundTrip(req *http.Request) (*http.Response, error) {
-	rt, err := t.forHost(req.URL.Host)
+	e, err := t.forHost(req.Context(), req.URL.Host)
 	if err != nil {
 		if req.Body != nil {
 			req.Body.Close()
 		}
 		return nil, err
 	}
-	resp, err := rt.RoundTrip(req)
+	var up *uploadGuard
+	if req.Body != nil && req.Body != http.NoBody {
+		req, up = guardUpload(req, t.tm)
+	}
+	resp, err := e.rt.RoundTrip(req)
+	if up != nil {
+		resp, err = up.answered(resp, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -97,32 +129,77 @@ func (t *hostTransports) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-func (t *hostTransports) forHost(host string) (http.RoundTripper, error) {
-	if t.override != nil {
-		return t.override, nil
-	}
+// forHost returns host's set-up, building it on first use.
+func (t *hostTransports) forHost(ctx context.Context, host string) (*hostEntry, error) {
 	host = strings.ToLower(host)
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	if tr, ok := t.perHost[host]; ok {
-		return tr, nil
+	e, ok := t.hosts[host]
+	t.mu.Unlock()
+	if ok {
+		return e, nil
 	}
-	secure := t.cfg.secure(host)
-	tlsConf, found, err := loadCertsDir(t.cfg.certsDirs, host)
+	v, err := t.building.do(ctx, host, t.tm.shared(), func(ctx context.Context) (any, error) {
+		e, keep, err := t.newEntry(ctx, host)
+		if err != nil {
+			return nil, err
+		}
+		if keep {
+			t.remember(e)
+		}
+		return e, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	if !found {
-		if secure {
-			return t.base, nil
-		}
-		return t.insecure, nil
+	return v.(*hostEntry), nil
+}
+
+// newEntry works out host's set-up. keep is false when a DNS look-up
+// failed: the answer (secure) is a fallback, not to be remembered. A
+// broken certs directory is an error, not remembered either, so that
+// fixing it takes effect on the next request.
+func (t *hostTransports) newEntry(ctx context.Context, host string) (e *hostEntry, keep bool, err error) {
+	// A look-up is part of connecting: it gets the dial timeout.
+	lctx, cancel := context.WithTimeout(ctx, t.tm.dial)
+	secure, lerr := t.cfg.secureLookup(lctx, host)
+	cancel()
+	conf, found, err := loadCertsDir(t.cfg.certsDirs, host)
+	if err != nil {
+		return nil, false, err
 	}
-	tlsConf.InsecureSkipVerify = !secure //nolint:gosec // only for registries configured insecure
-	tr := t.base.Clone()
-	tr.TLSClientConfig = tlsConf
-	t.perHost[host] = tr
-	return tr, nil
+	e = &hostEntry{host: host, secure: secure}
+	switch {
+	case found:
+		conf.InsecureSkipVerify = !secure //nolint:gosec // only for registries configured insecure
+		tr := t.base.Clone()
+		tr.TLSClientConfig = conf
+		e.rt, e.tls = tr, conf
+	case secure:
+		e.rt, e.tls = t.base, t.base.TLSClientConfig
+	default:
+		e.rt, e.tls = t.insecure, t.insecure.TLSClientConfig
+	}
+	if t.override != nil {
+		e.rt = t.override
+	}
+	return e, lerr == nil, nil
+}
+
+// remember keeps e; beyond maxRememberedHosts one other host is forgotten
+// (and its idle connections closed): it is set up again when next used.
+func (t *hostTransports) remember(e *hostEntry) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.hosts) >= maxRememberedHosts {
+		for h, old := range t.hosts {
+			delete(t.hosts, h)
+			if tr, ok := old.rt.(*http.Transport); ok && tr != t.base && tr != t.insecure {
+				tr.CloseIdleConnections()
+			}
+			break
+		}
+	}
+	t.hosts[e.host] = e
 }
 
 // loadCertsDir builds the TLS config of host from the first certs dir that has
@@ -264,19 +341,4 @@ func newRetryPolicy(maxWait time.Duration) retry.Policy {
 		MaxWait:  maxWait,
 		MaxRetry: retryAttempts,
 	}
-}
-
-// errTLSMismatch reports whether err says the peer does not speak TLS,
-// which is when an insecure registry is retried over plain HTTP.
-func errTLSMismatch(err error) bool {
-	var rh tls.RecordHeaderError
-	if errors.As(err, &rh) {
-		return true
-	}
-	var opErr *net.OpError
-	if errors.As(err, &opErr) {
-		return true // connection refused on 443 and the like
-	}
-	s := err.Error()
-	return strings.Contains(s, "server gave HTTP response to HTTPS client") || strings.Contains(s, "tls:")
 }

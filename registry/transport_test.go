@@ -127,8 +127,8 @@ func TestCertsDirTrustsCA(t *testing.T) {
 		t.Errorf("client.cert without client.key accepted")
 	}
 	tr := newHostTransports(&config{certsDirs: []string{dir}}, defaultTimeouts(), nil)
-	if rt, err := tr.forHost("quay.io"); err != nil || rt != tr.base {
-		t.Errorf("ordinary host: %v %v, want the shared base transport", rt, err)
+	if e, err := tr.forHost(context.Background(), "quay.io"); err != nil || e.rt != tr.base {
+		t.Errorf("ordinary host: %v %v, want the shared base transport", e, err)
 	}
 }
 
@@ -295,21 +295,6 @@ func TestPushMountTagsAndExists(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
-
-func TestProbeSchemeFallsBackToHTTPForInsecureHosts(t *testing.T) {
-	f := newFakeRegistry(t)
-	s := testService(t, ServiceOptions{})
-	plain, ok := s.probeScheme(context.Background(), f.host())
-	if !ok || !plain {
-		t.Errorf("plain-HTTP registry probed as plain=%v ok=%v", plain, ok)
-	}
-	tlsSrv := httptest.NewTLSServer(http.NotFoundHandler())
-	defer tlsSrv.Close()
-	plain, ok = s.probeScheme(context.Background(), strings.TrimPrefix(tlsSrv.URL, "https://"))
-	if !ok || plain {
-		t.Errorf("TLS registry probed as plain=%v ok=%v", plain, ok)
-	}
-}
 
 func TestMirrorServesDockerHubNamesWithoutHubCredentials(t *testing.T) {
 	m := newFakeRegistry(t)

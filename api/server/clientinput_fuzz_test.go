@@ -28,7 +28,10 @@ func FuzzDecodeRegistryAuth(f *testing.F) {
 	f.Fuzz(func(t *testing.T, h string) {
 		r := httptest.NewRequest(http.MethodPost, "/images/create", nil)
 		r.Header.Set(authHeader, h)
-		_ = decodeAuth(r)
+		a, err := decodeAuth(r)
+		if err != nil && (len(h) <= maxAuthHeader || a != nil) {
+			t.Errorf("decodeAuth(%d bytes) = %v, %v", len(h), a, err)
+		}
 	})
 }
 

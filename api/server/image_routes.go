@@ -148,9 +148,13 @@ func (s *Server) getImageByName(w http.ResponseWriter, r *http.Request, vars map
 // of the image, gated by version exactly like a local inspect; with raw=1 the
 // manifest bytes as served.
 func (s *Server) inspectRemote(w http.ResponseWriter, r *http.Request, name string, opts types.InspectOptions) error {
+	auth, err := decodeAuth(r)
+	if err != nil {
+		return err
+	}
 	ropts := types.RemoteInspectOptions{
 		InspectOptions: opts,
-		Auth:           decodeAuth(r),
+		Auth:           auth,
 		MetaHeaders:    metaHeaders(r),
 		Raw:            boolValue(r, "raw"),
 	}
@@ -355,11 +359,15 @@ func (s *Server) pull(r *http.Request, img string, platform *ocispec.Platform, o
 	if reference.FamiliarName(ref) == "scratch" {
 		return fmt.Errorf("'scratch' is a reserved name%.0w", errdefs.ErrPermissionDenied)
 	}
+	auth, err := decodeAuth(r)
+	if err != nil {
+		return err
+	}
 	return s.backend.PullImage(r.Context(), types.PullOptions{
 		FromImage:   img,
 		Tag:         tag,
 		Platform:    platform,
-		Auth:        decodeAuth(r),
+		Auth:        auth,
 		MetaHeaders: metaHeaders(r),
 	}, out)
 }
@@ -434,7 +442,7 @@ func (s *Server) postImagePush(w http.ResponseWriter, r *http.Request, vars map[
 // The Go SDK sends "{}" as the body for that reason.
 func pushAuth(r *http.Request) (*registry.AuthConfig, error) {
 	if _, ok := r.Header[authHeader]; ok {
-		return decodeAuth(r), nil
+		return decodeAuth(r)
 	}
 	var a registry.AuthConfig
 	if err := json.NewDecoder(io.LimitReader(r.Body, maxJSONBody)).Decode(&a); err != nil {
@@ -525,8 +533,12 @@ func (s *Server) getDistribution(w http.ResponseWriter, r *http.Request, vars ma
 	if _, err := reference.ParseAnyReference(name); err != nil {
 		return invalidArg("%v", err)
 	}
+	auth, err := decodeAuth(r)
+	if err != nil {
+		return err
+	}
 	di, err := s.backend.DistributionInspect(r.Context(), name, types.RemoteInspectOptions{
-		Auth:        decodeAuth(r),
+		Auth:        auth,
 		MetaHeaders: metaHeaders(r),
 	})
 	if err != nil {

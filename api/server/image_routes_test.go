@@ -550,3 +550,64 @@ func TestAuth(t *testing.T) {
 		t.Errorf("oversized body: %d", rec.Code)
 	}
 }
+
+// X-Registry-Auth is capped at 64 KiB on every route that reads it: a
+// larger header is a 400 naming the header, before the backend is called;
+// one just under the cap still reaches the backend with its credentials.
+func TestRegistryAuthHeaderCap(t *testing.T) {
+	var calls int
+	var gotUser string
+	b := &fakeBackend{
+		lookupRemote: func(_ string, o types.RemoteInspectOptions) (*types.RemoteImageInspect, error) {
+			calls++
+			if o.Auth != nil {
+				gotUser = o.Auth.Username
+			}
+			return &types.RemoteImageInspect{ImageInspect: *sampleInspect()}, nil
+		},
+		push: func(o types.PushOptions, out types.ProgressWriter) error {
+			calls++
+			return nil
+		},
+		pull: func(o types.PullOptions, out types.ProgressWriter) error {
+			calls++
+			return nil
+		},
+		distribution: func(string, types.RemoteInspectOptions) (*registry.DistributionInspect, error) {
+			calls++
+			return &registry.DistributionInspect{}, nil
+		},
+	}
+	withPassword := func(total int) string {
+		// base64 of {"username":"u","password":"xxx…"} is 4/3 of the JSON.
+		pw := strings.Repeat("x", total*3/4-len(`{"username":"u","password":""}`))
+		h := base64.URLEncoding.EncodeToString([]byte(`{"username":"u","password":"` + pw + `"}`))
+		return h[:len(h)-len(h)%4]
+	}
+	under, over := withPassword(maxAuthHeader-8), withPassword(maxAuthHeader+8)
+	if len(under) > maxAuthHeader || len(over) <= maxAuthHeader {
+		t.Fatalf("fixture sizes %d %d", len(under), len(over))
+	}
+	for _, route := range []struct{ method, path string }{
+		{"GET", "/v1.50/images/x/json?remote=1"},
+		{"POST", "/v1.50/images/create?fromImage=x&tag=1"},
+		{"POST", "/v1.50/images/r.example/x/push?tag=1"},
+		{"GET", "/v1.50/distribution/x/json"},
+	} {
+		calls = 0
+		rec := do(t, b, route.method, route.path, nil, map[string]string{"X-Registry-Auth": over})
+		if rec.Code != 400 || !strings.Contains(message(t, rec), "X-Registry-Auth header is") || !strings.Contains(message(t, rec), "larger than the 65536 allowed") {
+			t.Errorf("%s %s with %d bytes: %d %s", route.method, route.path, len(over), rec.Code, rec.Body)
+		}
+		if calls != 0 {
+			t.Errorf("%s %s: backend called with an oversized header", route.method, route.path)
+		}
+		rec = do(t, b, route.method, route.path, nil, map[string]string{"X-Registry-Auth": under})
+		if rec.Code != 200 || calls != 1 {
+			t.Errorf("%s %s with %d bytes: %d %s (calls %d)", route.method, route.path, len(under), rec.Code, rec.Body, calls)
+		}
+	}
+	if gotUser != "u" {
+		t.Errorf("credentials under the cap not passed on: %q", gotUser)
+	}
+}

@@ -59,14 +59,28 @@ func validateFilters(f types.Filters, allowed ...string) error {
 	return nil
 }
 
+// maxAuthHeader caps X-Registry-Auth (64 KiB, as documented): credentials
+// and registry tokens fit in a few KiB, so anything larger is not an
+// AuthConfig; refusing it keeps a client from handing a registry a
+// megabyte "password" through wharfd.
+const maxAuthHeader = 64 << 10
+
 // decodeAuth decodes X-Registry-Auth leniently: empty, "{}" or undecodable
 // means anonymous (nil), as dockerd does for pull, push and distribution.
-func decodeAuth(r *http.Request) *registry.AuthConfig {
+// A header (all its values together) over maxAuthHeader is a 400.
+func decodeAuth(r *http.Request) (*registry.AuthConfig, error) {
+	n := 0
+	for _, v := range r.Header.Values(authHeader) {
+		n += len(v)
+	}
+	if n > maxAuthHeader {
+		return nil, invalidArg("%s header is %d bytes, larger than the %d allowed", authHeader, n, maxAuthHeader)
+	}
 	a, err := authconfig.Decode(r.Header.Get(authHeader))
 	if err != nil || a == nil || *a == (registry.AuthConfig{}) {
-		return nil
+		return nil, nil
 	}
-	return a
+	return a, nil
 }
 
 // metaHeaders returns the client's X-Meta-* headers, which are passed on to

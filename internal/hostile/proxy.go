@@ -64,3 +64,35 @@ func (p *FaultProxy) CloseClientConnections() { p.srv.CloseClientConnections() }
 
 // SetEvery changes the fault rate: one request in every is broken (0 = none).
 func (p *FaultProxy) SetEvery(every int) { p.every.Store(int64(every)) }
+
+// RewriteProxy is a reverse proxy in front of a real registry that changes
+// its answers with Rewrite: a registry behind a front end that adds or
+// reorders headers. The Host header is passed on unchanged, so that the
+// registry's upload Locations point back at the proxy.
+type RewriteProxy struct {
+	Host string
+	URL  string
+	srv  *httptest.Server
+}
+
+// NewRewriteProxy proxies to target (http://host:port), passing every
+// response through rewrite.
+func NewRewriteProxy(target string, rewrite func(*http.Response) error) (*RewriteProxy, error) {
+	u, err := url.Parse(target)
+	if err != nil {
+		return nil, err
+	}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.FlushInterval = -1
+	rp.ModifyResponse = rewrite
+	p := &RewriteProxy{srv: httptest.NewServer(rp)}
+	p.URL = p.srv.URL
+	p.Host = strings.TrimPrefix(p.srv.URL, "http://")
+	return p, nil
+}
+
+// Close stops the proxy and ends every connection to it.
+func (p *RewriteProxy) Close() {
+	p.srv.CloseClientConnections()
+	p.srv.Close()
+}

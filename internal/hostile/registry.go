@@ -64,6 +64,9 @@ type Options struct {
 	Token bool
 	// Fault is consulted before every answer.
 	Fault Fault
+	// TLS serves HTTPS (httptest's certificate for 127.0.0.1, which wharfd
+	// accepts unverified, as for any loopback registry).
+	TLS bool
 }
 
 // TokenValue is the bearer token the token endpoint hands out.
@@ -103,9 +106,14 @@ func Start(opts Options) (*Registry, error) {
 		opts.Image = img
 	}
 	r := &Registry{Repo: opts.Repo, Tag: opts.Tag, Image: opts.Image, opts: opts, extra: map[digest.Digest]testregistry.Blob{}}
-	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
+	r.srv = httptest.NewUnstartedServer(http.HandlerFunc(r.serve))
+	if opts.TLS {
+		r.srv.StartTLS()
+	} else {
+		r.srv.Start()
+	}
 	r.URL = r.srv.URL
-	r.Host = strings.TrimPrefix(r.srv.URL, "http://")
+	r.Host = strings.TrimPrefix(strings.TrimPrefix(r.srv.URL, "http://"), "https://")
 	return r, nil
 }
 

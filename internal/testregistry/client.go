@@ -31,7 +31,7 @@ func (c *Client) http() *http.Client {
 	if c.HTTP != nil {
 		return c.HTTP
 	}
-	return &http.Client{Timeout: 30 * time.Second}
+	return &http.Client{Timeout: 30 * time.Second, Transport: insecureTransport()}
 }
 
 // maxErrBody caps how much of an error answer is quoted (4 KiB).

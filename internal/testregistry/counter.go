@@ -21,14 +21,16 @@ type Counter struct {
 	srv *httptest.Server
 
 	mu      sync.Mutex
-	log     []string       // "METHOD /path[?query]", in arrival order
-	headers []http.Header  // request headers, same order as log
-	hits    map[string]int // by Class
+	before  func(*http.Request) // see SetBefore
+	log     []string            // "METHOD /path[?query]", in arrival order
+	headers []http.Header       // request headers, same order as log
+	hits    map[string]int      // by Class
 }
 
 // NewCounter starts a counting reverse proxy in front of target (a base URL).
 // The Host header is left as the client sent it, so the registry builds
-// upload Locations that point back at the proxy.
+// upload Locations that point back at the proxy. An https target gets an
+// https proxy (httptest's certificate) and is not verified.
 func NewCounter(target string) (*Counter, error) {
 	u, err := url.Parse(target)
 	if err != nil {
@@ -37,13 +39,34 @@ func NewCounter(target string) (*Counter, error) {
 	c := &Counter{hits: map[string]int{}}
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.FlushInterval = -1 // stream blobs as they come
-	c.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	c.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c.record(r)
+		c.mu.Lock()
+		before := c.before
+		c.mu.Unlock()
+		if before != nil {
+			before(r)
+		}
 		rp.ServeHTTP(w, r)
 	}))
+	if u.Scheme == "https" {
+		rp.Transport = insecureTransport()
+		c.srv.StartTLS()
+	} else {
+		c.srv.Start()
+	}
 	c.URL = c.srv.URL
-	c.Host = strings.TrimPrefix(c.srv.URL, "http://")
+	c.Host = strings.TrimPrefix(strings.TrimPrefix(c.srv.URL, "http://"), "https://")
 	return c, nil
+}
+
+// SetBefore installs fn, called with every request after it is counted and
+// before it is passed on (nil removes it). A test holds requests with it,
+// for example a token request while other clients gather behind it.
+func (c *Counter) SetBefore(fn func(*http.Request)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.before = fn
 }
 
 func (c *Counter) record(r *http.Request) {
@@ -137,4 +160,7 @@ func (c *Counter) HeaderValues(key string) []string {
 }
 
 // Close stops the proxy.
-func (c *Counter) Close() { c.srv.Close() }
+func (c *Counter) Close() {
+	c.srv.CloseClientConnections()
+	c.srv.Close()
+}

@@ -2,6 +2,7 @@ package testregistry
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -58,6 +59,11 @@ type Options struct {
 	ProxyPassword  string
 	// Dir holds storage, config and log; default a new temp dir that Close removes.
 	Dir string
+	// TLSCert and TLSKey (PEM files) make the registry serve HTTPS;
+	// DirectURL is then https://, and the counting proxy serves HTTPS too
+	// (with httptest's own certificate: clients must skip verification,
+	// as wharfd does for loopback registries).
+	TLSCert, TLSKey string
 }
 
 // Registry is a running distribution registry. Clients should use Host/URL,
@@ -143,6 +149,10 @@ func Start(opts Options) (*Registry, error) {
 		authYAML = fmt.Sprintf("auth:\n  token:\n    realm: %q\n    service: %q\n    issuer: %q\n    rootcertbundle: %q\n",
 			r.TokenCounter.URL+"/token", ts.Service, ts.Issuer, ts.CertPath)
 	}
+	var tlsYAML string
+	if opts.TLSCert != "" {
+		tlsYAML = fmt.Sprintf("  tls:\n    certificate: %q\n    key: %q\n", opts.TLSCert, opts.TLSKey)
+	}
 	var proxyYAML string
 	if opts.ProxyRemoteURL != "" {
 		proxyYAML = fmt.Sprintf("proxy:\n  remoteurl: %q\n", opts.ProxyRemoteURL)
@@ -176,12 +186,16 @@ storage:
 http:
   addr: %q
   secret: wharf-test-secret
-%s%s`, filepath.Join(r.Dir, "storage"), addr, authYAML, proxyYAML)
+%s%s%s`, filepath.Join(r.Dir, "storage"), addr, tlsYAML, authYAML, proxyYAML)
 		cfgPath := filepath.Join(r.Dir, "config.yml")
 		if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 			return nil, fmt.Errorf("testregistry: %w", err)
 		}
-		if lastErr = r.launch(bin, cfgPath, addr); lastErr == nil {
+		scheme := "http"
+		if opts.TLSCert != "" {
+			scheme = "https"
+		}
+		if lastErr = r.launch(bin, cfgPath, scheme, addr); lastErr == nil {
 			break
 		}
 	}
@@ -197,7 +211,7 @@ http:
 	return r, nil
 }
 
-func (r *Registry) launch(bin, cfgPath, addr string) error {
+func (r *Registry) launch(bin, cfgPath, scheme, addr string) error {
 	r.LogPath = filepath.Join(r.Dir, "registry.log")
 	logf, err := os.OpenFile(r.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -215,7 +229,7 @@ func (r *Registry) launch(bin, cfgPath, addr string) error {
 	done := make(chan struct{})
 	r.cmd, r.done = cmd, done
 	go func() { r.waitErr = cmd.Wait(); close(done) }()
-	r.DirectURL = "http://" + addr
+	r.DirectURL = scheme + "://" + addr
 	if err := waitReady(r.DirectURL, done); err != nil {
 		r.kill()
 		logb, _ := os.ReadFile(r.LogPath)
@@ -229,7 +243,7 @@ func (r *Registry) launch(bin, cfgPath, addr string) error {
 func waitReady(base string, exited <-chan struct{}) error {
 	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
 	defer cancel()
-	client := &http.Client{Timeout: 2 * time.Second}
+	client := &http.Client{Timeout: 2 * time.Second, Transport: insecureTransport()}
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -249,6 +263,14 @@ func waitReady(base string, exited <-chan struct{}) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// insecureTransport skips TLS verification: the test registries on
+// 127.0.0.1 use throw-away certificates.
+func insecureTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // test registries only
+	return t
 }
 
 func freePort() (int, error) {

@@ -2,8 +2,18 @@ package testregistry
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"io"
+	"math/big"
+	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -167,5 +177,77 @@ func TestCorruptBlobServesWrongContent(t *testing.T) {
 	n, _ := io.ReadFull(resp.Body, body)
 	if resp.StatusCode != 200 || n != len(img.Config.Data) || string(body[:n]) == string(img.Config.Data) {
 		t.Fatalf("registry served %s, %d bytes, equal=%v", resp.Status, n, string(body[:n]) == string(img.Config.Data))
+	}
+}
+
+// writeSelfSigned writes a certificate and key for 127.0.0.1 into dir.
+func writeSelfSigned(t *testing.T, dir string) (certPath, keyPath string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kd, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPath, keyPath = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kd}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certPath, keyPath
+}
+
+// A registry started with a certificate serves HTTPS, directly and through
+// its counting proxy; the connection counter sees TLS and plain clients.
+func TestTLSRegistryAndConnCounter(t *testing.T) {
+	cert, key := writeSelfSigned(t, t.TempDir())
+	r := startT(t, Options{TLSCert: cert, TLSKey: key})
+	if !strings.HasPrefix(r.DirectURL, "https://") || !strings.HasPrefix(r.URL, "https://") {
+		t.Fatalf("URLs %s %s", r.DirectURL, r.URL)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	img, err := NewImage(ImageOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Client().PushImage(ctx, "tls/app", "1", img); err != nil {
+		t.Fatal(err)
+	}
+	cc, err := NewConnCounter(strings.TrimPrefix(r.DirectURL, "https://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	get := func(scheme string) (int, error) {
+		cl := &http.Client{Transport: insecureTransport(), Timeout: 10 * time.Second}
+		defer cl.CloseIdleConnections()
+		resp, err := cl.Get(scheme + "://" + cc.Host + "/v2/tls/app/tags/list")
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	if st, err := get("https"); err != nil || st != http.StatusOK {
+		t.Errorf("https through the counter: %d %v", st, err)
+	}
+	if st, err := get("http"); err == nil && st == http.StatusOK {
+		t.Errorf("plain HTTP to a TLS registry answered 200")
+	}
+	if cc.TLS.Load() != 1 || cc.Plain.Load() != 1 {
+		t.Errorf("counted %d TLS and %d plain connections, want 1 and 1", cc.TLS.Load(), cc.Plain.Load())
 	}
 }

@@ -43,8 +43,18 @@ type TokenServer struct {
 	users    map[string]string
 	anonPull bool
 
-	mu      sync.Mutex
-	refresh map[string]string // refresh token → user
+	mu        sync.Mutex
+	refresh   map[string]string // refresh token → user
+	expiresIn int64             // what expires_in says, in seconds; 0 = tokenLifetime
+}
+
+// SetExpiresIn makes the token responses say expires_in = seconds (0 goes
+// back to the default, 300), whatever the tokens' own expiry: a test of how
+// a client reads the field, up to absurd values.
+func (ts *TokenServer) SetExpiresIn(seconds int64) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.expiresIn = seconds
 }
 
 // tokenLifetime is what expires_in says: 5 minutes, Docker Hub's value, so a
@@ -176,10 +186,16 @@ func (ts *TokenServer) serveToken(w http.ResponseWriter, r *http.Request) {
 		tokenError(w, http.StatusInternalServerError, "INTERNAL", err.Error())
 		return
 	}
+	ts.mu.Lock()
+	expiresIn := ts.expiresIn
+	ts.mu.Unlock()
+	if expiresIn == 0 {
+		expiresIn = int64(tokenLifetime / time.Second)
+	}
 	resp := map[string]any{
 		"token":        signed,
 		"access_token": signed,
-		"expires_in":   int(tokenLifetime / time.Second),
+		"expires_in":   expiresIn,
 		"issued_at":    now.UTC().Format(time.RFC3339),
 	}
 	if offline && authed {

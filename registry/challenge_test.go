@@ -1,0 +1,159 @@
+package registry
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseChallenges(t *testing.T) {
+	type ch = challenge
+	p := func(kv ...string) map[string]string {
+		m := map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	tests := []struct {
+		in   []string
+		want []ch
+	}{
+		{[]string{`Bearer realm="https://auth.docker.io/token",service="registry.docker.io",scope="repository:library/busybox:pull"`},
+			[]ch{{scheme: "bearer", params: p("realm", "https://auth.docker.io/token", "service", "registry.docker.io", "scope", "repository:library/busybox:pull")}}},
+		{[]string{`Basic realm="Registry Realm"`}, []ch{{scheme: "basic", params: p("realm", "Registry Realm")}}},
+		{[]string{`bearer realm=https://x/token, service=x`}, []ch{{scheme: "bearer", params: p("realm", "https://x/token", "service", "x")}}},
+		{[]string{`Bearer realm="a\"b\\c"`}, []ch{{scheme: "bearer", params: p("realm", `a"b\c`)}}},
+		{[]string{`Bearer REALM = "x" , Service="y"`}, []ch{{scheme: "bearer", params: p("realm", "x", "service", "y")}}},
+		{[]string{`Bearer realm="first",realm="second"`}, []ch{{scheme: "bearer", params: p("realm", "first")}}},
+		{[]string{`Bearer realm="unterminated`}, []ch{{scheme: "bearer", params: p()}}},
+		{[]string{`Basic`}, []ch{{scheme: "basic", params: p()}}},
+		{[]string{``}, nil},
+		// Several challenges: headers of their own, or in one header.
+		{[]string{`Negotiate`, `Bearer realm="r",service="s"`},
+			[]ch{{scheme: "negotiate", params: p()}, {scheme: "bearer", params: p("realm", "r", "service", "s")}}},
+		{[]string{`Negotiate, Bearer realm="r"`}, []ch{{scheme: "negotiate", params: p()}, {scheme: "bearer", params: p("realm", "r")}}},
+		{[]string{`Negotiate YIIFyQYGKwYBBQUCoIIFvTCCBbmg==, Basic realm="x"`},
+			[]ch{{scheme: "negotiate", params: p(), token68: "YIIFyQYGKwYBBQUCoIIFvTCCBbmg=="}, {scheme: "basic", params: p("realm", "x")}}},
+		{[]string{`Digest realm="d", qop="auth,auth-int", nonce="n", Basic realm="b"`},
+			[]ch{{scheme: "digest", params: p("realm", "d", "qop", "auth,auth-int", "nonce", "n")}, {scheme: "basic", params: p("realm", "b")}}},
+		{[]string{`Bearer realm="a",, ,service="b", Basic`}, []ch{{scheme: "bearer", params: p("realm", "a", "service", "b")}, {scheme: "basic", params: p()}}},
+		{[]string{`NTLM, Negotiate`}, []ch{{scheme: "ntlm", params: p()}, {scheme: "negotiate", params: p()}}},
+		{[]string{`@@@`}, nil},
+	}
+	for _, tc := range tests {
+		got := parseChallenges(tc.in)
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("parseChallenges(%q)\n got %+v\nwant %+v", tc.in, got, tc.want)
+		}
+	}
+	many := strings.Repeat("Negotiate, ", 1000)
+	if n := len(parseChallenges([]string{many})); n != maxChallenges {
+		t.Errorf("%d challenges from a header of 1000, want the cap %d", n, maxChallenges)
+	}
+}
+
+func TestPreferredChallenge(t *testing.T) {
+	for _, tc := range []struct {
+		in     []string
+		scheme string
+		ok     bool
+	}{
+		{[]string{`Negotiate`, `Bearer realm="r"`}, "bearer", true},
+		{[]string{`Basic realm="b"`, `Bearer realm="r"`}, "bearer", true},
+		{[]string{`Negotiate, Basic realm="b"`}, "basic", true},
+		{[]string{`Bearer service="no realm"`, `Basic realm="b"`}, "basic", true},
+		{[]string{`Bearer service="no realm"`}, "", false},
+		{[]string{`Negotiate`, `NTLM`}, "", false},
+		{nil, "", false},
+	} {
+		c, ok := preferredChallenge(tc.in)
+		if ok != tc.ok || c.scheme != tc.scheme {
+			t.Errorf("preferredChallenge(%q) = %q %v, want %q %v", tc.in, c.scheme, ok, tc.scheme, tc.ok)
+		}
+	}
+}
+
+// A 401 offering Negotiate first reaches oras-go as the Bearer challenge
+// alone; the realm is remembered.
+func TestChallengeMemoRewritesSeveralChallenges(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Add("Www-Authenticate", "Negotiate")
+		w.Header().Add("Www-Authenticate", `Bearer realm="http://`+r.Host+`/token",service="reg"`)
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	defer srv.Close()
+	m := newChallengeMemo(http.DefaultTransport)
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/v2/a/manifests/1", nil)
+	resp, err := m.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	want := `Bearer realm="http://` + host + `/token",service="reg"`
+	if got := resp.Header.Values("Www-Authenticate"); len(got) != 1 || got[0] != want {
+		t.Errorf("WWW-Authenticate %q, want %q", got, want)
+	}
+	if c, ok := m.known(host); !ok || c.service != "reg" {
+		t.Errorf("realm not remembered: %+v %v", c, ok)
+	}
+}
+
+func TestTokenLifetime(t *testing.T) {
+	for in, want := range map[string]time.Duration{
+		``:                     defaultTokenLifetime,
+		`300`:                  300 * time.Second,
+		`"300"`:                300 * time.Second,
+		`0.5`:                  500 * time.Millisecond,
+		`0`:                    defaultTokenLifetime,
+		`-5`:                   defaultTokenLifetime,
+		`"soon"`:               defaultTokenLifetime,
+		`null`:                 defaultTokenLifetime,
+		`86400`:                maxTokenLifetime,
+		`10000000000`:          maxTokenLifetime, // 317 years: overflowed a Duration
+		`9223372036854775807`:  maxTokenLifetime,
+		`1e400`:                maxTokenLifetime,
+		`-1e400`:               defaultTokenLifetime,
+		`3600`:                 time.Hour,
+		`43200`:                12 * time.Hour,
+		`1e2`:                  100 * time.Second,
+		`1e-300`:               defaultTokenLifetime,
+		`18446744073709551616`: maxTokenLifetime,
+	} {
+		if got := tokenLifetime(json.RawMessage(in)); got != want {
+			t.Errorf("tokenLifetime(%s) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+// A token whose expires_in would overflow a Duration is kept (until the
+// cap), not counted as expired.
+func TestCapturedTokenExpiry(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		expiresIn string
+		want      time.Time
+	}{
+		{`10000000000`, now.Add(maxTokenLifetime - tokenExpiryMargin)},
+		{`300`, now.Add(300*time.Second - tokenExpiryMargin)},
+		{`2`, now.Add(2*time.Second - tokenExpiryMargin)},
+	} {
+		m := newChallengeMemo(nil)
+		m.now = func() time.Time { return now }
+		body := `{"token":"t-` + tc.expiresIn + `","expires_in":` + tc.expiresIn + `}`
+		req := httptest.NewRequest(http.MethodGet, "http://auth.example/token", nil)
+		resp := &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader(body)), Request: req}
+		if _, err := m.captureToken(resp); err != nil {
+			t.Fatal(err)
+		}
+		if got := m.expiry("t-" + tc.expiresIn); !got.Equal(tc.want) {
+			t.Errorf("expires_in %s: until %s, want %s", tc.expiresIn, got, tc.want)
+		}
+	}
+}
