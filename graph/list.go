@@ -3,6 +3,8 @@ package graph
 import (
 	"context"
 	"fmt"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"io/fs"
 	"path/filepath"
 	"sort"
@@ -248,6 +250,34 @@ func (s *Store) DiskUsage(ctx context.Context) (*types.DiskUsage, error) {
 	imgs, err := s.Images(ctx, types.ImageListOptions{All: true})
 	if err != nil {
 		return nil, err
+	}
+	// SHARED SIZE of `docker system df -v`: the bytes of an image's layers
+	// that another image uses too (each stored once; LayersSize counts every
+	// blob once). UNIQUE SIZE is the CLI's Size − SharedSize.
+	users := map[digest.Digest]int{}
+	layersOf := map[string][]ocispec.Descriptor{}
+	for _, rec := range s.st.Snapshot() {
+		meta, err := s.st.Meta(rec)
+		if err != nil {
+			continue
+		}
+		seen := map[digest.Digest]bool{}
+		for _, l := range meta.Manifest.Layers {
+			if !seen[l.Digest] {
+				seen[l.Digest] = true
+				users[l.Digest]++
+				layersOf[rec.ID.String()] = append(layersOf[rec.ID.String()], l)
+			}
+		}
+	}
+	for i := range imgs {
+		var shared int64
+		for _, l := range layersOf[imgs[i].ID] {
+			if users[l.Digest] > 1 {
+				shared += l.Size
+			}
+		}
+		imgs[i].SharedSize = shared
 	}
 	return &types.DiskUsage{
 		LayersSize: total,

@@ -197,3 +197,76 @@ func (s *CompatGraphSuite) TestForcedRemoveByIDPrintsEveryReference(c *check.C) 
 		c.Check(strings.Contains(out.Stdout, w), check.Equals, true, check.Commentf("missing %q in:\n%s", w, out.Stdout))
 	}
 }
+
+// TestSizesAgreeAndDiskUsageSharesLayers: an image's Size is one number —
+// the bytes of its layers as stored (compressed when they arrived
+// compressed) — whichever of images, inspect, history, remote inspect and
+// system df shows it; `docker system df -v` shows the bytes two images share
+// (SHARED SIZE) and the rest (UNIQUE SIZE) instead of N/A.
+func (s *CompatGraphSuite) TestSizesAgreeAndDiskUsageSharesLayers(c *check.C) {
+	img := pushImage(c, s.reg, "compat/size", "1", testregistry.ImageOptions{Layers: 3, LayerSize: 4096})
+	repo := s.reg.Host + "/compat/size"
+	_, lines := s.d.Pull(c, repo, "1", "")
+	c.Assert(lines.Err(), check.Equals, "")
+	var want int64
+	for _, l := range img.Layers {
+		want += int64(len(l.Data))
+	}
+	size := func(v any) int64 { f, _ := v.(float64); return int64(f) }
+
+	insp := s.d.Inspect(c, repo+":1")
+	c.Check(size(insp["Size"]), check.Equals, want, check.Commentf("inspect"))
+	var list []map[string]any
+	r := s.d.Get(c, "/v1.50/images/json?filters="+filtersQuery(map[string][]string{"reference": {repo}}))
+	r.JSON(c, &list)
+	c.Assert(list, check.HasLen, 1)
+	c.Check(size(list[0]["Size"]), check.Equals, want, check.Commentf("images"))
+	var hist []map[string]any
+	s.d.Get(c, "/v1.50/images/"+repo+":1/history").JSON(c, &hist)
+	var hsum int64
+	for _, h := range hist {
+		hsum += size(h["Size"])
+	}
+	c.Check(hsum, check.Equals, want, check.Commentf("history"))
+	var remote map[string]any
+	s.d.Get(c, "/v1.50/images/"+repo+":1/json?remote=1").JSON(c, &remote)
+	c.Check(size(remote["Size"]), check.Equals, want, check.Commentf("remote inspect"))
+
+	// Two images (different configs) sharing one layer.
+	shared := tarLayer(c, "shared", verifyOCITarLayer)
+	own := tarLayer(c, "own", verifyOCITarLayer)
+	ctx, cancel := fixtureCtx()
+	defer cancel()
+	for i, layers := range [][]rawLayer{{shared}, {shared, own}} {
+		var ids []string
+		for _, l := range layers {
+			ids = append(ids, l.diffID)
+		}
+		cfg, err := json.Marshal(map[string]any{"architecture": "amd64", "os": "linux", "created": "2025-01-0" + fmt.Sprint(i+1) + "T00:00:00Z",
+			"rootfs": map[string]any{"type": "layers", "diff_ids": ids}})
+		c.Assert(err, check.IsNil)
+		im := registryImage(c, false, testregistry.NewBlob(testregistry.MediaTypeOCIConfig, cfg), layers)
+		c.Assert(s.reg.Client().PushImage(ctx, fmt.Sprintf("compat/share%d", i), "1", im), check.IsNil)
+		_, lines = s.d.Pull(c, fmt.Sprintf("%s/compat/share%d", s.reg.Host, i), "1", "")
+		c.Assert(lines.Err(), check.Equals, "")
+	}
+	var df struct {
+		LayersSize int64
+		Images     []map[string]any
+	}
+	s.d.Get(c, "/v1.50/system/df").JSON(c, &df)
+	sharedBytes := int64(len(shared.blob.Data))
+	found := 0
+	for _, im := range df.Images {
+		tags, _ := im["RepoTags"].([]any)
+		if len(tags) == 1 && strings.Contains(fmt.Sprint(tags[0]), "/compat/share") {
+			found++
+			c.Check(size(im["SharedSize"]), check.Equals, sharedBytes, check.Commentf("SharedSize of %v", tags))
+		} else {
+			c.Check(size(im["SharedSize"]), check.Equals, int64(0), check.Commentf("SharedSize of %v", tags))
+		}
+	}
+	c.Check(found, check.Equals, 2)
+	out := s.d.DockerOK(c, "system", "df", "-v")
+	c.Check(strings.Contains(out.Stdout, "N/A"), check.Equals, false, check.Commentf("docker system df -v:\n%s", out.Stdout))
+}
