@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 
 	"github.com/containerd/errdefs"
 	"github.com/wharfproject/wharf/imagespec"
@@ -127,7 +129,8 @@ func classify(err error, host string) error {
 	if errors.As(err, &oe) {
 		return fmt.Errorf("registry %s is unavailable: %w%.0w", host, err, errdefs.ErrUnavailable)
 	}
-	if strings.Contains(err.Error(), "connection refused") || strings.Contains(err.Error(), "EOF") {
+	// A connection refused or cut mid-answer, however deeply wrapped.
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return fmt.Errorf("registry %s is unavailable: %w%.0w", host, err, errdefs.ErrUnavailable)
 	}
 	return fmt.Errorf("registry %s: %w", host, err)

@@ -207,7 +207,7 @@ func (s *Archiver) resolveExport(names []string) ([]*savedImage, error) {
 		}
 		rec, err := s.st.Lookup(name)
 		if err != nil {
-			if strings.HasPrefix(err.Error(), "No such image: ") {
+			if errdefs.IsNotFound(err) {
 				// docker save names the image as given.
 				return nil, store.NoSuchImage(name)
 			}
