@@ -298,12 +298,20 @@ func (s *Service) transferBlob(ctx context.Context, repo *registry.Repository, d
 	if exists {
 		return blobExisted, "", nil
 	}
-	for _, from := range mountFrom {
-		if mounted, err := repo.MountBlob(ctx, desc, from, nil); err == nil && mounted {
-			return blobMounted, from, nil
-		} else if ctx.Err() != nil {
-			return 0, "", ctx.Err()
+	// One mount attempt, from the first repository known to hold the blob.
+	// A registry that refuses it opens an upload session (202): the blob is
+	// uploaded in that session, so none is left open and the refusal costs
+	// nothing more than the upload would.
+	if len(mountFrom) > 0 {
+		from := mountFrom[0]
+		mounted, err := repo.MountBlob(ctx, desc, from, func() (io.ReadCloser, error) { return s.openForPush(desc, po) })
+		if err != nil {
+			return 0, "", err
 		}
+		if mounted {
+			return blobMounted, from, nil
+		}
+		return blobPushed, "", nil
 	}
 	if err := s.pushBlob(ctx, repo, desc, po); err != nil {
 		return 0, "", err
@@ -314,28 +322,39 @@ func (s *Service) transferBlob(ctx context.Context, repo *registry.Repository, d
 // pushBlob uploads a stored blob, streaming it from disk; with po, as
 // "Pushing" progress.
 func (s *Service) pushBlob(ctx context.Context, repo *registry.Repository, desc ocispec.Descriptor, po *progressOutput) error {
-	rc, size, err := s.st.OpenBlob(desc.Digest)
+	rc, err := s.openForPush(desc, po)
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
-	if desc.Size == 0 {
-		desc.Size = size
-	}
-	var r io.Reader = rc
-	if po != nil {
-		r = newProgressReader(rc, po, shortID(desc.Digest), "Pushing", desc.Size)
-	}
-	return repo.PushBlob(ctx, desc, r)
+	return repo.PushBlob(ctx, desc, rc)
 }
 
-// mountSources are the other repositories on the same registry that the
-// image is known by (its RepoDigests, then RepoTags): a registry can link a
-// blob from them instead of receiving it again.
+// openForPush opens a stored blob for upload, reporting "Pushing" progress
+// when po is given.
+func (s *Service) openForPush(desc ocispec.Descriptor, po *progressOutput) (io.ReadCloser, error) {
+	f, _, err := s.st.OpenBlob(desc.Digest)
+	if err != nil {
+		return nil, err
+	}
+	if po == nil {
+		return f, nil
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{newProgressReader(f, po, shortID(desc.Digest), "Pushing", desc.Size), f}, nil
+}
+
+// mountSources are the repositories on repoName's registry where img's
+// blobs are known to be: those its RepoDigests name (it was pulled from or
+// pushed to them). A local tag proves nothing about the registry — trying
+// every tagged name cost 2 POSTs per name and blob, each leaving an upload
+// session open.
 func mountSources(repoName reference.Named, img *store.ImageRecord) []string {
 	var out []string
 	seen := map[string]bool{reference.Path(repoName): true}
-	for _, r := range append(append([]string{}, img.RepoDigests...), img.RepoTags...) {
+	for _, r := range img.RepoDigests {
 		n, err := reference.ParseNormalizedNamed(r)
 		if err != nil || reference.Domain(n) != reference.Domain(repoName) {
 			continue

@@ -1,0 +1,97 @@
+package integration
+
+import (
+	"io/fs"
+	"net/http"
+	"path/filepath"
+	"strings"
+
+	"gopkg.in/check.v1"
+
+	"github.com/wharfproject/wharf/internal/testregistry"
+)
+
+// PushMountSuite: a push tries a cross-repository mount only from a
+// repository where the blob is known to be (one the image was pulled from
+// or pushed to), and leaves no upload session open at the registry (issue
+// 13's push defect: 40 local names on the registry made 80 mount POSTs for
+// a 2-blob image and left 80 abandoned _uploads).
+type PushMountSuite struct {
+	reg *testregistry.Registry
+	d   *Daemon
+}
+
+var _ = check.Suite(&PushMountSuite{})
+
+func (s *PushMountSuite) SetUpSuite(c *check.C) {
+	needBinaries(c)
+	var err error
+	s.reg, err = testregistry.Start(testregistry.Options{})
+	c.Assert(err, check.IsNil)
+	s.d = StartDaemon(c)
+}
+
+func (s *PushMountSuite) TearDownSuite(c *check.C) {
+	if s.d != nil {
+		s.d.Stop(c)
+	}
+	if s.reg != nil {
+		s.reg.Close()
+	}
+}
+
+// openUploads counts the upload sessions the registry holds open.
+func (s *PushMountSuite) openUploads(c *check.C) int {
+	n := 0
+	_ = filepath.WalkDir(s.reg.Dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() && filepath.Base(filepath.Dir(p)) == "_uploads" {
+			n++
+		}
+		return nil
+	})
+	return n
+}
+
+func (s *PushMountSuite) mountPosts() int {
+	n := 0
+	for _, l := range s.reg.RequestLog() {
+		if strings.HasPrefix(l, "POST ") && strings.Contains(l, "mount=") {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *PushMountSuite) TestMountOnlyFromKnownRepositoriesAndNoAbandonedUploads(c *check.C) {
+	// An image known to be in mount/source (pulled from it), tagged locally
+	// under 40 other names on the same registry that were never pushed.
+	pushImage(c, s.reg, "mount/source", "1", testregistry.ImageOptions{Layers: 2})
+	src := s.reg.Host + "/mount/source"
+	_, lines := s.d.Pull(c, src, "1", "")
+	c.Assert(lines.Err(), check.Equals, "")
+	for i := 0; i < 40; i++ {
+		r := s.d.Req(c, http.MethodPost, "/v1.50/images/"+src+":1/tag?repo="+s.reg.Host+"/mount/local"+string(rune('a'+i%26))+string(rune('a'+i/26))+"&tag=1", nil)
+		c.Assert(r.Status, check.Equals, http.StatusCreated)
+	}
+	before := s.openUploads(c)
+	s.reg.ResetCounters()
+	_, lines = s.d.Push(c, s.reg.Host+"/mount/localaa", "1", "")
+	c.Assert(lines.Err(), check.Equals, "")
+	// Two layers and a config: one mount each at most, from mount/source.
+	c.Check(s.mountPosts() <= 3, check.Equals, true, check.Commentf("%d mount POSTs:\n%s", s.mountPosts(), strings.Join(s.reg.RequestLog(), "\n")))
+	c.Check(lines.Has("Mounted from mount/source"), check.Equals, true, check.Commentf("%v", lines.Texts()))
+	c.Check(s.openUploads(c)-before, check.Equals, 0, check.Commentf("upload sessions left open"))
+
+	// An image never pushed or pulled anywhere on the registry: no mount
+	// attempt at all, and still nothing left open.
+	s.d.Import(c, s.reg.Host+"/mount/fresh:1")
+	for i := 0; i < 10; i++ {
+		r := s.d.Req(c, http.MethodPost, "/v1.50/images/"+s.reg.Host+"/mount/fresh:1/tag?repo="+s.reg.Host+"/mount/other"+string(rune('a'+i))+"&tag=1", nil)
+		c.Assert(r.Status, check.Equals, http.StatusCreated)
+	}
+	s.reg.ResetCounters()
+	_, lines = s.d.Push(c, s.reg.Host+"/mount/fresh", "1", "")
+	c.Assert(lines.Err(), check.Equals, "")
+	c.Check(s.mountPosts(), check.Equals, 0, check.Commentf("%s", strings.Join(s.reg.RequestLog(), "\n")))
+	c.Check(s.openUploads(c)-before, check.Equals, 0, check.Commentf("upload sessions left open"))
+}
