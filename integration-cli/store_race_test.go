@@ -482,16 +482,7 @@ func (s *StoreRaceSuite) judgeAddVsRemove(verb string, add, rem raceOp) map[stri
 	if rem.err != "" {
 		fails["removal of B failed"] = rem.err
 	}
-	if miss := s.missingBlobs(raceBlobsOf(s.a)); len(miss) > 0 {
-		fails["A's blobs missing"] = strings.Join(miss, " ")
-	}
-	rep, err := s.storeCheck()
-	switch {
-	case err != nil:
-		fails["system check"] = err.Error()
-	case len(rep.Problems) > 0:
-		fails["system check problems"] = problemsString(rep)
-	}
+	s.checkStore(fails)
 	return fails
 }
 
@@ -721,19 +712,25 @@ func (s *StoreRaceSuite) TestFailingLoadVsValidLoadSameBlobs(c *check.C) {
 		} else if !isDiffIDError(failing.err) {
 			fails["corrupt load failed for another reason"] = failing.err
 		}
-		if miss := s.missingBlobs(raceBlobsOf(s.a)); len(miss) > 0 {
-			fails["A's blobs missing"] = strings.Join(miss, " ")
-		}
-		rep, err := s.storeCheck()
-		switch {
-		case err != nil:
-			fails["system check"] = err.Error()
-		case len(rep.Problems) > 0:
-			fails["system check problems"] = problemsString(rep)
-		}
+		s.checkStore(fails)
 		t.round(n, "valid+corrupt", fails)
 	}
 	c.Logf("%s in %s", t, time.Since(start))
 	s.assertEmptyStore(c, "failing vs valid load")
 	c.Assert(t.lost, check.Equals, 0, check.Commentf("%s", t))
+}
+
+// checkStore adds to fails what a round may not leave behind: a missing blob
+// of A, or any problem the store check finds.
+func (s *StoreRaceSuite) checkStore(fails map[string]string) {
+	if miss := s.missingBlobs(raceBlobsOf(s.a)); len(miss) > 0 {
+		fails["A's blobs missing"] = strings.Join(miss, " ")
+	}
+	rep, err := s.storeCheck()
+	switch {
+	case err != nil:
+		fails["system check"] = err.Error()
+	case len(rep.Problems) > 0:
+		fails["system check problems"] = problemsString(rep)
+	}
 }
