@@ -131,13 +131,7 @@ func (s *Service) newRepoEndpoint(ep *endpoint, path, index string, creds Creden
 
 // creds returns the credentials when they belong to this repository's index.
 func (r *Repository) creds() *registrytypes.AuthConfig {
-	if r.auth == nil {
-		return nil
-	}
-	if a := normaliseServerAddress(r.auth.ServerAddress); a != "" && a != r.info.Index.Name {
-		return nil
-	}
-	return r.auth
+	return effectiveAuth(r.auth, r.info.Index.Name)
 }
 
 // Info describes the repository.

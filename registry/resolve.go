@@ -66,23 +66,42 @@ func (r *Resolved) Ref() reference.Named {
 // registry a fully qualified name names; for a short name, the first
 // registry searched). No other registry ever receives them.
 func (s *Service) Resolve(ctx context.Context, name string, creds Credentials) (*Resolved, error) {
-	cands, err := s.Candidates(name)
+	var res *Resolved
+	err := s.searchCandidates(name, creds, func(c reference.Named, creds Credentials) error {
+		var err error
+		res, err = s.resolveName(ctx, c, creds)
+		return err
+	})
 	if err != nil {
 		return nil, err
+	}
+	return res, nil
+}
+
+// searchCandidates is the one short-name policy: try runs on each candidate
+// of name in order, with the credentials bound to the first, until one
+// succeeds. Only "not found" moves on to the next candidate (an index
+// without the platform asked for is an answer, not a miss); any other error
+// is the answer. The last candidate's "not found" is returned when none has
+// it.
+func (s *Service) searchCandidates(name string, creds Credentials, try func(c reference.Named, creds Credentials) error) error {
+	cands, err := s.Candidates(name)
+	if err != nil {
+		return err
 	}
 	creds = bindCredentials(creds, cands[0])
 	var lastErr error
 	for _, c := range cands {
-		res, err := s.resolveName(ctx, c, creds)
+		err := try(c, creds)
 		if err == nil {
-			return res, nil
+			return nil
 		}
 		lastErr = err
 		if !errdefs.IsNotFound(err) || errors.Is(err, ErrNoMatchingPlatform) {
-			return nil, err
+			return err
 		}
 	}
-	return nil, lastErr
+	return lastErr
 }
 
 // bindCredentials gives credentials without a ServerAddress the address of
@@ -297,30 +316,29 @@ func (r *Resolved) Image(ctx context.Context, p ocispec.Platform) (*RemoteImage,
 // searching the candidates as Resolve does (docker pull --all-tags). It
 // returns the repository that answered.
 func (s *Service) ListTags(ctx context.Context, name string, creds Credentials) (*Repository, []string, error) {
-	cands, err := s.Candidates(name)
+	var (
+		repo *Repository
+		tags []string
+	)
+	err := s.searchCandidates(name, creds, func(c reference.Named, creds Credentials) error {
+		r, err := s.Repository(ctx, reference.TrimNamed(c), creds)
+		if err != nil {
+			return err
+		}
+		t, err := r.Tags(ctx)
+		if err != nil {
+			return err
+		}
+		if len(t) == 0 {
+			return fmt.Errorf("repository %s has no tags%.0w", name, errdefs.ErrNotFound)
+		}
+		repo, tags = r, t
+		return nil
+	})
 	if err != nil {
 		return nil, nil, err
 	}
-	creds = bindCredentials(creds, cands[0])
-	var lastErr error
-	for _, c := range cands {
-		repo, err := s.Repository(ctx, reference.TrimNamed(c), creds)
-		if err != nil {
-			return nil, nil, err
-		}
-		tags, err := repo.Tags(ctx)
-		if err == nil && len(tags) > 0 {
-			return repo, tags, nil
-		}
-		if err != nil && !errdefs.IsNotFound(err) {
-			return nil, nil, err
-		}
-		lastErr = err
-	}
-	if lastErr == nil {
-		lastErr = fmt.Errorf("repository %s has no tags%.0w", name, errdefs.ErrNotFound)
-	}
-	return nil, nil, lastErr
+	return repo, tags, nil
 }
 
 // effectiveAuth is auth when it belongs to index, else nil: the identity a
