@@ -180,9 +180,6 @@ func (s *Archiver) loadOCI(ctx context.Context, arc *loadArchive, idx *ocispec.I
 		if err != nil {
 			return nil, err
 		}
-		if err := s.checkPlatform(arc, rec.ID); err != nil {
-			return nil, err
-		}
 		rec.Target = target
 		im := byTarget[desc.Digest]
 		if im == nil {
@@ -317,6 +314,9 @@ func (s *Archiver) checkManifest(ctx context.Context, arc *loadArchive, desc oci
 	if err != nil {
 		return nil, fmt.Errorf("invalid archive: %w", err)
 	}
+	if err := checkPlatform(arc, cb, m.Config.Digest.String()); err != nil {
+		return nil, err
+	}
 	if len(cfg.RootFS.DiffIDs) != len(m.Layers) {
 		return nil, fmt.Errorf("invalid archive: image %s has %d layers but %d diff IDs%.0w", m.Config.Digest, len(m.Layers), len(cfg.RootFS.DiffIDs), errdefs.ErrInvalidArgument)
 	}
@@ -387,10 +387,8 @@ func (s *Archiver) loadDocker(ctx context.Context, arc *loadArchive, dm []docker
 			}
 			layers = append(layers, ocispec.Descriptor{MediaType: mt, Digest: d.Digest, Size: d.Size})
 		}
-		if arc.strict {
-			if have := imagespec.ConfigPlatform(cb); have == nil || !imagespec.PlatformMatches(arc.platform, *have) {
-				return nil, fmt.Errorf("image %s does not provide the specified platform (%s)%.0w", e.Config, imagespec.FormatPlatform(arc.platform), errdefs.ErrNotFound)
-			}
+		if err := checkPlatform(arc, cb, e.Config); err != nil {
+			return nil, err
 		}
 		rec, err := s.storeManifest(ctx, arc.lease, cb, layers, true)
 		if err != nil {
@@ -473,17 +471,13 @@ func appendUnique(list []string, s string) []string {
 }
 
 // checkPlatform refuses, when the client named a platform, an image whose
-// config declares another one.
-func (s *Archiver) checkPlatform(arc *loadArchive, config digest.Digest) error {
+// config cb declares another one.
+func checkPlatform(arc *loadArchive, cb []byte, image string) error {
 	if !arc.strict {
 		return nil
 	}
-	cb, err := s.st.ReadBlob(config, store.MaxConfigSize)
-	if err != nil {
-		return err
-	}
 	if have := imagespec.ConfigPlatform(cb); have == nil || !imagespec.PlatformMatches(arc.platform, *have) {
-		return fmt.Errorf("image %s does not provide the specified platform (%s)%.0w", config, imagespec.FormatPlatform(arc.platform), errdefs.ErrNotFound)
+		return fmt.Errorf("image %s does not provide the specified platform (%s)%.0w", image, imagespec.FormatPlatform(arc.platform), errdefs.ErrNotFound)
 	}
 	return nil
 }
