@@ -168,9 +168,7 @@ func (s *Store) collectLocked(st *state, candidates []digest.Digest) int64 {
 		}
 		// The metadata cache holds one entry per manifest: dropping it with
 		// the blob keeps the cache no larger than the store.
-		s.metaMu.Lock()
-		delete(s.meta, d)
-		s.metaMu.Unlock()
+		s.forget(d)
 		freed += n
 	}
 	return freed
@@ -207,9 +205,7 @@ func (s *Store) CollectAll(ctx context.Context) (int, int64, error) {
 			s.log.WithError(err).WithField("digest", o.Digest).Warn("remove unreferenced blob")
 			continue
 		}
-		s.metaMu.Lock()
-		delete(s.meta, o.Digest)
-		s.metaMu.Unlock()
+		s.forget(o.Digest)
 		n++
 		freed += b
 	}
@@ -261,4 +257,12 @@ func (s *Store) Orphans(ctx context.Context) ([]ocispec.Descriptor, error) {
 	s.leaseMu.Lock()
 	defer s.leaseMu.Unlock()
 	return s.orphansLocked(ctx)
+}
+
+// forget drops what the caches derived from the removed blob d.
+func (s *Store) forget(d digest.Digest) {
+	s.metaMu.Lock()
+	delete(s.meta, d)
+	delete(s.refs, d)
+	s.metaMu.Unlock()
 }

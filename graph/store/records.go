@@ -425,34 +425,59 @@ func (s *Store) blobsOf(rec *ImageRecord) []digest.Digest {
 // indexChildren lists the stored blobs reachable from the index d (one level
 // of manifests, their configs and layers).
 func (s *Store) indexChildren(d digest.Digest) []digest.Digest {
-	b, err := s.ReadBlob(d, MaxManifestSize)
-	if err != nil {
-		return nil
-	}
-	var idx ocispec.Index
-	if json.Unmarshal(b, &idx) != nil {
+	children, ok := s.docRefs(d)
+	if !ok {
 		return nil
 	}
 	var out []digest.Digest
-	for _, m := range idx.Manifests {
-		if !s.HasBlob(m.Digest) {
-			continue
+	for _, m := range children {
+		refs, ok := s.docRefs(m)
+		if !ok && !s.HasBlob(m) {
+			continue // an entry this store does not hold (another platform)
 		}
-		out = append(out, m.Digest)
-		mb, err := s.ReadBlob(m.Digest, MaxManifestSize)
-		if err != nil {
-			continue
-		}
-		var man ocispec.Manifest
-		if json.Unmarshal(mb, &man) != nil {
-			continue
-		}
-		out = append(out, man.Config.Digest)
-		for _, ld := range man.Layers {
-			out = append(out, ld.Digest)
-		}
+		out = append(out, m)
+		out = append(out, refs...)
 	}
 	return out
+}
+
+// docRefs is what the stored document d names: an index's manifests, a
+// manifest's config and layers. ok is false when d is not stored or does not
+// parse. Documents are immutable, so the answer is cached until the blob is
+// collected.
+func (s *Store) docRefs(d digest.Digest) ([]digest.Digest, bool) {
+	s.metaMu.Lock()
+	refs, ok := s.refs[d]
+	s.metaMu.Unlock()
+	if ok {
+		return refs, true
+	}
+	b, err := s.ReadBlob(d, MaxManifestSize)
+	if err != nil {
+		return nil, false
+	}
+	var doc struct {
+		Manifests []ocispec.Descriptor `json:"manifests"`
+		Config    ocispec.Descriptor   `json:"config"`
+		Layers    []ocispec.Descriptor `json:"layers"`
+	}
+	if json.Unmarshal(b, &doc) != nil {
+		return nil, false
+	}
+	refs = []digest.Digest{}
+	for _, m := range doc.Manifests {
+		refs = append(refs, m.Digest)
+	}
+	if doc.Config.Digest != "" {
+		refs = append(refs, doc.Config.Digest)
+	}
+	for _, l := range doc.Layers {
+		refs = append(refs, l.Digest)
+	}
+	s.metaMu.Lock()
+	s.refs[d] = refs
+	s.metaMu.Unlock()
+	return refs, true
 }
 
 // ParseNewTag validates repo and tag as dockerd does and returns the fully

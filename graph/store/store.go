@@ -107,6 +107,10 @@ type Store struct {
 
 	metaMu sync.Mutex
 	meta   map[digest.Digest]*ImageMeta // manifest digest → parsed manifest + config (immutable content)
+	// refs caches what a stored index or manifest names (its manifests; its
+	// config and layers): garbage collection walks every record's documents
+	// on each lease release, and must not read them from disk each time.
+	refs map[digest.Digest][]digest.Digest
 
 	// failWrite, when set (tests), is called before every metadata file
 	// write; an error it returns fails the write as ENOSPC would.
@@ -149,6 +153,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		pins:    map[digest.Digest]int{},
 		ingests: map[string]bool{},
 		meta:    map[digest.Digest]*ImageMeta{},
+		refs:    map[digest.Digest][]digest.Digest{},
 	}
 	s.flock = flock.New(filepath.Join(root, wharfDir, lockFile))
 	locked, err := s.flock.TryLock()
