@@ -42,12 +42,12 @@ func (s *Store) Images(ctx context.Context, opts types.ImageListOptions) ([]imag
 	// filter keeps nothing older (before) and never the image itself.
 	var before, since, until time.Time
 	beforeSet, sinceSet := f.Has("before"), f.Has("since")
-	for _, v := range f.Values("before") {
+	for i, v := range f.Values("before") {
 		t, err := s.createdOf(v)
 		if err != nil {
 			return nil, err
 		}
-		if before.IsZero() || t.Before(before) {
+		if i == 0 || t.Before(before) { // the oldest: the values are ANDed
 			before = t
 		}
 	}
@@ -56,7 +56,7 @@ func (s *Store) Images(ctx context.Context, opts types.ImageListOptions) ([]imag
 		if err != nil {
 			return nil, err
 		}
-		if since.IsZero() || t.After(since) {
+		if t.After(since) { // the newest (since starts at the zero time)
 			since = t
 		}
 	}
