@@ -51,6 +51,9 @@ type Config struct {
 	// MinAPIVersion is the lowest API version the API accepts (dockerd's
 	// "min-api-version"); default types.DefaultMinAPIVersion.
 	MinAPIVersion string `json:"min-api-version"`
+	// MetricsAddr is where Prometheus metrics are served (HOST:PORT,
+	// dockerd's "metrics-addr"); empty = off (metrics.go).
+	MetricsAddr string `json:"metrics-addr"`
 
 	// Flag-only settings.
 
@@ -93,6 +96,7 @@ var fileKeyOfFlag = map[string]string{
 	"tlscert":                  "tlscert",
 	"tlskey":                   "tlskey",
 	"min-api-version":          "min-api-version",
+	"metrics-addr":             "metrics-addr",
 }
 
 // InstallFlags defines wharfd's flags on fs, bound to cfg.
@@ -114,6 +118,7 @@ func InstallFlags(fs *pflag.FlagSet, cfg *Config) {
 	fs.StringVar(&cfg.TLSCert, "tlscert", "", "Path to the server's TLS certificate (with --tlsverify)")
 	fs.StringVar(&cfg.TLSKey, "tlskey", "", "Path to the server's TLS key (with --tlsverify)")
 	fs.StringVar(&cfg.MinAPIVersion, "min-api-version", "", "Lowest API version clients may use (default "+types.DefaultMinAPIVersion+", at least "+types.MinSupportedAPIVersion+")")
+	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "Serve Prometheus metrics at http://HOST:PORT/metrics (off by default; no authentication: keep it on loopback)")
 	fs.BoolVar(&cfg.AllowInsecureTCP, "allow-insecure-tcp", false, "Allow tcp:// hosts without TLS (INSECURE: gives the network full control of the image store)")
 }
 
@@ -255,6 +260,7 @@ func (c *Config) fieldsByKey() map[string]any {
 		"tlscert":                  &c.TLSCert,
 		"tlskey":                   &c.TLSKey,
 		"min-api-version":          &c.MinAPIVersion,
+		"metrics-addr":             &c.MetricsAddr,
 	}
 }
 
@@ -358,6 +364,9 @@ func (c *Config) Validate() error {
 		}
 	}
 	if err := c.TLS().validate(); err != nil {
+		return err
+	}
+	if err := validateMetricsAddr(c.MetricsAddr); err != nil {
 		return err
 	}
 	for _, list := range []struct {

@@ -28,6 +28,7 @@ import (
 
 	"github.com/wharfproject/wharf/api/server"
 	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/daemon/metrics"
 	"github.com/wharfproject/wharf/graph"
 	"github.com/wharfproject/wharf/registry"
 )
@@ -61,6 +62,7 @@ type Daemon struct {
 	registry *registry.Service
 	cfg      *Config
 	opts     Options
+	metrics  *metrics.Metrics // nil when off (metrics.go)
 	id       string
 	warnings []string
 }
@@ -114,6 +116,7 @@ func Run(ctx context.Context, cfg *Config, opts Options) error {
 		return err
 	}
 
+	mt := newMetrics(cfg) // nil when off (metrics.go)
 	reg, err := registry.NewService(registry.ServiceOptions{
 		InsecureRegistries: cfg.InsecureRegistries,
 		Mirrors:            cfg.RegistryMirrors,
@@ -123,6 +126,7 @@ func Run(ctx context.Context, cfg *Config, opts Options) error {
 		Timeout:            cfg.RegistryTimeout,
 		UserAgent:          "wharf/" + opts.Version + " (" + runtime.GOOS + ")",
 		Logger:             log.WithField("module", "registry"),
+		Observer:           registryObserver(mt),
 	})
 	if err != nil {
 		return fmt.Errorf("registry configuration: %w", err)
@@ -136,6 +140,7 @@ func Run(ctx context.Context, cfg *Config, opts Options) error {
 		Platform:               defaultPlatform(),
 		MaxConcurrentDownloads: cfg.MaxConcurrentDownloads,
 		Logger:                 log.WithField("module", "graph"),
+		Transfers:              transferObserver(mt),
 	})
 	if err != nil {
 		return fmt.Errorf("opening the image store at %s: %w", cfg.Root, err)
@@ -146,7 +151,10 @@ func Run(ctx context.Context, cfg *Config, opts Options) error {
 		}
 	}()
 
-	d := &Daemon{imageStore: store, events: evs, registry: reg, cfg: cfg, opts: opts, id: id}
+	if mt != nil {
+		mt.WatchStore(store.BlobUsage)
+	}
+	d := &Daemon{imageStore: store, events: evs, registry: reg, cfg: cfg, opts: opts, id: id, metrics: mt}
 	for _, w := range cfg.warnings {
 		log.Warn(w)
 	}
@@ -164,6 +172,11 @@ func (d *Daemon) serve(ctx context.Context, log *logrus.Entry) error {
 		}
 		tlsCfg = c
 	}
+	stopMetrics, err := d.serveMetrics(log)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	ls, err := listen(d.cfg.Hosts, tlsCfg, d.cfg.AllowInsecureTCP, log)
 	if err != nil {
 		return err
@@ -174,7 +187,7 @@ func (d *Daemon) serve(ctx context.Context, log *logrus.Entry) error {
 		}
 	}()
 
-	handler := server.New(d, server.Options{ServerVersion: d.opts.Version, MinAPIVersion: d.cfg.MinAPIVersion, Logger: log.WithField("module", "api")})
+	handler := server.New(d, server.Options{ServerVersion: d.opts.Version, MinAPIVersion: d.cfg.MinAPIVersion, Logger: log.WithField("module", "api"), Observer: apiObserver(d.metrics)})
 	srv := &http.Server{
 		Handler: handler,
 		// Headers must arrive within 30 s (slow-loris); bodies and

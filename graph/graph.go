@@ -48,6 +48,8 @@ type Options struct {
 	// MaxConcurrentDownloads bounds layer downloads per pull (default 3).
 	MaxConcurrentDownloads int
 	Logger                 *logrus.Entry
+	// Transfers is told of pulls and transferred bytes (metrics); nil = none.
+	Transfers TransferObserver
 }
 
 // EventLogger records image events for GET /events (see store.EventLogger).
@@ -85,6 +87,7 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		Events:                 opts.Events,
 		Platform:               opts.Platform,
 		MaxConcurrentDownloads: opts.MaxConcurrentDownloads,
+		Observer:               opts.Transfers,
 	})
 	return s, nil
 }

@@ -30,6 +30,8 @@ type contentCache struct {
 	size  int
 	lru   *list.List // front = most recent; values are *cacheEntry
 	index map[digest.Digest]*list.Element
+
+	obs Observer // metrics.go; nil = none
 }
 
 // maxScopesPerEntry bounds the scopes remembered per digest (64): beyond,
@@ -53,6 +55,7 @@ func (c *contentCache) get(d digest.Digest, scope string) (data []byte, mediaTyp
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.index[d]
+	c.observe(ok)
 	if !ok {
 		return nil, "", false, false
 	}

@@ -46,6 +46,8 @@ type ServiceOptions struct {
 	// UserAgent is sent on every request.
 	UserAgent string
 	Logger    *logrus.Entry
+	// Observer is told of every request and cache look-up (metrics.go); nil = none.
+	Observer Observer
 }
 
 // RepositoryInfo describes a repository and the index it lives on.

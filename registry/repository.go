@@ -99,7 +99,7 @@ func (s *Service) newRepoEndpoint(ep *endpoint, path, index string, creds Creden
 	ac := &auth.Client{
 		Client:   s.client,
 		Header:   header,
-		Cache:    s.tokenCacheFor(credentialIdentity(creds.Auth)),
+		Cache:    s.observedTokens(s.tokenCacheFor(credentialIdentity(creds.Auth))),
 		ClientID: oauthClientID,
 	}
 	if isLoopbackHost(ep.host) {

@@ -183,7 +183,7 @@ func (r *Repository) resolve(ctx context.Context, tag string, dgst digest.Digest
 		top = ocispec.Descriptor{Digest: dgst}
 		raw, served, err = r.fetchManifest(ctx, top)
 		top.Size = int64(len(raw))
-	case r.svc.warm.has(r.scope()):
+	case r.svc.tagWarm(r.scope()): // warm.has, counted (metrics.go)
 		top, err = r.Resolve(ctx, tag)
 		if err == nil {
 			raw, served, err = r.fetchManifest(ctx, top)

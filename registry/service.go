@@ -29,6 +29,7 @@ type Service struct {
 	client     *http.Client // retry → challenge memo → per-host transport
 	content    *contentCache
 	warm       *repoSet
+	obs        Observer // metrics.go
 
 	mu          sync.Mutex
 	tokenCaches map[string]*tokenCache // credential identity → tokens
@@ -70,6 +71,7 @@ func newService(opts ServiceOptions, maxWait time.Duration) (*Service, error) {
 		tokenCaches: map[string]*tokenCache{},
 	}
 	s.transports = newHostTransports(cfg, tm, opts.Transport)
+	s.setObserver(opts.Observer)
 	s.memo = newChallengeMemo(s.transports)
 	s.client = &http.Client{
 		Transport:     uploadCheck{newIdempotentRetry(s.memo, newRetryPolicy(maxWait))},

@@ -77,6 +77,7 @@ type hostTransports struct {
 	base     *http.Transport
 	insecure *http.Transport
 	override http.RoundTripper // ServiceOptions.Transport (tests)
+	obs      Observer          // metrics.go; nil = none
 
 	mu    sync.Mutex
 	hosts map[string]*hostEntry // lower-case host[:port] → its set-up
@@ -116,7 +117,7 @@ func (t *hostTransports) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Body != nil && req.Body != http.NoBody {
 		req, up = guardUpload(req, t.tm)
 	}
-	resp, err := e.rt.RoundTrip(req)
+	resp, err := t.roundTrip(e, req) // e.rt.RoundTrip, reported (metrics.go)
 	if up != nil {
 		resp, err = up.answered(resp, err)
 	}

@@ -28,6 +28,8 @@ type Options struct {
 	// types.DefaultMinAPIVersion.
 	MinAPIVersion string
 	Logger        *logrus.Entry
+	// Observer is told of every request (metrics.go); nil = none.
+	Observer Observer
 }
 
 // Server routes Engine API requests to a Backend.
@@ -59,7 +61,7 @@ func New(backend Backend, opts Options) http.Handler {
 		opts.Logger = logrus.NewEntry(logrus.StandardLogger())
 	}
 	s := &Server{backend: backend, opts: opts, log: opts.Logger}
-	return s.logRequests(s.router())
+	return s.logRequests(s.observeRequests(s.router()))
 }
 
 // apiFunc is a route handler; a returned error becomes {"message": …} with

@@ -30,6 +30,7 @@ import (
 // errdefs.ErrNotFound the server can answer with 404.
 func (s *Service) PullImage(ctx context.Context, opts types.PullOptions, out types.ProgressWriter) error {
 	// `docker pull -a name` sends fromImage=name: with a trailing colon.
+	defer s.remote.pullStarted()() // wharf_pulls_in_flight (metrics.go)
 	tn, err := splitTypedName(strings.TrimSuffix(opts.FromImage, ":"))
 	if err != nil {
 		return err

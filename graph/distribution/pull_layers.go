@@ -124,7 +124,7 @@ func (rs *remoteState) sharedFetch(ctx context.Context, src blobFetcher, dst blo
 		leader := false
 		ch := rs.downloads.DoChan(desc.Digest.String(), func() (any, error) {
 			leader = true
-			return nil, fetchBlobInto(ctx, src, dst, desc, id, po)
+			return nil, fetchBlobInto(ctx, rs.countPulled(src), dst, desc, id, po)
 		})
 		if rs.flightJoined != nil {
 			rs.flightJoined(desc.Digest.String())

@@ -337,13 +337,14 @@ func (s *Service) openForPush(desc ocispec.Descriptor, po *progressOutput) (io.R
 	if err != nil {
 		return nil, err
 	}
+	rc := s.remote.countPushed(f) // wharf_pushed_bytes_total (metrics.go)
 	if po == nil {
-		return f, nil
+		return rc, nil
 	}
 	return struct {
 		io.Reader
 		io.Closer
-	}{newProgressReader(f, po, shortID(desc.Digest), "Pushing", desc.Size), f}, nil
+	}{newProgressReader(rc, po, shortID(desc.Digest), "Pushing", desc.Size), rc}, nil
 }
 
 // mountSources are the repositories on repoName's registry where img's

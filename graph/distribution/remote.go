@@ -26,6 +26,8 @@ type remoteState struct {
 	// flightJoined, when set (tests only), is called after each caller
 	// joins or starts the shared download of a digest.
 	flightJoined func(key string)
+	// obs is told of pulls and transferred bytes (metrics.go).
+	obs Observer
 }
 
 // maxConcurrentUploads bounds concurrent layer uploads per push; dockerd's
@@ -37,7 +39,7 @@ func newRemoteState(opts Options) *remoteState {
 	if n <= 0 {
 		n = 3
 	}
-	return &remoteState{maxDownloads: n}
+	return &remoteState{maxDownloads: n, obs: observer(opts.Observer)}
 }
 
 func credentials(auth *registrytypes.AuthConfig, meta http.Header) registry.Credentials {

@@ -30,6 +30,8 @@ type Options struct {
 	Platform ocispec.Platform
 	// MaxConcurrentDownloads bounds layer downloads per pull (default 3).
 	MaxConcurrentDownloads int
+	// Observer is told of pulls and transferred bytes (metrics.go); nil = none.
+	Observer Observer
 }
 
 // Service pulls into and pushes from st.

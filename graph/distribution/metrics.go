@@ -1,0 +1,97 @@
+package distribution
+
+import (
+	"context"
+	"io"
+	"sync/atomic"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+)
+
+// Observer is told of pulls and transfers; the daemon's metrics implement
+// it (Options.Observer). Its methods must be cheap and safe for concurrent
+// use.
+type Observer interface {
+	// PullsInFlight is +1 when a pull begins and -1 when it ends.
+	PullsInFlight(delta int)
+	// PulledBytes are layer bytes read from a registry.
+	PulledBytes(n int64)
+	// PushedBytes are blob bytes read from the store for an upload.
+	PushedBytes(n int64)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) PullsInFlight(int) {}
+func (nopObserver) PulledBytes(int64) {}
+func (nopObserver) PushedBytes(int64) {}
+
+// observer is o, or one that does nothing.
+func observer(o Observer) Observer {
+	if o == nil {
+		return nopObserver{}
+	}
+	return o
+}
+
+// pullStarted counts a pull in flight until the returned func is called.
+func (rs *remoteState) pullStarted() (done func()) {
+	o := observer(rs.obs)
+	o.PullsInFlight(1)
+	var once atomic.Bool
+	return func() {
+		if once.CompareAndSwap(false, true) {
+			o.PullsInFlight(-1)
+		}
+	}
+}
+
+// observed reports whether anyone listens (else no reader is wrapped).
+func (rs *remoteState) observed() bool {
+	_, nop := observer(rs.obs).(nopObserver)
+	return !nop
+}
+
+// countPulled makes src's blob readers report the bytes they read.
+func (rs *remoteState) countPulled(src blobFetcher) blobFetcher {
+	if !rs.observed() {
+		return src
+	}
+	return countingFetcher{src, rs.obs.PulledBytes}
+}
+
+// countPushed makes rc report the bytes read from it.
+func (rs *remoteState) countPushed(rc io.ReadCloser) io.ReadCloser {
+	if !rs.observed() {
+		return rc
+	}
+	return &countingReader{ReadCloser: rc, add: rs.obs.PushedBytes}
+}
+
+type countingFetcher struct {
+	blobFetcher
+	add func(int64)
+}
+
+func (f countingFetcher) FetchBlob(ctx context.Context, desc ocispec.Descriptor) (io.ReadCloser, error) {
+	rc, err := f.blobFetcher.FetchBlob(ctx, desc)
+	if err != nil {
+		return nil, err
+	}
+	return &countingReader{ReadCloser: rc, add: f.add}, nil
+}
+
+// countingReader reports each read as it happens, so that a scrape during
+// a long transfer sees the bytes so far.
+type countingReader struct {
+	io.ReadCloser
+	add func(int64)
+}
+
+func (r *countingReader) Read(p []byte) (int, error) {
+	n, err := r.ReadCloser.Read(p)
+	if n > 0 {
+		r.add(int64(n))
+	}
+	return n, err
+}
