@@ -23,7 +23,8 @@ allowed() {
 	graph/store) echo "api/types imagespec" ;;
 	graph/archive) echo "api/types imagespec graph/store" ;;
 	graph/distribution) echo "api/types imagespec graph/store registry" ;;
-	daemon) echo "api/server api/types graph registry" ;;
+	daemon) echo "api/server api/types graph registry daemon/metrics" ;;
+	daemon/metrics) echo "" ;;
 	client) echo "api/types" ;;
 	cmd/wharfd) echo "daemon" ;;
 	cmd/wharf) echo "client api/types imagespec" ;;
