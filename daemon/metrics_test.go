@@ -75,3 +75,19 @@ func TestMetricsListenerWarnsOffLoopback(t *testing.T) {
 	}
 	stop()
 }
+
+// With the metrics off, each package gets a nil interface (a nil *Metrics
+// inside one would not be nil, and would be called).
+func TestObserversAreNilWhenMetricsAreOff(t *testing.T) {
+	m := newMetrics(&Config{})
+	if m != nil {
+		t.Fatal("metrics built without metrics-addr")
+	}
+	if registryObserver(m) != nil || transferObserver(m) != nil || apiObserver(m) != nil {
+		t.Error("an observer interface holds a nil *Metrics")
+	}
+	on := newMetrics(&Config{MetricsAddr: "127.0.0.1:0"})
+	if on == nil || registryObserver(on) == nil || transferObserver(on) == nil || apiObserver(on) == nil {
+		t.Error("metrics on, but an observer is missing")
+	}
+}
