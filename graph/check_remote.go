@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"fmt"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -156,7 +157,13 @@ func (s *Store) checkTargets(names []string) ([]checkTarget, error) {
 			}
 			keep := len(names) == 0
 			for i, p := range names {
-				if ok, _ := reference.FamiliarMatch(p, nt); ok {
+				// As the images reference filter, plus the fully qualified
+				// form (docker.io/library/busybox:1) an API client may send.
+				ok, _ := reference.FamiliarMatch(p, nt)
+				if !ok {
+					ok, _ = path.Match(p, nt.String())
+				}
+				if ok {
 					matched[i], keep = true, true
 				}
 			}
