@@ -31,8 +31,9 @@ const checkConcurrency = 8
 
 // checkTarget is one local tag to check.
 type checkTarget struct {
-	ref reference.NamedTagged // fully qualified, as recorded
-	rec *store.ImageRecord
+	ref    reference.NamedTagged // fully qualified, as recorded
+	rec    *store.ImageRecord
+	pulled []digest.Digest // pulledDigests(rec, ref)
 }
 
 // CheckRemote is the update check: each tagged local image (or the tags
@@ -58,9 +59,15 @@ func (s *Store) CheckRemote(ctx context.Context, opts types.RemoteCheckOptions, 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
+	// first is the answer to a registry's first tag, read by its feeder.
+	type first struct {
+		done chan struct{}
+		down error // the registry could not be reached: ask it no more
+	}
 	type job struct {
-		t    checkTarget
-		done chan struct{} // closed when the first of a registry is answered
+		t     checkTarget
+		first *first // set on the first of a registry with more to come
+		down  error  // the first's unavailability, for the rest
 	}
 	jobs := make(chan job)
 	var (
@@ -73,9 +80,12 @@ func (s *Store) CheckRemote(ctx context.Context, opts types.RemoteCheckOptions, 
 		go func() {
 			defer workers.Done()
 			for j := range jobs {
-				res := s.checkOne(ctx, j.t, opts)
-				if j.done != nil {
-					close(j.done)
+				res, err := s.checkOne(ctx, j.t, opts, j.down)
+				if j.first != nil {
+					if errdefs.IsUnavailable(err) {
+						j.first.down = err
+					}
+					close(j.first.done)
 				}
 				emitMu.Lock()
 				if emitErr == nil {
@@ -88,8 +98,11 @@ func (s *Store) CheckRemote(ctx context.Context, opts types.RemoteCheckOptions, 
 		}()
 	}
 
-	// One feeder per registry: its first tag, then (once that is
-	// answered) the rest.
+	// One feeder per registry: its first tag that was pulled, then (once
+	// that is answered) the rest — none of them asked when the first found
+	// the registry unreachable (refused, timed out, 5xx after retries): a
+	// registry that hangs holds one worker for its timeout, not all of
+	// them for every tag it has.
 	byRegistry := map[string][]checkTarget{}
 	var order []string
 	for _, t := range targets {
@@ -102,22 +115,25 @@ func (s *Store) CheckRemote(ctx context.Context, opts types.RemoteCheckOptions, 
 	var feeders sync.WaitGroup
 	for _, h := range order {
 		ts := byRegistry[h]
+		sort.SliceStable(ts, func(i, j int) bool { return len(ts[i].pulled) > 0 && len(ts[j].pulled) == 0 })
 		feeders.Add(1)
 		go func() {
 			defer feeders.Done()
+			var down error
 			for i, t := range ts {
-				j := job{t: t}
+				j := job{t: t, down: down}
 				if i == 0 && len(ts) > 1 {
-					j.done = make(chan struct{})
+					j.first = &first{done: make(chan struct{})}
 				}
 				select {
 				case jobs <- j:
 				case <-ctx.Done():
 					return
 				}
-				if j.done != nil {
+				if j.first != nil {
 					select {
-					case <-j.done:
+					case <-j.first.done:
+						down = j.first.down
 					case <-ctx.Done():
 						return
 					}
@@ -168,7 +184,7 @@ func (s *Store) checkTargets(names []string) ([]checkTarget, error) {
 				}
 			}
 			if keep {
-				out = append(out, checkTarget{ref: nt, rec: rec})
+				out = append(out, checkTarget{ref: nt, rec: rec, pulled: pulledDigests(rec, nt)})
 			}
 		}
 	}
@@ -181,19 +197,27 @@ func (s *Store) checkTargets(names []string) ([]checkTarget, error) {
 	return out, nil
 }
 
-// checkOne checks one tag; every failure is in the result.
-func (s *Store) checkOne(ctx context.Context, t checkTarget, opts types.RemoteCheckOptions) types.RemoteCheckResult {
+// checkOne checks one tag; every failure is in the result, and the
+// registry's error is returned too. With down set (the registry could not
+// be reached for another tag of this check) a pulled image is not asked
+// about: its result is that error.
+func (s *Store) checkOne(ctx context.Context, t checkTarget, opts types.RemoteCheckOptions, down error) (types.RemoteCheckResult, error) {
 	res := types.RemoteCheckResult{
 		Repository: reference.FamiliarName(t.ref),
 		Tag:        t.ref.Tag(),
 		ID:         t.rec.ID.String(),
 	}
-	pulled := pulledDigests(t.rec, t.ref)
+	pulled := t.pulled
 	if len(pulled) == 0 {
 		res.RemoteStatus = types.RemoteLocal
-		return res
+		return res, nil
 	}
 	res.LocalDigest = pulled[0].String()
+	if down != nil {
+		res.RemoteStatus = types.RemoteError
+		res.RemoteError = "not asked: " + down.Error()
+		return res, down
+	}
 	auth := registry.AuthForRegistry(opts.Auth, reference.Domain(t.ref))
 	ans, repo, err := s.dist.RemoteTag(ctx, t.ref, auth, opts.MetaHeaders, opts.MaxAge)
 	if err != nil {
@@ -202,7 +226,7 @@ func (s *Store) checkOne(ctx context.Context, t checkTarget, opts types.RemoteCh
 			res.RemoteStatus = types.RemoteMissing
 		}
 		res.RemoteError = err.Error()
-		return res
+		return res, err
 	}
 	res.RemoteDigest = ans.Descriptor.Digest.String()
 	res.Cached = ans.Cached
@@ -226,7 +250,7 @@ func (s *Store) checkOne(ctx context.Context, t checkTarget, opts types.RemoteCh
 		}
 	}
 	compareRemote(local, remote, &res)
-	return res
+	return res, nil
 }
 
 // pulledDigests are the digests rec was pulled or pushed under in ref's

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/containerd/errdefs"
@@ -160,6 +161,18 @@ func TestCheckRemoteNamesAndLocalImages(t *testing.T) {
 		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 			t.Errorf("%v: got %v, want %v", tc.names, got, tc.want)
 		}
+	}
+	// The registry could not be reached for busybox:1 (or :2, whichever
+	// went first): the other is not asked, and says why.
+	var notAsked int
+	err := s.CheckRemote(ctx, types.RemoteCheckOptions{Names: []string{"busybox"}}, func(r types.RemoteCheckResult) error {
+		if strings.HasPrefix(r.RemoteError, "not asked: ") {
+			notAsked++
+		}
+		return nil
+	})
+	if err != nil || notAsked != 1 {
+		t.Errorf("after an unreachable registry: %d not asked (%v), want 1", notAsked, err)
 	}
 	if got, err := check("busybox", "nope"); !errdefs.IsNotFound(err) || len(got) != 0 {
 		t.Errorf("a name matching nothing: %v, %v emitted", err, got)

@@ -70,6 +70,8 @@ func (s *CheckRemoteSuite) SetUpSuite(c *check.C) {
 		c.Assert(lines.Err(), check.Equals, "", check.Commentf("pull %s:%s", p.name, p.tag))
 	}
 	d.Import(c, tok.Host+"/cr/imported:1") // never pulled nor pushed: local
+	// A second tag of the dead registry's image, in the same repository.
+	d.WharfOK(c, "tag", s.dead.Host+"/cr/dead:1", s.dead.Host+"/cr/dead:2")
 
 	// What happened in the registries since.
 	s.moved = pushImage(c, tok, "cr/app", "moved", testregistry.ImageOptions{})
@@ -166,6 +168,11 @@ func (s *CheckRemoteSuite) TestCheckRemoteStatusesThroughTheCLI(c *check.C) {
 	c.Check(dead.RemoteStatus, check.Equals, "error")
 	c.Check(dead.RemoteError, check.Not(check.Equals), "")
 	c.Check(res.Stderr, check.Matches, `(?s).*cr/dead:1: .+`, check.Commentf("a failed check is reported on stderr"))
+	// Its other tag is not asked once the registry was found unreachable.
+	dead2 := row(s.dead.Host + "/cr/dead:2")
+	c.Check(dead2.RemoteStatus, check.Equals, "error")
+	c.Check(strings.HasPrefix(dead.RemoteError, "not asked: ") != strings.HasPrefix(dead2.RemoteError, "not asked: "), check.Equals, true,
+		check.Commentf("one of the dead registry's tags asked, the other not: %q, %q", dead.RemoteError, dead2.RemoteError))
 
 	// The index moved under both tags; only one of them moved the platform
 	// the image was pulled for.
