@@ -9,7 +9,7 @@
 // BENCH_RTT (default 25ms) the round-trip time of case 1, where each request
 // costs one RTT (the model) and, unless BENCH_HANDSHAKE=0, the cold
 // cases run again with every new connection costing one more RTT (a TCP
-// handshake); BENCH_CASES=1,2,3,4,5 the cases to run;
+// handshake); BENCH_CASES=1,2,3,4,5,6 the cases to run;
 // WHARFD the daemon binary (default bin/wharfd).
 package main
 
@@ -45,7 +45,7 @@ func run() error {
 		}
 	}
 	handshake := os.Getenv("BENCH_HANDSHAKE") != "0"
-	cases := map[string]bool{"1": true, "2": true, "3": true, "4": true, "5": true}
+	cases := map[string]bool{"1": true, "2": true, "3": true, "4": true, "5": true, "6": true}
 	if v := os.Getenv("BENCH_CASES"); v != "" {
 		cases = map[string]bool{}
 		for _, c := range strings.Split(v, ",") {
@@ -85,7 +85,7 @@ func run() error {
 		rep.Rows = append(rep.Rows, rows...)
 	}
 
-	if cases["1"] || cases["2"] || cases["3"] || cases["4"] {
+	if cases["1"] || cases["2"] || cases["3"] || cases["4"] || cases["6"] {
 		step("starting registry (token auth) and RTT proxies")
 		e, err := newEnv(rtt, false, bin)
 		if err != nil {
@@ -128,6 +128,18 @@ func run() error {
 			step("case 4: local store with 500 and 5,000 images")
 			rows, err := caseLocal(ctx, e, it.list, it.inspect)
 			collect("case 4", rows, err)
+		}
+		if cases["6"] {
+			step("case 6: update check of %d local images at RTT %s", checkTags, rtt)
+			err := pushCheckFixtures(ctx, e)
+			if err == nil {
+				e.setRTT(rtt)
+				var rows []row
+				rows, err = caseCheckRemote(ctx, e, it.remote)
+				collect("case 6", rows, err)
+			} else {
+				collect("case 6", nil, err)
+			}
 		}
 	}
 	if cases["5"] {

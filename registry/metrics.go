@@ -34,8 +34,12 @@ const (
 const (
 	// CacheTag: a tag of a repository this identity has read is resolved
 	// with HEAD, its body likely in the content cache (hit); otherwise
-	// with one GET (miss). Tag → digest answers themselves are never cached.
+	// with one GET (miss).
 	CacheTag = "tag"
+	// CacheTagAnswer: the tag freshness cache (tagcache.go), looked up only
+	// by a caller that accepts an answer up to a max-age old (the update
+	// check): a hit costs no request at all.
+	CacheTagAnswer = "tag_answer"
 	// CacheDigest: manifests and configs by digest (cache.go).
 	CacheDigest = "digest"
 	// CacheToken: bearer and basic tokens per identity (tokencache.go).

@@ -178,6 +178,7 @@ func (r *Repository) resolve(ctx context.Context, tag string, dgst digest.Digest
 		served string
 		err    error
 	)
+	asked := r.svc.tags.now()
 	switch {
 	case dgst != "":
 		top = ocispec.Descriptor{Digest: dgst}
@@ -204,6 +205,9 @@ func (r *Repository) resolve(ctx context.Context, tag string, dgst digest.Digest
 	}
 	top.MediaType = doc.mediaType
 	top.Size = int64(len(raw))
+	if dgst == "" {
+		r.noteTag(tag, top, asked)
+	}
 	res := &Resolved{
 		Registry:   r.info.Index.Name,
 		Name:       r.info.Name,

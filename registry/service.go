@@ -29,7 +29,8 @@ type Service struct {
 	client     *http.Client // retry → challenge memo → per-host transport
 	content    *contentCache
 	warm       *repoSet
-	obs        Observer // metrics.go
+	obs        Observer  // metrics.go
+	tags       *tagCache // tag → digest answers, read only under a max-age (tagcache.go)
 
 	mu          sync.Mutex
 	tokenCaches map[string]*tokenCache // credential identity → tokens
@@ -68,6 +69,7 @@ func newService(opts ServiceOptions, maxWait time.Duration) (*Service, error) {
 		tm:          tm,
 		content:     newContentCache(contentCacheBytes),
 		warm:        newRepoSet(maxWarmRepos),
+		tags:        newTagCache(maxTagAnswers),
 		tokenCaches: map[string]*tokenCache{},
 	}
 	s.transports = newHostTransports(cfg, tm, opts.Transport)

@@ -2,6 +2,7 @@
 # The whole wharf story on one machine, nothing from the internet:
 #   a real CNCF registry on 127.0.0.1, wharfd on a temp data-root and socket,
 #   import -> images -> inspect -> push -> rmi -> inspect --remote,
+#   the update check (a tag moved in the registry: images --check-remote),
 #   the same through curl on the socket and through the docker CLI.
 # Exits non-zero when any expected step did not behave as expected.
 #
@@ -266,6 +267,33 @@ if command -v docker >/dev/null 2>&1; then
 else
 	echo "docker CLI not on PATH: skipped"
 fi
+
+heading "Update check: wharf images --check-remote"
+ok "wharf pull" wharf pull "$IMG"
+ok "wharf images --check-remote" wharf images --check-remote "$REG/demo/hello"
+check "the pulled image is current" current \
+	"$(wharf images --check-remote --format '{{.RemoteStatus}}' "$IMG" 2>/dev/null)"
+
+heading "Move the tag in the registry: another image as demo/hello:2.0, its manifest put as 1.0"
+printf 'hello again from wharf\n' >"$WORK/rootfs/etc/motd"
+ok "create a second rootfs tar" tar -C "$WORK/rootfs" --owner=0 --group=0 --numeric-owner -cf "$WORK/hello2.tar" .
+ok "wharf import (2.0)" wharf import --change 'CMD ["/bin/hello"]' "$WORK/hello2.tar" "$REG/demo/hello:2.0"
+ok "wharf push (2.0)" wharf push "$REG/demo/hello:2.0"
+accept='application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json'
+show curl -fsS -H "Accept: $accept" -D headers -o manifest.json "http://$REG/v2/demo/hello/manifests/2.0"
+curl -fsS -H "Accept: $accept" -D "$WORK/headers" -o "$WORK/manifest.json" "http://$REG/v2/demo/hello/manifests/2.0" ||
+	fail "GET the 2.0 manifest"
+mtype=$(tr -d '\r' <"$WORK/headers" | awk -F': ' 'tolower($1) == "content-type" { print $2 }')
+ok "PUT it as 1.0" curl -fsS -X PUT -H "Content-Type: $mtype" --data-binary "@$WORK/manifest.json" \
+	"http://$REG/v2/demo/hello/manifests/1.0"
+
+heading "wharf images --check-remote — the local 1.0 is outdated now"
+ok "wharf images --check-remote" wharf images --check-remote "$REG/demo/hello"
+check "the moved tag is outdated" outdated \
+	"$(wharf images --check-remote --format '{{.RemoteStatus}}' "$IMG" 2>/dev/null)"
+show wharf images --check-remote --exit-code -q "$IMG"
+wharf images --check-remote --exit-code -q "$IMG" >/dev/null 2>&1
+check "--exit-code exits 1 when an image is outdated" 1 "$?"
 
 heading "Summary"
 if [ "$failures" -eq 0 ]; then

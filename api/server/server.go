@@ -91,6 +91,8 @@ func (s *Server) routes() []route {
 		{http.MethodPost, "/images/create", s.postImagesCreate},
 		{http.MethodPost, "/images/load", s.postImagesLoad},
 		{http.MethodPost, "/images/prune", s.postImagesPrune},
+		// the update check, wharf's own (checkremote_routes.go)
+		{http.MethodPost, checkRemotePath, s.postImagesCheckRemote},
 		{http.MethodGet, "/images/{name:.*}/json", s.getImageByName},
 		{http.MethodGet, "/images/{name:.*}/history", s.getImageHistory},
 		{http.MethodGet, "/images/{name:.*}/get", s.getImagesGet},

@@ -55,6 +55,7 @@ type imagesOptions struct {
 	all, quiet, digests, noTrunc bool
 	filters                      []string
 	format                       string
+	check                        checkRemoteFlags // images_check.go
 }
 
 func newImagesCommand(c *cli) *cobra.Command {
@@ -63,8 +64,19 @@ func newImagesCommand(c *cli) *cobra.Command {
 		Use:     "images [OPTIONS] [REPOSITORY[:TAG]]",
 		Aliases: []string{"image-ls"},
 		Short:   "List images",
-		Args:    requiresRangeArgs(0, 1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if o.check.enabled {
+				return nil // --check-remote takes any number of names
+			}
+			return requiresRangeArgs(0, 1)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.check.enabled {
+				return runImagesCheckRemote(cmd.Context(), c, o, args)
+			}
+			if err := o.check.validate(); err != nil {
+				return err
+			}
 			f, err := parseFilterFlags(o.filters)
 			if err != nil {
 				return err
@@ -92,6 +104,7 @@ func newImagesCommand(c *cli) *cobra.Command {
 	fl.BoolVar(&o.digests, "digests", false, "Show digests")
 	fl.BoolVar(&o.noTrunc, "no-trunc", false, "Don't truncate output")
 	fl.StringArrayVarP(&o.filters, "filter", "f", nil, "Filter output based on conditions provided")
+	o.check.register(fl)
 	fl.StringVar(&o.format, "format", "", "Format output using a custom template:\n'table':            Print output in table format with column headers (default)\n'table TEMPLATE':   Print output in table format using the given Go template\n'json':             Print in JSON format\n'TEMPLATE':         Print output using the given Go template")
 	return cmd
 }

@@ -1,0 +1,177 @@
+package server
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/registry"
+
+	"github.com/wharfproject/wharf/api/types"
+)
+
+// The update check is wharf's own endpoint, not a Docker one:
+//
+//	POST /wharf/images/check-remote[?name=NAME…][&max-age=DURATION]   (also under /v1.NN/)
+//
+// It checks every tagged local image — or the tags the name values match,
+// as the reference filter of GET /images/json matches (a name matching none
+// is a 404 before anything is streamed) — against its registry, and
+// answers 200 with newline-delimited JSON (application/x-ndjson): one
+// RemoteCheckResult per tag, each line flushed as the registry answers, in
+// the order they arrive. One registry failing makes its images' lines
+// RemoteStatus "error"; it never ends the stream. An error after the
+// stream began (the daemon shutting down) is a last line {"message": …}.
+//
+// max-age is a Go duration ("30s", "5m"; default 0 = always ask): an
+// answer the registry gave for the same repository and credential identity
+// within it stands, with no request.
+//
+// Credentials: X-Registry-Config (base64url JSON of {server address:
+// AuthConfig}, as docker build sends them) gives one credential per
+// registry; X-Registry-Auth adds one more when it names its ServerAddress
+// (without one it is ignored: the check spans registries, and a credential
+// is sent only to the registry it names). Both are decoded leniently, as
+// for pull: undecodable is anonymous.
+
+// RemoteCheckBackend runs the update check; backends without it answer 501.
+type RemoteCheckBackend interface {
+	CheckRemote(ctx context.Context, opts types.RemoteCheckOptions, emit func(types.RemoteCheckResult) error) error
+}
+
+const (
+	checkRemotePath = "/wharf/images/check-remote"
+	// registryConfigHeader carries several registries' credentials. Never log it.
+	registryConfigHeader = "X-Registry-Config"
+	// ndjson is the media type of the check's stream.
+	ndjson = "application/x-ndjson"
+)
+
+func (s *Server) postImagesCheckRemote(w http.ResponseWriter, r *http.Request, _ map[string]string) error {
+	if err := parseForm(r); err != nil {
+		return err
+	}
+	cb, ok := s.backend.(RemoteCheckBackend)
+	if !ok {
+		return fmt.Errorf("the update check is not available on this daemon%.0w", errdefs.ErrNotImplemented)
+	}
+	opts := types.RemoteCheckOptions{Names: r.Form["name"], MetaHeaders: metaHeaders(r)}
+	if v := r.Form.Get("max-age"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return invalidArg("invalid max-age %q: a duration such as 30s or 5m, not negative", v)
+		}
+		opts.MaxAge = d
+	}
+	auths, err := decodeAuthConfigs(r)
+	if err != nil {
+		return err
+	}
+	opts.Auth = auths
+
+	lw := &lineWriter{w: w, rc: http.NewResponseController(w)}
+	err = cb.CheckRemote(r.Context(), opts, func(res types.RemoteCheckResult) error {
+		b, err := json.Marshal(res)
+		if err != nil {
+			return err
+		}
+		return lw.line(b)
+	})
+	if err == nil {
+		if !lw.started {
+			lw.start() // nothing to check: an empty stream
+		}
+		return nil
+	}
+	if !lw.started {
+		return err
+	}
+	if lw.err == nil {
+		b, _ := json.Marshal(errorResponse{Message: err.Error()})
+		_ = lw.line(b)
+	}
+	return nil
+}
+
+// decodeAuthConfigs reads X-Registry-Config and X-Registry-Auth into one
+// credential per registry, each with its ServerAddress set. Over
+// maxAuthHeader (each header) is a 400; undecodable is anonymous.
+func decodeAuthConfigs(r *http.Request) ([]registry.AuthConfig, error) {
+	n := 0
+	for _, v := range r.Header.Values(registryConfigHeader) {
+		n += len(v)
+	}
+	if n > maxAuthHeader {
+		return nil, invalidArg("%s header is %d bytes, larger than the %d allowed", registryConfigHeader, n, maxAuthHeader)
+	}
+	var out []registry.AuthConfig
+	seen := map[string]bool{}
+	if v := strings.TrimSpace(r.Header.Get(registryConfigHeader)); v != "" {
+		var m map[string]registry.AuthConfig
+		if b, err := base64.URLEncoding.DecodeString(v); err == nil {
+			if json.Unmarshal(b, &m) != nil {
+				m = nil
+			}
+		}
+		for server, ac := range m {
+			if server == "" || ac == (registry.AuthConfig{}) {
+				continue
+			}
+			ac.ServerAddress = server
+			out = append(out, ac)
+			seen[server] = true
+		}
+	}
+	a, err := decodeAuth(r)
+	if err != nil {
+		return nil, err
+	}
+	if a != nil && a.ServerAddress != "" && !seen[a.ServerAddress] {
+		out = append(out, *a)
+	}
+	return out, nil
+}
+
+// lineWriter writes newline-delimited JSON, each line flushed; the 200
+// status goes out with the first line, so an error before it is still an
+// ordinary error response.
+type lineWriter struct {
+	mu      sync.Mutex
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	started bool
+	err     error // first write error: the client went away
+}
+
+func (lw *lineWriter) start() {
+	lw.started = true
+	lw.w.Header().Set("Content-Type", ndjson)
+	lw.w.WriteHeader(http.StatusOK)
+	_ = lw.rc.Flush()
+}
+
+func (lw *lineWriter) line(b []byte) error {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	if lw.err != nil {
+		return lw.err
+	}
+	if !lw.started {
+		lw.start()
+	}
+	if _, err := lw.w.Write(append(b, '\n')); err != nil {
+		lw.err = err
+		return err
+	}
+	if err := lw.rc.Flush(); err != nil {
+		lw.err = err
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,100 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/moby/moby/api/types/registry"
+
+	"github.com/wharfproject/wharf/api/types"
+)
+
+// RemoteCheckResult is one line of the update check.
+type RemoteCheckResult = types.RemoteCheckResult
+
+// CheckRemoteOptions are the options of ImageCheckRemote.
+type CheckRemoteOptions struct {
+	// Names narrow the check to the local tags they match; empty = all.
+	Names []string
+	// MaxAge lets an answer the registry gave within it stand (0: always ask).
+	MaxAge time.Duration
+	// Auth are credentials by registry, sent as X-Registry-Config; each
+	// needs its ServerAddress (the registry it belongs to). The daemon
+	// sends each only to its own registry.
+	Auth []registry.AuthConfig
+}
+
+// maxCheckLine caps one line of the check's stream (64 KiB): a result is a
+// few hundred bytes; RemoteError quotes at most a registry's capped message.
+const maxCheckLine = 64 << 10
+
+// ImageCheckRemote calls POST /wharf/images/check-remote (wharf's own) and
+// calls fn with each result as the daemon streams it. An error before the
+// stream (no such image, bad max-age) or an error line in it ends the call
+// with that error; so does fn's error.
+func (c *Client) ImageCheckRemote(ctx context.Context, opts CheckRemoteOptions, fn func(RemoteCheckResult) error) error {
+	q := url.Values{}
+	for _, n := range opts.Names {
+		q.Add("name", n)
+	}
+	if opts.MaxAge > 0 {
+		q.Set("max-age", opts.MaxAge.String())
+	}
+	var h http.Header
+	if len(opts.Auth) > 0 {
+		m := map[string]registry.AuthConfig{}
+		for _, a := range opts.Auth {
+			if a.ServerAddress == "" {
+				return errors.New("check-remote: a credential without ServerAddress")
+			}
+			m[a.ServerAddress] = a
+		}
+		b, err := json.Marshal(m)
+		if err != nil {
+			return err
+		}
+		h = http.Header{"X-Registry-Config": {base64.URLEncoding.EncodeToString(b)}}
+	}
+	resp, err := c.do(ctx, request{method: http.MethodPost, path: "/wharf/images/check-remote", query: q, header: h})
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 4096), maxCheckLine)
+	for sc.Scan() {
+		if len(sc.Bytes()) == 0 {
+			continue
+		}
+		var line struct {
+			RemoteCheckResult
+			Message string `json:"message"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			return fmt.Errorf("decoding the check's stream: %w", err)
+		}
+		if line.RemoteStatus == "" {
+			if line.Message != "" {
+				return errors.New(line.Message)
+			}
+			return fmt.Errorf("the check's stream has a line without RemoteStatus: %.200s", sc.Text())
+		}
+		if err := fn(line.RemoteCheckResult); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("reading the check's stream: %w", err)
+	}
+	return nil
+}

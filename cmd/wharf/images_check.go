@@ -1,0 +1,273 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/distribution/reference"
+	"github.com/moby/moby/api/types/image"
+	"github.com/moby/moby/api/types/registry"
+	"github.com/spf13/pflag"
+
+	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/client"
+)
+
+// `wharf images --check-remote [NAME…]`: the update check (issue 12).
+// The list is the ordinary `images` list (NAME… are its reference
+// filters); the daemon checks each tagged row against its registry
+// (POST /wharf/images/check-remote) and each row gets the answer: a REMOTE
+// column in the table, RemoteStatus/RemoteDigest/RemoteError with
+// --format json. Progress goes to stderr when it is a terminal; stdout
+// carries only the list.
+
+// Exit status with --exit-code (without it: 0 unless the command fails).
+const (
+	exitOutdated    = 1 // some image is outdated or missing
+	exitCheckFailed = 2 // none outdated or missing, but some could not be checked
+)
+
+type checkRemoteFlags struct {
+	enabled, exitCode bool
+	maxAge            time.Duration
+}
+
+func (f *checkRemoteFlags) register(fl *pflag.FlagSet) {
+	fl.BoolVar(&f.enabled, "check-remote", false, "Check each tagged image against its registry (adds a REMOTE column: current, outdated, missing, local or error)")
+	fl.BoolVar(&f.exitCode, "exit-code", false, "With --check-remote: exit 1 when any image is outdated or missing, else 2 when any could not be checked")
+	fl.DurationVar(&f.maxAge, "max-age", 0, "With --check-remote: accept a registry answer the daemon got within this duration, without asking again (default 0: always ask)")
+}
+
+func (f *checkRemoteFlags) validate() error {
+	if f.exitCode || f.maxAge != 0 {
+		return errors.New("--exit-code and --max-age need --check-remote")
+	}
+	return nil
+}
+
+// checkedImageRow is an images row with the check's answer for its tag.
+type checkedImageRow struct {
+	imageRow
+	Remote          string
+	RemoteStatus    string
+	RemoteDigest    string
+	RemoteError     string
+	PlatformChanged *bool `json:",omitempty"`
+}
+
+var checkHeaders = map[string]string{
+	"Remote":       "REMOTE",
+	"RemoteStatus": "REMOTE STATUS",
+	"RemoteDigest": "REMOTE DIGEST",
+	"RemoteError":  "REMOTE ERROR",
+}
+
+func runImagesCheckRemote(ctx context.Context, c *cli, o imagesOptions, names []string) error {
+	if o.check.maxAge < 0 {
+		return errors.New("--max-age must not be negative")
+	}
+	f, err := parseFilterFlags(o.filters)
+	if err != nil {
+		return err
+	}
+	if len(names) > 0 {
+		f["reference"] = map[string]bool{}
+		for _, n := range names {
+			f["reference"][n] = true
+		}
+	}
+	api, err := c.client()
+	if err != nil {
+		return err
+	}
+	list, err := api.ImageList(ctx, client.ImageListOptions{All: o.all, Filters: f})
+	if err != nil {
+		return err
+	}
+	tags := taggedRefs(list)
+	opts := client.CheckRemoteOptions{MaxAge: o.check.maxAge, Auth: c.checkCredentials(ctx, tags)}
+	if len(f) > 0 {
+		// Check exactly the rows shown (filters the daemon's check does
+		// not take, such as label=, narrowed the list).
+		opts.Names = tags
+	}
+	results := map[string]types.RemoteCheckResult{}
+	if len(tags) > 0 {
+		prog := newCheckProgress(c, len(tags))
+		err = api.ImageCheckRemote(ctx, opts, func(r types.RemoteCheckResult) error {
+			results[r.Repository+":"+r.Tag] = r
+			prog.tick()
+			return nil
+		})
+		prog.finish()
+		if err != nil {
+			return err
+		}
+	}
+	if err := writeCheckedImages(c, list, o, results, time.Now()); err != nil {
+		return err
+	}
+	return checkOutcome(c, results, o.check.exitCode)
+}
+
+// taggedRefs are the familiar repo:tag of every tagged image in list, sorted.
+func taggedRefs(list []image.Summary) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, img := range list {
+		for _, t := range img.RepoTags {
+			if !seen[t] && !strings.HasSuffix(t, ":<none>") {
+				seen[t] = true
+				out = append(out, t)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// checkCredentials reads the credential store for each registry the tags
+// are on. A registry whose helper fails is checked anonymously, with a
+// warning: one broken helper must not stop the check of every registry.
+func (c *cli) checkCredentials(ctx context.Context, tags []string) []registry.AuthConfig {
+	hosts := map[string]bool{}
+	for _, t := range tags {
+		if h := registryHost(t); h != "" {
+			hosts[serverKey(h)] = true
+		}
+	}
+	keys := make([]string, 0, len(hosts))
+	for k := range hosts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out []registry.AuthConfig
+	for _, k := range keys {
+		ac, err := c.authForServer(ctx, k)
+		if err != nil {
+			fmt.Fprintf(c.err, "warning: %v; checking %s anonymously\n", err, k)
+			continue
+		}
+		if ac != nil {
+			out = append(out, *ac)
+		}
+	}
+	return out
+}
+
+// writeCheckedImages prints the list with each tagged row's answer.
+func writeCheckedImages(c *cli, list []image.Summary, o imagesOptions, results map[string]types.RemoteCheckResult, now time.Time) error {
+	format := o.format
+	switch {
+	case o.quiet:
+		format = quietImagesFormat
+	case format == "" || format == "table":
+		format = defaultImagesFormat + "\t{{.Remote}}"
+		if o.digests {
+			format = defaultImagesDigestsFormat + "\t{{.Remote}}"
+		}
+	}
+	headers := map[string]string{}
+	for k, v := range imageHeaders {
+		headers[k] = v
+	}
+	for k, v := range checkHeaders {
+		headers[k] = v
+	}
+	w, err := newRowWriter(c.out, format, headers)
+	if err != nil {
+		return err
+	}
+	for _, img := range list {
+		for _, row := range imageRows(img, o.digests || strings.Contains(format, ".Digest"), !o.noTrunc, now) {
+			cr := checkedImageRow{imageRow: row}
+			if r, ok := results[row.Repository+":"+row.Tag]; ok {
+				cr.Remote = remoteColumn(r)
+				cr.RemoteStatus, cr.RemoteDigest, cr.RemoteError = r.RemoteStatus, r.RemoteDigest, r.RemoteError
+				cr.PlatformChanged = r.PlatformChanged
+			}
+			if err := w.Write(cr); err != nil {
+				return err
+			}
+		}
+	}
+	return w.Flush()
+}
+
+// remoteColumn is the REMOTE cell: the status; an outdated index whose
+// platform manifest did not change says so (a re-pull gives the same image).
+func remoteColumn(r types.RemoteCheckResult) string {
+	if r.RemoteStatus == types.RemoteOutdated && r.PlatformChanged != nil && !*r.PlatformChanged {
+		return "outdated (platform unchanged)"
+	}
+	return r.RemoteStatus
+}
+
+// checkOutcome reports the checks that failed on stderr and, with
+// --exit-code, turns the answers into the exit status.
+func checkOutcome(c *cli, results map[string]types.RemoteCheckResult, exitCode bool) error {
+	keys := make([]string, 0, len(results))
+	for k := range results {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var stale, failed int
+	for _, k := range keys {
+		switch r := results[k]; r.RemoteStatus {
+		case types.RemoteOutdated, types.RemoteMissing:
+			stale++
+		case types.RemoteError:
+			failed++
+			fmt.Fprintf(c.err, "%s: %s\n", familiarTag(r), r.RemoteError)
+		}
+	}
+	switch {
+	case !exitCode:
+		return nil
+	case stale > 0:
+		return &statusError{status: exitOutdated}
+	case failed > 0:
+		return &statusError{status: exitCheckFailed}
+	}
+	return nil
+}
+
+func familiarTag(r types.RemoteCheckResult) string {
+	if ref, err := reference.ParseNormalizedNamed(r.Repository + ":" + r.Tag); err == nil {
+		return reference.FamiliarString(ref)
+	}
+	return r.Repository + ":" + r.Tag
+}
+
+// checkProgress writes "checked N of M" on stderr when it is a terminal
+// and the list is long enough to wait for.
+type checkProgress struct {
+	c           *cli
+	total, done int
+	on          bool
+}
+
+// minProgressImages: below this many tags the check ends before progress
+// would be read.
+const minProgressImages = 10
+
+func newCheckProgress(c *cli, total int) *checkProgress {
+	return &checkProgress{c: c, total: total, on: total >= minProgressImages && isTerminal(c.err)}
+}
+
+func (p *checkProgress) tick() {
+	p.done++
+	if p.on {
+		fmt.Fprintf(p.c.err, "\rchecking remote tags: %d of %d", p.done, p.total)
+	}
+}
+
+func (p *checkProgress) finish() {
+	if p.on {
+		fmt.Fprint(p.c.err, "\r\033[K")
+	}
+}

@@ -1,0 +1,188 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/containerd/errdefs"
+
+	"github.com/distribution/reference"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/graph/store"
+)
+
+func TestCompareRemote(t *testing.T) {
+	d := func(s string) digest.Digest { return digest.FromString(s) }
+	amd64 := &ocispec.Platform{OS: "linux", Architecture: "amd64"}
+	arm64 := ocispec.Platform{OS: "linux", Architecture: "arm64", Variant: "v8"}
+	index := func(amd, arm digest.Digest) *ocispec.Index {
+		idx := &ocispec.Index{}
+		if amd != "" {
+			idx.Manifests = append(idx.Manifests, ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: amd, Platform: amd64})
+		}
+		idx.Manifests = append(idx.Manifests, ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: arm, Platform: &arm64})
+		return idx
+	}
+	single := localPull{Pulled: []digest.Digest{d("m1")}, Manifest: d("m1")}
+	multi := localPull{Pulled: []digest.Digest{d("ix1")}, Manifest: d("amd1"), TargetIsIndex: true, Platform: amd64}
+	yes, no := true, false
+
+	cases := []struct {
+		name           string
+		local          localPull
+		remote         remoteTop
+		status         string
+		changed        *bool
+		remotePlatform digest.Digest
+		platform       string
+	}{
+		{"single unchanged", single, remoteTop{Descriptor: ocispec.Descriptor{Digest: d("m1")}}, types.RemoteCurrent, nil, "", ""},
+		{"single moved", single, remoteTop{Descriptor: ocispec.Descriptor{Digest: d("m2")}}, types.RemoteOutdated, &yes, d("m2"), ""},
+		{"pulled under another digest too", localPull{Pulled: []digest.Digest{d("m1"), d("m0")}, Manifest: d("m1")},
+			remoteTop{Descriptor: ocispec.Descriptor{Digest: d("m0")}}, types.RemoteCurrent, nil, "", ""},
+		{"index unchanged", multi, remoteTop{Descriptor: ocispec.Descriptor{Digest: d("ix1")}, IsIndex: true}, types.RemoteCurrent, nil, "", ""},
+		{"index moved, other platform only", multi, remoteTop{Descriptor: ocispec.Descriptor{Digest: d("ix2")}, IsIndex: true, Index: index(d("amd1"), d("arm2"))},
+			types.RemoteOutdated, &no, d("amd1"), "linux/amd64"},
+		{"index moved, pulled platform too", multi, remoteTop{Descriptor: ocispec.Descriptor{Digest: d("ix3")}, IsIndex: true, Index: index(d("amd3"), d("arm1"))},
+			types.RemoteOutdated, &yes, d("amd3"), "linux/amd64"},
+		{"index moved, pulled platform dropped", multi, remoteTop{Descriptor: ocispec.Descriptor{Digest: d("ix4")}, IsIndex: true, Index: index("", d("arm1"))},
+			types.RemoteOutdated, &yes, "", "linux/amd64"},
+		{"index moved, not read", multi, remoteTop{Descriptor: ocispec.Descriptor{Digest: d("ix5")}, IsIndex: true},
+			types.RemoteOutdated, nil, "", "linux/amd64"},
+		{"index replaced by the pulled platform's manifest", multi, remoteTop{Descriptor: ocispec.Descriptor{Digest: d("amd1")}},
+			types.RemoteOutdated, &no, d("amd1"), "linux/amd64"},
+		{"single became an index holding it", localPull{Pulled: []digest.Digest{d("amd1")}, Manifest: d("amd1"), Platform: amd64},
+			remoteTop{Descriptor: ocispec.Descriptor{Digest: d("ix6")}, IsIndex: true, Index: index(d("amd1"), d("arm1"))},
+			types.RemoteOutdated, &no, d("amd1"), "linux/amd64"},
+		{"platform unknown", localPull{Pulled: []digest.Digest{d("ix1")}, Manifest: d("amd1"), TargetIsIndex: true},
+			remoteTop{Descriptor: ocispec.Descriptor{Digest: d("ix7")}, IsIndex: true, Index: index(d("amd1"), d("arm1"))},
+			types.RemoteOutdated, nil, "", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var res types.RemoteCheckResult
+			compareRemote(tc.local, tc.remote, &res)
+			if res.RemoteStatus != tc.status {
+				t.Errorf("status %q, want %q", res.RemoteStatus, tc.status)
+			}
+			if (res.PlatformChanged == nil) != (tc.changed == nil) || (tc.changed != nil && *res.PlatformChanged != *tc.changed) {
+				t.Errorf("PlatformChanged %v, want %v", ptrString(res.PlatformChanged), ptrString(tc.changed))
+			}
+			if res.RemotePlatformDigest != tc.remotePlatform.String() {
+				t.Errorf("RemotePlatformDigest %q, want %q", res.RemotePlatformDigest, tc.remotePlatform)
+			}
+			if res.Platform != tc.platform {
+				t.Errorf("Platform %q, want %q", res.Platform, tc.platform)
+			}
+			if tc.status == types.RemoteOutdated && res.LocalPlatformDigest != tc.local.Manifest.String() {
+				t.Errorf("LocalPlatformDigest %q, want %q", res.LocalPlatformDigest, tc.local.Manifest)
+			}
+		})
+	}
+}
+
+func ptrString(b *bool) string {
+	if b == nil {
+		return "unset"
+	}
+	if *b {
+		return "true"
+	}
+	return "false"
+}
+
+func TestPulledDigestsAreThoseOfTheRepository(t *testing.T) {
+	top := digest.FromString("top")
+	other := digest.FromString("other")
+	rec := &store.ImageRecord{
+		Target: ocispec.Descriptor{Digest: top},
+		RepoDigests: []string{
+			"docker.io/library/busybox@" + other.String(),
+			"docker.io/library/busybox@" + top.String(),
+			"registry.example/library/busybox@" + digest.FromString("elsewhere").String(),
+			"docker.io/library/busyboxes@" + digest.FromString("prefix").String(),
+		},
+	}
+	ref := mustNamed(t, "busybox:latest")
+	got := pulledDigests(rec, ref)
+	if len(got) != 2 || got[0] != top || got[1] != other {
+		t.Fatalf("got %v, want [%s %s] (the top level first, this repository only)", got, top, other)
+	}
+	if got := pulledDigests(rec, mustNamed(t, "alpine:latest")); len(got) != 0 {
+		t.Fatalf("another repository: %v", got)
+	}
+}
+
+func mustNamed(t *testing.T, s string) reference.Named {
+	t.Helper()
+	n, err := reference.ParseNormalizedNamed(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestCheckRemoteNamesAndLocalImages(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newLocalTestStore(t) // no registry: a pulled image's check is an error
+	a := putCustomImage(t, s, store.ImageConfig{}, [][]byte{[]byte("a")}, "busybox:1", "busybox:2")
+	putCustomImage(t, s, store.ImageConfig{}, [][]byte{[]byte("b")}, "localhost:5000/app:1")
+	pulled := "docker.io/library/busybox@" + digest.FromString("pulled").String()
+	if _, err := s.st.Update(false, func(tx *store.Txn) error { return tx.PointRef(pulled, a.ID) }); err != nil {
+		t.Fatal(err)
+	}
+	check := func(names ...string) (map[string]string, error) {
+		got := map[string]string{}
+		err := s.CheckRemote(ctx, types.RemoteCheckOptions{Names: names}, func(r types.RemoteCheckResult) error {
+			got[r.Repository+":"+r.Tag] = r.RemoteStatus
+			return nil
+		})
+		return got, err
+	}
+	cases := []struct {
+		names []string
+		want  map[string]string
+	}{
+		{nil, map[string]string{"busybox:1": "error", "busybox:2": "error", "localhost:5000/app:1": "local"}},
+		{[]string{"busybox"}, map[string]string{"busybox:1": "error", "busybox:2": "error"}},
+		{[]string{"docker.io/library/busybox:2", "localhost:5000/*"}, map[string]string{"busybox:2": "error", "localhost:5000/app:1": "local"}},
+	}
+	for _, tc := range cases {
+		got, err := check(tc.names...)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.names, err)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%v: got %v, want %v", tc.names, got, tc.want)
+		}
+	}
+	// The registry could not be reached for busybox:1 (or :2, whichever
+	// went first): the other is not asked, and says why.
+	var notAsked int
+	err := s.CheckRemote(ctx, types.RemoteCheckOptions{Names: []string{"busybox"}}, func(r types.RemoteCheckResult) error {
+		if strings.HasPrefix(r.RemoteError, "not asked: ") {
+			notAsked++
+		}
+		return nil
+	})
+	if err != nil || notAsked != 1 {
+		t.Errorf("after an unreachable registry: %d not asked (%v), want 1", notAsked, err)
+	}
+	if got, err := check("busybox", "nope"); !errdefs.IsNotFound(err) || len(got) != 0 {
+		t.Errorf("a name matching nothing: %v, %v emitted", err, got)
+	}
+	if _, err := check("["); !errdefs.IsInvalidArgument(err) {
+		t.Errorf("a bad pattern: %v", err)
+	}
+	// A client that goes away stops the check with its error.
+	stop := errors.New("client gone")
+	if err := s.CheckRemote(ctx, types.RemoteCheckOptions{}, func(types.RemoteCheckResult) error { return stop }); !errors.Is(err, stop) {
+		t.Errorf("emit error: %v", err)
+	}
+}

@@ -1,0 +1,164 @@
+package registry
+
+import (
+	"container/list"
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/containerd/errdefs"
+	registrytypes "github.com/moby/moby/api/types/registry"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+)
+
+// The tag freshness cache: what a tag named, and when the registry said
+// so. Unlike the content cache it holds an answer that goes stale, so it is
+// read only by a caller that says how old an answer it accepts (the update
+// check's max-age); every other path asks the registry and only writes
+// here. It is keyed like the content cache — registry/repository plus the
+// credential identity — so an answer given to one user (or anonymously on
+// one registry) is never shown to another: a private tag's digest is itself
+// information.
+
+// maxTagAnswers bounds the cache (16,384 answers of ~200 bytes: ~3 MiB);
+// beyond, the least recently used go.
+const maxTagAnswers = 16384
+
+// TagAnswer is what a registry said a tag names.
+type TagAnswer struct {
+	// Descriptor is the top level the tag names: digest, media type (as
+	// served) and size when known.
+	Descriptor ocispec.Descriptor
+	// At is when the registry answered.
+	At time.Time
+	// Cached is true when no request was made (the answer was younger than
+	// the max-age asked for).
+	Cached bool
+}
+
+type tagEntry struct {
+	key     string
+	desc    ocispec.Descriptor
+	missing bool // the registry said the tag or repository does not exist
+	at      time.Time
+}
+
+// tagCache is an LRU of tag answers by scope and tag.
+type tagCache struct {
+	max int
+	now func() time.Time
+
+	mu    sync.Mutex
+	lru   *list.List // front = most recent; values are *tagEntry
+	index map[string]*list.Element
+}
+
+func newTagCache(max int) *tagCache {
+	return &tagCache{max: max, now: time.Now, lru: list.New(), index: map[string]*list.Element{}}
+}
+
+func tagKey(scope, tag string) string { return scope + "\x00" + tag }
+
+// get returns the answer for (scope, tag) when it is younger than maxAge.
+func (c *tagCache) get(scope, tag string, maxAge time.Duration) (tagEntry, bool) {
+	if maxAge <= 0 {
+		return tagEntry{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.index[tagKey(scope, tag)]
+	if !ok {
+		return tagEntry{}, false
+	}
+	te := e.Value.(*tagEntry)
+	if c.now().Sub(te.at) >= maxAge {
+		return tagEntry{}, false
+	}
+	c.lru.MoveToFront(e)
+	return *te, true
+}
+
+// put records an answer given at time at (an older answer never replaces a
+// newer one: two checks may finish out of order).
+func (c *tagCache) put(scope, tag string, desc ocispec.Descriptor, missing bool, at time.Time) {
+	k := tagKey(scope, tag)
+	desc.Data, desc.Annotations, desc.Platform = nil, nil, nil
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.index[k]; ok {
+		te := e.Value.(*tagEntry)
+		if te.at.After(at) {
+			return
+		}
+		te.desc, te.missing, te.at = desc, missing, at
+		c.lru.MoveToFront(e)
+		return
+	}
+	c.index[k] = c.lru.PushFront(&tagEntry{key: k, desc: desc, missing: missing, at: at})
+	for c.lru.Len() > c.max {
+		last := c.lru.Back()
+		c.lru.Remove(last)
+		delete(c.index, last.Value.(*tagEntry).key)
+	}
+}
+
+// HeadTag asks what tag names now, with one HEAD (a GET only when the
+// registry's HEAD gives no digest), and records the answer in the tag
+// freshness cache. With maxAge > 0 an answer this repository's scope got
+// less than maxAge ago is returned with no request at all (Cached). A tag
+// or repository the registry does not have is errdefs.ErrNotFound — also
+// remembered, so that a repeat within maxAge is free for it too; any other
+// error is never remembered.
+func (r *Repository) HeadTag(ctx context.Context, tag string, maxAge time.Duration) (TagAnswer, error) {
+	if !anchoredTag.MatchString(tag) {
+		return TagAnswer{}, fmt.Errorf("invalid tag %q%.0w", tag, errdefs.ErrInvalidArgument)
+	}
+	tags := r.svc.tags
+	te, ok := tags.get(r.scope(), tag, maxAge)
+	if maxAge > 0 {
+		r.svc.obs.CacheLookup(CacheTagAnswer, ok)
+	}
+	if ok {
+		if te.missing {
+			return TagAnswer{}, fmt.Errorf("%s:%s: not found in the registry (answered %s ago)%.0w",
+				r.info.Name.Name(), tag, tags.now().Sub(te.at).Round(time.Millisecond), errdefs.ErrNotFound)
+		}
+		return TagAnswer{Descriptor: te.desc, At: te.at, Cached: true}, nil
+	}
+	at := tags.now()
+	desc, err := r.Resolve(ctx, tag)
+	switch {
+	case err == nil:
+		tags.put(r.scope(), tag, desc, false, at)
+		return TagAnswer{Descriptor: desc, At: at}, nil
+	case errdefs.IsNotFound(err):
+		tags.put(r.scope(), tag, ocispec.Descriptor{}, true, at)
+	}
+	return TagAnswer{}, err
+}
+
+// noteTag records what a tag named when another path (pull, remote
+// inspect) resolved it, so that a check right after costs nothing when the
+// caller allows it.
+func (r *Repository) noteTag(tag string, desc ocispec.Descriptor, at time.Time) {
+	if tag != "" {
+		r.svc.tags.put(r.scope(), tag, desc, false, at)
+	}
+}
+
+// AuthForRegistry picks, from credentials given for several registries
+// (X-Registry-Config, keyed by server address as the docker CLI keys them),
+// the one for index, with its ServerAddress set to the key it was found
+// under, so that it is sent to that registry and no other. nil when none
+// belongs to index.
+func AuthForRegistry(auths []registrytypes.AuthConfig, index string) *registrytypes.AuthConfig {
+	want := normaliseIndexName(index)
+	for i := range auths {
+		if a := normaliseServerAddress(auths[i].ServerAddress); a != "" && a == want {
+			ac := auths[i]
+			return &ac
+		}
+	}
+	return nil
+}
