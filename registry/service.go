@@ -29,6 +29,9 @@ type Service struct {
 	client     *http.Client // retry → challenge memo → per-host transport
 	content    *contentCache
 	warm       *repoSet
+	// noReferrersAPI: hosts that answered the referrers API with 404
+	// (referrers.go); they are asked through the tag schema only.
+	noReferrersAPI hostSet
 
 	mu          sync.Mutex
 	tokenCaches map[string]*tokenCache // credential identity → tokens
