@@ -158,30 +158,49 @@ func (r *Repository) referrersOf(ctx context.Context, subject digest.Digest, opt
 func (r *Repository) referrersIndex(ctx context.Context, subject digest.Digest, opts ReferrersOptions) ([]Referrer, error) {
 	if !r.svc.noReferrersAPI.has(r.upstream.host) {
 		refs, err := r.referrersAPI(ctx, subject, opts)
-		var er *errcode.ErrorResponse
-		if !errors.As(err, &er) || er.StatusCode != http.StatusNotFound {
+		if !noReferrersAPI(err) {
 			return refs, classify(err, r.upstream.host)
 		}
-		// distribution-spec 1.1: a registry with the API never answers it
-		// with 404; one without it does.
 		r.svc.noReferrersAPI.add(r.upstream.host)
 	}
 	tag, ok := tagSchemaTag(subject)
 	if !ok {
 		return nil, nil
 	}
-	_, body, err := r.getManifest(ctx, r.upstream, tag, "")
+	desc, body, err := r.getManifest(ctx, r.upstream, tag, "")
 	if err != nil {
 		if err = classify(err, r.upstream.host); errdefs.IsNotFound(err) {
 			return nil, nil
 		}
 		return nil, err
 	}
+	// Some registries resolve the tag to the subject itself (as oras-go
+	// notes): its entries are not referrers, and the schema's document is
+	// an OCI index.
+	if desc.MediaType != ocispec.MediaTypeImageIndex || desc.Digest == subject {
+		return nil, nil
+	}
 	var idx ocispec.Index
 	if err := json.Unmarshal(body, &idx); err != nil {
 		return nil, invalidDocument(r.upstream.host, "referrers index %s: %v", tag, err)
 	}
 	return referrersFromIndex(r.upstream.host, subject, idx.Manifests, ReferrerSourceTag, opts.ArtifactType, false)
+}
+
+// noReferrersAPI reports whether err is a registry's way of saying it has
+// no referrers API: 404 (distribution-spec 1.1: a registry with the API
+// never answers it with 404; distribution v3.1 does), or a front end's 405
+// or 501 for a route it does not know.
+func noReferrersAPI(err error) bool {
+	var er *errcode.ErrorResponse
+	if !errors.As(err, &er) {
+		return false
+	}
+	switch er.StatusCode {
+	case http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusNotImplemented:
+		return true
+	}
+	return false
 }
 
 // referrersAPI is GET /v2/<name>/referrers/<digest>, every page. The error
