@@ -25,6 +25,10 @@ type InspectOptions struct {
 	Manifests bool
 	// Auth is sent as X-Registry-Auth (remote only); nil sends none.
 	Auth *registry.AuthConfig
+	// Referrers asks a remote inspect for the Referrers list, of
+	// ArtifactType only when it is set.
+	Referrers    bool
+	ArtifactType string
 }
 
 func (o InspectOptions) query(remote bool) (url.Values, error) {
@@ -34,6 +38,12 @@ func (o InspectOptions) query(remote bool) (url.Values, error) {
 	}
 	if o.Manifests {
 		q.Set("manifests", "1")
+	}
+	if remote && o.Referrers {
+		q.Set("referrers", "1")
+		if o.ArtifactType != "" {
+			q.Set("artifactType", o.ArtifactType)
+		}
 	}
 	if o.Platform != nil {
 		b, err := json.Marshal(o.Platform)

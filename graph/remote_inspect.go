@@ -49,6 +49,9 @@ func (s *Store) LookupRemote(ctx context.Context, name string, opts types.Remote
 	if opts.Manifests {
 		out.Manifests = remoteManifestSummaries(ri)
 	}
+	if opts.Referrers != nil {
+		out.Referrers = remoteReferrers(ri.Referrers)
+	}
 
 	actor := out.ID
 	if actor == "" {

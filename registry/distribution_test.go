@@ -112,7 +112,7 @@ func TestAgainstDistributionRegistry(t *testing.T) {
 	if err != nil || d.Digest != entries[0].Digest {
 		t.Errorf("Resolve single-amd64 = %v %v", d.Digest, err)
 	}
-	tags, err := mustRepo(t, s2, addr+"/real/app").Tags(ctx)
+	tags, err := mustRepo(t, s2, addr+"/real/app").Tags(ctx, TagsOptions{})
 	if err != nil || len(tags) != 3 {
 		t.Errorf("tags %v %v", tags, err)
 	}

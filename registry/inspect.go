@@ -30,6 +30,7 @@ func (s *Service) Inspect(ctx context.Context, req InspectRequest) (*RemoteImage
 		imagespec.FormatPlatform(imagespec.NormalizePlatform(req.Platform)),
 		credentialIdentity(req.Credentials.Auth),
 		metaKey(req.Credentials.MetaHeaders),
+		referrersKey(req.Referrers),
 	}, "\x00")
 	ch := s.flight.DoChan(key, func() (any, error) {
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), inspectTimeout)
@@ -69,8 +70,22 @@ func (s *Service) inspect(ctx context.Context, req InspectRequest) (*RemoteImage
 	if err != nil {
 		return nil, err
 	}
+	if req.Referrers != nil {
+		if img.Referrers, err = res.Referrers(ctx, img, *req.Referrers); err != nil {
+			return nil, err
+		}
+	}
 	s.log.WithField("registry", img.Registry).Debugf("Inspecting image %s", describeImage(img))
 	return img, nil
+}
+
+// referrersKey tells apart, in the inspect flight key, a request without
+// referrers, with all, and with one artifact type.
+func referrersKey(o *ReferrersOptions) string {
+	if o == nil {
+		return ""
+	}
+	return "referrers=" + o.ArtifactType
 }
 
 // notFoundError words a missing image like dockerd.

@@ -72,6 +72,9 @@ type InspectRequest struct {
 	Name        string
 	Platform    ocispec.Platform // the platform to pick from an index (the caller fills the default)
 	Credentials Credentials
+	// Referrers, when set, asks for what refers to the image too
+	// (referrers.go); nil costs no request.
+	Referrers *ReferrersOptions
 }
 
 // RemoteImage is what a remote inspect learned about one image.
@@ -95,4 +98,7 @@ type RemoteImage struct {
 
 	// V1 is set when the answer came from a v1 registry or a schema1 manifest.
 	V1 bool
+
+	// Referrers are set when InspectRequest.Referrers asked for them.
+	Referrers []Referrer
 }

@@ -20,14 +20,7 @@ import (
 	"oras.land/oras-go/v2/registry/remote/auth"
 )
 
-// Tag listing bounds: a registry drives pagination with Link headers, so a
-// hostile or broken one could page forever. 100 pages of up to 4 MiB and
-// 100,000 tags are far beyond any real repository.
-const (
-	maxTagPages   = 100
-	maxTags       = 100_000
-	oauthClientID = "wharf"
-)
+const oauthClientID = "wharf"
 
 var anchoredTag = regexp.MustCompile(`^[\w][\w.-]{0,127}$`)
 
@@ -114,7 +107,6 @@ func (s *Service) newRepoEndpoint(ep *endpoint, path, index string, creds Creden
 		Client:           ac,
 		Reference:        registry.Reference{Registry: ep.host, Repository: path},
 		PlainHTTP:        ep.plainHTTP,
-		TagListMaxPages:  maxTagPages,
 		MaxMetadataBytes: maxManifestSize,
 		SkipReferrersGC:  true,
 	}
@@ -195,25 +187,6 @@ func (r *Repository) Resolve(ctx context.Context, tagOrDigest string) (ocispec.D
 		return nil
 	})
 	return desc, err
-}
-
-// Tags lists the repository's tags (Link pagination, bounded).
-func (r *Repository) Tags(ctx context.Context) ([]string, error) {
-	var tags []string
-	err := r.readEach(ctx, func(ep *repoEndpoint) error {
-		tags = tags[:0]
-		return ep.oras.Tags(ctx, "", func(page []string) error {
-			if len(tags)+len(page) > maxTags {
-				return fmt.Errorf("repository %s has more than %d tags", r.path, maxTags)
-			}
-			tags = append(tags, page...)
-			return nil
-		})
-	})
-	if err != nil {
-		return nil, err
-	}
-	return tags, nil
 }
 
 func validateDescriptor(desc ocispec.Descriptor) error {

@@ -137,7 +137,7 @@ func (s *Service) resolveName(ctx context.Context, name reference.Named, creds C
 	}
 	res, err := repo.resolve(ctx, tag, dgst)
 	if err != nil && implicit && errdefs.IsNotFound(err) {
-		if tags, terr := repo.Tags(ctx); terr == nil && len(tags) > 0 && tags[0] != "latest" {
+		if tags, terr := repo.Tags(ctx, TagsOptions{Limit: 1}); terr == nil && len(tags) > 0 && tags[0] != "latest" {
 			res, err = repo.resolve(ctx, tags[0], "")
 		}
 	}
@@ -317,9 +317,10 @@ func (r *Resolved) Image(ctx context.Context, p ocispec.Platform) (*RemoteImage,
 }
 
 // ListTags lists the tags of a repository named as the user typed it,
-// searching the candidates as Resolve does (docker pull --all-tags). It
-// returns the repository that answered.
-func (s *Service) ListTags(ctx context.Context, name string, creds Credentials) (*Repository, []string, error) {
+// searching the candidates as Resolve does (docker pull --all-tags, wharf
+// tags). It returns the repository that answered. A tag or digest in name
+// is ignored: the repository is listed.
+func (s *Service) ListTags(ctx context.Context, name string, creds Credentials, opts TagsOptions) (*Repository, []string, error) {
 	var (
 		repo *Repository
 		tags []string
@@ -329,7 +330,7 @@ func (s *Service) ListTags(ctx context.Context, name string, creds Credentials) 
 		if err != nil {
 			return err
 		}
-		t, err := r.Tags(ctx)
+		t, err := r.Tags(ctx, opts)
 		if err != nil {
 			return err
 		}

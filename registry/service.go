@@ -31,6 +31,9 @@ type Service struct {
 	warm       *repoSet
 	obs        Observer  // metrics.go
 	tags       *tagCache // tag → digest answers, read only under a max-age (tagcache.go)
+	// noReferrersAPI: hosts that answered the referrers API with 404
+	// (referrers.go); they are asked through the tag schema only.
+	noReferrersAPI hostSet
 
 	mu          sync.Mutex
 	tokenCaches map[string]*tokenCache // credential identity → tokens

@@ -280,7 +280,7 @@ func TestPushMountTagsAndExists(t *testing.T) {
 		t.Errorf("mismatched manifest push: %v", err)
 	}
 	f.tagsPerPage = 2
-	tags, err := r.Tags(ctx)
+	tags, err := r.Tags(ctx, TagsOptions{})
 	if err != nil || strings.Join(tags, ",") != "t1,t2,t3" {
 		t.Errorf("tags %v %v", tags, err)
 	}

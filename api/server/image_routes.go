@@ -157,6 +157,7 @@ func (s *Server) inspectRemote(w http.ResponseWriter, r *http.Request, name stri
 		Auth:           auth,
 		MetaHeaders:    metaHeaders(r),
 		Raw:            boolValue(r, "raw"),
+		Referrers:      referrersQuery(r),
 	}
 	if ropts.Raw {
 		body, desc, err := s.backend.RemoteManifest(r.Context(), name, ropts)

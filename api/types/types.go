@@ -51,6 +51,8 @@ type RemoteImageInspect struct {
 	PlatformManifestDigest string `json:",omitempty"`
 	// ManifestAnnotations are the annotations of the platform manifest.
 	ManifestAnnotations map[string]string `json:",omitempty"`
+	// Referrers lists what refers to the image, with referrers=1 only.
+	Referrers *Referrers `json:",omitempty"`
 }
 
 // InspectOptions are the query options of GET /images/{name}/json.
@@ -70,6 +72,8 @@ type RemoteInspectOptions struct {
 	MetaHeaders http.Header
 	// Raw asks for the manifest bytes as served (wharf inspect --raw).
 	Raw bool
+	// Referrers, when set, adds the Referrers list (referrers=1).
+	Referrers *ReferrersQuery
 }
 
 // ImageListOptions are the query options of GET /images/json.

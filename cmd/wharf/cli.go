@@ -174,6 +174,7 @@ func newRootCommand(c *cli) *cobra.Command {
 		newInspectCommand(c),
 		newHistoryCommand(c),
 		newTagCommand(c),
+		newTagsCommand(c),
 		newRmiCommand(c),
 		newImportCommand(c),
 		newSaveCommand(c),

@@ -20,6 +20,9 @@ type inspectOptions struct {
 	remote   bool
 	platform string
 	raw      bool
+
+	referrers    bool
+	artifactType string
 }
 
 func newInspectCommand(c *cli) *cobra.Command {
@@ -34,7 +37,8 @@ func newInspectCommand(c *cli) *cobra.Command {
 		Example: `  wharf inspect alpine:3.20
   wharf inspect --remote registry.example.com/team/app:1.4
   wharf inspect -r --platform linux/arm64/v8 -f '{{.Digest}} {{.Architecture}}' alpine
-  wharf inspect --remote --raw alpine:3.20`,
+  wharf inspect --remote --raw alpine:3.20
+  wharf inspect --remote --referrers -f '{{range .Referrers}}{{.Source}} {{.ArtifactType}} {{.Digest}}{{"\n"}}{{end}}' app:1.4`,
 		Args:              requiresMinArgs(1),
 		ValidArgsFunction: completeImageNames(c, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -47,6 +51,8 @@ func newInspectCommand(c *cli) *cobra.Command {
 	fl.BoolVarP(&o.remote, "remote", "r", false, "Inspect the image in its registry without pulling it (implies --type=image)")
 	fl.StringVar(&o.platform, "platform", "", "Platform to inspect in a multi-platform image (os/arch[/variant])")
 	fl.BoolVar(&o.raw, "raw", false, "Print the manifest exactly as the registry serves it (requires --remote)")
+	fl.BoolVar(&o.referrers, "referrers", false, "Add the Referrers list: signatures, SBOMs and attestations that refer to the image (requires --remote)")
+	fl.StringVar(&o.artifactType, "artifact-type", "", "With --referrers, only referrers of this artifact type")
 	_ = cmd.RegisterFlagCompletionFunc("type", cobra.FixedCompletions([]string{"image", "container"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("platform", cobra.FixedCompletions([]string{
 		"linux/amd64", "linux/arm64", "linux/arm64/v8", "linux/arm/v7", "linux/arm/v6",
@@ -70,6 +76,15 @@ func runInspect(ctx context.Context, c *cli, o inspectOptions, names []string) e
 	if o.raw && o.format != "" {
 		return errors.New("conflicting options: --raw && --format")
 	}
+	if o.referrers && !o.remote {
+		return errors.New("--referrers requires --remote")
+	}
+	if o.referrers && o.raw {
+		return errors.New("conflicting options: --raw && --referrers")
+	}
+	if o.artifactType != "" && !o.referrers {
+		return errors.New("--artifact-type requires --referrers")
+	}
 	platform, err := parsePlatform(o.platform)
 	if err != nil {
 		return err
@@ -78,7 +93,7 @@ func runInspect(ctx context.Context, c *cli, o inspectOptions, names []string) e
 	if err != nil {
 		return err
 	}
-	opts := client.InspectOptions{Platform: platform}
+	opts := client.InspectOptions{Platform: platform, Referrers: o.referrers, ArtifactType: o.artifactType}
 
 	var found []json.RawMessage
 	var failures []string

@@ -120,7 +120,7 @@ func writePullStatus(po *progressOutput, ref string, upToDate bool) error {
 // pullAllTags pulls every tag of the repository (docker pull -a), found
 // as Resolve finds a name (registry.Service.ListTags).
 func (s *Service) pullAllTags(ctx context.Context, svc *registry.Service, tn typedName, creds registry.Credentials, platform ocispec.Platform, po *progressOutput) error {
-	repo, tags, err := svc.ListTags(ctx, tn.Repo, creds)
+	repo, tags, err := svc.ListTags(ctx, tn.Repo, creds, registry.TagsOptions{})
 	if err != nil {
 		return pullError(tn, creds, err)
 	}

@@ -51,11 +51,15 @@ func (s *Service) InspectRemote(ctx context.Context, name string, opts types.Rem
 	if err != nil {
 		return nil, err
 	}
-	ri, err := svc.Inspect(ctx, registry.InspectRequest{
+	req := registry.InspectRequest{
 		Name:        name,
 		Platform:    s.platformOr(opts.Platform),
 		Credentials: credentials(opts.Auth, opts.MetaHeaders),
-	})
+	}
+	if opts.Referrers != nil {
+		req.Referrers = &registry.ReferrersOptions{ArtifactType: opts.Referrers.ArtifactType}
+	}
+	ri, err := svc.Inspect(ctx, req)
 	if err != nil {
 		return nil, noSuchImage(name, err)
 	}
