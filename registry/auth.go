@@ -129,7 +129,7 @@ func (s *Service) Login(ctx context.Context, ac *registrytypes.AuthConfig) (stri
 	if _, err := validateHost(index); err != nil {
 		return "", fmt.Errorf("%w%.0w", err, errdefs.ErrInvalidArgument)
 	}
-	if s.cfg.isBlocked(index) {
+	if s.config().isBlocked(index) {
 		return "", blockedError(index)
 	}
 	host := apiHost(index)

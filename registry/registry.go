@@ -81,6 +81,7 @@ type RemoteImage struct {
 	Descriptor ocispec.Descriptor // top-level manifest or index, as NAME@digest pins it
 	Raw        []byte             // top-level bytes as served
 	Index      *ocispec.Index     // set when the top level is an index / manifest list
+	ServedBy   string             // API host that answered the resolution (a mirror's or the upstream's); empty from the cache
 
 	Manifest      ocispec.Descriptor // the chosen platform manifest
 	ManifestBytes []byte
