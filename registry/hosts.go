@@ -75,7 +75,7 @@ func parseHostsFile(baseDir string, b []byte) ([]hostConfig, error) {
 	}
 	order, err := hostsInOrder(b)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("invalid TOML: %w", err)
 	}
 	var c struct {
 		hostFileSection
@@ -83,7 +83,7 @@ func parseHostsFile(baseDir string, b []byte) ([]hostConfig, error) {
 		Hosts  map[string]hostFileSection `toml:"host"`
 	}
 	if err := toml.Unmarshal(b, &c); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("invalid TOML: %w", err)
 	}
 	var out []hostConfig
 	for _, h := range order {
@@ -139,7 +139,7 @@ func hostsInOrder(b []byte) ([]string, error) {
 func parseHostSection(server, baseDir string, sec hostFileSection) (hostConfig, error) {
 	var hc hostConfig
 	if server != "" {
-		if !strings.HasPrefix(server, "http") {
+		if !strings.Contains(server, "://") {
 			server = "https://" + server
 		}
 		u, err := url.Parse(server)
