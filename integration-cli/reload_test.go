@@ -2,6 +2,7 @@ package integration
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -104,5 +105,53 @@ server = "http://%s"
 	writeHostsToml(c, certs, hostPart+"_"+port+"_", "[host.\"http://x\"\ncapabilities = 1")
 	hup(c, d, "reload failed")
 	c.Assert(remoteServedBy(c, d, name), check.Equals, mirror.Host)
+	d.Stop(c)
+}
+
+// TestSIGHUPDuringALoadDoesNotAbortIt: a SIGHUP that arrives while an
+// archive is being loaded is a reload; the load finishes and records the
+// image. Before, it killed wharfd mid-load, leaving the socket, an ingest
+// file and the lock behind.
+func (s *ReloadSuite) TestSIGHUPDuringALoadDoesNotAbortIt(c *check.C) {
+	src := StartDaemon(c)
+	id := src.Import(c, "reload/load:1", "LABEL n=1")
+	saved := src.Get(c, "/v1.50/images/get?names=reload/load:1")
+	c.Assert(saved.Status, check.Equals, http.StatusOK, check.Commentf("%s", saved))
+	src.Stop(c)
+
+	d := StartDaemon(c)
+	defer d.Kill()
+	pr, pw := io.Pipe()
+	type result struct {
+		status int
+		body   []byte
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, "http://wharfd/v1.50/images/load?quiet=1", pr)
+		req.Header.Set("Content-Type", "application/x-tar")
+		resp, err := d.HTTPClient().Do(req)
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		done <- result{resp.StatusCode, b, err}
+	}()
+	half := len(saved.Body) / 2
+	_, err := pw.Write(saved.Body[:half]) // taken by wharfd: the load is under way
+	c.Assert(err, check.IsNil)
+	hup(c, d, "configuration reloaded")
+	_, err = pw.Write(saved.Body[half:])
+	c.Assert(err, check.IsNil)
+	c.Assert(pw.Close(), check.IsNil)
+	r := <-done
+	c.Assert(r.err, check.IsNil)
+	lr := Response{Status: r.status, Body: r.body}
+	c.Assert(lr.Status, check.Equals, http.StatusOK, check.Commentf("%s", lr))
+	c.Assert(lr.Lines(c).Err(), check.Equals, "")
+	c.Assert(d.Inspect(c, "reload/load:1")["Id"], check.Equals, id)
 	d.Stop(c)
 }
