@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	registrytypes "github.com/moby/moby/api/types/registry"
 	"github.com/sirupsen/logrus"
@@ -205,5 +206,66 @@ func TestReloadSwapsMirrorsAndKeepsTheOldOnError(t *testing.T) {
 	}
 	if got := servedBy(); got != up.host() {
 		t.Errorf("mirror removed: served by %q, want the upstream", got)
+	}
+}
+
+// TestDeadMirrorIsPassedOverThenTriedAgain: after a failure the mirror is
+// passed over (no request to it) until the retry window ends; then it is
+// asked again, and its answer ends the burst with one info line.
+func TestDeadMirrorIsPassedOverThenTriedAgain(t *testing.T) {
+	up, mirror := newFakeRegistry(t), newFakeRegistry(t)
+	up.addImage("team/app", "1", "linux", "amd64", "")
+	mirror.addImage("team/app", "1", "linux", "amd64", "")
+	var mu sync.Mutex
+	down := true
+	mirror.hook = func(w http.ResponseWriter, r *http.Request) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if down {
+			writeErr(w, http.StatusServiceUnavailable, "UNAVAILABLE", "down")
+			return true
+		}
+		return false
+	}
+	dir := t.TempDir()
+	writeHosts(t, dir, up.host(), fmt.Sprintf("[host.\"http://%s\"]\n", mirror.host()))
+	logger, hook := logtest.NewNullLogger()
+	s := testService(t, ServiceOptions{CertsDirs: []string{dir}, Logger: logrus.NewEntry(logger)})
+	s.mirrorRetry = time.Hour
+	ctx := context.Background()
+	req := InspectRequest{Name: up.host() + "/team/app:1", Platform: linuxAmd64()}
+	served := func() string {
+		t.Helper()
+		img, err := s.Inspect(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return img.ServedBy
+	}
+	if got := served(); got != up.host() {
+		t.Fatalf("mirror answering 503: served by %q", got)
+	}
+	mirror.reset()
+	if got := served(); got != up.host() || mirror.count() != 0 {
+		t.Errorf("within the window: served by %q, the mirror asked %d times, want 0", got, mirror.count())
+	}
+	mu.Lock()
+	down = false
+	mu.Unlock()
+	s.mirrorStateOf(mirror.host()).until.Store(0) // the window is over
+	if got := served(); got != mirror.host() {
+		t.Errorf("after the window: served by %q, want the mirror", got)
+	}
+	var infos, warns int
+	for _, e := range hook.AllEntries() {
+		switch {
+		case e.Level == logrus.WarnLevel:
+			warns++
+		case e.Level == logrus.InfoLevel && e.Message == "mirror answers again":
+			infos++
+		}
+	}
+	if warns != 1 || infos != 1 {
+		t.Errorf("%d warnings and %d recoveries logged, want 1 and 1", warns, infos)
 	}
 }

@@ -165,7 +165,7 @@ func (r *Repository) resolveEach(ctx context.Context, fn func(ep *repoEndpoint) 
 func (r *Repository) tryEach(ctx context.Context, want hostCapabilities, fn func(ep *repoEndpoint) error) error {
 	var err error
 	for _, ep := range r.endpoints {
-		if ep != r.upstream && ep.caps&want == 0 {
+		if ep != r.upstream && (ep.caps&want == 0 || (ep.mirror && r.svc.mirrorPassedOver(ep.host))) {
 			continue
 		}
 		err = fn(ep)

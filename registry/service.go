@@ -27,9 +27,10 @@ type Service struct {
 	// state is the configuration and the per-host set-ups made from it,
 	// swapped whole by Reload: a request reads it once per decision, so
 	// it runs on the old or the new configuration, never a mix of both.
-	state      atomic.Pointer[serviceState]
-	reloadMu   sync.Mutex // one Reload at a time
-	mirrorDown sync.Map   // mirror host → *atomic.Bool: failing now (one warning per burst)
+	state       atomic.Pointer[serviceState]
+	reloadMu    sync.Mutex    // one Reload at a time
+	mirrorDown  sync.Map      // mirror host → *mirrorState (mirrors.go)
+	mirrorRetry time.Duration // mirrorRetryAfter; tests shorten it
 
 	memo    *challengeMemo
 	client  *http.Client // retry → challenge memo → per-host transport
@@ -73,6 +74,7 @@ func newService(opts ServiceOptions, maxWait time.Duration) (*Service, error) {
 		content:     newContentCache(contentCacheBytes),
 		warm:        newRepoSet(maxWarmRepos),
 		tokenCaches: map[string]*tokenCache{},
+		mirrorRetry: mirrorRetryAfter,
 	}
 	s.state.Store(&serviceState{cfg: cfg, transports: newHostTransports(cfg, tm, opts.Transport)})
 	s.memo = newChallengeMemo(currentTransports{s})
@@ -116,8 +118,9 @@ func (s *Service) tokenCacheFor(identity string) *tokenCache {
 
 // ServiceConfig is the RegistryConfig of GET /info.
 func (s *Service) ServiceConfig() *registrytypes.ServiceConfig {
-	cidrs := append([]netip.Prefix{}, s.config().insecureCIDRs...)
-	mirrors := s.config().mirrorStrings()
+	cfg := s.config()
+	cidrs := append([]netip.Prefix{}, cfg.insecureCIDRs...)
+	mirrors := cfg.mirrorStrings()
 	sc := &registrytypes.ServiceConfig{
 		InsecureRegistryCIDRs: cidrs,
 		IndexConfigs: map[string]*registrytypes.IndexInfo{
@@ -125,7 +128,7 @@ func (s *Service) ServiceConfig() *registrytypes.ServiceConfig {
 		},
 		Mirrors: append([]string{}, mirrors...),
 	}
-	for h := range s.config().insecureHosts {
+	for h := range cfg.insecureHosts {
 		sc.IndexConfigs[h] = &registrytypes.IndexInfo{Name: h, Mirrors: []string{}, Secure: false, Official: false}
 	}
 	return sc
