@@ -27,9 +27,11 @@ type endpoint struct {
 	host      string // host[:port] of the API
 	plainHTTP bool
 	mirror    bool
-	// root is the API root when it is not /v2 (a hosts.toml server or
-	// mirror with a path, or override_path): requests are rewritten to it.
+	// root is the API root when it is not /v2 (rooted: a hosts.toml server
+	// or mirror with a path, or override_path, whose root may be "", the
+	// host's own root): requests are rewritten to it.
 	root   string
+	rooted bool
 	caps   hostCapabilities // what the endpoint is used for (hosts.toml); upstreams: all
 	header http.Header      // hosts.toml's header
 }
@@ -39,6 +41,15 @@ func (e *endpoint) baseURL() string {
 		return "http://" + e.host
 	}
 	return "https://" + e.host
+}
+
+// apiBase is the URL of the endpoint's API root, without a final slash:
+// scheme://host/v2, or the root a hosts.toml gives it.
+func (e *endpoint) apiBase() string {
+	if e.rooted {
+		return e.baseURL() + e.root
+	}
+	return e.baseURL() + "/v2"
 }
 
 // apiHost is where an index's v2 API lives.
@@ -218,7 +229,7 @@ func (s *Service) endpointsFor(ctx context.Context, cfg *config, index string) (
 func hostsEndpoint(d *apiHostDef, mirror bool) *endpoint {
 	ep := &endpoint{host: d.host, plainHTTP: d.scheme == "http", mirror: mirror, caps: d.caps, header: d.header}
 	if d.path != "/v2" {
-		ep.root = d.path
+		ep.root, ep.rooted = d.path, true
 	}
 	return ep
 }

@@ -122,6 +122,7 @@ func TestHostsTomlServerPathAndOverridePath(t *testing.T) {
 	for _, tc := range []struct{ name, url, extra, prefix string }{
 		{"prefix", "/prefix", "", "/prefix/v2/"},
 		{"override_path", "/custom", "override_path = true\n", "/custom/"},
+		{"override_path at the host's root", "", "override_path = true\n", "/"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mirror := newFakeRegistry(t)
@@ -267,5 +268,27 @@ func TestDeadMirrorIsPassedOverThenTriedAgain(t *testing.T) {
 	}
 	if warns != 1 || infos != 1 {
 		t.Errorf("%d warnings and %d recoveries logged, want 1 and 1", warns, infos)
+	}
+}
+
+// TestHostsTomlServerTakesTheRegistrysPlace: a hosts.toml server is the
+// registry for its name: login, inspect and the credentials go there.
+func TestHostsTomlServerTakesTheRegistrysPlace(t *testing.T) {
+	real := newFakeRegistry(t)
+	real.basicAuth, real.user, real.pass = true, "u", "p"
+	real.addImage("team/app", "1", "linux", "amd64", "")
+	dir := t.TempDir()
+	writeHosts(t, dir, "registry.invalid", fmt.Sprintf("server = \"http://%s\"\n", real.host()))
+	s := testService(t, ServiceOptions{CertsDirs: []string{dir}})
+	ac := &registrytypes.AuthConfig{Username: "u", Password: "p", ServerAddress: "registry.invalid"}
+	if _, err := s.Login(context.Background(), ac); err != nil {
+		t.Fatalf("login through the hosts.toml server: %v", err)
+	}
+	img, err := s.Inspect(context.Background(), InspectRequest{Name: "registry.invalid/team/app:1", Platform: linuxAmd64(), Credentials: Credentials{Auth: ac}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img.Registry != "registry.invalid" || img.ServedBy != real.host() {
+		t.Errorf("registry %q served by %q", img.Registry, img.ServedBy)
 	}
 }

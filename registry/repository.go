@@ -97,7 +97,7 @@ func (s *Service) newRepoEndpoint(ep *endpoint, path, index string, creds Creden
 		header.Set("User-Agent", s.opts.UserAgent)
 	}
 	client := s.client
-	if ep.root != "" {
+	if ep.rooted {
 		client = &http.Client{Transport: rootRewrite{host: ep.host, root: ep.root, next: s.client.Transport}, CheckRedirect: checkRedirect}
 	}
 	ac := &auth.Client{
