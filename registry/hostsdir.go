@@ -46,7 +46,10 @@ func loadHostsFiles(dirs []string) (map[string]*registryHosts, error) {
 	out := map[string]*registryHosts{}
 	for _, d := range dirs {
 		ents, err := os.ReadDir(d)
-		if errors.Is(err, fs.ErrNotExist) {
+		// A missing dir, or one this user may not read (a rootless wharfd
+		// and root's /etc/docker/certs.d), holds nothing for this daemon,
+		// as loadCertsDir skips it for certificates.
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
 			continue
 		}
 		if err != nil {
@@ -72,7 +75,7 @@ func loadHostsFiles(dirs []string) (map[string]*registryHosts, error) {
 			}
 			file := filepath.Join(d, e.Name(), "hosts.toml")
 			b, err := readSmallFile(file, maxHostsFile)
-			if errors.Is(err, fs.ErrNotExist) {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
 				continue
 			}
 			if err != nil {
