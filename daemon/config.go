@@ -38,9 +38,14 @@ type Config struct {
 	// timeout and slow-body window (30 s each) and caps the dial and TLS
 	// handshake timeouts (10 s). In daemon.json a Go duration string ("45s").
 	RegistryTimeout time.Duration `json:"registry-timeout"`
-	// RegistryCertsDirs hold <host[:port]>/{*.crt,client.cert,client.key}
-	// per registry, searched in order; empty = /etc/wharf/certs.d, then
-	// /etc/docker/certs.d.
+	// CertsDirs hold, per registry, <host[:port]>/hosts.toml (mirrors, in
+	// containerd's format) and {*.crt,client.cert,client.key}, searched in
+	// order; empty = /etc/wharf/certs.d, then /etc/docker/certs.d
+	// ($XDG_CONFIG_HOME/wharf/certs.d first when not root).
+	CertsDirs []string `json:"certs-dirs"`
+	// RegistryCertsDirs is the older name of CertsDirs (--registry-certs-dir,
+	// "registry-certs-dirs"), kept as an alias: its dirs are searched after
+	// CertsDirs.
 	RegistryCertsDirs []string `json:"registry-certs-dirs"`
 	// TLS for tcp:// hosts (dockerd's keys): the server certificate and
 	// key, and the CA that signs the client certificates it accepts.
@@ -91,6 +96,7 @@ var fileKeyOfFlag = map[string]string{
 	"max-concurrent-downloads": "max-concurrent-downloads",
 	"registry-timeout":         "registry-timeout",
 	"registry-certs-dir":       "registry-certs-dirs",
+	"certs-dir":                "certs-dirs",
 	"tlsverify":                "tlsverify",
 	"tlscacert":                "tlscacert",
 	"tlscert":                  "tlscert",
@@ -111,7 +117,8 @@ func InstallFlags(fs *pflag.FlagSet, cfg *Config) {
 	fs.StringArrayVar(&cfg.BlockRegistries, "block-registry", nil, `Registry to refuse ("all" blocks every registry not added with --add-registry)`)
 	fs.IntVar(&cfg.MaxConcurrentDownloads, "max-concurrent-downloads", 0, "Maximum concurrent layer downloads per pull (default 3)")
 	fs.DurationVar(&cfg.RegistryTimeout, "registry-timeout", 0, "Registry response-header timeout and slow-body window: a response body must move 1 KiB, and an upload make progress, in every window (default 30s); also caps the dial and TLS handshake timeouts (10s)")
-	fs.StringArrayVar(&cfg.RegistryCertsDirs, "registry-certs-dir", nil, "Directory of per-registry TLS files <dir>/<host[:port]>/{*.crt,client.cert,client.key}, searched in order (default /etc/wharf/certs.d, /etc/docker/certs.d)")
+	fs.StringArrayVar(&cfg.CertsDirs, "certs-dir", nil, "Directory of per-registry settings <dir>/<host[:port]>/{hosts.toml,*.crt,client.cert,client.key}, searched in order (default /etc/wharf/certs.d, /etc/docker/certs.d; $XDG_CONFIG_HOME/wharf/certs.d first when not root)")
+	fs.StringArrayVar(&cfg.RegistryCertsDirs, "registry-certs-dir", nil, "Older name of --certs-dir")
 	fs.StringVar(&cfg.ConfigFile, "config-file", "", "Daemon configuration file (default /etc/wharf/daemon.json when it exists)")
 	fs.BoolVar(&cfg.TLSVerify, "tlsverify", false, "Serve tcp:// hosts over TLS and require client certificates signed by --tlscacert")
 	fs.StringVar(&cfg.TLSCACert, "tlscacert", "", "Trust client certificates signed by this CA only (with --tlsverify)")
@@ -255,6 +262,7 @@ func (c *Config) fieldsByKey() map[string]any {
 		"max-concurrent-downloads": &c.MaxConcurrentDownloads,
 		"registry-timeout":         (*jsonDuration)(&c.RegistryTimeout),
 		"registry-certs-dirs":      &c.RegistryCertsDirs,
+		"certs-dirs":               &c.CertsDirs,
 		"tlsverify":                &c.TLSVerify,
 		"tlscacert":                &c.TLSCACert,
 		"tlscert":                  &c.TLSCert,
@@ -301,6 +309,28 @@ func (d *jsonDuration) UnmarshalJSON(b []byte) error {
 	}
 	*d = jsonDuration(v)
 	return nil
+}
+
+// certsDirs are the certs dirs the registry service reads: --certs-dir,
+// then --registry-certs-dir (its older name); when neither is given, the
+// defaults for env.
+func (c *Config) certsDirs(env Env) []string {
+	dirs := append(append([]string(nil), c.CertsDirs...), c.RegistryCertsDirs...)
+	if len(dirs) > 0 {
+		return dirs
+	}
+	return env.defaultCertsDirs()
+}
+
+// registryOptions are the registry settings of c that a reload may change.
+func (c *Config) registryOptions(env Env) registry.ServiceOptions {
+	return registry.ServiceOptions{
+		InsecureRegistries: c.InsecureRegistries,
+		Mirrors:            c.RegistryMirrors,
+		AddRegistries:      c.AddRegistries,
+		BlockRegistries:    c.BlockRegistries,
+		CertsDirs:          c.certsDirs(env),
+	}
 }
 
 // TLS returns the API's TLS settings.
@@ -352,6 +382,11 @@ func (c *Config) Validate() error {
 	for _, d := range c.RegistryCertsDirs {
 		if !filepath.IsAbs(d) {
 			return fmt.Errorf("invalid value for \"registry-certs-dirs\": %q is not an absolute path", d)
+		}
+	}
+	for _, d := range c.CertsDirs {
+		if !filepath.IsAbs(d) {
+			return fmt.Errorf("invalid value for \"certs-dirs\": %q is not an absolute path", d)
 		}
 	}
 	for _, h := range c.Hosts {

@@ -52,6 +52,13 @@ type Options struct {
 	// Ready, when set, is called with the listen addresses once the API
 	// accepts connections (tests wait on it instead of sleeping).
 	Ready func(addrs []string)
+	// Env is where the defaults come from (certs dirs of a reload); zero = OSEnv().
+	Env Env
+	// Reload asks for a reload (cmd/wharfd sends SIGHUP here); each value
+	// re-reads the configuration with LoadConfig and applies what can
+	// change at run time (reload.go).
+	Reload     <-chan os.Signal
+	LoadConfig ConfigLoader
 }
 
 // Daemon implements server.Backend: images and registry operations are
@@ -117,17 +124,16 @@ func Run(ctx context.Context, cfg *Config, opts Options) error {
 	}
 
 	mt := newMetrics(cfg) // nil when off (metrics.go)
-	reg, err := registry.NewService(registry.ServiceOptions{
-		InsecureRegistries: cfg.InsecureRegistries,
-		Mirrors:            cfg.RegistryMirrors,
-		AddRegistries:      cfg.AddRegistries,
-		BlockRegistries:    cfg.BlockRegistries,
-		CertsDirs:          cfg.RegistryCertsDirs,
-		Timeout:            cfg.RegistryTimeout,
-		UserAgent:          "wharf/" + opts.Version + " (" + runtime.GOOS + ")",
-		Logger:             log.WithField("module", "registry"),
-		Observer:           registryObserver(mt),
-	})
+	env := opts.Env
+	if env.Getenv == nil {
+		env = OSEnv()
+	}
+	ropts := cfg.registryOptions(env)
+	ropts.Timeout = cfg.RegistryTimeout
+	ropts.UserAgent = "wharf/" + opts.Version + " (" + runtime.GOOS + ")"
+	ropts.Logger = log.WithField("module", "registry")
+	ropts.Observer = registryObserver(mt)
+	reg, err := registry.NewService(ropts)
 	if err != nil {
 		return fmt.Errorf("registry configuration: %w", err)
 	}
@@ -222,11 +228,18 @@ func (d *Daemon) serve(ctx context.Context, log *logrus.Entry) error {
 	}
 
 	var serveErr error
-	select {
-	case <-ctx.Done():
-		log.Info("shutting down")
-	case serveErr = <-errc:
-		log.WithError(serveErr).Error("API server failed; shutting down")
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			log.Info("shutting down")
+			break wait
+		case serveErr = <-errc:
+			log.WithError(serveErr).Error("API server failed; shutting down")
+			break wait
+		case <-d.opts.Reload:
+			d.reload(log)
+		}
 	}
 
 	// Events subscribers end at once (RegisterOnShutdown); other requests

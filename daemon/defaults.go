@@ -68,3 +68,20 @@ func (e Env) defaultConfigFile() string {
 	}
 	return filepath.Join(e.Home, ".config", "wharf", "daemon.json")
 }
+
+// defaultCertsDirs are /etc/wharf/certs.d and /etc/docker/certs.d, after
+// $XDG_CONFIG_HOME/wharf/certs.d (~/.config/wharf/certs.d) when not root,
+// so that a rootless user can set mirrors and certificates of their own.
+func (e Env) defaultCertsDirs() []string {
+	sys := []string{"/etc/wharf/certs.d", "/etc/docker/certs.d"}
+	if !e.rootless() {
+		return sys
+	}
+	if d := e.getenv("XDG_CONFIG_HOME"); filepath.IsAbs(d) {
+		return append([]string{filepath.Join(d, "wharf", "certs.d")}, sys...)
+	}
+	if e.Home == "" {
+		return sys
+	}
+	return append([]string{filepath.Join(e.Home, ".config", "wharf", "certs.d")}, sys...)
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/moby/moby/api/types/swarm"
 	"github.com/moby/moby/api/types/system"
+	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 
 	"github.com/wharfproject/wharf/api/types"
@@ -32,7 +33,7 @@ func (d *Daemon) SystemInfo(ctx context.Context) (*system.Info, error) {
 		Driver:             storageDriver,
 		DriverStatus:       [][2]string{{"Root Dir", d.cfg.Root}},
 		Plugins:            system.PluginsInfo{Volume: []string{}, Network: []string{}, Authorization: []string{}, Log: []string{}},
-		Debug:              d.cfg.Debug || d.cfg.LogLevel == "debug",
+		Debug:              d.opts.Logger.IsLevelEnabled(logrus.DebugLevel), // the level now: SIGHUP may have changed it
 		NFd:                countFDs(),
 		NGoroutines:        runtime.NumGoroutine(),
 		SystemTime:         time.Now().Format(time.RFC3339Nano),

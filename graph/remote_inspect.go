@@ -36,6 +36,7 @@ func (s *Store) LookupRemote(ctx context.Context, name string, opts types.Remote
 	out := &types.RemoteImageInspect{
 		ImageInspect:           *insp,
 		Registry:               ri.Registry,
+		ServedBy:               ri.ServedBy,
 		Digest:                 ri.Descriptor.Digest.String(),
 		Tag:                    ri.Tag,
 		PlatformManifestDigest: ri.Manifest.Digest.String(),

@@ -81,7 +81,7 @@ func platformQuery(p ocispec.Platform) string {
 // Fields that only one side of an inspect has (DESIGN.md, remote inspect §5).
 var (
 	localOnlyFields  = []string{"GraphDriver", "Metadata", "VirtualSize"}
-	remoteOnlyFields = []string{"Registry", "Digest", "Tag", "PlatformManifestDigest", "ManifestAnnotations", "Manifests"}
+	remoteOnlyFields = []string{"Registry", "Digest", "Tag", "PlatformManifestDigest", "ManifestAnnotations", "Manifests", "ServedBy"}
 )
 
 // compareLocalRemote checks that every field both inspects may have is equal.

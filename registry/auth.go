@@ -129,15 +129,17 @@ func (s *Service) Login(ctx context.Context, ac *registrytypes.AuthConfig) (stri
 	if _, err := validateHost(index); err != nil {
 		return "", fmt.Errorf("%w%.0w", err, errdefs.ErrInvalidArgument)
 	}
-	if s.cfg.isBlocked(index) {
+	if s.config().isBlocked(index) {
 		return "", blockedError(index)
 	}
-	host := apiHost(index)
-	ep, err := s.endpointFor(ctx, host, false)
+	// The upstream: the index's API host, or the server its hosts.toml names.
+	eps, err := s.endpointsFor(ctx, s.config(), index)
 	if err != nil {
 		return "", err
 	}
-	base := ep.baseURL() + "/v2/"
+	ep := eps[len(eps)-1]
+	host := ep.host
+	base := ep.apiBase() + "/"
 	resp, err := s.loginGet(ctx, base, nil)
 	if err != nil {
 		return "", classify(err, host)

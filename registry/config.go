@@ -2,11 +2,13 @@ package registry
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/netip"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/distribution/reference"
@@ -45,6 +47,11 @@ type config struct {
 	blockAll      bool
 	blocked       map[string]bool
 	certsDirs     []string
+	// hosts are the registries with a hosts.toml in a certs dir
+	// (hostsdir.go), by index name; tlsByHost the TLS set-up hosts.toml
+	// gives an API host (ca, client, skip_verify), first file first.
+	hosts     map[string]*registryHosts
+	tlsByHost map[string]*tls.Config
 	// lookup resolves a host name (net.DefaultResolver; tests replace it).
 	lookup func(ctx context.Context, host string) ([]netip.Addr, error)
 }
@@ -62,6 +69,25 @@ func newConfig(opts ServiceOptions) (*config, error) {
 	}
 	if len(c.certsDirs) == 0 {
 		c.certsDirs = defaultCertsDirs
+	}
+	hosts, err := loadHostsFiles(c.certsDirs)
+	if err != nil {
+		return nil, err
+	}
+	c.hosts, c.tlsByHost = hosts, map[string]*tls.Config{}
+	for _, index := range sortedKeys(hosts) {
+		rh := hosts[index]
+		defs := append([]*apiHostDef(nil), rh.mirrors...)
+		if rh.server != nil {
+			defs = append(defs, rh.server)
+		} else if rh.serverTLS != nil {
+			defs = append(defs, &apiHostDef{host: apiHost(index), tls: rh.serverTLS})
+		}
+		for _, d := range defs {
+			if _, ok := c.tlsByHost[d.host]; !ok && d.tls != nil {
+				c.tlsByHost[d.host] = d.tls
+			}
+		}
 	}
 	for _, v := range opts.InsecureRegistries {
 		v = strings.TrimSpace(v)
@@ -314,5 +340,14 @@ func (c *config) mirrorStrings() []string {
 	for _, m := range c.mirrors {
 		out = append(out, m.String())
 	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
 	return out
 }

@@ -27,6 +27,13 @@ type endpoint struct {
 	host      string // host[:port] of the API
 	plainHTTP bool
 	mirror    bool
+	// root is the API root when it is not /v2 (rooted: a hosts.toml server
+	// or mirror with a path, or override_path, whose root may be "", the
+	// host's own root): requests are rewritten to it.
+	root   string
+	rooted bool
+	caps   hostCapabilities // what the endpoint is used for (hosts.toml); upstreams: all
+	header http.Header      // hosts.toml's header
 }
 
 func (e *endpoint) baseURL() string {
@@ -34,6 +41,15 @@ func (e *endpoint) baseURL() string {
 		return "http://" + e.host
 	}
 	return "https://" + e.host
+}
+
+// apiBase is the URL of the endpoint's API root, without a final slash:
+// scheme://host/v2, or the root a hosts.toml gives it.
+func (e *endpoint) apiBase() string {
+	if e.rooted {
+		return e.baseURL() + e.root
+	}
+	return e.baseURL() + "/v2"
 }
 
 // apiHost is where an index's v2 API lives.
@@ -46,15 +62,15 @@ func apiHost(index string) string {
 
 // endpointFor sets host up (transport.go) and decides its scheme.
 func (s *Service) endpointFor(ctx context.Context, host string, mirror bool) (*endpoint, error) {
-	e, err := s.transports.forHost(ctx, host)
+	e, err := s.transports().forHost(ctx, host)
 	if err != nil {
 		return nil, classify(err, host)
 	}
-	ep := &endpoint{host: host, mirror: mirror}
+	ep := &endpoint{host: host, mirror: mirror, caps: capAll}
 	if e.secure {
 		return ep, nil
 	}
-	scheme, err := s.transports.schemeOf(ctx, e)
+	scheme, err := s.transports().schemeOf(ctx, e)
 	if err != nil {
 		return nil, classify(err, host)
 	}
@@ -175,13 +191,70 @@ func (t *hostTransports) probeThroughProxy(ctx context.Context, e *hostEntry) (i
 	return schemeHTTP, true, nil
 }
 
-// mirrorEndpoints are the docker.io mirrors, in configured order.
-func (s *Service) mirrorEndpoints() []*endpoint {
-	out := make([]*endpoint, 0, len(s.cfg.mirrors))
-	for _, m := range s.cfg.mirrors {
-		out = append(out, &endpoint{host: m.Host, plainHTTP: m.Scheme == "http", mirror: true})
+// endpointsFor are the endpoints of index, in the order reads try them:
+// for docker.io the registry-mirrors of daemon.json first; then the
+// mirrors of the index's hosts.toml, in file order; the upstream last (the
+// hosts.toml server, else the index's own API host). cfg is read once, so
+// a reload in between cannot mix two configurations.
+func (s *Service) endpointsFor(ctx context.Context, cfg *config, index string) ([]*endpoint, error) {
+	var eps []*endpoint
+	if index == DefaultIndexName {
+		for _, m := range cfg.mirrors {
+			eps = append(eps, &endpoint{host: m.Host, plainHTTP: m.Scheme == "http", mirror: true, caps: capPull | capResolve})
+		}
 	}
-	return out
+	rh := cfg.hosts[index]
+	if rh != nil {
+		for _, m := range rh.mirrors {
+			eps = append(eps, hostsEndpoint(m, true))
+		}
+	}
+	if rh != nil && rh.server != nil {
+		up := hostsEndpoint(rh.server, false)
+		up.caps = capAll // the upstream serves everything, push included
+		if _, err := s.transports().forHost(ctx, up.host); err != nil {
+			return nil, classify(err, up.host)
+		}
+		return append(eps, up), nil
+	}
+	up, err := s.endpointFor(ctx, apiHost(index), false)
+	if err != nil {
+		return nil, err
+	}
+	return append(eps, up), nil
+}
+
+// hostsEndpoint is the endpoint of a hosts.toml host: its scheme is the
+// one written (no probe), its API root the URL's path.
+func hostsEndpoint(d *apiHostDef, mirror bool) *endpoint {
+	ep := &endpoint{host: d.host, plainHTTP: d.scheme == "http", mirror: mirror, caps: d.caps, header: d.header}
+	if d.path != "/v2" {
+		ep.root, ep.rooted = d.path, true
+	}
+	return ep
+}
+
+// rootRewrite sends the /v2/… requests of one host to its API root
+// (oras-go builds every URL as scheme://host/v2/…). Other hosts (a token
+// realm, a redirect to a blob store) are left alone.
+type rootRewrite struct {
+	host string
+	root string // "/prefix/v2", or any path with override_path ("" = the host's root)
+	next http.RoundTripper
+}
+
+func (t rootRewrite) RoundTrip(req *http.Request) (*http.Response, error) {
+	p := req.URL.Path
+	if !strings.EqualFold(req.URL.Host, t.host) || (p != "/v2" && !strings.HasPrefix(p, "/v2/")) {
+		return t.next.RoundTrip(req)
+	}
+	r := req.Clone(req.Context())
+	r.URL.Path = t.root + strings.TrimPrefix(p, "/v2")
+	r.URL.RawPath = ""
+	if r.URL.Path == "" {
+		r.URL.Path = "/"
+	}
+	return t.next.RoundTrip(r)
 }
 
 func parseURL(s string) (*url.URL, error) { return url.Parse(s) }

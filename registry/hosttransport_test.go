@@ -42,7 +42,7 @@ func TestLoopbackRegistryOverTLSAndPlainHTTP(t *testing.T) {
 			if img.Tag != "1" {
 				t.Errorf("tag %q", img.Tag)
 			}
-			e, err := s.transports.forHost(context.Background(), tc.f.host())
+			e, err := s.transports().forHost(context.Background(), tc.f.host())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -102,6 +102,9 @@ func notFoundError(name reference.Named, tag string, dgst digest.Digest, err err
 // hasNoV2 reports whether the upstream endpoint answers GET /v2/ with 404:
 // the only case in which the v1 protocol is tried.
 func (r *Repository) hasNoV2(ctx context.Context) bool {
+	if r.upstream.rooted {
+		return false // a hosts.toml server under a path is a v2 API by its configuration
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.upstream.baseURL()+"/v2/", nil)
 	if err != nil {
 		return false

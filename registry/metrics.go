@@ -63,7 +63,7 @@ func observer(o Observer) Observer {
 // setObserver hands o to the parts of s that report.
 func (s *Service) setObserver(o Observer) {
 	s.obs = observer(o)
-	s.transports.obs = s.obs
+	s.transports().obs = s.obs // and Reload's (reload.go)
 	s.content.obs = s.obs
 }
 

@@ -26,15 +26,17 @@ type ServiceOptions struct {
 	// InsecureRegistries are hosts[:port] or CIDRs spoken to over plain HTTP
 	// (and HTTPS without verification). 127.0.0.0/8 is always insecure, as in dockerd.
 	InsecureRegistries []string
-	// Mirrors are tried, in order, before docker.io for docker.io names.
+	// Mirrors are tried, in order, before docker.io (and before the mirrors
+	// of docker.io's hosts.toml) for docker.io names.
 	Mirrors []string
 	// AddRegistries are searched, in order, before docker.io for short names.
 	AddRegistries []string
 	// BlockRegistries are refused (errdefs.ErrPermissionDenied); "all" blocks
 	// every registry not named in AddRegistries.
 	BlockRegistries []string
-	// CertsDirs hold <host[:port]>/{ca.crt,client.cert,client.key}; default
-	// /etc/wharf/certs.d and /etc/docker/certs.d.
+	// CertsDirs hold <host[:port]>/{hosts.toml,*.crt,client.cert,client.key}
+	// (hosts.go: mirrors in containerd's format); default /etc/wharf/certs.d
+	// and /etc/docker/certs.d.
 	CertsDirs []string
 	// Transport overrides the base transport (tests); nil = a tuned http.Transport.
 	Transport http.RoundTripper
@@ -86,6 +88,7 @@ type RemoteImage struct {
 	Descriptor ocispec.Descriptor // top-level manifest or index, as NAME@digest pins it
 	Raw        []byte             // top-level bytes as served
 	Index      *ocispec.Index     // set when the top level is an index / manifest list
+	ServedBy   string             // API host that answered the resolution (a mirror's or the upstream's); empty from the cache
 
 	Manifest      ocispec.Descriptor // the chosen platform manifest
 	ManifestBytes []byte

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/netip"
 	"regexp"
+	"sync/atomic"
 
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
@@ -36,6 +37,7 @@ type Repository struct {
 	// to upstream, the last one.
 	endpoints []*repoEndpoint
 	upstream  *repoEndpoint
+	served    atomic.Pointer[string] // host of the last endpoint that answered a read
 }
 
 // repoEndpoint is one endpoint with its oras-go repository client.
@@ -61,15 +63,10 @@ func (s *Service) Repository(ctx context.Context, name reference.Named, creds Cr
 		identity: credentialIdentity(effectiveAuth(creds.Auth, index)),
 		auth:     creds.Auth,
 	}
-	var eps []*endpoint
-	if index == DefaultIndexName {
-		eps = append(eps, s.mirrorEndpoints()...)
-	}
-	up, err := s.endpointFor(ctx, apiHost(index), false)
+	eps, err := s.endpointsFor(ctx, s.config(), index)
 	if err != nil {
 		return nil, err
 	}
-	eps = append(eps, up)
 	for _, ep := range eps {
 		re, err := s.newRepoEndpoint(ep, r.path, index, creds)
 		if err != nil {
@@ -86,11 +83,18 @@ func (s *Service) newRepoEndpoint(ep *endpoint, path, index string, creds Creden
 	for k, v := range creds.MetaHeaders {
 		header[http.CanonicalHeaderKey(k)] = append([]string(nil), v...)
 	}
+	for k, v := range ep.header {
+		header[k] = append([]string(nil), v...)
+	}
 	if s.opts.UserAgent != "" {
 		header.Set("User-Agent", s.opts.UserAgent)
 	}
+	client := s.client
+	if ep.rooted {
+		client = &http.Client{Transport: rootRewrite{host: ep.host, root: ep.root, next: s.client.Transport}, CheckRedirect: checkRedirect}
+	}
 	ac := &auth.Client{
-		Client:   s.client,
+		Client:   client,
 		Header:   header,
 		Cache:    s.observedTokens(s.tokenCacheFor(credentialIdentity(creds.Auth))),
 		ClientID: oauthClientID,
@@ -98,8 +102,12 @@ func (s *Service) newRepoEndpoint(ep *endpoint, path, index string, creds Creden
 	if isLoopbackHost(ep.host) {
 		ac.BlockedRealmPrefixes = loopbackRealmPrefixes()
 	}
+	// Credentials go to the host they belong to only: the upstream gets the
+	// index's (also when hosts.toml's server names another host: the user
+	// chose it as the index's registry); a mirror gets only credentials
+	// stored for the mirror itself (docs/security.md).
 	if !ep.mirror {
-		ac.Credential = credentialFunc(creds.Auth, index)
+		ac.Credential = upstreamCredential(creds.Auth, index, ep.host)
 	} else if creds.Auth != nil && normaliseServerAddress(creds.Auth.ServerAddress) == normaliseIndexName(ep.host) {
 		ac.Credential = credentialFunc(creds.Auth, ep.host)
 	}
@@ -133,14 +141,31 @@ func (r *Repository) Info() *RepositoryInfo { return r.info }
 // credential identity of this client.
 func (r *Repository) scope() string { return r.info.Index.Name + "/" + r.path + "\x00" + r.identity }
 
-// readEach runs fn against each endpoint in order until one succeeds. A
-// mirror's failure is logged and the next endpoint tried; the upstream's
-// error is returned.
+// readEach runs fn against each endpoint that may pull (blobs, manifests
+// and configs by digest) in order until one succeeds. A mirror's failure is
+// logged and the next endpoint tried; the upstream's error is returned.
 func (r *Repository) readEach(ctx context.Context, fn func(ep *repoEndpoint) error) error {
+	return r.tryEach(ctx, capPull, fn)
+}
+
+// resolveEach is readEach for the endpoints that may resolve a tag (and
+// list tags).
+func (r *Repository) resolveEach(ctx context.Context, fn func(ep *repoEndpoint) error) error {
+	return r.tryEach(ctx, capResolve, fn)
+}
+
+func (r *Repository) tryEach(ctx context.Context, want hostCapabilities, fn func(ep *repoEndpoint) error) error {
 	var err error
 	for _, ep := range r.endpoints {
+		if ep != r.upstream && (ep.caps&want == 0 || (ep.mirror && r.svc.mirrorPassedOver(ep.host))) {
+			continue
+		}
 		err = fn(ep)
 		if err == nil {
+			if ep.mirror {
+				r.svc.mirrorAnswered(ep.host)
+			}
+			r.served.Store(&ep.host)
 			return nil
 		}
 		err = classify(err, ep.host)
@@ -148,10 +173,18 @@ func (r *Repository) readEach(ctx context.Context, fn func(ep *repoEndpoint) err
 			return err
 		}
 		if ep.mirror {
-			r.svc.log.WithError(err).WithField("mirror", ep.host).Debug("mirror failed; trying the next endpoint")
+			r.svc.mirrorFailed(ep.host, r.info.Index.Name, err)
 		}
 	}
 	return err
+}
+
+// servedBy is the host that answered this repository's last read.
+func (r *Repository) servedBy() string {
+	if h := r.served.Load(); h != nil {
+		return *h
+	}
+	return ""
 }
 
 // parseRef validates a tag or digest before any URL is built.
@@ -172,7 +205,7 @@ func (r *Repository) Resolve(ctx context.Context, tagOrDigest string) (ocispec.D
 		return ocispec.Descriptor{}, err
 	}
 	var desc ocispec.Descriptor
-	err := r.readEach(ctx, func(ep *repoEndpoint) error {
+	err := r.resolveEach(ctx, func(ep *repoEndpoint) error {
 		d, ok, err := r.headManifest(ctx, ep, tagOrDigest)
 		if err != nil {
 			return err

@@ -30,6 +30,9 @@ type Resolved struct {
 	Descriptor ocispec.Descriptor
 	Raw        []byte         // top-level bytes as served
 	Index      *ocispec.Index // set when the top level is an index / manifest list
+	// ServedBy is the API host that answered the resolution: a mirror's,
+	// or the upstream's; empty when wharfd's content cache answered.
+	ServedBy string
 
 	repo *Repository
 	doc  *decoded
@@ -190,7 +193,7 @@ func (r *Repository) resolve(ctx context.Context, tag string, dgst digest.Digest
 			raw, served, err = r.fetchManifest(ctx, top)
 		}
 	default:
-		err = r.readEach(ctx, func(ep *repoEndpoint) error {
+		err = r.resolveEach(ctx, func(ep *repoEndpoint) error {
 			d, b, err := r.getManifest(ctx, ep, tag, "")
 			top, raw, served = d, b, d.MediaType
 			return err
@@ -214,6 +217,7 @@ func (r *Repository) resolve(ctx context.Context, tag string, dgst digest.Digest
 		Tag:        tag,
 		Descriptor: top,
 		Raw:        raw,
+		ServedBy:   r.servedBy(),
 		repo:       r,
 		doc:        doc,
 	}
@@ -278,6 +282,7 @@ func (r *Resolved) Image(ctx context.Context, p ocispec.Platform) (*RemoteImage,
 		Descriptor: r.Descriptor,
 		Raw:        r.Raw,
 		Index:      r.Index,
+		ServedBy:   r.ServedBy,
 	}
 	mdesc, mraw, err := r.PlatformManifest(ctx, p)
 	if err != nil {

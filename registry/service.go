@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/containerd/errdefs"
@@ -20,17 +21,23 @@ import (
 // One per daemon; safe for concurrent use.
 type Service struct {
 	opts ServiceOptions
-	cfg  *config
 	log  *logrus.Entry
 	tm   timeouts
 
-	transports *hostTransports
-	memo       *challengeMemo
-	client     *http.Client // retry → challenge memo → per-host transport
-	content    *contentCache
-	warm       *repoSet
-	obs        Observer  // metrics.go
-	tags       *tagCache // tag → digest answers, read only under a max-age (tagcache.go)
+	// state is the configuration and the per-host set-ups made from it,
+	// swapped whole by Reload: a request reads it once per decision, so
+	// it runs on the old or the new configuration, never a mix of both.
+	state       atomic.Pointer[serviceState]
+	reloadMu    sync.Mutex    // one Reload at a time
+	mirrorDown  sync.Map      // mirror host → *mirrorState (mirrors.go)
+	mirrorRetry time.Duration // mirrorRetryAfter; tests shorten it
+
+	memo    *challengeMemo
+	client  *http.Client // retry → challenge memo → per-host transport
+	content *contentCache
+	warm    *repoSet
+	obs     Observer  // metrics.go
+	tags    *tagCache // tag → digest answers, read only under a max-age (tagcache.go)
 	// noReferrersAPI: hosts that answered the referrers API with 404
 	// (referrers.go); they are asked through the tag schema only.
 	noReferrersAPI hostSet
@@ -67,22 +74,39 @@ func newService(opts ServiceOptions, maxWait time.Duration) (*Service, error) {
 	}
 	s := &Service{
 		opts:        opts,
-		cfg:         cfg,
 		log:         log,
 		tm:          tm,
 		content:     newContentCache(contentCacheBytes),
 		warm:        newRepoSet(maxWarmRepos),
 		tags:        newTagCache(maxTagAnswers),
 		tokenCaches: map[string]*tokenCache{},
+		mirrorRetry: mirrorRetryAfter,
 	}
-	s.transports = newHostTransports(cfg, tm, opts.Transport)
+	s.state.Store(&serviceState{cfg: cfg, transports: newHostTransports(cfg, tm, opts.Transport)})
 	s.setObserver(opts.Observer)
-	s.memo = newChallengeMemo(s.transports)
+	s.memo = newChallengeMemo(currentTransports{s})
 	s.client = &http.Client{
 		Transport:     uploadCheck{newIdempotentRetry(s.memo, newRetryPolicy(maxWait))},
 		CheckRedirect: checkRedirect,
 	}
 	return s, nil
+}
+
+// serviceState is what Reload replaces.
+type serviceState struct {
+	cfg        *config
+	transports *hostTransports
+}
+
+func (s *Service) config() *config             { return s.state.Load().cfg }
+func (s *Service) transports() *hostTransports { return s.state.Load().transports }
+
+// currentTransports sends each request through the per-host set-ups of
+// the configuration current when the request starts.
+type currentTransports struct{ s *Service }
+
+func (c currentTransports) RoundTrip(req *http.Request) (*http.Response, error) {
+	return c.s.transports().RoundTrip(req)
 }
 
 func (s *Service) tokenCacheFor(identity string) *tokenCache {
@@ -101,8 +125,9 @@ func (s *Service) tokenCacheFor(identity string) *tokenCache {
 
 // ServiceConfig is the RegistryConfig of GET /info.
 func (s *Service) ServiceConfig() *registrytypes.ServiceConfig {
-	cidrs := append([]netip.Prefix{}, s.cfg.insecureCIDRs...)
-	mirrors := s.cfg.mirrorStrings()
+	cfg := s.config()
+	cidrs := append([]netip.Prefix{}, cfg.insecureCIDRs...)
+	mirrors := cfg.mirrorStrings()
 	sc := &registrytypes.ServiceConfig{
 		InsecureRegistryCIDRs: cidrs,
 		IndexConfigs: map[string]*registrytypes.IndexInfo{
@@ -110,7 +135,7 @@ func (s *Service) ServiceConfig() *registrytypes.ServiceConfig {
 		},
 		Mirrors: append([]string{}, mirrors...),
 	}
-	for h := range s.cfg.insecureHosts {
+	for h := range cfg.insecureHosts {
 		sc.IndexConfigs[h] = &registrytypes.IndexInfo{Name: h, Mirrors: []string{}, Secure: false, Official: false}
 	}
 	return sc
@@ -119,9 +144,9 @@ func (s *Service) ServiceConfig() *registrytypes.ServiceConfig {
 // indexInfo describes index (already normalised).
 func (s *Service) indexInfo(index string) *registrytypes.IndexInfo {
 	if index == DefaultIndexName {
-		return &registrytypes.IndexInfo{Name: index, Mirrors: s.cfg.mirrorStrings(), Secure: true, Official: true}
+		return &registrytypes.IndexInfo{Name: index, Mirrors: s.config().mirrorStrings(), Secure: true, Official: true}
 	}
-	return &registrytypes.IndexInfo{Name: index, Mirrors: []string{}, Secure: s.cfg.secure(index)}
+	return &registrytypes.IndexInfo{Name: index, Mirrors: []string{}, Secure: s.config().secure(index)}
 }
 
 // RepositoryInfo describes the repository of a fully qualified name.
@@ -131,7 +156,7 @@ func (s *Service) RepositoryInfo(name reference.Named) (*RepositoryInfo, error) 
 		return nil, fmt.Errorf("no repository name%.0w", errdefs.ErrInvalidArgument)
 	}
 	index := normaliseIndexName(reference.Domain(name))
-	if s.cfg.isBlocked(index) {
+	if s.config().isBlocked(index) {
 		return nil, blockedError(index)
 	}
 	info := s.indexInfo(index)
@@ -153,18 +178,18 @@ func (s *Service) Candidates(name string) ([]reference.Named, error) {
 		return nil, fmt.Errorf("%w%.0w", err, errdefs.ErrInvalidArgument)
 	}
 	if hasRegistryHost(name) {
-		if index := normaliseIndexName(reference.Domain(n)); s.cfg.isBlocked(index) {
+		if index := normaliseIndexName(reference.Domain(n)); s.config().isBlocked(index) {
 			return nil, blockedError(index)
 		}
 		return []reference.Named{n}, nil
 	}
 	var out []reference.Named
 	var blocked []string
-	for _, r := range s.cfg.addRegistries {
+	for _, r := range s.config().addRegistries {
 		if r == DefaultIndexName {
 			continue // docker.io comes last, once
 		}
-		if s.cfg.isBlocked(r) {
+		if s.config().isBlocked(r) {
 			blocked = append(blocked, r)
 			continue
 		}
@@ -174,7 +199,7 @@ func (s *Service) Candidates(name string) ([]reference.Named, error) {
 		}
 		out = append(out, c)
 	}
-	if s.cfg.isBlocked(DefaultIndexName) {
+	if s.config().isBlocked(DefaultIndexName) {
 		blocked = append(blocked, DefaultIndexName)
 	} else {
 		out = append(out, n)

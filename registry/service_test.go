@@ -120,7 +120,7 @@ func TestSecureAndInsecureRegistries(t *testing.T) {
 		{"plain.example.com:8080", false},
 	}
 	for _, tc := range tests {
-		if got := s.cfg.secure(tc.host); got != tc.secure {
+		if got := s.config().secure(tc.host); got != tc.secure {
 			t.Errorf("secure(%q) = %v, want %v", tc.host, got, tc.secure)
 		}
 	}

@@ -52,7 +52,7 @@ func (r *Repository) Tags(ctx context.Context, opts TagsOptions) ([]string, erro
 		n = opts.Limit // one request for a small --limit
 	}
 	var tags []string
-	err := r.readEach(ctx, func(ep *repoEndpoint) error {
+	err := r.resolveEach(ctx, func(ep *repoEndpoint) error {
 		tags = tags[:0]
 		u, err := url.Parse(ep.baseURL() + "/v2/" + r.path + "/tags/list?n=" + strconv.Itoa(n))
 		if err != nil {

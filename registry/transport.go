@@ -164,11 +164,21 @@ func (t *hostTransports) newEntry(ctx context.Context, host string) (e *hostEntr
 	lctx, cancel := context.WithTimeout(ctx, t.tm.dial)
 	secure, lerr := t.cfg.secureLookup(lctx, host)
 	cancel()
+	e = &hostEntry{host: host, secure: secure}
+	if conf, ok := t.cfg.tlsByHost[host]; ok {
+		// hosts.toml's ca, client and skip_verify, exactly as written.
+		tr := t.base.Clone()
+		tr.TLSClientConfig = conf.Clone()
+		e.rt, e.tls = tr, tr.TLSClientConfig
+		if t.override != nil {
+			e.rt = t.override
+		}
+		return e, lerr == nil, nil
+	}
 	conf, found, err := loadCertsDir(t.cfg.certsDirs, host)
 	if err != nil {
 		return nil, false, err
 	}
-	e = &hostEntry{host: host, secure: secure}
 	switch {
 	case found:
 		conf.InsecureSkipVerify = !secure //nolint:gosec // only for registries configured insecure
@@ -184,6 +194,20 @@ func (t *hostTransports) newEntry(ctx context.Context, host string) (e *hostEntr
 		e.rt = t.override
 	}
 	return e, lerr == nil, nil
+}
+
+// closeIdle closes the idle connections of every transport t made: after
+// a reload, the requests still running finish on theirs.
+func (t *hostTransports) closeIdle() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, e := range t.hosts {
+		if tr, ok := e.rt.(*http.Transport); ok {
+			tr.CloseIdleConnections()
+		}
+	}
+	t.base.CloseIdleConnections()
+	t.insecure.CloseIdleConnections()
 }
 
 // remember keeps e; beyond maxRememberedHosts one other host is forgotten
@@ -209,9 +233,16 @@ func (t *hostTransports) remember(e *hostEntry) {
 func loadCertsDir(dirs []string, host string) (*tls.Config, bool, error) {
 	// A colon is not allowed in Windows paths; dockerd uses the same name on Linux.
 	for _, d := range dirs {
-		dir := filepath.Join(d, host)
-		fis, err := os.ReadDir(dir)
-		if err != nil {
+		var dir string
+		var fis []os.DirEntry
+		for _, n := range hostDirNames(host) { // host_port_ (containerd), then host:port (docker)
+			dir = filepath.Join(d, n)
+			if ents, err := os.ReadDir(dir); err == nil {
+				fis = ents
+				break
+			}
+		}
+		if fis == nil {
 			continue
 		}
 		conf := &tls.Config{MinVersion: tls.VersionTLS12}

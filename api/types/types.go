@@ -41,6 +41,10 @@ type RemoteImageInspect struct {
 
 	// Registry is the index name that answered, e.g. "docker.io" or "localhost:5000".
 	Registry string
+	// ServedBy is the API host (host[:port]) that answered: a mirror's
+	// (a hosts.toml [host] or a registry-mirror) or the upstream's; empty
+	// when wharfd's content cache answered without a request.
+	ServedBy string `json:",omitempty"`
 	// Digest is the top-level manifest digest: what NAME@Digest pins (the index
 	// digest for a multi-platform image).
 	Digest string

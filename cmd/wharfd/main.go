@@ -43,7 +43,15 @@ func newCommand() *cobra.Command {
 				fmt.Fprintf(cmd.OutOrStdout(), "wharfd version %s, build %s\n", version, gitCommit)
 				return nil
 			}
-			if err := daemon.LoadConfig(cfg, cmd.Flags(), daemon.OSEnv()); err != nil {
+			// SIGHUP reloads, as dockerd's does; caught from the start so
+			// that one arriving during start-up (or a load) is a reload,
+			// not the end of the process.
+			hup := make(chan os.Signal, 1)
+			signal.Notify(hup, syscall.SIGHUP)
+			defer signal.Stop(hup)
+			env := daemon.OSEnv()
+			loader := daemon.NewConfigLoader(cfg, cmd.Flags(), env)
+			if err := daemon.LoadConfig(cfg, cmd.Flags(), env); err != nil {
 				return err
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -57,10 +65,13 @@ func newCommand() *cobra.Command {
 			logger := logrus.StandardLogger()
 			logger.SetFormatter(&logrus.TextFormatter{FullTimestamp: true, TimestampFormat: "2006-01-02T15:04:05.000000000Z07:00"})
 			return daemon.Run(ctx, cfg, daemon.Options{
-				Version:   version,
-				GitCommit: gitCommit,
-				BuildTime: buildTime,
-				Logger:    logger,
+				Version:    version,
+				GitCommit:  gitCommit,
+				BuildTime:  buildTime,
+				Logger:     logger,
+				Env:        env,
+				Reload:     hup,
+				LoadConfig: loader,
 			})
 		},
 	}

@@ -57,6 +57,12 @@ type Options struct {
 	ProxyRemoteURL string
 	ProxyUsername  string
 	ProxyPassword  string
+	// ProxyTTL and Redis: see proxy.go.
+	ProxyTTL time.Duration
+	Redis    string
+	// TokenRealm replaces the token realm (default TokenCounter.URL/token),
+	// for a Front that serves registry and tokens on one host (proxy.go).
+	TokenRealm string
 	// Dir holds storage, config and log; default a new temp dir that Close removes.
 	Dir string
 	// TLSCert and TLSKey (PEM files) make the registry serve HTTPS;
@@ -146,20 +152,18 @@ func Start(opts Options) (*Registry, error) {
 		if r.TokenCounter, err = NewCounter(ts.URL); err != nil {
 			return nil, err
 		}
+		realm := r.TokenCounter.URL + "/token"
+		if opts.TokenRealm != "" {
+			realm = opts.TokenRealm
+		}
 		authYAML = fmt.Sprintf("auth:\n  token:\n    realm: %q\n    service: %q\n    issuer: %q\n    rootcertbundle: %q\n",
-			r.TokenCounter.URL+"/token", ts.Service, ts.Issuer, ts.CertPath)
+			realm, ts.Service, ts.Issuer, ts.CertPath)
 	}
 	var tlsYAML string
 	if opts.TLSCert != "" {
 		tlsYAML = fmt.Sprintf("  tls:\n    certificate: %q\n    key: %q\n", opts.TLSCert, opts.TLSKey)
 	}
-	var proxyYAML string
-	if opts.ProxyRemoteURL != "" {
-		proxyYAML = fmt.Sprintf("proxy:\n  remoteurl: %q\n", opts.ProxyRemoteURL)
-		if opts.ProxyUsername != "" {
-			proxyYAML += fmt.Sprintf("  username: %q\n  password: %q\n", opts.ProxyUsername, opts.ProxyPassword)
-		}
-	}
+	proxyYAML := proxyConfigYAML(opts)
 
 	// A port chosen by listening on :0 can be taken before the registry binds
 	// it; retry a few times rather than fail the suite.
@@ -178,7 +182,7 @@ log:
 storage:
   filesystem:
     rootdirectory: %q
-  delete:
+%s  delete:
     enabled: true
   maintenance:
     uploadpurging:
@@ -186,7 +190,7 @@ storage:
 http:
   addr: %q
   secret: wharf-test-secret
-%s%s%s`, filepath.Join(r.Dir, "storage"), addr, tlsYAML, authYAML, proxyYAML)
+%s%s%s`, filepath.Join(r.Dir, "storage"), storageCacheYAML(opts), addr, tlsYAML, authYAML, proxyYAML)
 		cfgPath := filepath.Join(r.Dir, "config.yml")
 		if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 			return nil, fmt.Errorf("testregistry: %w", err)

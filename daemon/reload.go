@@ -1,0 +1,102 @@
+package daemon
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/sirupsen/logrus"
+	"github.com/spf13/pflag"
+)
+
+// ConfigLoader loads the configuration again for a reload (SIGHUP): the
+// flags as given at start, and daemon.json as it is now.
+type ConfigLoader func() (*Config, error)
+
+// NewConfigLoader returns the loader of a reload. Call it with cfg as the
+// flags left it, before LoadConfig merges daemon.json into it.
+func NewConfigLoader(cfg *Config, fs *pflag.FlagSet, env Env) ConfigLoader {
+	flags := *cfg
+	return func() (*Config, error) {
+		c := flags
+		if err := LoadConfig(&c, fs, env); err != nil {
+			return nil, err
+		}
+		return &c, nil
+	}
+}
+
+// reload applies what can change at run time, as dockerd's SIGHUP does:
+// registry settings (insecure registries, mirrors, add- and
+// block-registry, certs dirs with their hosts.toml files and certificates)
+// and the log level. An invalid configuration is logged and changes
+// nothing; the daemon never exits on a reload. Requests already running
+// finish with the registry configuration they started with.
+func (d *Daemon) reload(log *logrus.Entry) {
+	log.Info("reloading the configuration (SIGHUP)")
+	if d.opts.LoadConfig == nil {
+		log.Warn("reload: this daemon was started without a configuration to reload; nothing changed")
+		return
+	}
+	cfg, err := d.opts.LoadConfig()
+	if err != nil {
+		log.WithError(err).Error("reload failed; the running configuration is kept")
+		return
+	}
+	changes, err := d.registry.Reload(cfg.registryOptions(d.env()))
+	if err != nil {
+		log.WithError(err).Error("reload failed: registry configuration; the running configuration is kept")
+		return
+	}
+	before := d.opts.Logger.GetLevel()
+	if err := configureLogger(d.opts.Logger, cfg); err != nil { // validated by LoadConfig: cannot fail
+		log.WithError(err).Error("reload: log level")
+	}
+	if after := d.opts.Logger.GetLevel(); after != before {
+		changes = append(changes, fmt.Sprintf("log-level: %s → %s", before, after))
+	}
+	for _, s := range fixedSettingsChanged(d.cfg, cfg) {
+		log.Warnf("reload: %s changed; it takes effect at the next start", s)
+	}
+	if len(changes) == 0 {
+		log.Info("configuration reloaded: nothing changed")
+		return
+	}
+	log.WithField("changes", strings.Join(changes, "; ")).Info("configuration reloaded")
+}
+
+// fixedSettingsChanged names the settings that differ between a and b and
+// that only a restart applies.
+func fixedSettingsChanged(a, b *Config) []string {
+	var out []string
+	if a.Root != b.Root {
+		out = append(out, "data-root")
+	}
+	if !slices.Equal(a.Hosts, b.Hosts) {
+		out = append(out, "hosts")
+	}
+	if a.TLS() != b.TLS() {
+		out = append(out, "TLS of the API (tlsverify, tlscacert, tlscert, tlskey)")
+	}
+	if a.MaxConcurrentDownloads != b.MaxConcurrentDownloads {
+		out = append(out, "max-concurrent-downloads")
+	}
+	if a.RegistryTimeout != b.RegistryTimeout {
+		out = append(out, "registry-timeout")
+	}
+	if a.MinAPIVersion != b.MinAPIVersion {
+		out = append(out, "min-api-version")
+	}
+	if a.MetricsAddr != b.MetricsAddr {
+		out = append(out, "metrics-addr")
+	}
+	return out
+}
+
+// env is the environment the defaults come from.
+func (d *Daemon) env() Env {
+	if d.opts.Env.Getenv == nil {
+		return OSEnv()
+	}
+	return d.opts.Env
+}
