@@ -185,3 +185,25 @@ func TestObserverOutcomesWithoutAnAnswer(t *testing.T) {
 		t.Errorf("canceled: %+v, want one canceled request", reqs)
 	}
 }
+
+// A reload builds new per-host set-ups: they report to the same observer
+// (they were built without one at first, so every request after a SIGHUP
+// went uncounted).
+func TestObserverSurvivesReload(t *testing.T) {
+	f := newFakeRegistry(t)
+	f.addImage("team/app", "1", "linux", "amd64", "")
+	obs := newRecordingObserver()
+	opts := ServiceOptions{Observer: obs}
+	s := testService(t, opts)
+	if _, err := s.Reload(opts); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := s.Inspect(ctx, InspectRequest{Name: f.host() + "/team/app:1", Platform: linuxAmd64()}); err != nil {
+		t.Fatal(err)
+	}
+	served := f.reset()
+	if reqs, _, _ := obs.take(); len(served) == 0 || len(reqs) != len(served) {
+		t.Fatalf("after a reload: observed %d requests, the registry served %d", len(reqs), len(served))
+	}
+}
