@@ -29,6 +29,7 @@ type Service struct {
 	client     *http.Client // retry → challenge memo → per-host transport
 	content    *contentCache
 	warm       *repoSet
+	blobs      *blobLocations // where blobs are known to be, for mounts (transfer.go)
 
 	mu          sync.Mutex
 	tokenCaches map[string]*tokenCache // credential identity → tokens
@@ -67,6 +68,7 @@ func newService(opts ServiceOptions, maxWait time.Duration) (*Service, error) {
 		tm:          tm,
 		content:     newContentCache(contentCacheBytes),
 		warm:        newRepoSet(maxWarmRepos),
+		blobs:       newBlobLocations(),
 		tokenCaches: map[string]*tokenCache{},
 	}
 	s.transports = newHostTransports(cfg, tm, opts.Transport)
