@@ -1,9 +1,7 @@
 package integration
 
 import (
-	"io/fs"
 	"net/http"
-	"path/filepath"
 	"strings"
 
 	"gopkg.in/check.v1"
@@ -40,17 +38,9 @@ func (s *PushMountSuite) TearDownSuite(c *check.C) {
 	}
 }
 
-// openUploads counts the upload sessions the registry holds open.
-func (s *PushMountSuite) openUploads(c *check.C) int {
-	n := 0
-	_ = filepath.WalkDir(s.reg.Dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.IsDir() && filepath.Base(filepath.Dir(p)) == "_uploads" {
-			n++
-		}
-		return nil
-	})
-	return n
-}
+// openUploads counts the upload sessions the registry holds open (see
+// openUploads in copy_suite_test.go).
+func (s *PushMountSuite) openUploads(c *check.C) int { return openUploads(s.reg) }
 
 func (s *PushMountSuite) mountPosts() int {
 	n := 0
