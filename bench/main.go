@@ -45,7 +45,7 @@ func run() error {
 		}
 	}
 	handshake := os.Getenv("BENCH_HANDSHAKE") != "0"
-	cases := map[string]bool{"1": true, "2": true, "3": true, "4": true, "5": true}
+	cases := map[string]bool{"1": true, "2": true, "3": true, "4": true, "5": true, "7": true}
 	if v := os.Getenv("BENCH_CASES"); v != "" {
 		cases = map[string]bool{}
 		for _, c := range strings.Split(v, ",") {
@@ -134,6 +134,15 @@ func run() error {
 		step("case 5: go test -bench (hot paths)")
 		rows, err := caseGoBench(ctx, root, benchtime)
 		collect("case 5", rows, err)
+	}
+	if cases["7"] {
+		step("case 7: registry → registry copy beside crane and skopeo, at RTT 0 and %s", rtt)
+		iters := 3
+		if quick {
+			iters = 1
+		}
+		rows, err := caseCopy(ctx, root, rtt, iters, quick, bin)
+		collect("case 7", rows, err)
 	}
 	rep.Seconds = time.Since(started).Seconds()
 
