@@ -28,7 +28,7 @@ import (
 // case: two repositories of one registry would let every tool mount instead
 // of copying. wharf (POST /wharf/images/copy on a fresh daemon), `crane
 // copy` and `skopeo copy docker://… docker://…` run in turns, each into a
-// new destination repository (nothing to skip), at RTT 0 and at the run's
+// new destination registry (nothing to skip or mount), at RTT 0 and at the run's
 // RTT. Requests are counted at both registries' proxies (registry/token,
 // source + destination).
 func caseCopy(ctx context.Context, root string, rtt time.Duration, iters int, quick bool, wharfdBin string) ([]row, error) {
@@ -39,11 +39,6 @@ func caseCopy(ctx context.Context, root string, rtt time.Duration, iters int, qu
 		return nil, err
 	}
 	defer src.close()
-	dst, err := newEnvRealm(0, false, wharfdBin, "localhost")
-	if err != nil {
-		return nil, err
-	}
-	defer dst.close()
 	size := 32 << 20
 	if quick {
 		size = 4 << 20
@@ -68,9 +63,6 @@ func caseCopy(ctx context.Context, root string, rtt time.Duration, iters int, qu
 		return nil, err
 	}
 	defer os.RemoveAll(cfgDir)
-	if err := writeDockerConfig(cfgDir, src, dst); err != nil {
-		return nil, err
-	}
 	var total int64
 	for _, l := range img.Layers {
 		total += int64(len(l.Data))
@@ -85,12 +77,22 @@ func caseCopy(ctx context.Context, root string, rtt time.Duration, iters int, qu
 	n := 0
 	for _, r := range rtts {
 		src.setRTT(r)
-		dst.setRTT(r)
 		var walls, craneWalls, skopeoWalls []time.Duration
 		var wc, cc, sc counts
 		var peak, cranePeak, skopeoPeak int64
 		for i := 0; i < iters; i++ {
 			n++
+			// A new destination registry each round: skopeo remembers where
+			// it pushed a blob (its blob-info cache) and would mount from
+			// the previous round's repository instead of copying.
+			dst, err := newEnvRealm(r, false, wharfdBin, "localhost")
+			if err != nil {
+				return nil, err
+			}
+			defer dst.close()
+			if err := writeDockerConfig(cfgDir, src, dst); err != nil {
+				return nil, err
+			}
 			from := src.host + "/bench/big:1"
 			// wharf, on a fresh daemon so its peak RSS is this copy's.
 			d, droot, err := freshDaemon(src)

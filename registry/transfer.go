@@ -275,7 +275,15 @@ func (b *uploadBody) Read(p []byte) (int, error) {
 	if int64(len(p)) > b.left {
 		p = p[:b.left]
 	}
-	n, err := b.r.Read(p)
+	// Fill p before passing it on: a chunked request flushes every piece
+	// it is given as one chunk and one write, and a network source hands
+	// over a few KiB at a time.
+	n, err := 0, error(nil)
+	for n < len(p) && err == nil {
+		var m int
+		m, err = b.r.Read(p[n:])
+		n += m
+	}
 	b.left -= int64(n)
 	switch {
 	case err == io.EOF && b.left > 0:

@@ -19,9 +19,9 @@ import (
 )
 
 // maxConcurrentCopies bounds the blobs one copy moves at a time. Each is a
-// GET streamed into a PUT holding only net/http's buffers, so memory does
-// not grow with it; 4 keeps two registries busy without opening more
-// connections than crane (4) does.
+// GET streamed into a PATCH holding only net/http's buffers, so memory does
+// not grow with it; 4 (go-containerregistry's default) keeps both
+// registries busy without opening more connections per side than crane.
 const maxConcurrentCopies = 4
 
 // copyManifest is one manifest to write at the destination.
