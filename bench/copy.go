@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/wharfproject/wharf/internal/testregistry"
@@ -79,7 +78,7 @@ func caseCopy(ctx context.Context, root string, rtt time.Duration, iters int, qu
 		src.setRTT(r)
 		var walls, craneWalls, skopeoWalls []time.Duration
 		var wc, cc, sc counts
-		var peak, cranePeak, skopeoPeak int64
+		var peak int64
 		for i := 0; i < iters; i++ {
 			n++
 			// A new destination registry each round: skopeo remembers where
@@ -89,49 +88,19 @@ func caseCopy(ctx context.Context, root string, rtt time.Duration, iters int, qu
 			if err != nil {
 				return nil, err
 			}
-			defer dst.close()
-			if err := writeDockerConfig(cfgDir, src, dst); err != nil {
-				return nil, err
-			}
-			from := src.host + "/bench/big:1"
-			// wharf, on a fresh daemon so its peak RSS is this copy's.
-			d, droot, err := freshDaemon(src)
+			err = func() error {
+				defer dst.close()
+				if err := writeDockerConfig(cfgDir, src, dst); err != nil {
+					return err
+				}
+				return copyRound(ctx, src, dst, crane, skopeo, cfgDir, n, &round{
+					walls: &walls, craneWalls: &craneWalls, skopeoWalls: &skopeoWalls,
+					wc: &wc, cc: &cc, sc: &sc, peak: &peak,
+				})
+			}()
 			if err != nil {
 				return nil, err
 			}
-			src.reset()
-			dst.reset()
-			w, err := copyWharf(ctx, d, src, dst, from, fmt.Sprintf("%s/bench/wharf-%d:1", dst.host, n))
-			if err == nil {
-				wc = addCounts(src.counts(), dst.counts())
-				var hwm int64
-				hwm, err = d.peakRSS()
-				peak = max(peak, hwm)
-			}
-			dropDaemon(d, droot)
-			if err != nil {
-				return nil, err
-			}
-			walls = append(walls, w)
-
-			src.reset()
-			dst.reset()
-			cw, crss, err := runTool(ctx, cfgDir, crane, "copy", "--insecure", from, fmt.Sprintf("%s/bench/crane-%d:1", dst.host, n))
-			if err != nil {
-				return nil, err
-			}
-			cc = addCounts(src.counts(), dst.counts())
-			craneWalls, cranePeak = append(craneWalls, cw), max(cranePeak, crss)
-
-			src.reset()
-			dst.reset()
-			sw, srss, err := runTool(ctx, cfgDir, skopeo, "copy", "--quiet", "--src-tls-verify=false", "--dest-tls-verify=false",
-				"docker://"+from, fmt.Sprintf("docker://%s/bench/skopeo-%d:1", dst.host, n))
-			if err != nil {
-				return nil, err
-			}
-			sc = addCounts(src.counts(), dst.counts())
-			skopeoWalls, skopeoPeak = append(skopeoWalls, sw), max(skopeoPeak, srss)
 		}
 		med, p95 := stats(walls)
 		cmed, _ := stats(craneWalls)
@@ -153,7 +122,6 @@ func caseCopy(ctx context.Context, root string, rtt time.Duration, iters int, qu
 			row{
 				Case: "7", Name: "  same copy, skopeo copy", Unit: "ms", N: len(skopeoWalls),
 				Reqs: fmt.Sprintf("%d/%d", sc.reg, sc.tok), Median: ms(smed), Baseline: ms(med), BaseName: "wharf", Ratio: pairedRatio(skopeoWalls, walls),
-				Note: fmt.Sprintf("peak RSS: crane %.0f MiB, skopeo %.0f MiB", float64(cranePeak)/(1<<20), float64(skopeoPeak)/(1<<20)),
 			},
 			row{
 				Case: "7", Name: "  wharfd peak RSS (VmHWM) during copy", Unit: "MiB", N: len(walls),
@@ -162,6 +130,58 @@ func caseCopy(ctx context.Context, root string, rtt time.Duration, iters int, qu
 		)
 	}
 	return rows, nil
+}
+
+// round collects one round's measurements.
+type round struct {
+	walls, craneWalls, skopeoWalls *[]time.Duration
+	wc, cc, sc                     *counts
+	peak                           *int64
+}
+
+// copyRound copies the image once with each tool into dst, each into its
+// own new repository.
+func copyRound(ctx context.Context, src, dst *env, crane, skopeo, cfgDir string, n int, r *round) error {
+	from := src.host + "/bench/big:1"
+	// wharf, on a fresh daemon so its peak RSS is this copy's.
+	d, droot, err := freshDaemon(src)
+	if err != nil {
+		return err
+	}
+	src.reset()
+	dst.reset()
+	w, err := copyWharf(ctx, d, src, dst, from, fmt.Sprintf("%s/bench/wharf-%d:1", dst.host, n))
+	if err == nil {
+		*r.wc = addCounts(src.counts(), dst.counts())
+		var hwm int64
+		hwm, err = d.peakRSS()
+		*r.peak = max(*r.peak, hwm)
+	}
+	dropDaemon(d, droot)
+	if err != nil {
+		return err
+	}
+	*r.walls = append(*r.walls, w)
+
+	src.reset()
+	dst.reset()
+	cw, err := runTool(ctx, cfgDir, crane, "copy", "--insecure", from, fmt.Sprintf("%s/bench/crane-%d:1", dst.host, n))
+	if err != nil {
+		return err
+	}
+	*r.cc = addCounts(src.counts(), dst.counts())
+	*r.craneWalls = append(*r.craneWalls, cw)
+
+	src.reset()
+	dst.reset()
+	sw, err := runTool(ctx, cfgDir, skopeo, "copy", "--quiet", "--src-tls-verify=false", "--dest-tls-verify=false",
+		"docker://"+from, fmt.Sprintf("docker://%s/bench/skopeo-%d:1", dst.host, n))
+	if err != nil {
+		return err
+	}
+	*r.sc = addCounts(src.counts(), dst.counts())
+	*r.skopeoWalls = append(*r.skopeoWalls, sw)
+	return nil
 }
 
 func addCounts(a, b counts) counts {
@@ -251,20 +271,16 @@ func copyWharf(ctx context.Context, d *wharfd, src, dst *env, from, to string) (
 	return time.Since(start), nil
 }
 
-// runTool runs an anchor with DOCKER_CONFIG=cfgDir and returns its wall
-// time and peak RSS (the child's ru_maxrss).
-func runTool(ctx context.Context, cfgDir, bin string, args ...string) (time.Duration, int64, error) {
+// runTool runs an anchor with DOCKER_CONFIG=cfgDir (crane) and
+// REGISTRY_AUTH_FILE (skopeo) and returns its wall time.
+func runTool(ctx context.Context, cfgDir, bin string, args ...string) (time.Duration, error) {
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+cfgDir, "REGISTRY_AUTH_FILE="+filepath.Join(cfgDir, "config.json"))
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	wall := time.Since(start)
 	if err != nil {
-		return 0, 0, fmt.Errorf("%s %s: %w: %s", filepath.Base(bin), strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+		return 0, fmt.Errorf("%s %s: %w: %s", filepath.Base(bin), strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}
-	var rss int64
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		rss = ru.Maxrss << 10 // KiB on Linux
-	}
-	return wall, rss, nil
+	return wall, nil
 }
