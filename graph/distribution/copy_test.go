@@ -8,7 +8,9 @@ import (
 )
 
 func TestCopyBlobsDistinctLayersFirstForeignSkipped(t *testing.T) {
-	d := func(s string) ocispec.Descriptor { return ocispec.Descriptor{Digest: digest.FromString(s), Size: int64(len(s))} }
+	d := func(s string) ocispec.Descriptor {
+		return ocispec.Descriptor{Digest: digest.FromString(s), Size: int64(len(s))}
+	}
 	shared, own, foreign := d("shared"), d("own"), d("foreign")
 	foreign.URLs = []string{"https://example.invalid/layer"}
 	cfgA, cfgB := d("config a"), d("config b")
