@@ -316,3 +316,20 @@ func listTags(ctx context.Context, reg *testregistry.Registry, repo string) ([]s
 	err = json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&body)
 	return body.Tags, err
 }
+
+// Bad requests are refused before any registry is asked.
+func (s *CopySuite) TestCopyRefusesBadRequests(c *check.C) {
+	r := s.d.Wharf(c, "copy", "--platform", "linux/amd64", "--all-platforms", s.src.Host+"/a:1", s.dst.Host+"/a:1")
+	c.Assert(r.ExitCode, check.Not(check.Equals), 0)
+	c.Assert(r.Stderr, check.Matches, `(?s).*--platform and --all-platforms.*`)
+	r = s.d.Wharf(c, "copy", s.src.Host+"/a:1")
+	c.Assert(r.ExitCode, check.Not(check.Equals), 0)
+	s.src.ResetCounters()
+	for _, q := range []string{"src=" + s.src.Host + "/a:1", "src=a&dst=UPPER/Case", "src=a&dst=b&platform=linux/amd64&all-platforms=1"} {
+		resp := s.d.Req(c, http.MethodPost, "/v1.50/wharf/images/copy?"+q, nil)
+		c.Assert(resp.Status, check.Equals, http.StatusBadRequest, check.Commentf("%s: %s", q, resp))
+	}
+	resp := s.d.Req(c, http.MethodPost, "/v1.50/wharf/images/copy?src=a&dst=b", nil, "X-Registry-Config", "!!!")
+	c.Assert(resp.Status, check.Equals, http.StatusBadRequest, check.Commentf("%s", resp))
+	c.Assert(s.src.Requests(), check.Equals, 0)
+}
