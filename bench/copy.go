@@ -143,44 +143,62 @@ type round struct {
 // own new repository.
 func copyRound(ctx context.Context, src, dst *env, crane, skopeo, cfgDir string, n int, r *round) error {
 	from := src.host + "/bench/big:1"
-	// wharf, on a fresh daemon so its peak RSS is this copy's.
-	d, droot, err := freshDaemon(src)
-	if err != nil {
-		return err
-	}
-	src.reset()
-	dst.reset()
-	w, err := copyWharf(ctx, d, src, dst, from, fmt.Sprintf("%s/bench/wharf-%d:1", dst.host, n))
-	if err == nil {
+	runWharf := func() error {
+		// A fresh daemon, so that its peak RSS is this copy's.
+		d, droot, err := freshDaemon(src)
+		if err != nil {
+			return err
+		}
+		defer dropDaemon(d, droot)
+		src.reset()
+		dst.reset()
+		w, err := copyWharf(ctx, d, src, dst, from, fmt.Sprintf("%s/bench/wharf-%d:1", dst.host, n))
+		if err != nil {
+			return err
+		}
 		*r.wc = addCounts(src.counts(), dst.counts())
-		var hwm int64
-		hwm, err = d.peakRSS()
+		hwm, err := d.peakRSS()
+		if err != nil {
+			return err
+		}
 		*r.peak = max(*r.peak, hwm)
+		*r.walls = append(*r.walls, w)
+		return nil
 	}
-	dropDaemon(d, droot)
-	if err != nil {
-		return err
+	runCrane := func() error {
+		src.reset()
+		dst.reset()
+		cw, err := runTool(ctx, cfgDir, crane, "copy", "--insecure", from, fmt.Sprintf("%s/bench/crane-%d:1", dst.host, n))
+		if err != nil {
+			return err
+		}
+		*r.cc = addCounts(src.counts(), dst.counts())
+		*r.craneWalls = append(*r.craneWalls, cw)
+		return nil
 	}
-	*r.walls = append(*r.walls, w)
-
-	src.reset()
-	dst.reset()
-	cw, err := runTool(ctx, cfgDir, crane, "copy", "--insecure", from, fmt.Sprintf("%s/bench/crane-%d:1", dst.host, n))
-	if err != nil {
-		return err
+	runSkopeo := func() error {
+		src.reset()
+		dst.reset()
+		sw, err := runTool(ctx, cfgDir, skopeo, "copy", "--quiet", "--src-tls-verify=false", "--dest-tls-verify=false",
+			"docker://"+from, fmt.Sprintf("docker://%s/bench/skopeo-%d:1", dst.host, n))
+		if err != nil {
+			return err
+		}
+		*r.sc = addCounts(src.counts(), dst.counts())
+		*r.skopeoWalls = append(*r.skopeoWalls, sw)
+		return nil
 	}
-	*r.cc = addCounts(src.counts(), dst.counts())
-	*r.craneWalls = append(*r.craneWalls, cw)
-
-	src.reset()
-	dst.reset()
-	sw, err := runTool(ctx, cfgDir, skopeo, "copy", "--quiet", "--src-tls-verify=false", "--dest-tls-verify=false",
-		"docker://"+from, fmt.Sprintf("docker://%s/bench/skopeo-%d:1", dst.host, n))
-	if err != nil {
-		return err
+	// The order turns each round, so that no tool always meets the fresh
+	// destination registry first.
+	order := []func() error{runWharf, runCrane, runSkopeo}
+	for i := 0; i < n%len(order); i++ {
+		order = append(order[1:], order[0])
 	}
-	*r.sc = addCounts(src.counts(), dst.counts())
-	*r.skopeoWalls = append(*r.skopeoWalls, sw)
+	for _, run := range order {
+		if err := run(); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
