@@ -44,6 +44,12 @@ type env struct {
 }
 
 func newEnv(rtt time.Duration, handshake bool, wharfdBin string) (*env, error) {
+	return newEnvRealm(rtt, handshake, wharfdBin, "127.0.0.1")
+}
+
+// newEnvRealm is newEnv with the token realm on realmHost: "localhost" for
+// crane, which refuses a realm on a loopback IP literal of another port.
+func newEnvRealm(rtt time.Duration, handshake bool, wharfdBin, realmHost string) (*env, error) {
 	e := &env{wharfd: wharfdBin, tokens: map[string]string{}}
 	var err error
 	if e.regProxy, err = newRTTProxy(rtt, handshake); err != nil {
@@ -55,7 +61,8 @@ func newEnv(rtt time.Duration, handshake bool, wharfdBin string) (*env, error) {
 	// The registry's realm is in its config, written by testregistry.Start;
 	// distribution lets the environment override any config key, so the
 	// realm points at our RTT proxy, which forwards to the token counter.
-	os.Setenv("REGISTRY_AUTH_TOKEN_REALM", "http://"+e.tokProxy.Addr()+"/token")
+	_, port, _ := strings.Cut(e.tokProxy.Addr(), ":")
+	os.Setenv("REGISTRY_AUTH_TOKEN_REALM", "http://"+realmHost+":"+port+"/token")
 	e.reg, err = testregistry.Start(testregistry.Options{Auth: testregistry.AuthToken})
 	os.Unsetenv("REGISTRY_AUTH_TOKEN_REALM")
 	if err != nil {

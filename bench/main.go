@@ -9,7 +9,7 @@
 // BENCH_RTT (default 25ms) the round-trip time of case 1, where each request
 // costs one RTT (the model) and, unless BENCH_HANDSHAKE=0, the cold
 // cases run again with every new connection costing one more RTT (a TCP
-// handshake); BENCH_CASES=1,2,3,4,5,6,8 the cases to run;
+// handshake); BENCH_CASES=1,2,3,4,5,6,7,8 the cases to run;
 // WHARFD the daemon binary (default bin/wharfd).
 package main
 
@@ -45,7 +45,7 @@ func run() error {
 		}
 	}
 	handshake := os.Getenv("BENCH_HANDSHAKE") != "0"
-	cases := map[string]bool{"1": true, "2": true, "3": true, "4": true, "5": true, "6": true, "8": true}
+	cases := map[string]bool{"1": true, "2": true, "3": true, "4": true, "5": true, "6": true, "7": true, "8": true}
 	if v := os.Getenv("BENCH_CASES"); v != "" {
 		cases = map[string]bool{}
 		for _, c := range strings.Split(v, ",") {
@@ -146,6 +146,15 @@ func run() error {
 		step("case 5: go test -bench (hot paths)")
 		rows, err := caseGoBench(ctx, root, benchtime)
 		collect("case 5", rows, err)
+	}
+	if cases["7"] {
+		step("case 7: registry → registry copy beside crane and skopeo, at RTT 0 and %s", rtt)
+		iters := 3
+		if quick {
+			iters = 1
+		}
+		rows, err := caseCopy(ctx, root, rtt, iters, quick, bin)
+		collect("case 7", rows, err)
 	}
 	if cases["8"] {
 		step("case 8: a fleet of 3 wharfd behind a pull-through proxy, beside the same without it")

@@ -3,7 +3,6 @@ package client
 import (
 	"bufio"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,10 +24,10 @@ type CheckRemoteOptions struct {
 	Names []string
 	// MaxAge lets an answer the registry gave within it stand (0: always ask).
 	MaxAge time.Duration
-	// Auth are credentials by registry, sent as X-Registry-Config; each
-	// needs its ServerAddress (the registry it belongs to). The daemon
-	// sends each only to its own registry.
-	Auth []registry.AuthConfig
+	// Auth holds credentials keyed by registry (host[:port], or Docker
+	// Hub's https://index.docker.io/v1/), sent as X-Registry-Config; the
+	// daemon sends each set only to its registry.
+	Auth map[string]registry.AuthConfig
 }
 
 // maxCheckLine caps one line of the check's stream (64 KiB): a result is a
@@ -47,20 +46,9 @@ func (c *Client) ImageCheckRemote(ctx context.Context, opts CheckRemoteOptions, 
 	if opts.MaxAge > 0 {
 		q.Set("max-age", opts.MaxAge.String())
 	}
-	var h http.Header
-	if len(opts.Auth) > 0 {
-		m := map[string]registry.AuthConfig{}
-		for _, a := range opts.Auth {
-			if a.ServerAddress == "" {
-				return errors.New("check-remote: a credential without ServerAddress")
-			}
-			m[a.ServerAddress] = a
-		}
-		b, err := json.Marshal(m)
-		if err != nil {
-			return err
-		}
-		h = http.Header{"X-Registry-Config": {base64.URLEncoding.EncodeToString(b)}}
+	h, err := registryConfigHeader(opts.Auth)
+	if err != nil {
+		return err
 	}
 	resp, err := c.do(ctx, request{method: http.MethodPost, path: "/wharf/images/check-remote", query: q, header: h})
 	if err != nil {

@@ -218,7 +218,7 @@ func (s *Store) checkOne(ctx context.Context, t checkTarget, opts types.RemoteCh
 		res.RemoteError = "not asked: " + down.Error()
 		return res, down
 	}
-	auth := registry.AuthForRegistry(opts.Auth, reference.Domain(t.ref))
+	auth := registry.AuthFor(opts.Auth, reference.Domain(t.ref))
 	ans, repo, err := s.dist.RemoteTag(ctx, t.ref, auth, opts.MetaHeaders, opts.MaxAge)
 	if err != nil {
 		res.RemoteStatus = types.RemoteError

@@ -144,6 +144,12 @@ func (s *Store) PushImage(ctx context.Context, opts types.PushOptions, out types
 	return s.dist.PushImage(ctx, opts, out)
 }
 
+// CopyImage answers POST /wharf/images/copy: registry to registry, without
+// the local store (see distribution.Service.CopyImage).
+func (s *Store) CopyImage(ctx context.Context, opts types.CopyOptions, out types.ProgressWriter) error {
+	return s.dist.CopyImage(ctx, opts, out)
+}
+
 // Login validates auth against its registry (POST /auth).
 func (s *Store) Login(ctx context.Context, auth *registrytypes.AuthConfig) (string, error) {
 	return s.dist.Login(ctx, auth)

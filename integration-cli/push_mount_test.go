@@ -1,9 +1,7 @@
 package integration
 
 import (
-	"io/fs"
 	"net/http"
-	"path/filepath"
 	"strings"
 
 	"gopkg.in/check.v1"
@@ -40,17 +38,9 @@ func (s *PushMountSuite) TearDownSuite(c *check.C) {
 	}
 }
 
-// openUploads counts the upload sessions the registry holds open.
-func (s *PushMountSuite) openUploads(c *check.C) int {
-	n := 0
-	_ = filepath.WalkDir(s.reg.Dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.IsDir() && filepath.Base(filepath.Dir(p)) == "_uploads" {
-			n++
-		}
-		return nil
-	})
-	return n
-}
+// openUploads counts the upload sessions the registry holds open (see
+// openUploads in copy_suite_test.go).
+func (s *PushMountSuite) openUploads(c *check.C) int { return openUploads(s.reg) }
 
 func (s *PushMountSuite) mountPosts() int {
 	n := 0
@@ -94,4 +84,52 @@ func (s *PushMountSuite) TestMountOnlyFromKnownRepositoriesAndNoAbandonedUploads
 	c.Assert(lines.Err(), check.Equals, "")
 	c.Check(s.mountPosts(), check.Equals, 0, check.Commentf("%s", strings.Join(s.reg.RequestLog(), "\n")))
 	c.Check(s.openUploads(c)-before, check.Equals, 0, check.Commentf("upload sessions left open"))
+}
+
+// Five repositories known to hold the image (it was pulled from each), none
+// of which holds its layers any more: each layer costs 3 mount POSTs at
+// most, every refused mount's session but the last is cancelled (DELETE)
+// and the last carries the upload, so the push succeeds and leaves no
+// session open.
+func (s *PushMountSuite) TestRefusedMountsAreCappedAndCancelled(c *check.C) {
+	img := pushImage(c, s.reg, "gone/r1", "1", testregistry.ImageOptions{Layers: 2})
+	for i := 1; i <= 5; i++ {
+		repo := "gone/r" + string(rune('0'+i))
+		if i > 1 {
+			ctx, cancel := fixtureCtx()
+			c.Assert(s.reg.Client().PushImage(ctx, repo, "1", img), check.IsNil)
+			cancel()
+		}
+		_, lines := s.d.Pull(c, s.reg.Host+"/"+repo, "1", "")
+		c.Assert(lines.Err(), check.Equals, "")
+	}
+	for i := 1; i <= 5; i++ {
+		for _, l := range img.Layers {
+			req, err := http.NewRequest(http.MethodDelete, s.reg.DirectURL+"/v2/gone/r"+string(rune('0'+i))+"/blobs/"+l.Digest, nil)
+			c.Assert(err, check.IsNil)
+			resp, err := http.DefaultClient.Do(req)
+			c.Assert(err, check.IsNil)
+			resp.Body.Close()
+			c.Assert(resp.StatusCode, check.Equals, http.StatusAccepted)
+		}
+	}
+	r := s.d.Req(c, http.MethodPost, "/v1.50/images/"+s.reg.Host+"/gone/r1:1/tag?repo="+s.reg.Host+"/gone/target&tag=1", nil)
+	c.Assert(r.Status, check.Equals, http.StatusCreated)
+	before := s.openUploads(c)
+	s.reg.ResetCounters()
+	_, lines := s.d.Push(c, s.reg.Host+"/gone/target", "1", "")
+	c.Assert(lines.Err(), check.Equals, "", check.Commentf("%s", strings.Join(s.reg.RequestLog(), "\n")))
+	log := strings.Join(s.reg.RequestLog(), "\n")
+	deletes := 0
+	for _, l := range s.reg.RequestLog() {
+		if strings.HasPrefix(l, "DELETE ") {
+			deletes++
+		}
+	}
+	// Two layers refused thrice (the config still mounts): 3 + 3 + 1 POSTs,
+	// 2 + 2 DELETEs.
+	c.Check(s.mountPosts(), check.Equals, 7, check.Commentf("%s", log))
+	c.Check(deletes, check.Equals, 4, check.Commentf("%s", log))
+	c.Check(s.openUploads(c)-before, check.Equals, 0, check.Commentf("upload sessions left open:\n%s", log))
+	c.Check(dstDigest(c, s.reg, "gone/target", "1"), check.Equals, img.Manifest.Digest)
 }

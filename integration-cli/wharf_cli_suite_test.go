@@ -222,7 +222,7 @@ func (s *WharfCLISuite) TestWharfRefusesUnknownCommandsFlagsAndArguments(c *chec
 		status int
 		stderr string // exact
 	}{
-		{[]string{"copy", "a", "b"}, 1, "wharf: unknown command: wharf copy\n\nRun 'wharf --help' for more information\n"},
+		{[]string{"cpoy", "a", "b"}, 1, "wharf: unknown command: wharf cpoy\n\nRun 'wharf --help' for more information\n"},
 		{[]string{"imagse"}, 1, "wharf: unknown command: wharf imagse\n\nRun 'wharf --help' for more information\n"},
 		{[]string{"system", "bogus"}, 1, "wharf: unknown command: wharf system bogus\n\nUsage:  wharf system COMMAND\n\nRun 'wharf system --help' for more information\n"},
 		{[]string{"completion", "bogus"}, 1, "wharf: unknown command: wharf completion bogus\n\nUsage:  wharf completion\n\nRun 'wharf completion --help' for more information\n"},

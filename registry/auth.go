@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"sort"
 	"strings"
 
 	"github.com/containerd/errdefs"
@@ -357,6 +358,29 @@ func checkRealmHost(ctx context.Context, realm *url.URL, registryHost string) er
 				return fmt.Errorf("login: bearer realm %q resolves to %s, which is refused%.0w", realm.Redacted(), a, errdefs.ErrPermissionDenied)
 			}
 		}
+	}
+	return nil
+}
+
+// AuthFor picks from credentials keyed by registry (the X-Registry-Config
+// map of a build or a copy) the set for index, bound to it: its
+// ServerAddress becomes its key, so credentialFunc sends it to that
+// registry and no other. Keys are matched as logins are (Docker Hub's
+// aliases, a scheme or a path ignored), in sorted order when several match.
+func AuthFor(configs map[string]registrytypes.AuthConfig, index string) *registrytypes.AuthConfig {
+	keys := make([]string, 0, len(configs))
+	for k := range configs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	want := normaliseIndexName(index)
+	for _, k := range keys {
+		ac := configs[k]
+		if normaliseServerAddress(k) != want || ac == (registrytypes.AuthConfig{ServerAddress: ac.ServerAddress}) {
+			continue
+		}
+		ac.ServerAddress = k
+		return &ac
 	}
 	return nil
 }

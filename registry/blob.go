@@ -35,10 +35,32 @@ func (r *Repository) FetchBlob(ctx context.Context, desc ocispec.Descriptor) (io
 			return err
 		}
 		idle := newIdleReader(rc, r.svc.tm.window)
-		out = &readCloser{Reader: newVerifyingReader(idle, desc, ep.host), Closer: idle}
+		var vr io.Reader = newVerifyingReader(idle, desc, ep.host)
+		if !ep.mirror {
+			// A verified read proves the blob is in this repository: a
+			// later push or copy to this registry may mount it from here.
+			vr = &onEOF{r: vr, fn: func() { r.svc.blobs.add(desc.Digest, r.info.Index.Name, r.path) }}
+		}
+		out = &readCloser{Reader: vr, Closer: idle}
 		return nil
 	})
 	return out, err
+}
+
+// onEOF calls fn once when r ends cleanly (after the verifying reader
+// accepted the bytes).
+type onEOF struct {
+	r  io.Reader
+	fn func()
+}
+
+func (o *onEOF) Read(p []byte) (int, error) {
+	n, err := o.r.Read(p)
+	if err == io.EOF && o.fn != nil {
+		o.fn()
+		o.fn = nil
+	}
+	return n, err
 }
 
 type readCloser struct {

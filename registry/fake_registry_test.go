@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path"
 	"sort"
 	"strconv"
 	"strings"
@@ -34,6 +35,7 @@ type fakeRegistry struct {
 	manifests map[string]map[string]fakeManifest // repo → tag or digest
 	blobs     map[digest.Digest][]byte
 	uploads   int
+	sessions  map[string][]byte // open upload sessions → bytes received
 
 	// hostile knobs
 	headStatus   int  // answer HEAD manifest with this status
@@ -57,11 +59,19 @@ func newFakeRegistry(t *testing.T) *fakeRegistry {
 		tokens:    map[string]bool{},
 		manifests: map[string]map[string]fakeManifest{},
 		blobs:     map[digest.Digest][]byte{},
+		sessions:  map[string][]byte{},
 		expiresIn: 300,
 	}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
+}
+
+// openSessions is how many upload sessions are neither completed nor cancelled.
+func (f *fakeRegistry) openSessions() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.sessions)
 }
 
 func (f *fakeRegistry) host() string {
@@ -353,19 +363,52 @@ func (f *fakeRegistry) serveUpload(w http.ResponseWriter, r *http.Request, repo 
 		f.mu.Lock()
 		f.uploads++
 		n := f.uploads
+		f.sessions[fmt.Sprintf("u%d", n)] = nil
 		f.mu.Unlock()
 		w.Header().Set("Location", fmt.Sprintf("/v2/%s/blobs/uploads/u%d", repo, n))
 		w.WriteHeader(http.StatusAccepted)
-	case http.MethodPut:
+	case http.MethodPatch:
+		id := path.Base(r.URL.Path)
 		body, _ := io.ReadAll(r.Body)
+		f.mu.Lock()
+		got, ok := f.sessions[id]
+		if ok {
+			f.sessions[id] = append(got, body...)
+		}
+		f.mu.Unlock()
+		if !ok {
+			writeErr(w, http.StatusNotFound, "BLOB_UPLOAD_UNKNOWN", "no such upload")
+			return
+		}
+		w.Header().Set("Location", r.URL.Path)
+		w.WriteHeader(http.StatusAccepted)
+	case http.MethodPut:
+		id := path.Base(r.URL.Path)
+		body, _ := io.ReadAll(r.Body)
+		f.mu.Lock()
+		got, ok := f.sessions[id]
+		body = append(append([]byte(nil), got...), body...)
+		f.mu.Unlock()
+		if !ok {
+			writeErr(w, http.StatusNotFound, "BLOB_UPLOAD_UNKNOWN", "no such upload")
+			return
+		}
 		d := digest.Digest(r.URL.Query().Get("digest"))
 		if digest.FromBytes(body) != d {
 			writeErr(w, http.StatusBadRequest, "DIGEST_INVALID", "digest does not match")
 			return
 		}
+		f.mu.Lock()
+		delete(f.sessions, id)
+		f.mu.Unlock()
 		f.putBlob(body)
 		w.Header().Set("Docker-Content-Digest", d.String())
 		w.WriteHeader(http.StatusCreated)
+	case http.MethodDelete:
+		f.mu.Lock()
+		delete(f.sessions, path.Base(r.URL.Path))
+		f.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
 	default:
 		w.WriteHeader(http.StatusMethodNotAllowed)
 	}

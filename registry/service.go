@@ -41,6 +41,7 @@ type Service struct {
 	// noReferrersAPI: hosts that answered the referrers API with 404
 	// (referrers.go); they are asked through the tag schema only.
 	noReferrersAPI hostSet
+	blobs          *blobLocations // where blobs are known to be, for mounts (transfer.go)
 
 	mu          sync.Mutex
 	tokenCaches map[string]*tokenCache // credential identity → tokens
@@ -79,6 +80,7 @@ func newService(opts ServiceOptions, maxWait time.Duration) (*Service, error) {
 		content:     newContentCache(contentCacheBytes),
 		warm:        newRepoSet(maxWarmRepos),
 		tags:        newTagCache(maxTagAnswers),
+		blobs:       newBlobLocations(),
 		tokenCaches: map[string]*tokenCache{},
 		mirrorRetry: mirrorRetryAfter,
 	}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
-	registrytypes "github.com/moby/moby/api/types/registry"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
@@ -145,20 +144,4 @@ func (r *Repository) noteTag(tag string, desc ocispec.Descriptor, at time.Time) 
 	if tag != "" {
 		r.svc.tags.put(r.scope(), tag, desc, false, at)
 	}
-}
-
-// AuthForRegistry picks, from credentials given for several registries
-// (X-Registry-Config, keyed by server address as the docker CLI keys them),
-// the one for index, with its ServerAddress set to the key it was found
-// under, so that it is sent to that registry and no other. nil when none
-// belongs to index.
-func AuthForRegistry(auths []registrytypes.AuthConfig, index string) *registrytypes.AuthConfig {
-	want := normaliseIndexName(index)
-	for i := range auths {
-		if a := normaliseServerAddress(auths[i].ServerAddress); a != "" && a == want {
-			ac := auths[i]
-			return &ac
-		}
-	}
-	return nil
 }

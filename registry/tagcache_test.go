@@ -131,16 +131,3 @@ func TestTagCacheBoundAndOrder(t *testing.T) {
 		t.Error("max-age 0 was answered from the cache")
 	}
 }
-
-func TestAuthForRegistry(t *testing.T) {
-	auths := []registrytypes.AuthConfig{
-		{Username: "hub", ServerAddress: "https://index.docker.io/v1/"},
-		{Username: "local", ServerAddress: "localhost:5000"},
-	}
-	for index, want := range map[string]string{"docker.io": "hub", "localhost:5000": "local", "localhost:5001": "", "evil.example": ""} {
-		got := AuthForRegistry(auths, index)
-		if (got == nil) != (want == "") || (got != nil && got.Username != want) {
-			t.Errorf("%s: got %+v, want %q", index, got, want)
-		}
-	}
-}

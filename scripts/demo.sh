@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole wharf story on one machine, nothing from the internet:
-#   a real CNCF registry on 127.0.0.1, wharfd on a temp data-root and socket,
+#   two real CNCF registries on 127.0.0.1, wharfd on a temp data-root and socket,
 #   import -> images -> inspect -> push -> rmi -> inspect --remote,
 #   the update check (a tag moved in the registry: images --check-remote),
+#   copy to the second registry (the same digest there, nothing stored),
 #   the same through curl on the socket and through the docker CLI.
 # Exits non-zero when any expected step did not behave as expected.
 #
@@ -104,11 +105,12 @@ free_port() {
 WORK=$(mktemp -d /tmp/wharf-demo.XXXXXX) || exit 1
 SOCK="$WORK/wharf.sock" # short: unix socket paths are capped at 108 bytes
 REGISTRY_PID=""
+REGISTRY2_PID=""
 WHARFD_PID=""
 
 cleanup() {
 	local pid
-	for pid in "$WHARFD_PID" "$REGISTRY_PID"; do
+	for pid in "$WHARFD_PID" "$REGISTRY_PID" "$REGISTRY2_PID"; do
 		[ -n "$pid" ] || continue
 		kill "$pid" 2>/dev/null
 		# wharfd and the registry stop on SIGTERM in milliseconds; give them 5 s.
@@ -120,7 +122,7 @@ cleanup() {
 		wait "$pid" 2>/dev/null
 	done
 	if [ "${KEEP:-}" = 1 ]; then
-		echo "kept $WORK (logs: registry.log, wharfd.log)"
+		echo "kept $WORK (logs: registry.log, registry2.log, wharfd.log)"
 	else
 		rm -rf "$WORK"
 	fi
@@ -131,11 +133,14 @@ trap 'exit 130' INT TERM
 heading "Build wharfd, wharf and the CNCF registry"
 ok "make build registry" make --no-print-directory build registry || exit 1
 
-heading "Start the CNCF registry (distribution v3) on 127.0.0.1"
-mkdir -p "$WORK/registry"
-for attempt in 1 2 3; do
-	PORT=$(free_port) || break
-	cat >"$WORK/registry/config.yml" <<EOF
+# start_registry NAME: start a CNCF registry storing under $WORK/NAME; sets
+# REG (127.0.0.1:PORT) and STARTED_PID, or returns 1 with its log shown.
+start_registry() {
+	local name=$1 attempt port pid
+	mkdir -p "$WORK/$name"
+	for attempt in 1 2 3; do
+		port=$(free_port) || break
+		cat >"$WORK/$name/config.yml" <<EOF
 version: 0.1
 log:
   level: warn
@@ -143,31 +148,40 @@ log:
     disabled: true
 storage:
   filesystem:
-    rootdirectory: $WORK/registry/storage
+    rootdirectory: $WORK/$name/storage
   delete:
     enabled: true
 http:
-  addr: 127.0.0.1:$PORT
+  addr: 127.0.0.1:$port
   secret: wharf-demo-secret
 EOF
-	# The registry would export traces to a collector that is not there.
-	OTEL_TRACES_EXPORTER=none OTEL_SDK_DISABLED=true \
-		"$REGISTRY_BIN" serve "$WORK/registry/config.yml" >"$WORK/registry.log" 2>&1 &
-	REGISTRY_PID=$!
-	# An early exit usually means the port was taken meanwhile: try another.
-	wait_up "$REGISTRY_PID" curl -fsS "http://127.0.0.1:$PORT/v2/" && break
-	kill "$REGISTRY_PID" 2>/dev/null
-	wait "$REGISTRY_PID" 2>/dev/null
-	REGISTRY_PID=""
-	echo "registry did not come up on port $PORT (attempt $attempt)"
-done
-if [ -z "$REGISTRY_PID" ]; then
-	echo "!! the registry did not start; its log:" >&2
-	tail -20 "$WORK/registry.log" >&2
-	exit 1
-fi
-REG="127.0.0.1:$PORT"
-echo "registry: http://$REG  (storage $WORK/registry/storage)"
+		# The registry would export traces to a collector that is not there.
+		OTEL_TRACES_EXPORTER=none OTEL_SDK_DISABLED=true \
+			"$REGISTRY_BIN" serve "$WORK/$name/config.yml" >"$WORK/$name.log" 2>&1 &
+		pid=$!
+		# An early exit usually means the port was taken meanwhile: try another.
+		if wait_up "$pid" curl -fsS "http://127.0.0.1:$port/v2/"; then
+			REG="127.0.0.1:$port"
+			STARTED_PID=$pid
+			echo "$name: http://$REG  (storage $WORK/$name/storage)"
+			return 0
+		fi
+		kill "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+		echo "$name did not come up on port $port (attempt $attempt)"
+	done
+	echo "!! $name did not start; its log:" >&2
+	tail -20 "$WORK/$name.log" >&2
+	return 1
+}
+
+heading "Start two CNCF registries (distribution v3) on 127.0.0.1"
+# The second one receives the image wharf copy moves.
+start_registry registry2 || exit 1
+REGISTRY2_PID=$STARTED_PID
+REG2=$REG
+start_registry registry || exit 1
+REGISTRY_PID=$STARTED_PID
 
 heading "Start wharfd (in the background) on a temp data-root and socket"
 # daemon.json shows the file form of the options; 127.0.0.0/8 is insecure
@@ -243,6 +257,14 @@ remote_shared=$(wharf inspect --remote --format "$SHARED" "$IMG" 2>/dev/null)
 check "remote Created, platform, Size, Config and RootFS equal the local ones" "$local_shared" "$remote_shared"
 echo "(the data-root holds no image now: $(wharf images -q | wc -l) local images)"
 
+heading "wharf copy — registry to registry through wharfd, nothing stored locally"
+ok "wharf copy" wharf copy "$IMG" "$REG2/demo/hello:1.0"
+src_digest=$(wharf inspect --remote --format '{{.Digest}}' "$IMG" 2>/dev/null)
+dst_digest=$(wharf inspect --remote --format '{{.Digest}}' "$REG2/demo/hello:1.0" 2>/dev/null)
+[ -n "$dst_digest" ] || fail "no image at the second registry after wharf copy"
+check "digest at the second registry equals the first's" "$src_digest" "$dst_digest"
+check "copy stored nothing locally" 0 "$(wharf images -q | wc -l | tr -d ' ')"
+
 heading "The same over the socket with curl"
 url="http://d/v1.50/images/$IMG/json?remote=1"
 show curl --unix-socket "$SOCK" "$url"
@@ -302,5 +324,5 @@ if [ "$failures" -eq 0 ]; then
 fi
 echo "demo: $failures step(s) did not behave as expected:" >&2
 printf '  - %s\n' "${failed_steps[@]}" >&2
-echo "logs: $WORK/wharfd.log, $WORK/registry.log (run with KEEP=1 to keep them)" >&2
+echo "logs: $WORK/wharfd.log, $WORK/registry.log, $WORK/registry2.log (run with KEEP=1 to keep them)" >&2
 exit 1

@@ -2,11 +2,9 @@ package server
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -47,8 +45,6 @@ type RemoteCheckBackend interface {
 
 const (
 	checkRemotePath = "/wharf/images/check-remote"
-	// registryConfigHeader carries several registries' credentials. Never log it.
-	registryConfigHeader = "X-Registry-Config"
 	// ndjson is the media type of the check's stream.
 	ndjson = "application/x-ndjson"
 )
@@ -99,43 +95,29 @@ func (s *Server) postImagesCheckRemote(w http.ResponseWriter, r *http.Request, _
 	return nil
 }
 
-// decodeAuthConfigs reads X-Registry-Config and X-Registry-Auth into one
-// credential per registry, each with its ServerAddress set. Over
-// maxAuthHeader (each header) is a 400; undecodable is anonymous.
-func decodeAuthConfigs(r *http.Request) ([]registry.AuthConfig, error) {
-	n := 0
-	for _, v := range r.Header.Values(registryConfigHeader) {
-		n += len(v)
-	}
-	if n > maxAuthHeader {
-		return nil, invalidArg("%s header is %d bytes, larger than the %d allowed", registryConfigHeader, n, maxAuthHeader)
-	}
-	var out []registry.AuthConfig
-	seen := map[string]bool{}
-	if v := strings.TrimSpace(r.Header.Get(registryConfigHeader)); v != "" {
-		var m map[string]registry.AuthConfig
-		if b, err := base64.URLEncoding.DecodeString(v); err == nil {
-			if json.Unmarshal(b, &m) != nil {
-				m = nil
-			}
-		}
-		for server, ac := range m {
-			if server == "" || ac == (registry.AuthConfig{}) {
-				continue
-			}
-			ac.ServerAddress = server
-			out = append(out, ac)
-			seen[server] = true
-		}
+// decodeAuthConfigs is X-Registry-Config (decodeRegistryConfig: one
+// decoder for every endpoint that takes it) plus an X-Registry-Auth that
+// names its registry, for a client that sends only that. One without a
+// serveraddress is ignored: the check spans registries, and a credential
+// must never be guessed onto one.
+func decodeAuthConfigs(r *http.Request) (map[string]registry.AuthConfig, error) {
+	m, err := decodeRegistryConfig(r)
+	if err != nil {
+		return nil, err
 	}
 	a, err := decodeAuth(r)
 	if err != nil {
 		return nil, err
 	}
-	if a != nil && a.ServerAddress != "" && !seen[a.ServerAddress] {
-		out = append(out, *a)
+	if a != nil && a.ServerAddress != "" {
+		if _, ok := m[a.ServerAddress]; !ok {
+			if m == nil {
+				m = map[string]registry.AuthConfig{}
+			}
+			m[a.ServerAddress] = *a
+		}
 	}
-	return out, nil
+	return m, nil
 }
 
 // lineWriter writes newline-delimited JSON, each line flushed; the 200

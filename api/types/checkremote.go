@@ -71,10 +71,10 @@ type RemoteCheckOptions struct {
 	// MaxAge lets an answer the registry gave within MaxAge stand without
 	// asking again (0: always ask).
 	MaxAge time.Duration
-	// Auth holds credentials by registry (ServerAddress set to the
-	// registry each belongs to); a registry without an entry is asked
-	// anonymously. Each is sent only to its own registry.
-	Auth []registry.AuthConfig
+	// Auth holds credentials keyed by registry (X-Registry-Config, as for
+	// a copy); a registry without an entry is asked anonymously. Each set
+	// is sent only to the registry its key names (registry.AuthFor).
+	Auth map[string]registry.AuthConfig
 	// MetaHeaders are the client's X-Meta-* headers, passed on to registries.
 	MetaHeaders http.Header
 }

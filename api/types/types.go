@@ -153,3 +153,37 @@ type DiskUsage struct {
 	// the older answer read it without checking (Python's df()["BuilderSize"]).
 	BuilderSize int64
 }
+
+// CopyOptions are the options of POST /wharf/images/copy (wharf's own): copy
+// an image from one registry to another through the daemon, without the
+// local store.
+type CopyOptions struct {
+	Source      string // NAME[:TAG|@DIGEST] as typed
+	Destination string // NAME[:TAG][@DIGEST]; without either, Source's tag
+	// Platform copies only that platform's manifest of an index (its digest
+	// is what DST then holds). Nil with a Source index copies every platform
+	// and the index bytes exactly: AllPlatforms is that default made explicit.
+	Platform     *ocispec.Platform
+	AllPlatforms bool
+	// IncludeForeign copies foreign (non-distributable) layers, those with
+	// urls; by default they are left where the urls point.
+	IncludeForeign bool
+	// Auth holds credentials per registry (X-Registry-Config): each set is
+	// sent only to the registry its key names.
+	Auth        map[string]registry.AuthConfig
+	MetaHeaders http.Header
+}
+
+// CopyResult is the aux message at the end of a copy stream.
+type CopyResult struct {
+	Source      string // what was resolved, NAME@DIGEST
+	Destination string // NAME[:TAG]@DIGEST written
+	Digest      string // the top-level digest at the destination
+	MediaType   string
+	Size        int
+	// Blobs counts the distinct blobs the image needs; Existed, Mounted and
+	// Uploaded how each reached the destination; Skipped the foreign layers
+	// left out. BytesUploaded is what crossed from source to destination.
+	Blobs, Existed, Mounted, Uploaded, Skipped int
+	BytesUploaded                              int64
+}

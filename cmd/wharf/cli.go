@@ -182,6 +182,7 @@ func newRootCommand(c *cli) *cobra.Command {
 		newEventsCommand(c),
 		newPullCommand(c),
 		newPushCommand(c),
+		newCopyCommand(c),
 		newLoginCommand(c),
 		newLogoutCommand(c),
 		newSystemCommand(c),

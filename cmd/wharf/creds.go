@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/distribution/reference"
@@ -90,6 +92,41 @@ func (c *cli) authFor(ctx context.Context, name string) (*registry.AuthConfig, e
 		return nil, nil
 	}
 	return c.authForServer(ctx, serverKey(host))
+}
+
+// registryConfig reads the credential store for the registries names are
+// on, keyed by registry (X-Registry-Config: the daemon sends each set to
+// its own registry only). A helper's failure for one registry goes to
+// onErr: nil makes it the command's error (copy), a non-nil onErr that
+// returns nil leaves that registry anonymous (the update check, where one
+// broken helper must not stop the check of every registry).
+func (c *cli) registryConfig(ctx context.Context, names []string, onErr func(key string, err error) error) (map[string]registry.AuthConfig, error) {
+	keys := map[string]bool{}
+	for _, n := range names {
+		if h := registryHost(n); h != "" {
+			keys[serverKey(h)] = true
+		}
+	}
+	var out map[string]registry.AuthConfig
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		ac, err := c.authForServer(ctx, k)
+		if err != nil {
+			if onErr == nil {
+				return nil, err
+			}
+			if err := onErr(k, err); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if ac != nil {
+			if out == nil {
+				out = map[string]registry.AuthConfig{}
+			}
+			out[k] = *ac
+		}
+	}
+	return out, nil
 }
 
 // authForServer looks key up in the credential store.

@@ -10,7 +10,6 @@ import (
 
 	"github.com/distribution/reference"
 	"github.com/moby/moby/api/types/image"
-	"github.com/moby/moby/api/types/registry"
 	"github.com/spf13/pflag"
 
 	"github.com/wharfproject/wharf/api/types"
@@ -89,7 +88,12 @@ func runImagesCheckRemote(ctx context.Context, c *cli, o imagesOptions, names []
 		return err
 	}
 	tags := taggedRefs(list)
-	opts := client.CheckRemoteOptions{MaxAge: o.check.maxAge, Auth: c.checkCredentials(ctx, tags)}
+	// A registry whose helper fails is checked anonymously, with a warning.
+	creds, _ := c.registryConfig(ctx, tags, func(key string, err error) error {
+		fmt.Fprintf(c.err, "warning: %v; checking %s anonymously\n", err, key)
+		return nil
+	})
+	opts := client.CheckRemoteOptions{MaxAge: o.check.maxAge, Auth: creds}
 	if len(f) > 0 {
 		// Check exactly the rows shown (filters the daemon's check does
 		// not take, such as label=, narrowed the list).
@@ -127,35 +131,6 @@ func taggedRefs(list []image.Summary) []string {
 		}
 	}
 	sort.Strings(out)
-	return out
-}
-
-// checkCredentials reads the credential store for each registry the tags
-// are on. A registry whose helper fails is checked anonymously, with a
-// warning: one broken helper must not stop the check of every registry.
-func (c *cli) checkCredentials(ctx context.Context, tags []string) []registry.AuthConfig {
-	hosts := map[string]bool{}
-	for _, t := range tags {
-		if h := registryHost(t); h != "" {
-			hosts[serverKey(h)] = true
-		}
-	}
-	keys := make([]string, 0, len(hosts))
-	for k := range hosts {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var out []registry.AuthConfig
-	for _, k := range keys {
-		ac, err := c.authForServer(ctx, k)
-		if err != nil {
-			fmt.Fprintf(c.err, "warning: %v; checking %s anonymously\n", err, k)
-			continue
-		}
-		if ac != nil {
-			out = append(out, *ac)
-		}
-	}
 	return out
 }
 

@@ -232,13 +232,16 @@ func (s *Service) pushLayers(ctx context.Context, repo *registry.Repository, mou
 			return err
 		}
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	// The first failure stops the layers still waiting for a slot; those
+	// under way finish, as an upload aborted mid-body leaves its session
+	// open on the registry.
+	stop, cancel := context.WithCancel(ctx)
 	defer cancel()
 	slots := make(chan struct{}, maxConcurrentUploads)
 	errs := make([]chan error, len(layers))
 	for i, l := range layers {
 		errs[i] = make(chan error, 1)
-		go func() { errs[i] <- s.pushLayer(ctx, repo, l, mountFrom, slots, po) }()
+		go func() { errs[i] <- s.pushLayer(ctx, stop, repo, l, mountFrom, slots, po) }()
 	}
 	var firstErr error
 	for _, ch := range errs {
@@ -250,7 +253,7 @@ func (s *Service) pushLayers(ctx context.Context, repo *registry.Repository, mou
 	return firstErr
 }
 
-func (s *Service) pushLayer(ctx context.Context, repo *registry.Repository, l ocispec.Descriptor, mountFrom []string, slots chan struct{}, po *progressOutput) error {
+func (s *Service) pushLayer(ctx, stop context.Context, repo *registry.Repository, l ocispec.Descriptor, mountFrom []string, slots chan struct{}, po *progressOutput) error {
 	id := shortID(l.Digest)
 	select {
 	case slots <- struct{}{}:
@@ -260,74 +263,35 @@ func (s *Service) pushLayer(ctx context.Context, repo *registry.Repository, l oc
 		}
 		select {
 		case slots <- struct{}{}:
-		case <-ctx.Done():
-			return ctx.Err()
+		case <-stop.Done():
+			return stop.Err()
 		}
 	}
 	defer func() { <-slots }()
+	if err := stop.Err(); err != nil {
+		return err
+	}
 
 	how, from, err := s.transferBlob(ctx, repo, l, mountFrom, po)
 	switch {
 	case err != nil:
 		return fmt.Errorf("push layer %s: %w", l.Digest, err)
-	case how == blobExisted:
+	case how == registry.BlobExisted:
 		return po.layer(id, "Layer already exists")
-	case how == blobMounted:
+	case how == registry.BlobMounted:
 		return po.layer(id, "Mounted from "+from)
 	default:
 		return po.layer(id, "Pushed")
 	}
 }
 
-// How a blob reached the registry.
-const (
-	blobExisted = iota
-	blobMounted
-	blobPushed
-)
-
-// transferBlob makes the registry have desc: nothing when it does, a
-// cross-repository mount from one of mountFrom when the registry agrees (a
-// refused mount costs one request and falls through to the next source),
-// else an upload streamed from disk, reported as "Pushing" when po is set.
-func (s *Service) transferBlob(ctx context.Context, repo *registry.Repository, desc ocispec.Descriptor, mountFrom []string, po *progressOutput) (how int, from string, err error) {
-	exists, err := repo.BlobExists(ctx, desc)
-	if err != nil {
-		return 0, "", err
-	}
-	if exists {
-		return blobExisted, "", nil
-	}
-	// One mount attempt, from the first repository known to hold the blob.
-	// A registry that refuses it opens an upload session (202): the blob is
-	// uploaded in that session, so none is left open and the refusal costs
-	// nothing more than the upload would.
-	if len(mountFrom) > 0 {
-		from := mountFrom[0]
-		mounted, err := repo.MountBlob(ctx, desc, from, func() (io.ReadCloser, error) { return s.openForPush(desc, po) })
-		if err != nil {
-			return 0, "", err
-		}
-		if mounted {
-			return blobMounted, from, nil
-		}
-		return blobPushed, "", nil
-	}
-	if err := s.pushBlob(ctx, repo, desc, po); err != nil {
-		return 0, "", err
-	}
-	return blobPushed, "", nil
-}
-
-// pushBlob uploads a stored blob, streaming it from disk; with po, as
-// "Pushing" progress.
-func (s *Service) pushBlob(ctx context.Context, repo *registry.Repository, desc ocispec.Descriptor, po *progressOutput) error {
-	rc, err := s.openForPush(desc, po)
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	return repo.PushBlob(ctx, desc, rc)
+// transferBlob makes the registry have desc through the one blob-transfer
+// path push and copy share (registry.Repository.TransferBlob): nothing when
+// it has it, a cross-repository mount from a repository where the blob is
+// known to be, else an upload streamed from disk, reported as "Pushing"
+// when po is set.
+func (s *Service) transferBlob(ctx context.Context, repo *registry.Repository, desc ocispec.Descriptor, mountFrom []string, po *progressOutput) (how registry.BlobTransfer, from string, err error) {
+	return repo.TransferBlob(ctx, desc, mountFrom, func(context.Context) (io.ReadCloser, error) { return s.openForPush(desc, po) })
 }
 
 // openForPush opens a stored blob for upload, reporting "Pushing" progress
@@ -349,7 +313,9 @@ func (s *Service) openForPush(desc ocispec.Descriptor, po *progressOutput) (io.R
 
 // mountSources are the repositories on repoName's registry where img's
 // blobs are known to be: those its RepoDigests name (it was pulled from or
-// pushed to them). A local tag proves nothing about the registry — trying
+// pushed to them). They survive a restart; the registry package adds, per
+// blob, the repositories where this daemon read or wrote it
+// (TransferBlob). A local tag proves nothing about the registry — trying
 // every tagged name cost 2 POSTs per name and blob, each leaving an upload
 // session open.
 func mountSources(repoName reference.Named, img *store.ImageRecord) []string {

@@ -1,0 +1,108 @@
+package server
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/containerd/errdefs"
+	"github.com/distribution/reference"
+	"github.com/moby/moby/api/types/registry"
+
+	"github.com/wharfproject/wharf/api/types"
+)
+
+// Copy is wharf's own endpoint, not a Docker one:
+//
+//	POST /wharf/images/copy?src=NAME[:TAG|@DIGEST]&dst=NAME[:TAG][@DIGEST]
+//	     [&platform=os/arch[/variant]][&all-platforms=1][&include-foreign=1]
+//	X-Registry-Config: base64url(JSON {registry: AuthConfig, …})
+//
+// (also under /v1.NN/). It streams the progress messages of a push (the
+// jsonmessage shape) and ends with an aux CopyResult; errors before the
+// first message are plain error answers, later ones go in-stream.
+
+// CopyBackend copies images registry to registry. It is separate from
+// Backend so that backends without it answer 501.
+type CopyBackend interface {
+	CopyImage(ctx context.Context, opts types.CopyOptions, out types.ProgressWriter) error
+}
+
+// copyPath is the route of the copy.
+const copyPath = "/wharf/images/copy"
+
+// configHeader carries credentials per registry, as for a build. Never log it.
+const configHeader = "X-Registry-Config"
+
+func (s *Server) postImageCopy(w http.ResponseWriter, r *http.Request, _ map[string]string) error {
+	if err := parseForm(r); err != nil {
+		return err
+	}
+	cb, ok := s.backend.(CopyBackend)
+	if !ok {
+		return fmt.Errorf("copy is not available on this daemon%.0w", errdefs.ErrNotImplemented)
+	}
+	src, dst := r.Form.Get("src"), r.Form.Get("dst")
+	if src == "" || dst == "" {
+		return invalidArg("copy needs src and dst")
+	}
+	for _, n := range []string{src, dst} {
+		if _, err := reference.ParseAnyReference(n); err != nil {
+			return invalidArg("invalid reference %q: %v", n, err)
+		}
+	}
+	opts := types.CopyOptions{
+		Source:         src,
+		Destination:    dst,
+		AllPlatforms:   boolValue(r, "all-platforms"),
+		IncludeForeign: boolValue(r, "include-foreign"),
+		MetaHeaders:    metaHeaders(r),
+	}
+	if v := r.Form.Get("platform"); v != "" {
+		p, err := parsePlatformString(v)
+		if err != nil {
+			return err
+		}
+		opts.Platform = p
+	}
+	auths, err := decodeRegistryConfig(r)
+	if err != nil {
+		return err
+	}
+	opts.Auth = auths
+	out := newStreamWriter(w, "application/json")
+	return out.finish(cb.CopyImage(r.Context(), opts, out))
+}
+
+// decodeRegistryConfig reads X-Registry-Config: base64url (or standard
+// base64) JSON of registry → AuthConfig. Absent is anonymous; a header that
+// does not decode is a 400 (unlike X-Registry-Auth, whose leniency dockerd
+// fixed for compatibility: silently copying anonymously would hide it). The
+// cap is X-Registry-Auth's.
+func decodeRegistryConfig(r *http.Request) (map[string]registry.AuthConfig, error) {
+	v := strings.Join(r.Header.Values(configHeader), "")
+	if v == "" {
+		return nil, nil
+	}
+	if len(v) > maxAuthHeader {
+		return nil, invalidArg("%s header is %d bytes, larger than the %d allowed", configHeader, len(v), maxAuthHeader)
+	}
+	var b []byte
+	var err error
+	for _, enc := range []*base64.Encoding{base64.URLEncoding, base64.StdEncoding, base64.RawURLEncoding, base64.RawStdEncoding} {
+		if b, err = enc.DecodeString(v); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		return nil, invalidArg("%s header is not base64", configHeader)
+	}
+	var m map[string]registry.AuthConfig
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, invalidArg("%s header is not a JSON map of registry to credentials", configHeader)
+	}
+	return m, nil
+}

@@ -1,0 +1,60 @@
+package distribution
+
+import (
+	"testing"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+)
+
+func TestCopyBlobsDistinctForeignSkipped(t *testing.T) {
+	d := func(s string) ocispec.Descriptor {
+		return ocispec.Descriptor{Digest: digest.FromString(s), Size: int64(len(s))}
+	}
+	shared, own, foreign := d("shared"), d("own"), d("foreign")
+	foreign.URLs = []string{"https://example.invalid/layer"}
+	cfgA, cfgB := d("config a"), d("config b")
+	ms := []copyManifest{
+		{man: ocispec.Manifest{Config: cfgA, Layers: []ocispec.Descriptor{foreign, shared}}},
+		{man: ocispec.Manifest{Config: cfgB, Layers: []ocispec.Descriptor{shared, own}}},
+		{}, // the index itself: no config, no layers
+	}
+	for _, tc := range []struct {
+		name           string
+		includeForeign bool
+		want           []ocispec.Descriptor
+		skipped        int
+	}{
+		{"default", false, []ocispec.Descriptor{shared, own}, 1},
+		{"include foreign", true, []ocispec.Descriptor{foreign, shared, own}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, configs, skipped := copyBlobs(ms, tc.includeForeign)
+			if len(configs) != 2 || configs[0].Digest != cfgA.Digest || configs[1].Digest != cfgB.Digest {
+				t.Errorf("configs = %v, want a and b", configs)
+			}
+			if skipped != tc.skipped || len(got) != len(tc.want) {
+				t.Fatalf("got %d blobs (%d skipped), want %d (%d)", len(got), skipped, len(tc.want), tc.skipped)
+			}
+			for i := range got {
+				if got[i].Digest != tc.want[i].Digest {
+					t.Errorf("blob %d = %s, want %s", i, got[i].Digest, tc.want[i].Digest)
+				}
+			}
+		})
+	}
+}
+
+func TestParseCopyManifestRefusesSchema1AndGarbage(t *testing.T) {
+	for name, tc := range map[string]struct {
+		mt   string
+		body string
+	}{
+		"schema1": {"application/vnd.docker.distribution.manifest.v1+prettyjws", `{"schemaVersion":1}`},
+		"garbage": {ocispec.MediaTypeImageManifest, `{not json`},
+	} {
+		if _, err := parseCopyManifest(ocispec.Descriptor{MediaType: tc.mt, Digest: digest.FromString(tc.body)}, []byte(tc.body)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}

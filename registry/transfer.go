@@ -1,0 +1,391 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/containerd/errdefs"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/registry"
+	"oras.land/oras-go/v2/registry/remote/auth"
+)
+
+// The one blob-transfer path of push (bytes from the local store) and copy
+// (bytes streamed from another registry): the blob exists at the
+// destination → nothing; it is known to be in another repository of the
+// destination registry → a cross-repository mount; else an upload of the
+// bytes the caller opens.
+//
+// Own requests on oras-go's auth.Client rather than oras-go's
+// Blobs().Push/Mount: those open an upload session and, when the PUT
+// fails, leave it open on the registry (oras-go never sends DELETE), and a
+// refused mount's session can only carry the upload, so a second mount
+// source cannot be tried without abandoning it. Here every session opened
+// is either completed or cancelled with DELETE.
+
+// maxMountSources bounds the mounts tried per blob: each refused one costs
+// a POST and a DELETE, and a blob absent from the first three repositories
+// known to hold it is unlikely to be in a fourth (a registry refuses a
+// mount for the reasons that refuse them all: no pull access, mounts
+// disabled, the blob garbage-collected).
+const maxMountSources = 3
+
+// cancelUploadTimeout bounds the DELETE of an upload session that failed:
+// it is sent after the caller's context may be gone, and a registry that
+// does not answer in 10 s would not have answered in 30 either.
+const cancelUploadTimeout = 10 * time.Second
+
+// BlobTransfer is how a blob reached the destination.
+type BlobTransfer int
+
+// How TransferBlob made the registry have a blob.
+const (
+	BlobExisted  BlobTransfer = iota // HEAD found it: nothing sent
+	BlobMounted                      // cross-repository mount: no bytes sent
+	BlobUploaded                     // the bytes were uploaded
+)
+
+// BlobOpener opens the bytes of a blob for upload. TransferBlob calls it at
+// most once, and only when the registry needs the bytes. The reader must
+// fail (not end) when the bytes do not match the descriptor: FetchBlob's
+// reader does, and the destination verifies the digest again (the PUT
+// names it).
+type BlobOpener func(ctx context.Context) (io.ReadCloser, error)
+
+// TransferBlob makes this repository hold desc. mountFrom are repository
+// paths on this registry the caller knows hold the blob (copy: the source
+// repository; push: the repositories the image was pulled from or pushed
+// to); the repositories where this daemon has read or written the blob come
+// first. At most maxMountSources mounts are tried; every refused mount's
+// session but the last is cancelled, and the last carries the upload. from
+// is the repository a mounted blob came from.
+func (r *Repository) TransferBlob(ctx context.Context, desc ocispec.Descriptor, mountFrom []string, open BlobOpener) (how BlobTransfer, from string, err error) {
+	if err := validateDescriptor(desc); err != nil {
+		return 0, "", err
+	}
+	exists, err := r.BlobExists(ctx, desc)
+	if err != nil {
+		return 0, "", err
+	}
+	if exists {
+		r.svc.blobs.add(desc.Digest, r.info.Index.Name, r.path)
+		return BlobExisted, "", nil
+	}
+	ep := r.upstream
+	base := auth.AppendRepositoryScope(ctx, ep.oras.Reference, auth.ActionPull, auth.ActionPush)
+	uctx := base
+	var session *url.URL
+	sources := r.mountSources(desc.Digest, mountFrom)
+	for i, src := range sources {
+		mctx := auth.AppendRepositoryScope(base, registry.Reference{Registry: ep.host, Repository: src}, auth.ActionPull)
+		mounted, loc, err := r.startUpload(mctx, ep, desc.Digest, src)
+		if err != nil {
+			return 0, "", err
+		}
+		if mounted {
+			r.svc.blobs.add(desc.Digest, r.info.Index.Name, r.path)
+			return BlobMounted, src, nil
+		}
+		if i < len(sources)-1 {
+			r.cancelUpload(mctx, ep, loc)
+			continue
+		}
+		session, uctx = loc, mctx // the last refusal's session carries the upload
+	}
+	if session == nil {
+		if _, session, err = r.startUpload(uctx, ep, "", ""); err != nil {
+			return 0, "", err
+		}
+	}
+	if last, err := r.upload(uctx, ep, session, desc, open); err != nil {
+		r.cancelUpload(uctx, ep, last)
+		return 0, "", err
+	}
+	r.svc.blobs.add(desc.Digest, r.info.Index.Name, r.path)
+	return BlobUploaded, "", nil
+}
+
+// mountSources are the repositories to try a mount from: where this daemon
+// read or wrote the blob on this registry, most recent first, then the
+// caller's; never this repository; at most maxMountSources.
+func (r *Repository) mountSources(d digest.Digest, callers []string) []string {
+	seen := map[string]bool{r.path: true}
+	var out []string
+	for _, p := range append(r.svc.blobs.on(d, r.info.Index.Name), callers...) {
+		if len(out) == maxMountSources {
+			break
+		}
+		if !seen[p] && (registry.Reference{Registry: r.upstream.host, Repository: p}).ValidateRepository() == nil {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (r *Repository) uploadsURL(ep *repoEndpoint) string {
+	return ep.baseURL() + "/v2/" + r.path + "/blobs/uploads/"
+}
+
+// startUpload opens an upload session (POST …/blobs/uploads/), asking for a
+// mount of d from fromRepo when given. mounted is true when the registry
+// mounted the blob (201); else loc is the session (202).
+func (r *Repository) startUpload(ctx context.Context, ep *repoEndpoint, d digest.Digest, fromRepo string) (mounted bool, loc *url.URL, err error) {
+	u := r.uploadsURL(ep)
+	if d != "" {
+		u += "?" + url.Values{"mount": {d.String()}, "from": {fromRepo}}.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
+	if err != nil {
+		return false, nil, err
+	}
+	resp, err := ep.client.Do(req)
+	if err != nil {
+		return false, nil, classify(err, ep.host)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	switch {
+	case resp.StatusCode == http.StatusCreated && d != "":
+		return true, nil, nil
+	case resp.StatusCode == http.StatusAccepted:
+	default:
+		return false, nil, classify(responseError(http.MethodPost, resp, body), ep.host)
+	}
+	loc, err = sessionURL(resp)
+	if err != nil {
+		return false, nil, invalidDocument(ep.host, "upload session: %v", err)
+	}
+	return false, loc, nil
+}
+
+// sessionURL is the upload session's Location, resolved against the request.
+func sessionURL(resp *http.Response) (*url.URL, error) {
+	l := resp.Header.Get("Location")
+	if l == "" {
+		return nil, fmt.Errorf("no Location in the answer")
+	}
+	u, err := resp.Request.URL.Parse(l)
+	if err != nil {
+		return nil, fmt.Errorf("bad Location %q", l)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("bad Location %q", l)
+	}
+	return u, nil
+}
+
+// upload sends the blob into the session and completes it: one PATCH
+// streaming the bytes from open (chunked: memory stays at net/http's copy
+// buffer whatever the blob's size, and nothing is written locally), then a
+// PUT naming the digest, which the registry checks before it commits. It
+// returns the session as the registry last named it: a registry that keeps
+// its offset in the Location (distribution's _state) refuses a DELETE
+// made with an older one.
+//
+// PATCH then PUT rather than one PUT with the body, as docker, crane and
+// skopeo upload: a source that breaks or lies (its verifying reader fails
+// at the end) then ends the PATCH cleanly and the blob is never committed.
+// A PUT with the body must be aborted mid-request instead, and the
+// registry saves the partial upload under an offset the DELETE that
+// follows does not know, so the session stays open.
+func (r *Repository) upload(ctx context.Context, ep *repoEndpoint, session *url.URL, desc ocispec.Descriptor, open BlobOpener) (*url.URL, error) {
+	if open == nil {
+		return session, fmt.Errorf("registry %s lacks blob %s and no content was given%.0w", ep.host, desc.Digest, errdefs.ErrFailedPrecondition)
+	}
+	rc, err := open(ctx)
+	if err != nil {
+		return session, err
+	}
+	defer rc.Close()
+	src := &uploadBody{r: rc, left: desc.Size}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPatch, session.String(), src)
+	if err != nil {
+		return session, err
+	}
+	req.ContentLength = -1 // chunked: a failing source ends the request cleanly
+	req.Header.Set("Content-Type", "application/octet-stream")
+	resp, err := ep.client.Do(req)
+	if err != nil {
+		if src.err != nil {
+			return session, src.err
+		}
+		return session, classify(err, ep.host)
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted && resp.StatusCode != http.StatusNoContent {
+		if src.err != nil {
+			return session, src.err
+		}
+		return session, classify(responseError(http.MethodPatch, resp, b), ep.host)
+	}
+	if next, err := sessionURL(resp); err == nil {
+		session = next
+	}
+	if src.err != nil {
+		return session, src.err // the source's failure: nothing is committed
+	}
+
+	u := *session
+	q := u.Query()
+	q.Set("digest", desc.Digest.String())
+	u.RawQuery = q.Encode()
+	req, err = http.NewRequestWithContext(ctx, http.MethodPut, u.String(), http.NoBody)
+	if err != nil {
+		return session, err
+	}
+	resp, err = ep.client.Do(req)
+	if err != nil {
+		return session, classify(err, ep.host)
+	}
+	defer resp.Body.Close()
+	b, _ = io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	if resp.StatusCode != http.StatusCreated {
+		return session, classify(responseError(http.MethodPut, resp, b), ep.host)
+	}
+	return session, nil
+}
+
+// uploadBody passes at most size bytes of the source and ends cleanly
+// (io.EOF) whatever happens to it, keeping its failure: a source that
+// breaks, ends early, or has more bytes, or whose verifying reader refuses
+// the bytes at the end. The caller then cancels the session instead of
+// committing it.
+type uploadBody struct {
+	r    io.Reader
+	left int64
+	err  error
+}
+
+func (b *uploadBody) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, io.EOF
+	}
+	if b.left <= 0 {
+		b.err = verdict(b.r)
+		return 0, io.EOF
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	// Fill p before passing it on: a chunked request flushes every piece
+	// it is given as one chunk and one write, and a network source hands
+	// over a few KiB at a time.
+	n, err := 0, error(nil)
+	for n < len(p) && err == nil {
+		var m int
+		m, err = b.r.Read(p[n:])
+		n += m
+	}
+	b.left -= int64(n)
+	switch {
+	case err == io.EOF && b.left > 0:
+		b.err = fmt.Errorf("blob source ended %d bytes early: %w%.0w", b.left, io.ErrUnexpectedEOF, errdefs.ErrDataLoss)
+	case err == io.EOF:
+		b.err = verdict(b.r) // nil: a reader at EOF stays there
+	case err != nil:
+		b.err = err
+	}
+	return n, nil
+}
+
+// verdict reads r to its end: nil when it ends cleanly there, its error,
+// or an error when it has more bytes than declared.
+func verdict(r io.Reader) error {
+	var one [1]byte
+	for {
+		n, err := r.Read(one[:])
+		switch {
+		case n > 0:
+			return fmt.Errorf("blob source has more bytes than its descriptor says%.0w", errdefs.ErrDataLoss)
+		case err == io.EOF:
+			return nil
+		case err != nil:
+			return err
+		}
+	}
+}
+
+// cancelUpload DELETEs a session that will not be completed, so that no
+// upload is left open on the registry. Best effort: the registry's own
+// purge removes what this misses.
+func (r *Repository) cancelUpload(ctx context.Context, ep *repoEndpoint, session *url.URL) {
+	if session == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelUploadTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, session.String(), nil)
+	if err != nil {
+		return
+	}
+	resp, err := ep.client.Do(req)
+	if err != nil {
+		r.svc.log.WithError(err).Debug("cancelling an upload session failed")
+		return
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
+	resp.Body.Close()
+}
+
+// blobLocations is the distribution metadata dockerd keeps per blob: the
+// repositories, per registry, where this daemon read the blob (pull, copy)
+// or wrote it (push, copy), most recent first. It only picks mount sources,
+// so losing it (it lives in memory; a restart empties it) costs an upload,
+// never correctness. Bounded: maxLocationsPerBlob repositories per blob,
+// maxBlobLocations blobs (beyond, an arbitrary one is forgotten).
+type blobLocations struct {
+	mu sync.Mutex
+	m  map[digest.Digest][]blobLocation
+}
+
+type blobLocation struct{ index, path string }
+
+const (
+	maxLocationsPerBlob = 8
+	maxBlobLocations    = 1 << 16
+)
+
+func newBlobLocations() *blobLocations {
+	return &blobLocations{m: map[digest.Digest][]blobLocation{}}
+}
+
+func (b *blobLocations) add(d digest.Digest, index, path string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	locs, ok := b.m[d]
+	if !ok && len(b.m) >= maxBlobLocations {
+		for k := range b.m {
+			delete(b.m, k)
+			break
+		}
+	}
+	l := blobLocation{index, path}
+	out := []blobLocation{l}
+	for _, o := range locs {
+		if o != l && len(out) < maxLocationsPerBlob {
+			out = append(out, o)
+		}
+	}
+	b.m[d] = out
+}
+
+// on lists the repositories on index known to hold d, most recent first.
+func (b *blobLocations) on(d digest.Digest, index string) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []string
+	for _, l := range b.m[d] {
+		if l.index == index {
+			out = append(out, l.path)
+		}
+	}
+	return out
+}
