@@ -14,7 +14,9 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/wharfproject/wharf/internal/testregistry"
@@ -175,7 +177,14 @@ func casePull(ctx context.Context, e *env, f *fixtures, iters int) ([]row, error
 	for _, l := range f.big.Layers {
 		total += int64(len(l.Data))
 	}
+	anchors, anchorNotes := newPullAnchors(ctx, e)
+	defer anchors.cleanup()
+	var cranes, skopeos, wallsC, wallsS []time.Duration
 	for i := 0; i < iters; i++ {
+		// Each measurement starts with nothing left to write back: crane
+		// leaves 256 MiB dirty in the page cache, and whoever came next
+		// would pay for its writeback.
+		syscall.Sync()
 		b, err := e.download(ctx, f)
 		if err != nil {
 			return nil, err
@@ -191,6 +200,23 @@ func casePull(ctx context.Context, e *env, f *fixtures, iters int) ([]row, error
 			return nil, err
 		}
 		floors = append(floors, fl)
+		if anchors.crane != "" {
+			syscall.Sync()
+			c, err := anchors.cranePull(ctx, e)
+			if err != nil {
+				return nil, err
+			}
+			cranes = append(cranes, c)
+		}
+		if anchors.skopeo != "" {
+			syscall.Sync()
+			c, err := anchors.skopeoCopy(ctx, e)
+			if err != nil {
+				return nil, err
+			}
+			skopeos = append(skopeos, c)
+		}
+		syscall.Sync()
 		d, root, err := freshDaemon(e)
 		if err != nil {
 			return nil, err
@@ -202,6 +228,12 @@ func casePull(ctx context.Context, e *env, f *fixtures, iters int) ([]row, error
 				return err
 			}
 			walls = append(walls, w)
+			if anchors.crane != "" {
+				wallsC = append(wallsC, w)
+			}
+			if anchors.skopeo != "" {
+				wallsS = append(wallsS, w)
+			}
 			first = e.counts()
 			hwm, err := d.peakRSS()
 			if err != nil {
@@ -265,6 +297,12 @@ func casePull(ctx context.Context, e *env, f *fixtures, iters int) ([]row, error
 			Median: ms(med), P95: ms(p95), Baseline: ms(fmed), BaseName: "plain client, same work", Ratio: pairedRatio(walls, floors),
 			Note: fmt.Sprintf("floor p95 %.0f ms: the whole job with a plain Go client, %d layers in parallel", ms(fp95), len(f.big.Layers)),
 		},
+		anchorRow(cranes, wallsC, "crane pull --format=oci", "  same pull vs crane pull to an OCI layout", "≤1.10× crane", 1.10, "crane: verified, written, not fsynced", anchorNotes),
+		anchorRow(skopeos, wallsS, "skopeo copy docker:// oci:", "  same pull vs skopeo copy to an OCI layout", "≤1.00× skopeo", 1.00, "skopeo: verified, written, each blob fsynced", anchorNotes),
+		{
+			Case: "3", Name: "  same pull vs docker pull", Unit: "ms", N: 0,
+			Note: "not measured: no docker engine on this machine",
+		},
 		{
 			Case: "3", Name: fmt.Sprintf("  pull with --max-concurrent-downloads %d", len(f.big.Layers)), Unit: "ms", N: len(walls8),
 			Median: ms(m8), P95: ms(m8p95), Baseline: ms(bmed), BaseName: "parallel GET to /dev/null", Ratio: ms(m8) / ms(bmed),
@@ -279,4 +317,21 @@ func casePull(ctx context.Context, e *env, f *fixtures, iters int) ([]row, error
 			Median: ms(smed), P95: ms(sp95), Target: "≤3 requests", Pass: pass(second.total() <= 3),
 		},
 	}, nil
+}
+
+// anchorRow is wharf's pull (walls) against an anchor tool's (anchor),
+// paired iteration by iteration.
+func anchorRow(anchor, walls []time.Duration, baseName, name, target string, limit float64, note string, notes []string) row {
+	r := row{Case: "3", Name: name, Unit: "ms", N: len(anchor), BaseName: baseName, Target: target, Note: note}
+	if len(anchor) == 0 {
+		r.Note = strings.Join(notes, "; ")
+		return r
+	}
+	med, p95 := stats(walls)
+	amed, ap95 := stats(anchor)
+	r.Median, r.P95, r.Baseline = ms(med), ms(p95), ms(amed)
+	r.Ratio = pairedRatio(walls, anchor)
+	r.Pass = pass(r.Ratio <= limit)
+	r.Note += fmt.Sprintf("; anchor p95 %.0f ms", ms(ap95))
+	return r
 }
