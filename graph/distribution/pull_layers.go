@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sync"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -103,9 +104,15 @@ func (rs *remoteState) downloadLayer(ctx context.Context, src blobFetcher, dst b
 			return ctx.Err()
 		}
 	}
-	defer func() { <-slots }()
+	// The slot bounds downloads, not commits: it is given back as soon as
+	// the body is read whole, so the next layer downloads while this one's
+	// last pages are written out and fsynced (Ingestion.Commit). Without
+	// that, every slot sat idle for the length of an fsync per layer.
+	var once sync.Once
+	release := func() { once.Do(func() { <-slots }) }
+	defer release()
 
-	if err := rs.sharedFetch(ctx, src, dst, dl.desc, dl.id, po); err != nil {
+	if err := rs.sharedFetch(ctx, src, dst, dl.desc, dl.id, po, release); err != nil {
 		return err
 	}
 	return po.layer(dl.id, "Download complete")
@@ -118,13 +125,15 @@ func (rs *remoteState) downloadLayer(ctx context.Context, src blobFetcher, dst b
 // used another repository or credentials, so a waiter whose own context is
 // live tries again (any number of times after a cancellation, once after
 // another failure).
-func (rs *remoteState) sharedFetch(ctx context.Context, src blobFetcher, dst blobIngester, desc ocispec.Descriptor, id string, po *progressOutput) error {
+//
+// downloaded is called once the leader has read the whole body.
+func (rs *remoteState) sharedFetch(ctx context.Context, src blobFetcher, dst blobIngester, desc ocispec.Descriptor, id string, po *progressOutput, downloaded func()) error {
 	retried := false
 	for {
 		leader := false
 		ch := rs.downloads.DoChan(desc.Digest.String(), func() (any, error) {
 			leader = true
-			return nil, fetchBlobInto(ctx, src, dst, desc, id, po)
+			return nil, fetchBlobInto(ctx, src, dst, desc, id, po, downloaded)
 		})
 		if rs.flightJoined != nil {
 			rs.flightJoined(desc.Digest.String())
@@ -149,8 +158,9 @@ func (rs *remoteState) sharedFetch(ctx context.Context, src blobFetcher, dst blo
 }
 
 // fetchBlobInto streams one blob from the registry into the store; it is
-// never held in memory whole.
-func fetchBlobInto(ctx context.Context, src blobFetcher, dst blobIngester, desc ocispec.Descriptor, id string, po *progressOutput) error {
+// never held in memory whole. downloaded (may be nil) is called when the
+// body is exhausted, before the store verifies and commits the blob.
+func fetchBlobInto(ctx context.Context, src blobFetcher, dst blobIngester, desc ocispec.Descriptor, id string, po *progressOutput, downloaded func()) error {
 	if dst.HasBlob(desc.Digest) {
 		return nil // a pull that finished just before us stored it
 	}
@@ -160,6 +170,11 @@ func fetchBlobInto(ctx context.Context, src blobFetcher, dst blobIngester, desc 
 	}
 	defer rc.Close()
 	pr := newProgressReader(rc, po, id, "Downloading", desc.Size)
-	pr.onEOF = func() { _ = po.layer(id, "Verifying Checksum") }
+	pr.onEOF = func() {
+		_ = po.layer(id, "Verifying Checksum")
+		if downloaded != nil {
+			downloaded()
+		}
+	}
 	return dst.WriteBlob(ctx, desc, pr)
 }
