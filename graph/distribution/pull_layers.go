@@ -22,6 +22,18 @@ type blobIngester interface {
 	WriteBlob(ctx context.Context, desc ocispec.Descriptor, r io.Reader) error
 }
 
+// verifiedIngester is a blobIngester that can store a stream whose reader
+// checks the digest itself, without hashing it again (store.Lease).
+type verifiedIngester interface {
+	WriteVerifiedBlob(ctx context.Context, desc ocispec.Descriptor, r io.Reader) error
+}
+
+// digestVerifier is a fetched blob's reader that fails in place of io.EOF
+// unless its bytes are the blob VerifiedDigest() (registry.FetchBlob's).
+type digestVerifier interface {
+	VerifiedDigest() digest.Digest
+}
+
 // layerDownload is one layer of one pull.
 type layerDownload struct {
 	desc    ocispec.Descriptor
@@ -174,6 +186,14 @@ func fetchBlobInto(ctx context.Context, src blobFetcher, dst blobIngester, desc 
 		_ = po.layer(id, "Verifying Checksum")
 		if downloaded != nil {
 			downloaded()
+		}
+	}
+	// Verified once: by the registry client's reader when it says it checks
+	// this very digest, and the store then only checks the size; else by
+	// the store.
+	if v, ok := rc.(digestVerifier); ok && v.VerifiedDigest() == desc.Digest {
+		if vi, ok := dst.(verifiedIngester); ok {
+			return vi.WriteVerifiedBlob(ctx, desc, pr)
 		}
 	}
 	return dst.WriteBlob(ctx, desc, pr)

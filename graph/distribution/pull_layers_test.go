@@ -357,3 +357,68 @@ func TestDownloadSlotFreedBeforeCommit(t *testing.T) {
 		t.Fatalf("%d fetches at once, limit 1", m)
 	}
 }
+
+// claimingReader is a fetched blob whose reader says it verifies dgst.
+type claimingReader struct {
+	io.ReadCloser
+	dgst digest.Digest
+}
+
+func (c claimingReader) VerifiedDigest() digest.Digest { return c.dgst }
+
+type claimingFetcher struct {
+	remoteFakeFetcher
+	claim func(desc ocispec.Descriptor) digest.Digest
+}
+
+func (f *claimingFetcher) FetchBlob(ctx context.Context, desc ocispec.Descriptor) (io.ReadCloser, error) {
+	rc, err := f.remoteFakeFetcher.FetchBlob(ctx, desc)
+	if err != nil {
+		return nil, err
+	}
+	return claimingReader{rc, f.claim(desc)}, nil
+}
+
+// recordingIngester records which write each blob went through.
+type recordingIngester struct {
+	remoteFakeIngester
+	verified, hashed atomic.Int32
+}
+
+func (s *recordingIngester) WriteBlob(ctx context.Context, desc ocispec.Descriptor, r io.Reader) error {
+	s.hashed.Add(1)
+	return s.remoteFakeIngester.WriteBlob(ctx, desc, r)
+}
+
+func (s *recordingIngester) WriteVerifiedBlob(ctx context.Context, desc ocispec.Descriptor, r io.Reader) error {
+	s.verified.Add(1)
+	return s.remoteFakeIngester.WriteBlob(ctx, desc, r)
+}
+
+// A layer is hashed once: the store skips its hash only for a reader that
+// says it verifies this very digest; any other reader's bytes are hashed by
+// the store.
+func TestFetchBlobIntoHashesOnce(t *testing.T) {
+	layers, blobs := remoteTestLayers(2)
+	for _, tc := range []struct {
+		name     string
+		claim    func(ocispec.Descriptor) digest.Digest
+		verified int32
+	}{
+		{"reader verifies this digest", func(d ocispec.Descriptor) digest.Digest { return d.Digest }, 2},
+		{"reader verifies another digest", func(ocispec.Descriptor) digest.Digest { return digest.FromString("other") }, 0},
+		{"reader verifies nothing", func(ocispec.Descriptor) digest.Digest { return "" }, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &claimingFetcher{remoteFakeFetcher: remoteFakeFetcher{blobs: blobs}, claim: tc.claim}
+			dst := &recordingIngester{}
+			rs := newRemoteState(Options{})
+			if err := rs.downloadLayers(context.Background(), f, dst, layers, newProgressOutput(&graphtest.Messages{})); err != nil {
+				t.Fatal(err)
+			}
+			if v, h := dst.verified.Load(), dst.hashed.Load(); v != tc.verified || v+h != 2 {
+				t.Fatalf("verified writes %d, hashed writes %d; want %d verified of 2", v, h, tc.verified)
+			}
+		})
+	}
+}

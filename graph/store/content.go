@@ -115,12 +115,17 @@ type Ingestion struct {
 	n        int64
 	started  int64 // bytes [0, started) were handed to startWriteback
 	done     bool
+	// verified is the digest the source reader checks itself (see
+	// Lease.WriteVerifiedBlob); digester is nil then.
+	verified digest.Digest
 }
 
 // Write hashes and writes p, and starts the writeback of every full chunk.
 func (w *Ingestion) Write(p []byte) (int, error) {
 	n, err := w.f.Write(p)
-	w.digester.Hash().Write(p[:n])
+	if w.digester != nil {
+		w.digester.Hash().Write(p[:n])
+	}
 	w.n += int64(n)
 	if w.n-w.started >= writebackChunk {
 		startWriteback(w.f, w.started, w.n-w.started)
@@ -129,8 +134,14 @@ func (w *Ingestion) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// Digest is the digest of what was written so far.
-func (w *Ingestion) Digest() digest.Digest { return w.digester.Digest() }
+// Digest is the digest of what was written so far (of a verified
+// ingestion: the digest its source checks).
+func (w *Ingestion) Digest() digest.Digest {
+	if w.digester == nil {
+		return w.verified
+	}
+	return w.digester.Digest()
+}
 
 // Size is the number of bytes written so far.
 func (w *Ingestion) Size() int64 { return w.n }
@@ -146,7 +157,7 @@ func (w *Ingestion) Size() int64 { return w.n }
 // the blob (docs/reliability.md).
 func (w *Ingestion) Commit(size int64, want digest.Digest) (digest.Digest, bool, error) {
 	s := w.lease.s
-	got := w.digester.Digest()
+	got := w.Digest()
 	if size >= 0 && w.n != size {
 		return "", false, fmt.Errorf("blob %s: size mismatch: got %d bytes, expected %d%.0w", want, w.n, size, errdefs.ErrInvalidArgument)
 	}
