@@ -180,6 +180,10 @@ func casePull(ctx context.Context, e *env, f *fixtures, iters int) ([]row, error
 	anchors, anchorNotes := newPullAnchors(ctx, e)
 	defer anchors.cleanup()
 	var cranes, skopeos, wallsC, wallsS []time.Duration
+	// CPU time per pull (the process's user + system): the machine's load
+	// does not change it, so it says what each tool costs where the wall
+	// times of a shared machine cannot.
+	var cpuW, cpuC, cpuS []time.Duration
 	for i := 0; i < iters; i++ {
 		// Each measurement starts with nothing left to write back: crane
 		// leaves 256 MiB dirty in the page cache, and whoever came next
@@ -202,19 +206,19 @@ func casePull(ctx context.Context, e *env, f *fixtures, iters int) ([]row, error
 		floors = append(floors, fl)
 		if anchors.crane != "" {
 			syscall.Sync()
-			c, err := anchors.cranePull(ctx, e)
+			c, cpu, err := anchors.cranePull(ctx, e)
 			if err != nil {
 				return nil, err
 			}
-			cranes = append(cranes, c)
+			cranes, cpuC = append(cranes, c), append(cpuC, cpu)
 		}
 		if anchors.skopeo != "" {
 			syscall.Sync()
-			c, err := anchors.skopeoCopy(ctx, e)
+			c, cpu, err := anchors.skopeoCopy(ctx, e)
 			if err != nil {
 				return nil, err
 			}
-			skopeos = append(skopeos, c)
+			skopeos, cpuS = append(skopeos, c), append(cpuS, cpu)
 		}
 		syscall.Sync()
 		d, root, err := freshDaemon(e)
@@ -223,11 +227,13 @@ func casePull(ctx context.Context, e *env, f *fixtures, iters int) ([]row, error
 		}
 		err = func() error {
 			e.reset()
+			cpu0, _ := d.cpuTime()
 			w, err := e.pull(ctx, d, e.host+"/bench/big", "1")
 			if err != nil {
 				return err
 			}
-			walls = append(walls, w)
+			cpu1, _ := d.cpuTime()
+			walls, cpuW = append(walls, w), append(cpuW, cpu1-cpu0)
 			if anchors.crane != "" {
 				wallsC = append(wallsC, w)
 			}
@@ -290,7 +296,8 @@ func casePull(ctx context.Context, e *env, f *fixtures, iters int) ([]row, error
 			Reqs: fmt.Sprintf("%d/%d", first.reg, first.tok), Conns: fmt.Sprintf("%d/%d", first.regConns, first.tokConns),
 			Median: ms(med), P95: ms(p95), Baseline: ms(bmed), BaseName: "parallel GET to /dev/null", Ratio: pairedRatio(walls, bases),
 			Target: "≤1.20× download", Pass: pass(pairedRatio(walls, bases) <= 1.2),
-			Note: fmt.Sprintf("wharf %.0f MiB/s, plain client %.0f MiB/s", mib/med.Seconds(), mib/bmed.Seconds()),
+			Note: fmt.Sprintf("wharf %.0f MiB/s, plain client %.0f MiB/s; CPU per pull (user+sys, median): wharfd %s, crane %s, skopeo %s",
+				mib/med.Seconds(), mib/bmed.Seconds(), cpuMs(cpuW), cpuMs(cpuC), cpuMs(cpuS)),
 		},
 		{
 			Case: "3", Name: "  same pull vs download+sha256+write+fsync", Unit: "ms", N: len(walls),
@@ -334,4 +341,13 @@ func anchorRow(anchor, walls []time.Duration, baseName, name, target string, lim
 	r.Pass = pass(r.Ratio <= limit)
 	r.Note += fmt.Sprintf("; anchor p95 %.0f ms", ms(ap95))
 	return r
+}
+
+// cpuMs is the median of cpu in ms, or "-".
+func cpuMs(cpu []time.Duration) string {
+	if len(cpu) == 0 {
+		return "-"
+	}
+	m, _ := stats(cpu)
+	return fmt.Sprintf("%.0f ms", ms(m))
 }

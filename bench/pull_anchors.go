@@ -115,7 +115,7 @@ func newPullAnchors(ctx context.Context, e *env) (*pullAnchors, []string) {
 
 // cranePull is `crane pull --format=oci --insecure HOST/bench/big:1 DIR`
 // into a fresh directory, timed.
-func (a *pullAnchors) cranePull(ctx context.Context, e *env) (time.Duration, error) {
+func (a *pullAnchors) cranePull(ctx context.Context, e *env) (time.Duration, time.Duration, error) {
 	return a.run(ctx, a.crane, []string{"DOCKER_CONFIG=" + a.dockerConfig}, func(dir string) []string {
 		return []string{"pull", "--format=oci", "--insecure", a.craneHost + "/bench/big:1", dir}
 	})
@@ -123,17 +123,18 @@ func (a *pullAnchors) cranePull(ctx context.Context, e *env) (time.Duration, err
 
 // skopeoCopy is `skopeo copy docker://HOST/bench/big:1 oci:DIR:1` with the
 // credentials on the command line, timed.
-func (a *pullAnchors) skopeoCopy(ctx context.Context, e *env) (time.Duration, error) {
+func (a *pullAnchors) skopeoCopy(ctx context.Context, e *env) (time.Duration, time.Duration, error) {
 	return a.run(ctx, a.skopeo, nil, func(dir string) []string {
 		return []string{"copy", "--quiet", "--src-tls-verify=false", "--src-creds", a.user + ":" + a.pass,
 			"docker://" + e.host + "/bench/big:1", "oci:" + dir + ":1"}
 	})
 }
 
-func (a *pullAnchors) run(ctx context.Context, bin string, env []string, args func(dir string) []string) (time.Duration, error) {
+// run times the anchor's process, and returns its wall and CPU time.
+func (a *pullAnchors) run(ctx context.Context, bin string, env []string, args func(dir string) []string) (time.Duration, time.Duration, error) {
 	parent, err := os.MkdirTemp("", "wharf-bench-anchor-")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer os.RemoveAll(parent)
 	dir := filepath.Join(parent, "layout")
@@ -145,7 +146,7 @@ func (a *pullAnchors) run(ctx context.Context, bin string, env []string, args fu
 	err = cmd.Run()
 	took := time.Since(start)
 	if err != nil {
-		return 0, fmt.Errorf("%s %s: %w: %s", filepath.Base(bin), strings.Join(args(dir), " "), err, strings.TrimSpace(out.String()))
+		return 0, 0, fmt.Errorf("%s %s: %w: %s", filepath.Base(bin), strings.Join(args(dir), " "), err, strings.TrimSpace(out.String()))
 	}
-	return took, nil
+	return took, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), nil
 }
