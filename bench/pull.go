@@ -314,6 +314,7 @@ func casePull(ctx context.Context, e *env, f *fixtures, iters int) ([]row, error
 			Case: "3", Name: fmt.Sprintf("  pull with --max-concurrent-downloads %d", len(f.big.Layers)), Unit: "ms", N: len(walls8),
 			Median: ms(m8), P95: ms(m8p95), Baseline: ms(bmed), BaseName: "parallel GET to /dev/null", Ratio: ms(m8) / ms(bmed),
 		},
+		crane8Row(walls8, cranes),
 		{
 			Case: "3", Name: "  wharfd peak RSS (VmHWM) during pull", Unit: "MiB", N: iters,
 			Median: float64(peak) / (1 << 20), Target: "≤64 MiB", Pass: pass(peak <= 64<<20),
@@ -350,4 +351,19 @@ func cpuMs(cpu []time.Duration) string {
 	}
 	m, _ := stats(cpu)
 	return fmt.Sprintf("%.0f ms", ms(m))
+}
+
+// crane8Row compares the pull with as many parallel downloads as crane uses
+// (crane writes every layer at once) with crane. The two series are taken in
+// separate loops, so the ratio is of medians, not paired.
+func crane8Row(walls8, cranes []time.Duration) row {
+	r := row{Case: "3", Name: "  pull with --max-concurrent-downloads 8 vs crane", Unit: "ms", N: len(walls8),
+		BaseName: "crane pull --format=oci", Note: "ratio of medians (not paired): crane downloads all 8 layers at once, wharfd 3 by default (dockerd's)"}
+	if len(walls8) == 0 || len(cranes) == 0 {
+		return r
+	}
+	m8, p95 := stats(walls8)
+	cm, _ := stats(cranes)
+	r.Median, r.P95, r.Baseline, r.Ratio = ms(m8), ms(p95), ms(cm), ms(m8)/ms(cm)
+	return r
 }
