@@ -14,7 +14,9 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/wharfproject/wharf/internal/testregistry"
@@ -175,7 +177,18 @@ func casePull(ctx context.Context, e *env, f *fixtures, iters int) ([]row, error
 	for _, l := range f.big.Layers {
 		total += int64(len(l.Data))
 	}
+	anchors, anchorNotes := newPullAnchors(ctx, e)
+	defer anchors.cleanup()
+	var cranes, skopeos, wallsC, wallsS []time.Duration
+	// CPU time per pull (the process's user + system): the machine's load
+	// does not change it, so it says what each tool costs where the wall
+	// times of a shared machine cannot.
+	var cpuW, cpuC, cpuS []time.Duration
 	for i := 0; i < iters; i++ {
+		// Each measurement starts with nothing left to write back: crane
+		// leaves 256 MiB dirty in the page cache, and whoever came next
+		// would pay for its writeback.
+		syscall.Sync()
 		b, err := e.download(ctx, f)
 		if err != nil {
 			return nil, err
@@ -191,17 +204,42 @@ func casePull(ctx context.Context, e *env, f *fixtures, iters int) ([]row, error
 			return nil, err
 		}
 		floors = append(floors, fl)
+		if anchors.crane != "" {
+			syscall.Sync()
+			c, cpu, err := anchors.cranePull(ctx, e)
+			if err != nil {
+				return nil, err
+			}
+			cranes, cpuC = append(cranes, c), append(cpuC, cpu)
+		}
+		if anchors.skopeo != "" {
+			syscall.Sync()
+			c, cpu, err := anchors.skopeoCopy(ctx, e)
+			if err != nil {
+				return nil, err
+			}
+			skopeos, cpuS = append(skopeos, c), append(cpuS, cpu)
+		}
+		syscall.Sync()
 		d, root, err := freshDaemon(e)
 		if err != nil {
 			return nil, err
 		}
 		err = func() error {
 			e.reset()
+			cpu0, _ := d.cpuTime()
 			w, err := e.pull(ctx, d, e.host+"/bench/big", "1")
 			if err != nil {
 				return err
 			}
-			walls = append(walls, w)
+			cpu1, _ := d.cpuTime()
+			walls, cpuW = append(walls, w), append(cpuW, cpu1-cpu0)
+			if anchors.crane != "" {
+				wallsC = append(wallsC, w)
+			}
+			if anchors.skopeo != "" {
+				wallsS = append(wallsS, w)
+			}
 			first = e.counts()
 			hwm, err := d.peakRSS()
 			if err != nil {
@@ -258,17 +296,25 @@ func casePull(ctx context.Context, e *env, f *fixtures, iters int) ([]row, error
 			Reqs: fmt.Sprintf("%d/%d", first.reg, first.tok), Conns: fmt.Sprintf("%d/%d", first.regConns, first.tokConns),
 			Median: ms(med), P95: ms(p95), Baseline: ms(bmed), BaseName: "parallel GET to /dev/null", Ratio: pairedRatio(walls, bases),
 			Target: "≤1.20× download", Pass: pass(pairedRatio(walls, bases) <= 1.2),
-			Note: fmt.Sprintf("wharf %.0f MiB/s, plain client %.0f MiB/s", mib/med.Seconds(), mib/bmed.Seconds()),
+			Note: fmt.Sprintf("wharf %.0f MiB/s, plain client %.0f MiB/s; CPU per pull (user+sys, median): wharfd %s, crane %s, skopeo %s",
+				mib/med.Seconds(), mib/bmed.Seconds(), cpuMs(cpuW), cpuMs(cpuC), cpuMs(cpuS)),
 		},
 		{
 			Case: "3", Name: "  same pull vs download+sha256+write+fsync", Unit: "ms", N: len(walls),
 			Median: ms(med), P95: ms(p95), Baseline: ms(fmed), BaseName: "plain client, same work", Ratio: pairedRatio(walls, floors),
 			Note: fmt.Sprintf("floor p95 %.0f ms: the whole job with a plain Go client, %d layers in parallel", ms(fp95), len(f.big.Layers)),
 		},
+		anchorRow(cranes, wallsC, "crane pull --format=oci", "  same pull vs crane pull to an OCI layout", "≤1.10× crane", 1.10, "crane: verified, written, not fsynced", anchorNotes),
+		anchorRow(skopeos, wallsS, "skopeo copy docker:// oci:", "  same pull vs skopeo copy to an OCI layout", "≤1.00× skopeo", 1.00, "skopeo: verified, written, each blob fsynced", anchorNotes),
+		{
+			Case: "3", Name: "  same pull vs docker pull", Unit: "ms", N: 0,
+			Note: "not measured: no docker engine on this machine",
+		},
 		{
 			Case: "3", Name: fmt.Sprintf("  pull with --max-concurrent-downloads %d", len(f.big.Layers)), Unit: "ms", N: len(walls8),
 			Median: ms(m8), P95: ms(m8p95), Baseline: ms(bmed), BaseName: "parallel GET to /dev/null", Ratio: ms(m8) / ms(bmed),
 		},
+		crane8Row(walls8, cranes),
 		{
 			Case: "3", Name: "  wharfd peak RSS (VmHWM) during pull", Unit: "MiB", N: iters,
 			Median: float64(peak) / (1 << 20), Target: "≤64 MiB", Pass: pass(peak <= 64<<20),
@@ -279,4 +325,45 @@ func casePull(ctx context.Context, e *env, f *fixtures, iters int) ([]row, error
 			Median: ms(smed), P95: ms(sp95), Target: "≤3 requests", Pass: pass(second.total() <= 3),
 		},
 	}, nil
+}
+
+// anchorRow is wharf's pull (walls) against an anchor tool's (anchor),
+// paired iteration by iteration.
+func anchorRow(anchor, walls []time.Duration, baseName, name, target string, limit float64, note string, notes []string) row {
+	r := row{Case: "3", Name: name, Unit: "ms", N: len(anchor), BaseName: baseName, Target: target, Note: note}
+	if len(anchor) == 0 {
+		r.Note = strings.Join(notes, "; ")
+		return r
+	}
+	med, p95 := stats(walls)
+	amed, ap95 := stats(anchor)
+	r.Median, r.P95, r.Baseline = ms(med), ms(p95), ms(amed)
+	r.Ratio = pairedRatio(walls, anchor)
+	r.Pass = pass(r.Ratio <= limit)
+	r.Note += fmt.Sprintf("; anchor p95 %.0f ms", ms(ap95))
+	return r
+}
+
+// cpuMs is the median of cpu in ms, or "-".
+func cpuMs(cpu []time.Duration) string {
+	if len(cpu) == 0 {
+		return "-"
+	}
+	m, _ := stats(cpu)
+	return fmt.Sprintf("%.0f ms", ms(m))
+}
+
+// crane8Row compares the pull with as many parallel downloads as crane uses
+// (crane writes every layer at once) with crane. The two series are taken in
+// separate loops, so the ratio is of medians, not paired.
+func crane8Row(walls8, cranes []time.Duration) row {
+	r := row{Case: "3", Name: "  pull with --max-concurrent-downloads 8 vs crane", Unit: "ms", N: len(walls8),
+		BaseName: "crane pull --format=oci", Note: "ratio of medians (not paired): crane downloads all 8 layers at once, wharfd 3 by default (dockerd's)"}
+	if len(walls8) == 0 || len(cranes) == 0 {
+		return r
+	}
+	m8, p95 := stats(walls8)
+	cm, _ := stats(cranes)
+	r.Median, r.P95, r.Baseline, r.Ratio = ms(m8), ms(p95), ms(cm), ms(m8)/ms(cm)
+	return r
 }

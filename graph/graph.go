@@ -64,6 +64,8 @@ type Store struct {
 	dist *distribution.Service // graph/distribution: pull, push, login, the registry side of inspect
 
 	arc *archive.Archiver // graph/archive: load, save, import
+
+	inspects *inspectCache // remote inspect: config-derived fields by config digest
 }
 
 // New opens (creating when needed) the store at opts.Root, cleans the ingest
@@ -75,7 +77,7 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	if opts.Logger == nil {
 		opts.Logger = logrus.NewEntry(logrus.StandardLogger())
 	}
-	s := &Store{opts: opts, log: opts.Logger}
+	s := &Store{opts: opts, log: opts.Logger, inspects: newInspectCache(inspectCacheEntries)}
 	st, err := store.Open(ctx, store.Options{Root: opts.Root, Logger: opts.Logger})
 	if err != nil {
 		return nil, err

@@ -28,19 +28,22 @@ const graphDriverName = "oci-layout"
 // both call it, so the two agree field for field. GraphDriver and Manifests
 // are local-only and left for the caller.
 func BuildInspect(src InspectSource) (*types.ImageInspect, error) {
-	cfg, err := store.ParseImageConfig(src.Config)
+	base, err := configInspect(src.Config)
 	if err != nil {
 		return nil, err
 	}
-	id := src.ID
-	if id == "" {
-		id = digest.FromBytes(src.Config)
+	return fillInspect(base, src), nil
+}
+
+// configInspect is the part of an ImageInspect that the image config alone
+// determines (inspectCache keeps it by config digest).
+func configInspect(config []byte) (*types.ImageInspect, error) {
+	cfg, err := store.ParseImageConfig(config)
+	if err != nil {
+		return nil, err
 	}
 	out := &types.ImageInspect{}
 	r := &out.InspectResponse
-	r.ID = id.String()
-	r.RepoTags = nonNil(append([]string{}, src.RepoTags...))
-	r.RepoDigests = nonNil(append([]string{}, src.RepoDigests...))
 	r.Comment = cfg.Comment
 	if r.Comment == "" && len(cfg.History) > 0 {
 		// Docker puts an import's message both at top level and in the
@@ -57,9 +60,6 @@ func BuildInspect(src InspectSource) (*types.ImageInspect, error) {
 	r.Variant = cfg.Variant
 	r.Os = cfg.OS
 	r.OsVersion = cfg.OSVersion
-	for _, l := range src.Layers {
-		r.Size += l.Size
-	}
 	r.RootFS = image.RootFS{Type: cfg.RootFS.Type}
 	if r.RootFS.Type == "" {
 		r.RootFS.Type = "layers"
@@ -67,12 +67,6 @@ func BuildInspect(src InspectSource) (*types.ImageInspect, error) {
 	for _, d := range cfg.RootFS.DiffIDs {
 		r.RootFS.Layers = append(r.RootFS.Layers, d.String())
 	}
-	if src.Descriptor != nil {
-		d := *src.Descriptor
-		d.Data = nil
-		r.Descriptor = &d
-	}
-	r.Metadata = image.Metadata{LastTagTime: src.LastTagTime}
 	out.Legacy = types.LegacyImageFields{
 		Parent:          cfg.Parent,
 		DockerVersion:   cfg.DockerVersion,
@@ -80,6 +74,33 @@ func BuildInspect(src InspectSource) (*types.ImageInspect, error) {
 		ContainerConfig: cfg.ContainerConfig,
 	}
 	return out, nil
+}
+
+// fillInspect copies base (which it does not modify: it may be shared) and
+// adds what src knows beyond the config: the ID it names, references, size,
+// descriptor and last tag time.
+func fillInspect(base *types.ImageInspect, src InspectSource) *types.ImageInspect {
+	out := *base
+	r := &out.InspectResponse
+	id := src.ID
+	if id == "" {
+		id = digest.FromBytes(src.Config)
+	}
+	r.ID = id.String()
+	r.RepoTags = nonNil(append([]string{}, src.RepoTags...))
+	r.RepoDigests = nonNil(append([]string{}, src.RepoDigests...))
+	r.Size = 0
+	for _, l := range src.Layers {
+		r.Size += l.Size
+	}
+	r.Descriptor = nil
+	if src.Descriptor != nil {
+		d := *src.Descriptor
+		d.Data = nil
+		r.Descriptor = &d
+	}
+	r.Metadata = image.Metadata{LastTagTime: src.LastTagTime}
+	return &out
 }
 
 // ImageInspect answers GET /images/{name}/json for a local image.

@@ -29,7 +29,10 @@ func (s *Store) LookupRemote(ctx context.Context, name string, opts types.Remote
 	if err != nil {
 		return nil, err
 	}
-	insp, err := BuildInspect(remoteInspectSource(ri))
+	// ri.Config.Digest is the digest of ri.ConfigBytes (verified by the
+	// registry client; computed from them for schema1), read in the caller's
+	// own authorised scope: see inspectCache.
+	insp, err := s.inspects.buildInspect(remoteInspectSource(ri), ri.Config.Digest)
 	if err != nil {
 		return nil, err
 	}

@@ -146,6 +146,11 @@ func TestBlobReaderVerifies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// It says which digest it checks: the store relies on that to skip its
+	// own hash (WriteVerifiedBlob).
+	if v, ok := rc.(interface{ VerifiedDigest() digest.Digest }); !ok || v.VerifiedDigest() != good.Digest {
+		t.Errorf("FetchBlob's reader does not say it verifies %s", good.Digest)
+	}
 	_, err = io.ReadAll(rc)
 	rc.Close()
 	if !errors.Is(err, ErrDigestMismatch) {

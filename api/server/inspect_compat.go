@@ -81,7 +81,20 @@ func gateConfig(cfg json.RawMessage, version string) json.RawMessage {
 //   - Parent / Comment / DockerVersion / Author always present below 1.52,
 //     omitted when empty from 1.52;
 //   - Identity from 1.53.
+//
+// From API 1.50 the typed gate (gateInspectTyped) answers; gateInspectMap
+// states the rules for every version and is the reference the typed gate is
+// tested against.
 func gateInspect(v any, legacy types.LegacyImageFields, version string) ([]byte, error) {
+	if versionAtLeast(version, typedGateMinVersion) {
+		return gateInspectTyped(v, legacy, version)
+	}
+	return gateInspectMap(v, legacy, version)
+}
+
+// gateInspectMap is the version gate on a generic JSON object, for every
+// API version.
+func gateInspectMap(v any, legacy types.LegacyImageFields, version string) ([]byte, error) {
 	m, err := toObject(v)
 	if err != nil {
 		return nil, err

@@ -78,7 +78,18 @@ func (f countingFetcher) FetchBlob(ctx context.Context, desc ocispec.Descriptor)
 	if err != nil {
 		return nil, err
 	}
-	return &countingReader{ReadCloser: rc, add: f.add}, nil
+	cr := &countingReader{ReadCloser: rc, add: f.add}
+	if v, ok := rc.(digestVerifier); ok {
+		// Counting must not hide that the reader verifies its digest, or
+		// the store would hash every layer a second time.
+		return countingVerifiedReader{cr, v}, nil
+	}
+	return cr, nil
+}
+
+type countingVerifiedReader struct {
+	*countingReader
+	digestVerifier
 }
 
 // countingReader reports each read as it happens, so that a scrape during

@@ -244,6 +244,11 @@ func (li leaseIngester) WriteBlob(ctx context.Context, desc ocispec.Descriptor, 
 	return err
 }
 
+func (li leaseIngester) WriteVerifiedBlob(ctx context.Context, desc ocispec.Descriptor, r io.Reader) error {
+	_, err := li.l.WriteVerifiedBlob(ctx, desc, r)
+	return err
+}
+
 // checkDiffIDs refuses an image whose config does not describe its layers:
 // one DiffID per layer, and for an uncompressed tar layer (whose DiffID is
 // its digest) the same value. dockerd refuses such pulls when it unpacks;

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sync"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -19,6 +20,18 @@ type blobFetcher interface {
 type blobIngester interface {
 	HasBlob(d digest.Digest) bool
 	WriteBlob(ctx context.Context, desc ocispec.Descriptor, r io.Reader) error
+}
+
+// verifiedIngester is a blobIngester that can store a stream whose reader
+// checks the digest itself, without hashing it again (store.Lease).
+type verifiedIngester interface {
+	WriteVerifiedBlob(ctx context.Context, desc ocispec.Descriptor, r io.Reader) error
+}
+
+// digestVerifier is a fetched blob's reader that fails in place of io.EOF
+// unless its bytes are the blob VerifiedDigest() (registry.FetchBlob's).
+type digestVerifier interface {
+	VerifiedDigest() digest.Digest
 }
 
 // layerDownload is one layer of one pull.
@@ -103,9 +116,15 @@ func (rs *remoteState) downloadLayer(ctx context.Context, src blobFetcher, dst b
 			return ctx.Err()
 		}
 	}
-	defer func() { <-slots }()
+	// The slot bounds downloads, not commits: it is given back as soon as
+	// the body is read whole, so the next layer downloads while this one's
+	// last pages are written out and fsynced (Ingestion.Commit). Without
+	// that, every slot sat idle for the length of an fsync per layer.
+	var once sync.Once
+	release := func() { once.Do(func() { <-slots }) }
+	defer release()
 
-	if err := rs.sharedFetch(ctx, src, dst, dl.desc, dl.id, po); err != nil {
+	if err := rs.sharedFetch(ctx, src, dst, dl.desc, dl.id, po, release); err != nil {
 		return err
 	}
 	return po.layer(dl.id, "Download complete")
@@ -118,13 +137,15 @@ func (rs *remoteState) downloadLayer(ctx context.Context, src blobFetcher, dst b
 // used another repository or credentials, so a waiter whose own context is
 // live tries again (any number of times after a cancellation, once after
 // another failure).
-func (rs *remoteState) sharedFetch(ctx context.Context, src blobFetcher, dst blobIngester, desc ocispec.Descriptor, id string, po *progressOutput) error {
+//
+// downloaded is called once the leader has read the whole body.
+func (rs *remoteState) sharedFetch(ctx context.Context, src blobFetcher, dst blobIngester, desc ocispec.Descriptor, id string, po *progressOutput, downloaded func()) error {
 	retried := false
 	for {
 		leader := false
 		ch := rs.downloads.DoChan(desc.Digest.String(), func() (any, error) {
 			leader = true
-			return nil, fetchBlobInto(ctx, rs.countPulled(src), dst, desc, id, po)
+			return nil, fetchBlobInto(ctx, rs.countPulled(src), dst, desc, id, po, downloaded)
 		})
 		if rs.flightJoined != nil {
 			rs.flightJoined(desc.Digest.String())
@@ -149,8 +170,9 @@ func (rs *remoteState) sharedFetch(ctx context.Context, src blobFetcher, dst blo
 }
 
 // fetchBlobInto streams one blob from the registry into the store; it is
-// never held in memory whole.
-func fetchBlobInto(ctx context.Context, src blobFetcher, dst blobIngester, desc ocispec.Descriptor, id string, po *progressOutput) error {
+// never held in memory whole. downloaded (may be nil) is called when the
+// body is exhausted, before the store verifies and commits the blob.
+func fetchBlobInto(ctx context.Context, src blobFetcher, dst blobIngester, desc ocispec.Descriptor, id string, po *progressOutput, downloaded func()) error {
 	if dst.HasBlob(desc.Digest) {
 		return nil // a pull that finished just before us stored it
 	}
@@ -160,6 +182,19 @@ func fetchBlobInto(ctx context.Context, src blobFetcher, dst blobIngester, desc 
 	}
 	defer rc.Close()
 	pr := newProgressReader(rc, po, id, "Downloading", desc.Size)
-	pr.onEOF = func() { _ = po.layer(id, "Verifying Checksum") }
+	pr.onEOF = func() {
+		_ = po.layer(id, "Verifying Checksum")
+		if downloaded != nil {
+			downloaded()
+		}
+	}
+	// Verified once: by the registry client's reader when it says it checks
+	// this very digest, and the store then only checks the size; else by
+	// the store.
+	if v, ok := rc.(digestVerifier); ok && v.VerifiedDigest() == desc.Digest {
+		if vi, ok := dst.(verifiedIngester); ok {
+			return vi.WriteVerifiedBlob(ctx, desc, pr)
+		}
+	}
 	return dst.WriteBlob(ctx, desc, pr)
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
@@ -262,11 +263,11 @@ func TestSharedFetchRetriesAfterLeaderCancelled(t *testing.T) {
 
 	leaderCtx, cancelLeader := context.WithCancel(context.Background())
 	leaderErr := make(chan error, 1)
-	go func() { leaderErr <- rs.sharedFetch(leaderCtx, f, dst, layers[0], "x", po) }()
+	go func() { leaderErr <- rs.sharedFetch(leaderCtx, f, dst, layers[0], "x", po, nil) }()
 	<-f.started
 	<-ft.joined
 	followerErr := make(chan error, 1)
-	go func() { followerErr <- rs.sharedFetch(context.Background(), f, dst, layers[0], "x", po) }()
+	go func() { followerErr <- rs.sharedFetch(context.Background(), f, dst, layers[0], "x", po, nil) }()
 	ft.waitForFlight()
 	cancelLeader()
 	if err := <-leaderErr; !errors.Is(err, context.Canceled) {
@@ -294,11 +295,11 @@ func TestSharedFetchFollowerRetriesOwnSourceOnce(t *testing.T) {
 	po := newProgressOutput(types.DiscardProgress)
 
 	firstErr := make(chan error, 1)
-	go func() { firstErr <- rs.sharedFetch(context.Background(), refusing, dst, layers[0], "x", po) }()
+	go func() { firstErr <- rs.sharedFetch(context.Background(), refusing, dst, layers[0], "x", po, nil) }()
 	<-refusing.started
 	<-ft.joined
 	secondErr := make(chan error, 1)
-	go func() { secondErr <- rs.sharedFetch(context.Background(), serving, dst, layers[0], "x", po) }()
+	go func() { secondErr <- rs.sharedFetch(context.Background(), serving, dst, layers[0], "x", po, nil) }()
 	ft.waitForFlight()
 	close(ft.gate)
 	if err := <-firstErr; !errors.Is(err, denied) {
@@ -309,5 +310,121 @@ func TestSharedFetchFollowerRetriesOwnSourceOnce(t *testing.T) {
 	}
 	if serving.calls.Load() != 1 || !dst.HasBlob(d) {
 		t.Fatalf("second pull did not fetch from its own source (calls %d)", serving.calls.Load())
+	}
+}
+
+// commitGatedIngester reads each blob whole (the download), then holds the
+// first commit until a second download has started.
+type commitGatedIngester struct {
+	remoteFakeIngester
+	commits atomic.Int32
+	started <-chan digest.Digest
+}
+
+func (s *commitGatedIngester) WriteBlob(ctx context.Context, desc ocispec.Descriptor, r io.Reader) error {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	if s.commits.Add(1) == 1 {
+		select {
+		case <-s.started: // the next download began while this commit waits
+		case <-time.After(10 * time.Second):
+			return errors.New("the next download did not start while a layer was being committed")
+		}
+	}
+	return s.remoteFakeIngester.WriteBlob(ctx, desc, bytes.NewReader(b))
+}
+
+// With one download slot, the second layer's download starts while the
+// first layer is still being committed (fsynced): the slot bounds
+// downloads, and a commit does not hold one (issue 14).
+func TestDownloadSlotFreedBeforeCommit(t *testing.T) {
+	layers, blobs := remoteTestLayers(2)
+	started := make(chan digest.Digest, 2)
+	f := &remoteFakeFetcher{blobs: blobs, started: started}
+	second := make(chan digest.Digest, 1)
+	go func() {
+		<-started // the first download
+		second <- <-started
+	}()
+	dst := &commitGatedIngester{started: second}
+	rs := newRemoteState(Options{MaxConcurrentDownloads: 1})
+	if err := rs.downloadLayers(context.Background(), f, dst, layers, newProgressOutput(&graphtest.Messages{})); err != nil {
+		t.Fatal(err)
+	}
+	if m := f.maxSeen.Load(); m != 1 {
+		t.Fatalf("%d fetches at once, limit 1", m)
+	}
+}
+
+// claimingReader is a fetched blob whose reader says it verifies dgst.
+type claimingReader struct {
+	io.ReadCloser
+	dgst digest.Digest
+}
+
+func (c claimingReader) VerifiedDigest() digest.Digest { return c.dgst }
+
+type claimingFetcher struct {
+	remoteFakeFetcher
+	claim func(desc ocispec.Descriptor) digest.Digest
+}
+
+func (f *claimingFetcher) FetchBlob(ctx context.Context, desc ocispec.Descriptor) (io.ReadCloser, error) {
+	rc, err := f.remoteFakeFetcher.FetchBlob(ctx, desc)
+	if err != nil {
+		return nil, err
+	}
+	return claimingReader{rc, f.claim(desc)}, nil
+}
+
+// recordingIngester records which write each blob went through.
+type recordingIngester struct {
+	remoteFakeIngester
+	verified, hashed atomic.Int32
+}
+
+func (s *recordingIngester) WriteBlob(ctx context.Context, desc ocispec.Descriptor, r io.Reader) error {
+	s.hashed.Add(1)
+	return s.remoteFakeIngester.WriteBlob(ctx, desc, r)
+}
+
+func (s *recordingIngester) WriteVerifiedBlob(ctx context.Context, desc ocispec.Descriptor, r io.Reader) error {
+	s.verified.Add(1)
+	return s.remoteFakeIngester.WriteBlob(ctx, desc, r)
+}
+
+// A layer is hashed once: the store skips its hash only for a reader that
+// says it verifies this very digest; any other reader's bytes are hashed by
+// the store.
+func TestFetchBlobIntoHashesOnce(t *testing.T) {
+	layers, blobs := remoteTestLayers(2)
+	for _, tc := range []struct {
+		name     string
+		claim    func(ocispec.Descriptor) digest.Digest
+		verified int32
+		metrics  bool // the pulled bytes counted: the counting reader must not hide the claim
+	}{
+		{"reader verifies this digest", func(d ocispec.Descriptor) digest.Digest { return d.Digest }, 2, false},
+		{"reader verifies this digest, metrics on", func(d ocispec.Descriptor) digest.Digest { return d.Digest }, 2, true},
+		{"reader verifies another digest", func(ocispec.Descriptor) digest.Digest { return digest.FromString("other") }, 0, false},
+		{"reader verifies nothing", func(ocispec.Descriptor) digest.Digest { return "" }, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &claimingFetcher{remoteFakeFetcher: remoteFakeFetcher{blobs: blobs}, claim: tc.claim}
+			dst := &recordingIngester{}
+			var opts Options
+			if tc.metrics {
+				opts.Observer = &countingObserver{}
+			}
+			rs := newRemoteState(opts)
+			if err := rs.downloadLayers(context.Background(), f, dst, layers, newProgressOutput(&graphtest.Messages{})); err != nil {
+				t.Fatal(err)
+			}
+			if v, h := dst.verified.Load(), dst.hashed.Load(); v != tc.verified || v+h != 2 {
+				t.Fatalf("verified writes %d, hashed writes %d; want %d verified of 2", v, h, tc.verified)
+			}
+		})
 	}
 }

@@ -99,35 +99,65 @@ func (s *Store) ReadBlob(d digest.Digest, max int64) ([]byte, error) {
 	return b, nil
 }
 
+// writebackChunk is how many bytes an ingestion writes before it asks the
+// kernel to start writing them to disk (startWriteback). 8 MiB: large
+// enough that the call (one per chunk, ~µs) costs nothing beside the copy,
+// small enough that a 32 MiB layer has most of its pages on their way to
+// disk before its last byte arrives, and that the dirty pages of the
+// parallel downloads of a pull stay a few tens of MiB.
+const writebackChunk = 8 << 20
+
 // Ingestion is one blob being written into ingest/ under a lease.
 type Ingestion struct {
 	lease    *Lease
 	f        *os.File
 	digester digest.Digester
 	n        int64
+	started  int64 // bytes [0, started) were handed to startWriteback
 	done     bool
+	// verified is the digest the source reader checks itself (see
+	// Lease.WriteVerifiedBlob); digester is nil then.
+	verified digest.Digest
 }
 
-// Write hashes and writes p.
+// Write hashes and writes p, and starts the writeback of every full chunk.
 func (w *Ingestion) Write(p []byte) (int, error) {
 	n, err := w.f.Write(p)
-	w.digester.Hash().Write(p[:n])
+	if w.digester != nil {
+		w.digester.Hash().Write(p[:n])
+	}
 	w.n += int64(n)
+	if w.n-w.started >= writebackChunk {
+		startWriteback(w.f, w.started, w.n-w.started)
+		w.started = w.n
+	}
 	return n, err
 }
 
-// Digest is the digest of what was written so far.
-func (w *Ingestion) Digest() digest.Digest { return w.digester.Digest() }
+// Digest is the digest of what was written so far (of a verified
+// ingestion: the digest its source checks).
+func (w *Ingestion) Digest() digest.Digest {
+	if w.digester == nil {
+		return w.verified
+	}
+	return w.digester.Digest()
+}
 
 // Size is the number of bytes written so far.
 func (w *Ingestion) Size() int64 { return w.n }
 
 // Commit checks size and digest (when given: size ≥ 0, digest non-empty),
-// pins the blob in the lease and renames the temp file into blobs/. It
-// returns the blob's digest and whether the blob is new to the store.
+// pins the blob in the lease, makes its data durable (fdatasync) and renames
+// the temp file into blobs/. It returns the blob's digest and whether the
+// blob is new to the store.
+//
+// The rename itself becomes durable with the fsync of blobs/ALG, which
+// Commit leaves to the next records update (syncPendingDirs): one directory
+// fsync per pull instead of one per blob, still before any record can name
+// the blob (docs/reliability.md).
 func (w *Ingestion) Commit(size int64, want digest.Digest) (digest.Digest, bool, error) {
 	s := w.lease.s
-	got := w.digester.Digest()
+	got := w.Digest()
 	if size >= 0 && w.n != size {
 		return "", false, fmt.Errorf("blob %s: size mismatch: got %d bytes, expected %d%.0w", want, w.n, size, errdefs.ErrInvalidArgument)
 	}
@@ -138,22 +168,59 @@ func (w *Ingestion) Commit(size int64, want digest.Digest) (digest.Digest, bool,
 	// no collection can take it from this lease's owner.
 	w.lease.Add(got)
 	existed := s.HasBlob(got)
-	if err := w.f.Sync(); err != nil {
+	if err := syncData(w.f); err != nil {
 		return "", false, err
 	}
 	if err := w.f.Close(); err != nil {
 		return "", false, err
 	}
 	dst := s.blobPath(got)
-	if err := os.MkdirAll(filepath.Dir(dst), dirMode); err != nil {
-		return "", false, err
+	dir := filepath.Dir(dst)
+	var created bool
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(dir, dirMode); err != nil {
+			return "", false, err
+		}
+		created = true
 	}
-	if err := os.Rename(w.f.Name(), dst); err != nil {
+	// The rename and its mark are one step for syncPendingDirs: a records
+	// update that sees the blob in blobs/ also sees its directory pending.
+	s.pendMu.Lock()
+	err := os.Rename(w.f.Name(), dst)
+	if err == nil {
+		s.pendDirs[dir] = true
+		if created {
+			s.pendDirs[filepath.Dir(dir)] = true
+		}
+	}
+	s.pendMu.Unlock()
+	if err != nil {
 		return "", false, err
 	}
 	w.done = true
 	s.endIngest(w.f.Name())
-	return got, !existed, syncDir(filepath.Dir(dst))
+	return got, !existed, nil
+}
+
+// syncPendingDirs fsyncs every directory a blob was renamed into since the
+// last call. Every records update calls it (under mu) before it writes
+// images.json: a record is durable only after the blobs it names are.
+func (s *Store) syncPendingDirs() error {
+	s.pendMu.Lock()
+	dirs := s.pendDirs
+	s.pendDirs = map[string]bool{}
+	s.pendMu.Unlock()
+	for d := range dirs {
+		if err := syncDir(d); err != nil {
+			s.pendMu.Lock()
+			for d := range dirs {
+				s.pendDirs[d] = true // still owed
+			}
+			s.pendMu.Unlock()
+			return fmt.Errorf("sync %s: %w", d, err)
+		}
+	}
+	return nil
 }
 
 // Abort removes the temp file unless Commit succeeded.

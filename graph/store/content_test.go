@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"testing/iotest"
 
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
@@ -162,5 +164,40 @@ func TestSecondStoreOnSameRootRefused(t *testing.T) {
 	_, err := Open(context.Background(), Options{Root: root})
 	if !errdefs.IsUnavailable(err) {
 		t.Fatalf("second open: %v", err)
+	}
+}
+
+// WriteVerifiedBlob trusts its reader for the digest (the reader fails in
+// place of EOF on a mismatch) but still checks the size, caps the read and
+// stores nothing when the reader fails.
+func TestWriteVerifiedBlob(t *testing.T) {
+	s := newTestStore(t)
+	lease := s.NewLease()
+	defer lease.Release()
+	ctx := context.Background()
+	data := []byte("layer bytes")
+	desc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageLayer, Digest: digest.FromBytes(data), Size: int64(len(data))}
+
+	// The reader reports a mismatch at the end: nothing stored.
+	mismatch := io.MultiReader(bytes.NewReader(data), iotest.ErrReader(errors.New("digest mismatch")))
+	if _, err := lease.WriteVerifiedBlob(ctx, desc, mismatch); err == nil || !strings.Contains(err.Error(), "digest mismatch") {
+		t.Fatalf("failing reader: %v", err)
+	}
+	// Longer or shorter than announced: refused.
+	for _, body := range [][]byte{append(append([]byte{}, data...), 'x'), data[:3]} {
+		if _, err := lease.WriteVerifiedBlob(ctx, desc, bytes.NewReader(body)); !errdefs.IsInvalidArgument(err) {
+			t.Fatalf("%d bytes for %d: %v", len(body), desc.Size, err)
+		}
+	}
+	if s.HasBlob(desc.Digest) {
+		t.Fatal("a failed write left the blob")
+	}
+	created, err := lease.WriteVerifiedBlob(ctx, desc, bytes.NewReader(data))
+	if err != nil || !created {
+		t.Fatalf("created %v, %v", created, err)
+	}
+	got, err := s.ReadBlob(desc.Digest, 1<<10)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("stored %q, %v", got, err)
 	}
 }

@@ -251,6 +251,9 @@ func (s *Store) updateLocked(prune bool, fn func(tx *Txn) error) (int64, error) 
 		return 0, err
 	}
 	tx.st.reindex()
+	if err := s.syncPendingDirs(); err != nil {
+		return 0, fmt.Errorf("save image records: %w", err)
+	}
 	if err := s.persist(tx.st); err != nil {
 		return 0, fmt.Errorf("save image records: %w", err)
 	}

@@ -105,6 +105,11 @@ type Store struct {
 	pins    map[digest.Digest]int // digest → number of live leases pinning it
 	ingests map[string]bool       // temp files of live ingestions (ingest/ names)
 
+	// pendDirs are the blob directories a rename went into since the last
+	// records update, whose fsync that update owes (syncPendingDirs).
+	pendMu   sync.Mutex
+	pendDirs map[string]bool
+
 	metaMu sync.Mutex
 	meta   map[digest.Digest]*ImageMeta // manifest digest → parsed manifest + config (immutable content)
 	// refs caches what a stored index or manifest names (its manifests; its
@@ -148,12 +153,13 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		log = logrus.NewEntry(logrus.StandardLogger())
 	}
 	s := &Store{
-		root:    root,
-		log:     log,
-		pins:    map[digest.Digest]int{},
-		ingests: map[string]bool{},
-		meta:    map[digest.Digest]*ImageMeta{},
-		refs:    map[digest.Digest][]digest.Digest{},
+		root:     root,
+		log:      log,
+		pins:     map[digest.Digest]int{},
+		ingests:  map[string]bool{},
+		pendDirs: map[string]bool{},
+		meta:     map[digest.Digest]*ImageMeta{},
+		refs:     map[digest.Digest][]digest.Digest{},
 	}
 	s.flock = flock.New(filepath.Join(root, wharfDir, lockFile))
 	locked, err := s.flock.TryLock()

@@ -1,0 +1,183 @@
+package server
+
+import (
+	"encoding/json"
+
+	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
+	"github.com/moby/moby/api/types/image"
+	"github.com/moby/moby/api/types/storage"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/wharfproject/wharf/api/types"
+)
+
+// typedGateMinVersion is the oldest API version gateInspectTyped serves.
+// From 1.50 on no legacy container.Config key, no Container/ContainerConfig
+// and no VirtualSize is added, so the answer is the inspect struct itself in
+// dockerd's field order with a few fields forced present: one json.Marshal of
+// a struct, where the map gate (gateInspect) marshals, decodes into a generic
+// object, re-encodes every value in order and does the same again for Config
+// — about three quarters of a warm remote inspect's CPU in wharfd (issue 14,
+// BenchmarkHotRemoteInspectHandler). 1.50 is also the version wharfd speaks by
+// default, so it is what the docker CLI negotiates. Older versions keep the
+// map gate. TestTypedGateMatchesMapGate holds the two byte-identical for
+// every version from 1.50 up.
+const typedGateMinVersion = "1.50"
+
+// gatedInspect is ImageInspect (and RemoteImageInspect) as dockerd prints it
+// from API 1.50: the fields in inspectOrder. A pointer field with omitempty
+// is one the gate decides to show or not; a plain field without omitempty is
+// always shown.
+type gatedInspect struct {
+	ID            string                  `json:"Id"`
+	RepoTags      []string                // never null: [] when empty
+	RepoDigests   []string                // never null
+	Parent        *string                 `json:",omitempty"` // always below 1.52, when set from 1.52
+	Comment       *string                 `json:",omitempty"` // same rule
+	Created       string                  `json:",omitempty"`
+	DockerVersion *string                 `json:",omitempty"` // same rule as Parent
+	Author        *string                 `json:",omitempty"` // same rule as Comment
+	Config        gatedConfig             // always an object
+	Architecture  string                  //
+	Variant       string                  `json:",omitempty"`
+	Os            string                  //
+	OsVersion     string                  `json:",omitempty"`
+	Size          int64                   //
+	GraphDriver   *storage.DriverData     `json:",omitempty"` // local only
+	RootFS        image.RootFS            //
+	Metadata      *image.Metadata         `json:",omitempty"` // local only (always shown there)
+	Descriptor    *ocispec.Descriptor     `json:",omitempty"`
+	Manifests     []image.ManifestSummary `json:",omitempty"`
+	Identity      *image.Identity         `json:",omitempty"` // from 1.53
+
+	// RemoteImageInspect's own fields (Registry, Digest and Tag always
+	// shown in a remote answer, never in a local one).
+	Registry               *string           `json:",omitempty"`
+	Digest                 *string           `json:",omitempty"`
+	Tag                    *string           `json:",omitempty"`
+	PlatformManifestDigest string            `json:",omitempty"`
+	ManifestAnnotations    map[string]string `json:",omitempty"`
+}
+
+// gatedConfig is the image Config in configOrder with the keys dockerd
+// always prints (configDefaults) present: a nil or empty list or map is
+// null, an empty string "".
+type gatedConfig struct {
+	User         string
+	ExposedPorts map[string]struct{} `json:",omitempty"`
+	Env          []string
+	Cmd          []string
+	Healthcheck  *dockerspec.HealthcheckConfig `json:",omitempty"`
+	ArgsEscaped  bool                          `json:",omitempty"`
+	Volumes      map[string]struct{}
+	WorkingDir   string
+	Entrypoint   []string
+	OnBuild      []string
+	Labels       map[string]string
+	StopSignal   string   `json:",omitempty"`
+	Shell        []string `json:",omitempty"`
+}
+
+// gateInspectTyped is gateInspect for API ≥ typedGateMinVersion; v is a
+// *types.ImageInspect or a *types.RemoteImageInspect.
+func gateInspectTyped(v any, legacy types.LegacyImageFields, version string) ([]byte, error) {
+	var (
+		ii     *types.ImageInspect
+		remote *types.RemoteImageInspect
+	)
+	switch x := v.(type) {
+	case *types.ImageInspect:
+		ii = x
+	case *types.RemoteImageInspect:
+		remote, ii = x, &x.ImageInspect
+	default:
+		return gateInspectMap(v, legacy, version)
+	}
+	r := &ii.InspectResponse
+	g := gatedInspect{
+		ID:           r.ID,
+		RepoTags:     nonNilStrings(r.RepoTags),
+		RepoDigests:  nonNilStrings(r.RepoDigests),
+		Created:      r.Created,
+		Config:       gateConfigTyped(r.Config),
+		Architecture: r.Architecture,
+		Variant:      r.Variant,
+		Os:           r.Os,
+		OsVersion:    r.OsVersion,
+		Size:         r.Size,
+		RootFS:       r.RootFS,
+		Descriptor:   r.Descriptor,
+		Manifests:    r.Manifests,
+	}
+	if versionLess(version, "1.52") {
+		g.Parent, g.DockerVersion = &legacy.Parent, &legacy.DockerVersion
+		g.Comment, g.Author = &r.Comment, &r.Author
+	} else {
+		g.Parent, g.DockerVersion = nonEmpty(&legacy.Parent), nonEmpty(&legacy.DockerVersion)
+		g.Comment, g.Author = nonEmpty(&r.Comment), nonEmpty(&r.Author)
+	}
+	if !versionLess(version, "1.53") {
+		g.Identity = r.Identity
+	}
+	if remote != nil {
+		// A registry knows nothing of the local-only fields (gateInspect).
+		g.Registry, g.Digest, g.Tag = &remote.Registry, &remote.Digest, &remote.Tag
+		g.PlatformManifestDigest = remote.PlatformManifestDigest
+		g.ManifestAnnotations = remote.ManifestAnnotations
+	} else {
+		g.GraphDriver = r.GraphDriver
+		g.Metadata = &r.Metadata
+	}
+	return json.Marshal(&g)
+}
+
+func gateConfigTyped(c *dockerspec.DockerOCIImageConfig) gatedConfig {
+	if c == nil {
+		return gatedConfig{}
+	}
+	return gatedConfig{
+		User:         c.User,
+		ExposedPorts: c.ExposedPorts,
+		Env:          nilIfEmpty(c.Env),
+		Cmd:          nilIfEmpty(c.Cmd),
+		Healthcheck:  c.Healthcheck,
+		ArgsEscaped:  c.ArgsEscaped,
+		Volumes:      nilIfEmptyMap(c.Volumes),
+		WorkingDir:   c.WorkingDir,
+		Entrypoint:   nilIfEmpty(c.Entrypoint),
+		OnBuild:      nilIfEmpty(c.OnBuild),
+		Labels:       nilIfEmptyMap(c.Labels),
+		StopSignal:   c.StopSignal,
+		Shell:        c.Shell,
+	}
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// nilIfEmpty makes an empty list print as null, as the source's omitempty
+// followed by the gate's default does.
+func nilIfEmpty(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
+func nilIfEmptyMap[V any](m map[string]V) map[string]V {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
+func nonEmpty(s *string) *string {
+	if *s == "" {
+		return nil
+	}
+	return s
+}

@@ -1,0 +1,12 @@
+//go:build !linux
+
+package store
+
+import "os"
+
+// startWriteback is a no-op where sync_file_range does not exist: the
+// commit's fsync writes the whole blob.
+func startWriteback(f *os.File, off, n int64) {}
+
+// syncData is fsync.
+func syncData(f *os.File) error { return f.Sync() }
