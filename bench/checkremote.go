@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -55,34 +54,20 @@ func (e *env) checkRemote(ctx context.Context, d *wharfd, maxAge string) (time.D
 	if maxAge != "" {
 		path += "&max-age=" + maxAge
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://wharfd"+path, nil)
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("X-Registry-Auth", e.auth) // names its registry: e.host
-	start := time.Now()
-	resp, err := d.http.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("check-remote: status %d", resp.StatusCode)
-	}
 	n := 0
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
+	// X-Registry-Auth names its registry: e.host.
+	el, err := d.stream(ctx, "check-remote", path, http.Header{"X-Registry-Auth": {e.auth}}, func(line []byte) error {
 		var r struct{ RemoteStatus, RemoteError string }
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			return 0, err
+		if err := json.Unmarshal(line, &r); err != nil {
+			return err
 		}
 		if r.RemoteStatus != "current" {
-			return 0, fmt.Errorf("check-remote: %s %s", r.RemoteStatus, r.RemoteError)
+			return fmt.Errorf("check-remote: %s %s", r.RemoteStatus, r.RemoteError)
 		}
 		n++
-	}
-	el := time.Since(start)
-	if err := sc.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return 0, err
 	}
 	if n != checkTags {

@@ -3,12 +3,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -250,43 +248,25 @@ func copyWharf(ctx context.Context, d *wharfd, src, dst *env, from, to string) (
 		return 0, err
 	}
 	q := url.Values{"src": {from}, "dst": {to}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://wharfd/v1.50/wharf/images/copy?"+q.Encode(), nil)
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("X-Registry-Config", base64.URLEncoding.EncodeToString(b))
-	start := time.Now()
-	resp, err := d.http.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return 0, fmt.Errorf("copy: %d %s", resp.StatusCode, b)
-	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	done := false
-	for sc.Scan() {
-		var m struct {
-			Error string          `json:"error"`
-			Aux   json.RawMessage `json:"aux"`
-		}
-		if json.Unmarshal(sc.Bytes(), &m) == nil {
-			if m.Error != "" {
-				return 0, fmt.Errorf("copy: %s", m.Error)
+	el, err := d.stream(ctx, "copy", "/v1.50/wharf/images/copy?"+q.Encode(),
+		http.Header{"X-Registry-Config": {base64.URLEncoding.EncodeToString(b)}}, func(line []byte) error {
+			var m struct {
+				Error string          `json:"error"`
+				Aux   json.RawMessage `json:"aux"`
 			}
-			done = done || len(m.Aux) > 0
-		}
+			if json.Unmarshal(line, &m) == nil {
+				if m.Error != "" {
+					return fmt.Errorf("copy: %s", m.Error)
+				}
+				done = done || len(m.Aux) > 0
+			}
+			return nil
+		})
+	if err == nil && !done {
+		err = fmt.Errorf("copy: the stream ended without a result")
 	}
-	if err := sc.Err(); err != nil {
-		return 0, err
-	}
-	if !done {
-		return 0, fmt.Errorf("copy: the stream ended without a result")
-	}
-	return time.Since(start), nil
+	return el, err
 }
 
 // runTool runs an anchor with DOCKER_CONFIG=cfgDir (crane) and

@@ -172,3 +172,37 @@ func (d *wharfd) do(ctx context.Context, method, path string, hdr map[string]str
 	b, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, b, err
 }
+
+// stream POSTs path (with header) to d and calls line with each line of the
+// answer as it arrives; it returns the time from the request to the end of
+// the stream. A status other than 200 is an error naming what.
+func (d *wharfd) stream(ctx context.Context, what, path string, header http.Header, line func([]byte) error) (time.Duration, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://wharfd"+path, nil)
+	if err != nil {
+		return 0, err
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	start := time.Now()
+	resp, err := d.http.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return 0, fmt.Errorf("%s: %d %s", what, resp.StatusCode, b)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if err := line(sc.Bytes()); err != nil {
+			return 0, err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return time.Since(start), nil
+}

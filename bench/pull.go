@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -26,35 +25,16 @@ import (
 // stream to its end; an errorDetail line is an error.
 func (e *env) pull(ctx context.Context, d *wharfd, name, tag string) (time.Duration, error) {
 	q := url.Values{"fromImage": {name}, "tag": {tag}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://wharfd/v1.50/images/create?"+q.Encode(), nil)
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("X-Registry-Auth", e.auth)
-	start := time.Now()
-	resp, err := d.http.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return 0, fmt.Errorf("pull %s:%s: %d %s", name, tag, resp.StatusCode, b)
-	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
+	what := "pull " + name + ":" + tag
+	return d.stream(ctx, what, "/v1.50/images/create?"+q.Encode(), http.Header{"X-Registry-Auth": {e.auth}}, func(line []byte) error {
 		var m struct {
 			Error string `json:"error"`
 		}
-		if json.Unmarshal(sc.Bytes(), &m) == nil && m.Error != "" {
-			return 0, fmt.Errorf("pull %s:%s: %s", name, tag, m.Error)
+		if json.Unmarshal(line, &m) == nil && m.Error != "" {
+			return fmt.Errorf("%s: %s", what, m.Error)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return 0, err
-	}
-	return time.Since(start), nil
+		return nil
+	})
 }
 
 // download fetches every layer of img in parallel to io.Discard with a plain
