@@ -52,11 +52,15 @@ type gatedInspect struct {
 
 	// RemoteImageInspect's own fields (Registry, Digest and Tag always
 	// shown in a remote answer, never in a local one).
+	// Every field RemoteImageInspect adds must be here, in
+	// inspectOrder's order: TestTypedGateMatchesMapGate fills them all.
 	Registry               *string           `json:",omitempty"`
+	ServedBy               string            `json:",omitempty"`
 	Digest                 *string           `json:",omitempty"`
 	Tag                    *string           `json:",omitempty"`
 	PlatformManifestDigest string            `json:",omitempty"`
 	ManifestAnnotations    map[string]string `json:",omitempty"`
+	Referrers              *types.Referrers  `json:",omitempty"`
 }
 
 // gatedConfig is the image Config in configOrder with the keys dockerd
@@ -122,8 +126,10 @@ func gateInspectTyped(v any, legacy types.LegacyImageFields, version string) ([]
 	if remote != nil {
 		// A registry knows nothing of the local-only fields (gateInspect).
 		g.Registry, g.Digest, g.Tag = &remote.Registry, &remote.Digest, &remote.Tag
+		g.ServedBy = remote.ServedBy
 		g.PlatformManifestDigest = remote.PlatformManifestDigest
 		g.ManifestAnnotations = remote.ManifestAnnotations
+		g.Referrers = remote.Referrers
 	} else {
 		g.GraphDriver = r.GraphDriver
 		g.Metadata = &r.Metadata
