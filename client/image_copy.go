@@ -41,6 +41,9 @@ type CopyOptions struct {
 	Platform       *ocispec.Platform
 	AllPlatforms   bool
 	IncludeForeign bool
+	// WithReferrers copies what refers to the image too (signatures,
+	// SBOMs, attestations), after the image.
+	WithReferrers bool
 	// Auth holds credentials keyed by registry (host[:port], or Docker
 	// Hub's https://index.docker.io/v1/); the daemon sends each set only to
 	// its registry.
@@ -60,6 +63,9 @@ func (c *Client) ImageCopy(ctx context.Context, src, dst string, opts CopyOption
 	}
 	if opts.IncludeForeign {
 		q.Set("include-foreign", "1")
+	}
+	if opts.WithReferrers {
+		q.Set("with-referrers", "1")
 	}
 	h, err := registryConfigHeader(opts.Auth)
 	if err != nil {

@@ -77,6 +77,8 @@ type Referrer struct {
 	Descriptor ocispec.Descriptor
 	// Source says how it was found (ReferrerSource*).
 	Source string
+	// Tag is the cosign tag it was found under (ReferrerSourceCosign).
+	Tag string
 }
 
 // Referrers lists what refers to img (an answer of r.Image): see above.
@@ -289,7 +291,7 @@ func (r *Repository) cosignReferrer(ctx context.Context, subject digest.Digest, 
 	}
 	desc.ArtifactType = artifactTypeOf(m)
 	desc.Annotations = m.Annotations
-	return Referrer{Subject: subject, Descriptor: desc, Source: ReferrerSourceCosign}, true, nil
+	return Referrer{Subject: subject, Descriptor: desc, Source: ReferrerSourceCosign, Tag: tag}, true, nil
 }
 
 // artifactTypeOf is a manifest's artifact type as the referrers API

@@ -19,6 +19,7 @@ import (
 //
 //	POST /wharf/images/copy?src=NAME[:TAG|@DIGEST]&dst=NAME[:TAG][@DIGEST]
 //	     [&platform=os/arch[/variant]][&all-platforms=1][&include-foreign=1]
+//	     [&with-referrers=1]
 //	X-Registry-Config: base64url(JSON {registry: AuthConfig, …})
 //
 // (also under /v1.NN/). It streams the progress messages of a push (the
@@ -59,6 +60,7 @@ func (s *Server) postImageCopy(w http.ResponseWriter, r *http.Request, _ map[str
 		Destination:    dst,
 		AllPlatforms:   boolValue(r, "all-platforms"),
 		IncludeForeign: boolValue(r, "include-foreign"),
+		WithReferrers:  boolValue(r, "with-referrers"),
 		MetaHeaders:    metaHeaders(r),
 	}
 	if v := r.Form.Get("platform"); v != "" {

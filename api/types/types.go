@@ -168,6 +168,11 @@ type CopyOptions struct {
 	// IncludeForeign copies foreign (non-distributable) layers, those with
 	// urls; by default they are left where the urls point.
 	IncludeForeign bool
+	// WithReferrers copies, after the image, what refers to it at Source
+	// (its top level and the platform manifests copied): signatures, SBOMs,
+	// attestations found through the referrers API, the tag schema, or
+	// cosign's tags.
+	WithReferrers bool
 	// Auth holds credentials per registry (X-Registry-Config): each set is
 	// sent only to the registry its key names.
 	Auth        map[string]registry.AuthConfig
@@ -186,4 +191,7 @@ type CopyResult struct {
 	// left out. BytesUploaded is what crossed from source to destination.
 	Blobs, Existed, Mounted, Uploaded, Skipped int
 	BytesUploaded                              int64
+	// Referrers counts the referrer manifests copied (WithReferrers); their
+	// blobs are counted with the image's above.
+	Referrers int `json:",omitempty"`
 }

@@ -15,8 +15,8 @@ import (
 
 func newCopyCommand(c *cli) *cobra.Command {
 	var (
-		platform                            string
-		allPlatforms, includeForeign, quiet bool
+		platform                                           string
+		allPlatforms, includeForeign, withReferrers, quiet bool
 	)
 	cmd := &cobra.Command{
 		Use:   "copy [OPTIONS] SRC DST",
@@ -32,7 +32,7 @@ func newCopyCommand(c *cli) *cobra.Command {
 			if platform != "" && allPlatforms {
 				return errors.New("--platform and --all-platforms exclude each other")
 			}
-			opts := client.CopyOptions{AllPlatforms: allPlatforms, IncludeForeign: includeForeign}
+			opts := client.CopyOptions{AllPlatforms: allPlatforms, IncludeForeign: includeForeign, WithReferrers: withReferrers}
 			var err error
 			if opts.Platform, err = parsePlatform(platform); err != nil {
 				return err
@@ -74,6 +74,9 @@ func newCopyCommand(c *cli) *cobra.Command {
 			}
 			fmt.Fprintf(c.out, "Copied %s to %s (%d blobs: %d existed, %d mounted, %d uploaded, %d foreign skipped)\n",
 				res.Source, res.Destination, res.Blobs, res.Existed, res.Mounted, res.Uploaded, res.Skipped)
+			if withReferrers {
+				fmt.Fprintf(c.out, "Copied %d referrers\n", res.Referrers)
+			}
 			return nil
 		},
 	}
@@ -81,6 +84,7 @@ func newCopyCommand(c *cli) *cobra.Command {
 	fl.StringVar(&platform, "platform", "", "Copy only this platform of a multi-platform image (os/arch[/variant]); DST then holds the platform manifest's digest")
 	fl.BoolVar(&allPlatforms, "all-platforms", false, "Copy every platform and the index itself, byte for byte (the default for a multi-platform SRC)")
 	fl.BoolVar(&includeForeign, "include-foreign", false, "Copy foreign layers (those with urls) too")
+	fl.BoolVar(&withReferrers, "with-referrers", false, "Copy, after the image, what refers to it (signatures, SBOMs, attestations: referrers API, tag schema, cosign tags)")
 	fl.BoolVarP(&quiet, "quiet", "q", false, "Print only NAME[:TAG]@DIGEST written at DST")
 	return cmd
 }

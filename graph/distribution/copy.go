@@ -120,6 +120,14 @@ func (s *Service) CopyImage(ctx context.Context, opts types.CopyOptions, out typ
 	if err := po.status("", fmt.Sprintf("%s: digest: %s size: %d", tagOrDigest(tag, top.desc.Digest), top.desc.Digest, len(top.bytes))); err != nil {
 		return err
 	}
+	if opts.WithReferrers {
+		// After the image: a referrer that fails leaves the image copied,
+		// and the error says so.
+		subjects := referrerSubjects(top, manifests, res.Index)
+		if err := s.copyReferrers(ctx, res, dstRepo, mountFrom, subjects, opts.IncludeForeign, po, &result); err != nil {
+			return fmt.Errorf("the image was copied to %s, but not its referrers: %w", written, err)
+		}
+	}
 	aux, err := json.Marshal(result)
 	if err != nil {
 		return err

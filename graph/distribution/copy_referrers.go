@@ -1,0 +1,113 @@
+package distribution
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/containerd/errdefs"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/imagespec"
+	"github.com/wharfproject/wharf/registry"
+)
+
+// referrerSubjects are the digests whose referrers a copy takes along: the
+// top level and every platform manifest copied with it. Attestation
+// manifests are left out: they are in the index (copied with it) and
+// nothing is expected to refer to them. Referrers of referrers are not
+// followed (one level, as `oras cp -r` without recursion).
+func referrerSubjects(top copyManifest, manifests []copyManifest, idx *ocispec.Index) []digest.Digest {
+	attestation := map[digest.Digest]bool{}
+	if idx != nil {
+		for _, d := range idx.Manifests {
+			if imagespec.IsAttestation(d) {
+				attestation[d.Digest] = true
+			}
+		}
+	}
+	out := []digest.Digest{top.desc.Digest}
+	for _, m := range manifests {
+		if m.desc.Digest != top.desc.Digest && !attestation[m.desc.Digest] {
+			out = append(out, m.desc.Digest)
+		}
+	}
+	return out
+}
+
+// copyReferrers copies, after the image, what refers to subjects at SRC:
+// every referrer's blobs through TransferBlob (as the image's), then its
+// manifest byte for byte (so its digest and its subject stay SRC's), by
+// digest and under its cosign tag when it has one; DST lists it under its
+// subject through its referrers API or the tag schema
+// (registry.PushReferrer). The referrers of one subject are written one
+// after another: the tag schema is a read-modify-write of one index.
+func (s *Service) copyReferrers(ctx context.Context, res *registry.Resolved, dst *registry.Repository, mountFrom []string, subjects []digest.Digest, includeForeign bool, po *progressOutput, result *types.CopyResult) error {
+	refs, err := res.ReferrersOfSubjects(ctx, subjects)
+	if err != nil {
+		return fmt.Errorf("list referrers: %w", err)
+	}
+	src := res.Repository()
+	manifests := map[digest.Digest]copyManifest{}
+	var order []copyManifest
+	for _, ref := range refs {
+		if _, ok := manifests[ref.Descriptor.Digest]; ok {
+			continue
+		}
+		if imagespec.IsIndex(ref.Descriptor.MediaType) {
+			return fmt.Errorf("referrer %s of %s is an index: wharf copies referrers that are manifests%.0w", ref.Descriptor.Digest, ref.Subject, errdefs.ErrNotImplemented)
+		}
+		b, err := src.FetchManifest(ctx, ref.Descriptor)
+		if err != nil {
+			return fmt.Errorf("referrer %s of %s: %w", ref.Descriptor.Digest, ref.Subject, err)
+		}
+		m, err := parseCopyManifest(ref.Descriptor, b)
+		if err != nil {
+			return fmt.Errorf("referrer %s of %s: %w", ref.Descriptor.Digest, ref.Subject, err)
+		}
+		if imagespec.IsIndex(m.desc.MediaType) {
+			return fmt.Errorf("referrer %s of %s is an index: wharf copies referrers that are manifests%.0w", ref.Descriptor.Digest, ref.Subject, errdefs.ErrNotImplemented)
+		}
+		manifests[m.desc.Digest] = m
+		order = append(order, m)
+	}
+	if err := po.status("", fmt.Sprintf("Copying %d referrers of %d manifests", len(order), len(subjects))); err != nil {
+		return err
+	}
+	layers, configs, skipped := copyBlobs(order, includeForeign)
+	result.Blobs += len(layers) + len(configs)
+	result.Skipped += skipped
+	if err := s.copyBlobList(ctx, src, dst, mountFrom, layers, configs, po, result); err != nil {
+		return err
+	}
+	copied := map[digest.Digest]bool{}
+	for _, ref := range refs {
+		m := manifests[ref.Descriptor.Digest]
+		how, err := dst.PushReferrer(ctx, m.desc, m.bytes, ref.Tag)
+		if err != nil {
+			return fmt.Errorf("referrer %s of %s: %w", m.desc.Digest, ref.Subject, err)
+		}
+		if !copied[m.desc.Digest] {
+			copied[m.desc.Digest] = true
+			result.Referrers++
+		}
+		if err := po.status("", fmt.Sprintf("Referrer %s of %s: %s", m.desc.Digest, ref.Subject, referrerNote(how, ref))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func referrerNote(how registry.ReferrerIndexing, ref registry.Referrer) string {
+	switch {
+	case ref.Tag != "":
+		return "copied as tag " + ref.Tag
+	case how == registry.ReferrerIndexedByRegistry:
+		return "copied, listed by the destination's referrers API"
+	case how == registry.ReferrerIndexedByTag:
+		return "copied, added to the referrers tag schema's index"
+	default:
+		return "copied"
+	}
+}

@@ -1,0 +1,224 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+
+	"github.com/containerd/errdefs"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"golang.org/x/sync/errgroup"
+	"oras.land/oras-go/v2/registry/remote/auth"
+)
+
+// Referrers copied registry to registry (wharf copy --with-referrers): the
+// listing is Referrers' (API or tag schema, and cosign's tags, with their
+// bounds) for any number of subjects; the write is PushReferrer, which
+// keeps the destination's listing true whether or not it has the API.
+
+// maxConcurrentSubjects bounds the subjects asked about at once: each costs
+// 4 requests (the API or the tag-schema index, and 3 cosign tags), so an
+// index of 40 platforms asks 16 at a time rather than 160.
+const maxConcurrentSubjects = 4
+
+// ReferrersOfSubjects lists what refers to each subject in the resolved
+// repository through the API (or the tag schema) and cosign's tags, not
+// the attestations inside an index (a copy of the index carries them). A
+// referrer found both ways is listed once per cosign tag and once without
+// a tag, so that a copy writes both.
+func (r *Resolved) ReferrersOfSubjects(ctx context.Context, subjects []digest.Digest) ([]Referrer, error) {
+	if r.v1 != nil {
+		return nil, nil
+	}
+	found := make([][]Referrer, len(subjects))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(maxConcurrentSubjects)
+	for i, s := range subjects {
+		g.Go(func() error {
+			refs, err := r.repo.referrersOf(gctx, s, ReferrersOptions{})
+			found[i] = refs
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var out []Referrer
+	for _, refs := range found {
+		for _, ref := range refs {
+			k := ref.Subject.String() + " " + ref.Descriptor.Digest.String() + " " + ref.Tag
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			out = append(out, ref)
+		}
+	}
+	if len(out) > maxReferrers {
+		return nil, invalidDocument(r.repo.upstream.host, "more than %d referrers", maxReferrers)
+	}
+	return out, nil
+}
+
+// ReferrerIndexing says how the destination came to list a referrer.
+type ReferrerIndexing int
+
+const (
+	// ReferrerIndexedByRegistry: the registry answered the PUT with
+	// OCI-Subject, so its referrers API lists it.
+	ReferrerIndexedByRegistry ReferrerIndexing = iota
+	// ReferrerIndexedByTag: no OCI-Subject, so wharf added it to the
+	// referrers tag schema's index <alg>-<hex> of its subject.
+	ReferrerIndexedByTag
+	// ReferrerNotIndexed: the manifest has no subject (a cosign tag), or
+	// the tag-schema index already listed it.
+	ReferrerNotIndexed
+)
+
+// PushReferrer writes a referrer's manifest (its blobs must be there) by
+// digest, or under tag when given (a cosign tag), and makes the registry
+// list it under its subject. The OCI-Subject header of the PUT says
+// whether the registry did (distribution-spec 1.1, "Pushing Manifests
+// with Subject"); without it, and when its referrers API does not list
+// the referrer, the referrers tag schema is kept here: the
+// subject's index is read (absent: a new one), the referrer's descriptor
+// added with its artifactType and annotations, and the index put back
+// under the tag. The read-modify-write races another writer of the same
+// index as every client of the schema does; callers push the referrers of
+// one subject one after another.
+func (r *Repository) PushReferrer(ctx context.Context, desc ocispec.Descriptor, content []byte, tag string) (ReferrerIndexing, error) {
+	if err := validateDescriptor(desc); err != nil {
+		return 0, err
+	}
+	if int64(len(content)) != desc.Size || desc.Digest.Algorithm().FromBytes(content) != desc.Digest {
+		return 0, fmt.Errorf("manifest content does not match %s (%d bytes)%.0w", desc.Digest, desc.Size, errdefs.ErrInvalidArgument)
+	}
+	if len(content) > maxManifestSize {
+		return 0, fmt.Errorf("manifest %s is larger than %d bytes%.0w", desc.Digest, maxManifestSize, errdefs.ErrInvalidArgument)
+	}
+	var m ocispec.Manifest
+	if err := json.Unmarshal(content, &m); err != nil {
+		return 0, fmt.Errorf("parse referrer %s: %v%.0w", desc.Digest, err, errdefs.ErrInvalidArgument)
+	}
+	ref := desc.Digest.String()
+	if tag != "" {
+		if !anchoredTag.MatchString(tag) {
+			return 0, fmt.Errorf("invalid tag %q%.0w", tag, errdefs.ErrInvalidArgument)
+		}
+		ref = tag
+	}
+	subjectHeader, err := r.putManifest(ctx, desc, content, ref)
+	if err != nil {
+		return 0, err
+	}
+	if m.Subject == nil {
+		return ReferrerNotIndexed, nil
+	}
+	if subjectHeader != "" {
+		return ReferrerIndexedByRegistry, nil
+	}
+	// No OCI-Subject: a registry without the API, or one that serves it
+	// but omits the header (go-containerregistry's, v0.22). The API then
+	// decides, once per referrer; its 404 is remembered per host, as for
+	// a listing, so a registry without it is asked once per daemon.
+	host := r.upstream.host
+	if !r.svc.noReferrersAPI.has(host) {
+		refs, err := r.referrersAPI(ctx, m.Subject.Digest, ReferrersOptions{})
+		switch {
+		case noReferrersAPI(err):
+			r.svc.noReferrersAPI.add(host)
+		case err != nil:
+			return 0, classify(err, host)
+		case slices.ContainsFunc(refs, func(ref Referrer) bool { return ref.Descriptor.Digest == desc.Digest }):
+			return ReferrerIndexedByRegistry, nil
+		}
+	}
+	entry := ocispec.Descriptor{MediaType: desc.MediaType, Digest: desc.Digest, Size: desc.Size, ArtifactType: artifactTypeOf(m), Annotations: m.Annotations}
+	added, err := r.addToTagSchema(ctx, m.Subject.Digest, entry)
+	if err != nil {
+		return 0, err
+	}
+	if !added {
+		return ReferrerNotIndexed, nil
+	}
+	return ReferrerIndexedByTag, nil
+}
+
+// putManifest is PUT /v2/<name>/manifests/<ref>, returning the answer's
+// OCI-Subject header (oras-go's Push does not pass it on, and wharf's oras
+// repositories declare the API present so that oras-go indexes nothing).
+func (r *Repository) putManifest(ctx context.Context, desc ocispec.Descriptor, content []byte, ref string) (string, error) {
+	ep := r.upstream
+	ctx = auth.AppendRepositoryScope(ctx, ep.oras.Reference, auth.ActionPull, auth.ActionPush)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, r.manifestURL(ep, ref), bytes.NewReader(content))
+	if err != nil {
+		return "", err
+	}
+	req.ContentLength = int64(len(content))
+	req.Header.Set("Content-Type", desc.MediaType)
+	resp, err := ep.client.Do(req)
+	if err != nil {
+		return "", classify(err, ep.host)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	if resp.StatusCode != http.StatusCreated {
+		return "", classify(responseError(http.MethodPut, resp, body), ep.host)
+	}
+	if h := resp.Header.Get("Docker-Content-Digest"); h != "" && h != desc.Digest.String() {
+		return "", digestMismatch(ep.host, "manifest", desc.Digest, digest.Digest(h))
+	}
+	r.svc.content.put(desc.Digest, desc.MediaType, content, r.scope())
+	return resp.Header.Get("OCI-Subject"), nil
+}
+
+// addToTagSchema adds entry to subject's referrers tag-schema index;
+// added is false when the index listed it already.
+func (r *Repository) addToTagSchema(ctx context.Context, subject digest.Digest, entry ocispec.Descriptor) (bool, error) {
+	tag, ok := tagSchemaTag(subject)
+	if !ok {
+		return false, fmt.Errorf("subject %s cannot form a referrers tag%.0w", subject, errdefs.ErrInvalidArgument)
+	}
+	idx := ocispec.Index{MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{}}
+	idx.SchemaVersion = 2
+	desc, body, err := r.getManifest(ctx, r.upstream, tag, "")
+	switch {
+	case err != nil:
+		if err = classify(err, r.upstream.host); !errdefs.IsNotFound(err) {
+			return false, err
+		}
+	case desc.MediaType != ocispec.MediaTypeImageIndex || desc.Digest == subject:
+		// The tag names something that is not a referrers index (or, as
+		// some registries answer, the subject itself): overwriting it
+		// could lose what someone put there.
+		return false, fmt.Errorf("registry %s: tag %s is a %s, not a referrers index: not overwritten%.0w", r.upstream.host, tag, desc.MediaType, errdefs.ErrConflict)
+	default:
+		if err := json.Unmarshal(body, &idx); err != nil {
+			return false, invalidDocument(r.upstream.host, "referrers index %s: %v", tag, err)
+		}
+		if idx.Manifests == nil {
+			idx.Manifests = []ocispec.Descriptor{}
+		}
+	}
+	if slices.ContainsFunc(idx.Manifests, func(d ocispec.Descriptor) bool { return d.Digest == entry.Digest }) {
+		return false, nil
+	}
+	if len(idx.Manifests) >= maxReferrers {
+		return false, invalidDocument(r.upstream.host, "referrers index %s: more than %d entries", tag, maxReferrers)
+	}
+	idx.Manifests = append(idx.Manifests, entry)
+	b, err := json.Marshal(idx)
+	if err != nil {
+		return false, err
+	}
+	if err := r.PushManifest(ctx, ocispec.Descriptor{MediaType: ocispec.MediaTypeImageIndex, Digest: digest.FromBytes(b), Size: int64(len(b))}, b, tag); err != nil {
+		return false, fmt.Errorf("referrers index %s: %w", tag, err)
+	}
+	return true, nil
+}
