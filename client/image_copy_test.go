@@ -17,7 +17,7 @@ func TestImageCopySendsBothRegistriesCredentialsAndOptions(t *testing.T) {
 		"dst.example":      {IdentityToken: "t"},
 	}
 	rc, err := c.ImageCopy(context.Background(), "src.example:5000/a:1", "dst.example/a:1", CopyOptions{
-		Platform: &ocispec.Platform{OS: "linux", Architecture: "arm64", Variant: "v8"}, IncludeForeign: true, Auth: auth,
+		Platform: &ocispec.Platform{OS: "linux", Architecture: "arm64", Variant: "v8"}, IncludeForeign: true, WithReferrers: true, Auth: auth,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -28,7 +28,7 @@ func TestImageCopySendsBothRegistriesCredentialsAndOptions(t *testing.T) {
 	}
 	q := r.last.URL.Query()
 	if q.Get("src") != "src.example:5000/a:1" || q.Get("dst") != "dst.example/a:1" || q.Get("platform") != "linux/arm64/v8" ||
-		q.Get("include-foreign") != "1" || q.Has("all-platforms") {
+		q.Get("include-foreign") != "1" || q.Get("with-referrers") != "1" || q.Has("all-platforms") {
 		t.Errorf("query %v", q)
 	}
 	b, err := base64.URLEncoding.DecodeString(r.last.Header.Get(ConfigHeader))
@@ -49,7 +49,7 @@ func TestImageCopySendsBothRegistriesCredentialsAndOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	rc.Close()
-	if r.last.Header.Get(ConfigHeader) != "" || r.last.URL.Query().Get("all-platforms") != "1" {
+	if r.last.Header.Get(ConfigHeader) != "" || r.last.URL.Query().Get("all-platforms") != "1" || r.last.URL.Query().Has("with-referrers") {
 		t.Errorf("anonymous copy: header %q, query %v", r.last.Header.Get(ConfigHeader), r.last.URL.Query())
 	}
 }
