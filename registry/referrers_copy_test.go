@@ -97,7 +97,7 @@ func TestPushReferrer(t *testing.T) {
 		if err != nil || how != ReferrerIndexedByRegistry {
 			t.Fatalf("PushReferrer = %v, %v", how, err)
 		}
-		if n := d.count("GET /v2/dst/app/referrers/") + d.count("GET /v2/dst/app/manifests/" + schemaTag); n != 0 {
+		if n := d.count("GET /v2/dst/app/referrers/") + d.count("GET /v2/dst/app/manifests/"+schemaTag); n != 0 {
 			t.Errorf("%d requests after an OCI-Subject answer, want none: %v", n, d.reqs)
 		}
 	})
