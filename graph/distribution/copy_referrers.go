@@ -7,11 +7,18 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/imagespec"
 	"github.com/wharfproject/wharf/registry"
 )
+
+// maxReferrerManifestBytes bounds the referrer manifests one copy holds
+// until it writes them: 64 MiB, 16 manifests at the 4 MiB cap or some
+// 60,000 signatures of 1 KiB, where a listing may name 10,000 referrers of
+// up to 4 MiB each per subject.
+const maxReferrerManifestBytes = 64 << 20
 
 // referrerSubjects are the digests whose referrers a copy takes along: the
 // top level and every platform manifest copied with it. Attestation
@@ -49,28 +56,51 @@ func (s *Service) copyReferrers(ctx context.Context, res *registry.Resolved, dst
 		return fmt.Errorf("list referrers: %w", err)
 	}
 	src := res.Repository()
-	manifests := map[digest.Digest]copyManifest{}
-	var order []copyManifest
+	// The distinct referrers, checked before any is fetched: a manifest,
+	// not an index, and all of them within maxReferrerManifestBytes (they
+	// are held until written).
+	var unique []registry.Referrer
+	seen := map[digest.Digest]bool{}
+	var total int64
 	for _, ref := range refs {
-		if _, ok := manifests[ref.Descriptor.Digest]; ok {
+		if seen[ref.Descriptor.Digest] {
 			continue
 		}
+		seen[ref.Descriptor.Digest] = true
 		if imagespec.IsIndex(ref.Descriptor.MediaType) {
 			return fmt.Errorf("referrer %s of %s is an index: wharf copies referrers that are manifests%.0w", ref.Descriptor.Digest, ref.Subject, errdefs.ErrNotImplemented)
 		}
-		b, err := src.FetchManifest(ctx, ref.Descriptor)
-		if err != nil {
-			return fmt.Errorf("referrer %s of %s: %w", ref.Descriptor.Digest, ref.Subject, err)
+		if total += ref.Descriptor.Size; total > maxReferrerManifestBytes {
+			return fmt.Errorf("the referrers' manifests are larger than %d bytes in all%.0w", maxReferrerManifestBytes, errdefs.ErrNotImplemented)
 		}
-		m, err := parseCopyManifest(ref.Descriptor, b)
-		if err != nil {
-			return fmt.Errorf("referrer %s of %s: %w", ref.Descriptor.Digest, ref.Subject, err)
-		}
-		if imagespec.IsIndex(m.desc.MediaType) {
-			return fmt.Errorf("referrer %s of %s is an index: wharf copies referrers that are manifests%.0w", ref.Descriptor.Digest, ref.Subject, errdefs.ErrNotImplemented)
-		}
+		unique = append(unique, ref)
+	}
+	order := make([]copyManifest, len(unique))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(maxConcurrentCopies)
+	for i, ref := range unique {
+		g.Go(func() error {
+			b, err := src.FetchManifest(gctx, ref.Descriptor)
+			if err != nil {
+				return fmt.Errorf("referrer %s of %s: %w", ref.Descriptor.Digest, ref.Subject, err)
+			}
+			m, err := parseCopyManifest(ref.Descriptor, b)
+			if err != nil {
+				return fmt.Errorf("referrer %s of %s: %w", ref.Descriptor.Digest, ref.Subject, err)
+			}
+			if imagespec.IsIndex(m.desc.MediaType) {
+				return fmt.Errorf("referrer %s of %s is an index: wharf copies referrers that are manifests%.0w", ref.Descriptor.Digest, ref.Subject, errdefs.ErrNotImplemented)
+			}
+			order[i] = m
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	manifests := make(map[digest.Digest]copyManifest, len(order))
+	for _, m := range order {
 		manifests[m.desc.Digest] = m
-		order = append(order, m)
 	}
 	if err := po.status("", fmt.Sprintf("Copying %d referrers of %d manifests", len(order), len(subjects))); err != nil {
 		return err
