@@ -53,10 +53,12 @@ type gatedInspect struct {
 	// RemoteImageInspect's own fields (Registry, Digest and Tag always
 	// shown in a remote answer, never in a local one).
 	Registry               *string           `json:",omitempty"`
+	ServedBy               string            `json:",omitempty"`
 	Digest                 *string           `json:",omitempty"`
 	Tag                    *string           `json:",omitempty"`
 	PlatformManifestDigest string            `json:",omitempty"`
 	ManifestAnnotations    map[string]string `json:",omitempty"`
+	Referrers              *types.Referrers  `json:",omitempty"`
 }
 
 // gatedConfig is the image Config in configOrder with the keys dockerd
@@ -124,6 +126,7 @@ func gateInspectTyped(v any, legacy types.LegacyImageFields, version string) ([]
 		g.Registry, g.Digest, g.Tag = &remote.Registry, &remote.Digest, &remote.Tag
 		g.PlatformManifestDigest = remote.PlatformManifestDigest
 		g.ManifestAnnotations = remote.ManifestAnnotations
+		g.ServedBy, g.Referrers = remote.ServedBy, remote.Referrers
 	} else {
 		g.GraphDriver = r.GraphDriver
 		g.Metadata = &r.Metadata
