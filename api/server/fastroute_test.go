@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 
 	"github.com/sirupsen/logrus"
@@ -11,23 +12,26 @@ import (
 	"github.com/wharfproject/wharf/api/types"
 )
 
-// The fast path of fastroute.go answers exactly as mux does: same status,
-// headers, body, backend call and metrics label, on every route shape it
-// could be mistaken for — versioned or not, names with slashes, ports,
-// digests, encoded and odd characters, bad and out-of-range versions,
-// paths mux redirects, and methods other than GET.
-func TestFastRouteAgreesWithMux(t *testing.T) {
-	type call struct{ kind, name string }
-	var calls []call
+// fastAndMux is the handler of New (with the fast path) and mux alone, on
+// one fake backend that records the names it is asked for, each with its
+// own metrics observer.
+type fastAndMux struct {
+	fast, viaMux    http.Handler
+	fastObs, muxObs *recordingAPIObserver
+	calls           *[]string
+}
+
+func newFastAndMux() *fastAndMux {
+	calls := &[]string{}
 	b := &fakeBackend{
 		inspect: func(name string, _ types.InspectOptions) (*types.ImageInspect, error) {
-			calls = append(calls, call{"local", name})
+			*calls = append(*calls, "local "+name)
 			img := sampleInspect()
 			img.RepoTags = []string{name}
 			return img, nil
 		},
 		lookupRemote: func(name string, _ types.RemoteInspectOptions) (*types.RemoteImageInspect, error) {
-			calls = append(calls, call{"remote", name})
+			*calls = append(*calls, "remote "+name)
 			a := benchRemoteAnswer()
 			a.RepoTags = []string{name}
 			return a, nil
@@ -36,17 +40,55 @@ func TestFastRouteAgreesWithMux(t *testing.T) {
 	log := logrus.New()
 	log.SetOutput(io.Discard)
 	opts := Options{ServerVersion: "1.0-test", APIVersion: types.DefaultAPIVersion, MinAPIVersion: types.DefaultMinAPIVersion, Logger: logrus.NewEntry(log)}
-	fastObs, muxObs := &recordingAPIObserver{}, &recordingAPIObserver{}
-
+	c := &fastAndMux{fastObs: &recordingAPIObserver{}, muxObs: &recordingAPIObserver{}, calls: calls}
 	fastOpts := opts
-	fastOpts.Observer = fastObs
-	fast := New(b, fastOpts)
+	fastOpts.Observer = c.fastObs
+	c.fast = New(b, fastOpts)
 	muxOpts := opts
-	muxOpts.Observer = muxObs
+	muxOpts.Observer = c.muxObs
 	s := &Server{backend: b, opts: muxOpts, log: muxOpts.Logger}
 	m := s.router()
-	viaMux := s.logRequests(s.observeRequests(m, m))
+	c.viaMux = s.logRequests(s.observeRequests(m, m))
+	return c
+}
 
+// compare serves req (made twice by newReq) through both and reports every
+// difference: status, headers, body, backend calls, metrics label.
+func (c *fastAndMux) compare(t *testing.T, newReq func() *http.Request) {
+	t.Helper()
+	*c.calls = nil
+	c.fastObs.seen, c.muxObs.seen = nil, nil
+	req := newReq()
+	fr := httptest.NewRecorder()
+	c.fast.ServeHTTP(fr, req)
+	fastCalls := *c.calls
+	*c.calls = nil
+	mr := httptest.NewRecorder()
+	c.viaMux.ServeHTTP(mr, newReq())
+	what := req.Method + " " + req.URL.Path + "?" + req.URL.RawQuery
+	if fr.Code != mr.Code || fr.Body.String() != mr.Body.String() {
+		t.Errorf("%q: fast %d %q, mux %d %q", what, fr.Code, fr.Body, mr.Code, mr.Body)
+	}
+	for _, h := range []string{"Content-Type", "Location", "Api-Version", "Server", "Ostype"} {
+		if fr.Header().Get(h) != mr.Header().Get(h) {
+			t.Errorf("%q: header %s fast %q, mux %q", what, h, fr.Header().Get(h), mr.Header().Get(h))
+		}
+	}
+	if !slices.Equal(fastCalls, *c.calls) {
+		t.Errorf("%q: backend calls fast %q, mux %q", what, fastCalls, *c.calls)
+	}
+	if len(c.fastObs.seen) != 1 || len(c.muxObs.seen) != 1 || c.fastObs.seen[0] != c.muxObs.seen[0] {
+		t.Errorf("%q: observed fast %v, mux %v", what, c.fastObs.seen, c.muxObs.seen)
+	}
+}
+
+// The fast path of fastroute.go answers exactly as mux does: same status,
+// headers, body, backend call and metrics label, on every route shape it
+// could be mistaken for — versioned or not, names with slashes, ports,
+// digests, encoded and odd characters, bad and out-of-range versions,
+// paths mux redirects, and methods other than GET.
+func TestFastRouteAgreesWithMux(t *testing.T) {
+	c := newFastAndMux()
 	paths := []string{
 		"/v1.50/images/busybox/json",
 		"/images/busybox/json",
@@ -93,30 +135,29 @@ func TestFastRouteAgreesWithMux(t *testing.T) {
 	methods := []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodDelete, "BREW"}
 	for _, p := range paths {
 		for _, method := range methods {
-			calls = nil
-			fastObs.seen, muxObs.seen = nil, nil
-			fr := httptest.NewRecorder()
-			fast.ServeHTTP(fr, httptest.NewRequest(method, p, nil))
-			fastCalls := calls
-			calls = nil
-			mr := httptest.NewRecorder()
-			viaMux.ServeHTTP(mr, httptest.NewRequest(method, p, nil))
-			if fr.Code != mr.Code || fr.Body.String() != mr.Body.String() {
-				t.Errorf("%s %s: fast %d %q, mux %d %q", method, p, fr.Code, fr.Body, mr.Code, mr.Body)
-			}
-			for _, h := range []string{"Content-Type", "Location", "Api-Version", "Server", "Ostype"} {
-				if fr.Header().Get(h) != mr.Header().Get(h) {
-					t.Errorf("%s %s: header %s fast %q, mux %q", method, p, h, fr.Header().Get(h), mr.Header().Get(h))
-				}
-			}
-			if len(fastCalls) != len(calls) || (len(calls) == 1 && fastCalls[0] != calls[0]) {
-				t.Errorf("%s %s: backend calls fast %v, mux %v", method, p, fastCalls, calls)
-			}
-			if len(fastObs.seen) != 1 || len(muxObs.seen) != 1 || fastObs.seen[0] != muxObs.seen[0] {
-				t.Errorf("%s %s: observed fast %v, mux %v", method, p, fastObs.seen, muxObs.seen)
-			}
+			c.compare(t, func() *http.Request { return httptest.NewRequest(method, p, nil) })
 		}
 	}
+}
+
+// Any path, as net/http hands it on decoded: the fast path and mux agree.
+func FuzzFastRouteAgreesWithMux(f *testing.F) {
+	for _, p := range []string{"/v1.50/images/a/json", "/images/a/b:1/json", "/v1.50/images//json", "/v1.x/images/a/json",
+		"/v1.50/images/a\nb/json", "/v1.50/images/a/../json", "/v1.50/images/json/json", "images/a/json", ""} {
+		f.Add(p, true)
+	}
+	c := newFastAndMux()
+	f.Fuzz(func(t *testing.T, p string, get bool) {
+		method := http.MethodGet
+		if !get {
+			method = http.MethodHead
+		}
+		c.compare(t, func() *http.Request {
+			r := httptest.NewRequest(method, "/", nil)
+			r.URL.Path, r.URL.RawPath = p, ""
+			return r
+		})
+	})
 }
 
 // matchImageJSON on its own: what it takes, and that it declines the rest.
