@@ -43,6 +43,8 @@ type cacheEntry struct {
 	mediaType string
 	data      []byte
 	scopes    map[string]struct{}
+	docs      map[string]*decoded // by media type decoded as (doccache.go)
+	docBytes  int                 // what docs are charged in size
 }
 
 func newContentCache(max int) *contentCache {
@@ -98,12 +100,18 @@ func (c *contentCache) put(d digest.Digest, mediaType string, data []byte, scope
 	ce := &cacheEntry{dgst: d, mediaType: mediaType, data: data, scopes: map[string]struct{}{scope: {}}}
 	c.index[d] = c.lru.PushFront(ce)
 	c.size += len(data)
+	c.evict()
+}
+
+// evict drops the least recent entries until the cache fits. Called with
+// c.mu held.
+func (c *contentCache) evict() {
 	for c.size > c.max {
 		back := c.lru.Back()
 		ce := back.Value.(*cacheEntry)
 		c.lru.Remove(back)
 		delete(c.index, ce.dgst)
-		c.size -= len(ce.data)
+		c.size -= len(ce.data) + ce.docBytes
 	}
 }
 

@@ -219,7 +219,7 @@ func (r *Repository) fetchManifest(ctx context.Context, desc ocispec.Descriptor)
 	// the document is: an "image manifest" entry that is an index is
 	// refused, whether the bytes came from the network or the cache.
 	if imagespec.IsKnownManifest(desc.MediaType) {
-		if _, err := decodeDocument(r.upstream.host, desc.MediaType, body); err != nil {
+		if _, err := r.svc.content.decode(r.upstream.host, desc.Digest, desc.MediaType, body); err != nil {
 			return nil, "", err
 		}
 	}

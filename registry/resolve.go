@@ -202,7 +202,7 @@ func (r *Repository) resolve(ctx context.Context, tag string, dgst digest.Digest
 	if err != nil {
 		return nil, err
 	}
-	doc, err := decodeDocument(r.upstream.host, served, raw)
+	doc, err := r.svc.content.decode(r.upstream.host, top.Digest, served, raw)
 	if err != nil {
 		return nil, err
 	}
@@ -254,7 +254,7 @@ func (r *Resolved) PlatformManifest(ctx context.Context, p ocispec.Platform) (oc
 	if mt == "" {
 		mt = chosen.MediaType
 	}
-	md, err := decodeDocument(r.repo.upstream.host, mt, b)
+	md, err := r.repo.svc.content.decode(r.repo.upstream.host, chosen.Digest, mt, b)
 	if err != nil {
 		return ocispec.Descriptor{}, nil, err
 	}
@@ -290,7 +290,7 @@ func (r *Resolved) Image(ctx context.Context, p ocispec.Platform) (*RemoteImage,
 	}
 	mdoc := r.doc
 	if mdesc.Digest != r.Descriptor.Digest {
-		if mdoc, err = decodeDocument(r.repo.upstream.host, mdesc.MediaType, mraw); err != nil {
+		if mdoc, err = r.repo.svc.content.decode(r.repo.upstream.host, mdesc.Digest, mdesc.MediaType, mraw); err != nil {
 			return nil, err
 		}
 	}

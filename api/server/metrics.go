@@ -34,12 +34,13 @@ type routeLabel struct{ template string }
 
 type routeLabelKey struct{}
 
-// observeRequests reports each request that m serves to the Observer; with
-// none, m is returned as it is and costs nothing.
-func (s *Server) observeRequests(m *mux.Router) http.Handler {
+// observeRequests reports each request that h serves to the Observer; m is
+// the router inside h, which names the matched route. With no Observer, h is
+// returned as it is and costs nothing.
+func (s *Server) observeRequests(m *mux.Router, h http.Handler) http.Handler {
 	obs := s.opts.Observer
 	if obs == nil {
-		return m
+		return h
 	}
 	m.Use(func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -55,7 +56,7 @@ func (s *Server) observeRequests(m *mux.Router) http.Handler {
 		start := time.Now()
 		l := &routeLabel{}
 		rec := &statusRecorder{ResponseWriter: w}
-		m.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), routeLabelKey{}, l)))
+		h.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), routeLabelKey{}, l)))
 		status := rec.status
 		if status == 0 {
 			status = http.StatusOK

@@ -80,7 +80,7 @@ func TestRouteOfTemplate(t *testing.T) {
 func TestNoObserverNoWrapper(t *testing.T) {
 	s := &Server{opts: Options{}}
 	m := s.router()
-	if h := s.observeRequests(m); h != http.Handler(m) {
+	if h := s.observeRequests(m, m); h != http.Handler(m) {
 		t.Errorf("observeRequests without an observer wrapped the router")
 	}
 }

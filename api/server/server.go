@@ -61,7 +61,8 @@ func New(backend Backend, opts Options) http.Handler {
 		opts.Logger = logrus.NewEntry(logrus.StandardLogger())
 	}
 	s := &Server{backend: backend, opts: opts, log: opts.Logger}
-	return s.logRequests(s.observeRequests(s.router()))
+	m := s.router()
+	return s.logRequests(s.observeRequests(m, s.fastRoutes(m)))
 }
 
 // apiFunc is a route handler; a returned error becomes {"message": …} with
@@ -132,11 +133,20 @@ func (s *Server) router() *mux.Router {
 
 // makeHandler wraps h with the version middleware and the error writer.
 func (s *Server) makeHandler(h apiFunc) http.Handler {
+	serve := s.serveAPI(h)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		vars := mux.Vars(r)
 		if vars == nil {
 			vars = map[string]string{}
 		}
+		serve(w, r, vars)
+	})
+}
+
+// serveAPI is h behind the version middleware and the error writer, given
+// the route's variables (by mux, or by the fast path of fastroute.go).
+func (s *Server) serveAPI(h apiFunc) func(http.ResponseWriter, *http.Request, map[string]string) {
+	return func(w http.ResponseWriter, r *http.Request, vars map[string]string) {
 		s.versionHeaders(w)
 		requested := vars["version"]
 		version, err := s.checkVersion(requested)
@@ -152,5 +162,5 @@ func (s *Server) makeHandler(h apiFunc) http.Handler {
 			}
 			writeError(w, version, err)
 		}
-	})
+	}
 }
