@@ -80,11 +80,17 @@ func (e *env) checkRemote(ctx context.Context, d *wharfd, maxAge string) (time.D
 // the repository's token (fetching it first, after one unauthenticated
 // HEAD for the challenge, when cold): the floor for the same requests.
 func (e *env) plainHEADs(ctx context.Context, hc *http.Client, w wire, cold bool) (time.Duration, error) {
+	// Only the check's own HEADs: a client of an earlier case may still be
+	// finishing a request to another repository as this one starts.
 	var paths []string
+	prefix := "HEAD /v2/" + checkRepo + "/manifests/"
 	for i, r := range w.reg {
-		if strings.HasPrefix(r, "HEAD ") && w.regAut[i] {
+		if strings.HasPrefix(r, prefix) && w.regAut[i] {
 			paths = append(paths, strings.TrimPrefix(r, "HEAD "))
 		}
+	}
+	if len(paths) == 0 {
+		return 0, fmt.Errorf("plain HEADs: the check sent no HEAD of %s", checkRepo)
 	}
 	head := func(p, tok string) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodHead, "http://"+e.host+p, nil)
@@ -105,9 +111,18 @@ func (e *env) plainHEADs(ctx context.Context, hc *http.Client, w wire, cold bool
 		}
 		return nil
 	}
+	// Warm, the token is fetched before the clock starts (wharfd holds
+	// one); a token kept from an earlier case may have expired since.
+	var tok string
+	if !cold {
+		t, err := e.token(ctx, hc, checkRepo)
+		if err != nil {
+			return 0, err
+		}
+		tok = t
+	}
 	start := time.Now()
-	tok := e.tokens[checkRepo]
-	if cold || tok == "" {
+	if cold {
 		if err := head(paths[0], ""); err != nil { // the challenge
 			return 0, err
 		}
@@ -116,7 +131,6 @@ func (e *env) plainHEADs(ctx context.Context, hc *http.Client, w wire, cold bool
 			return 0, err
 		}
 		tok = t
-		e.tokens[checkRepo] = t
 	}
 	jobs := make(chan string)
 	errs := make(chan error, checkConcurrency)
