@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/containerd/errdefs"
-	"github.com/distribution/reference"
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -49,15 +48,7 @@ func (d *referrerDst) count(prefix string) int {
 
 func (d *referrerDst) repo(t *testing.T, s *Service) *Repository {
 	t.Helper()
-	n, err := reference.ParseNormalizedNamed(strings.TrimPrefix(d.srv.URL, "http://") + "/dst/app")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := s.Repository(context.Background(), n, Credentials{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return mustRepo(t, s, strings.TrimPrefix(d.srv.URL, "http://")+"/dst/app")
 }
 
 // manifestBlob is a manifest document and its descriptor.

@@ -9,22 +9,13 @@ import (
 	"testing"
 
 	"github.com/containerd/errdefs"
-	"github.com/distribution/reference"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 func transferRepo(t *testing.T, s *Service, f *fakeRegistry, path string) *Repository {
 	t.Helper()
-	n, err := reference.ParseNormalizedNamed(f.host() + "/" + path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := s.Repository(context.Background(), n, Credentials{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return mustRepo(t, s, f.host()+"/"+path)
 }
 
 func opener(b []byte) BlobOpener {
