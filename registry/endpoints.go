@@ -102,11 +102,12 @@ type challengeLearner interface {
 // (one probe per host at a time, shared by every caller and detached from
 // each: one client leaving does not fail the others).
 //
-// With memo (nil: no ping), beside the probe goes a plain-HTTP GET /v2/ (pingPlain): when the probe
-// says HTTP, the ping's challenge is handed to memo and its connection is
-// left in the pool, so the first real request goes with a token on a
-// connection already open: the probe's round trip is hidden behind the
-// unauthenticated request every cold flow makes anyway. When the probe
+// With memo (nil: no ping), a plain-HTTP GET /v2/ goes beside the probe
+// (pingPlain): when the probe says HTTP, the ping's challenge is handed
+// to memo and its connection is left in the pool, so the first real
+// request goes with a token on a connection already open: the probe's
+// round trip is hidden behind the unauthenticated request every cold
+// flow makes anyway. When the probe
 // says HTTPS (or fails), the ping is cancelled and nothing it brought is
 // used: a plaintext answer says nothing trustworthy about a TLS host.
 func (t *hostTransports) schemeOf(ctx context.Context, e *hostEntry, memo challengeLearner) (int32, error) {
@@ -254,8 +255,8 @@ func (t *hostTransports) pingPlain(ctx context.Context, e *hostEntry) *plainPing
 
 // wait ends the ping and returns what it learnt. keep is whether the
 // probe found plain HTTP; otherwise the ping is cancelled and returns
-// nothing. A ping still unanswered limit after the probe is cancelled too:
-// the probe's own answer is not held up for it.
+// nothing. A ping still unanswered when limit has passed since the probe
+// ended is cancelled too: the probe's own answer is not held up for it.
 func (p *plainPing) wait(keep bool, limit time.Duration) []string {
 	defer p.cancel()
 	if !keep {
