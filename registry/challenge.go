@@ -159,13 +159,11 @@ func (m *challengeMemo) RoundTrip(req *http.Request) (*http.Response, error) {
 	switch {
 	case isV2 && resp.StatusCode == http.StatusUnauthorized:
 		values := resp.Header.Values("Www-Authenticate")
-		c, ok := preferredChallenge(values)
+		c, ok := m.learn(req.URL.Host, values)
 		if ok && (len(values) > 1 || len(parseChallenges(values)) > 1) {
 			resp.Header.Set("Www-Authenticate", c.String())
 		}
-		if ok && c.scheme == "bearer" {
-			m.remember(req.URL.Host, bearerChallenge{realm: c.params["realm"], service: c.params["service"]})
-		} else if req.Header.Get("Authorization") != "" {
+		if !(ok && c.scheme == "bearer") && req.Header.Get("Authorization") != "" {
 			m.forget(req.URL.Host)
 		}
 		return readAheadChallenge(resp), nil
@@ -178,6 +176,21 @@ func (m *challengeMemo) RoundTrip(req *http.Request) (*http.Response, error) {
 		return reasonAsErrors(resp)
 	}
 	return resp, nil
+}
+
+// learn records what a 401 of host's /v2/ API asks for (its
+// WWW-Authenticate values): a Bearer challenge with a realm is remembered
+// for host. c is the challenge wharfd answers (preferredChallenge). Every
+// 401 goes through here: the ones oras-go's requests get (RoundTrip) and
+// the plain-HTTP ping sent beside the scheme probe (endpoints.go). The
+// realm itself is checked where it is used, by oras-go's auth.Client,
+// which sees a remembered challenge as the 401 it answers locally.
+func (m *challengeMemo) learn(host string, values []string) (c challenge, ok bool) {
+	c, ok = preferredChallenge(values)
+	if ok && c.scheme == "bearer" {
+		m.remember(host, bearerChallenge{realm: c.params["realm"], service: c.params["service"]})
+	}
+	return c, ok
 }
 
 // maxChallengeBody caps how much of a 401 body is read ahead: the error

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // endpoint is one API host a repository is read from or written to.
@@ -60,8 +61,10 @@ func apiHost(index string) string {
 	return index
 }
 
-// endpointFor sets host up (transport.go) and decides its scheme.
-func (s *Service) endpointFor(ctx context.Context, host string, mirror bool) (*endpoint, error) {
+// endpointFor sets host up (transport.go) and decides its scheme; ping:
+// whether the scheme probe may send its plain-HTTP GET /v2/ beside it
+// (schemeOf), which pays only when host is the first asked.
+func (s *Service) endpointFor(ctx context.Context, host string, mirror, ping bool) (*endpoint, error) {
 	e, err := s.transports().forHost(ctx, host)
 	if err != nil {
 		return nil, classify(err, host)
@@ -70,7 +73,11 @@ func (s *Service) endpointFor(ctx context.Context, host string, mirror bool) (*e
 	if e.secure {
 		return ep, nil
 	}
-	scheme, err := s.transports().schemeOf(ctx, e)
+	var memo challengeLearner
+	if ping {
+		memo = s.memo
+	}
+	scheme, err := s.transports().schemeOf(ctx, e, memo)
 	if err != nil {
 		return nil, classify(err, host)
 	}
@@ -85,15 +92,45 @@ const (
 	schemeHTTP
 )
 
+// challengeLearner records the challenges of a 401 from host's /v2/ API
+// (challengeMemo.learn).
+type challengeLearner interface {
+	learn(host string, values []string) (challenge, bool)
+}
+
 // schemeOf returns the scheme of insecure host e, probing it on first use
 // (one probe per host at a time, shared by every caller and detached from
 // each: one client leaving does not fail the others).
-func (t *hostTransports) schemeOf(ctx context.Context, e *hostEntry) (int32, error) {
+//
+// With memo (nil: no ping), a plain-HTTP GET /v2/ goes beside the probe
+// (pingPlain): when the probe says HTTP, the ping's challenge is handed
+// to memo and its connection is left in the pool, so the first real
+// request goes with a token on a connection already open: the probe's
+// round trip is hidden behind the unauthenticated request every cold
+// flow makes anyway. When the probe
+// says HTTPS (or fails), the ping is cancelled and nothing it brought is
+// used: a plaintext answer says nothing trustworthy about a TLS host.
+func (t *hostTransports) schemeOf(ctx context.Context, e *hostEntry, memo challengeLearner) (int32, error) {
 	if sc := e.scheme.Load(); sc != schemeUnknown {
 		return sc, nil
 	}
 	v, err := t.probing.do(ctx, e.host, t.tm.shared(), func(ctx context.Context) (any, error) {
+		var ping *plainPing
+		if memo != nil && !t.proxied(e) {
+			ping = t.pingPlain(ctx, e)
+		}
+		start := time.Now()
 		sc, remember, err := t.probeScheme(ctx, e)
+		if ping != nil {
+			// The ping and the probe each cost a connect and one exchange:
+			// a ping not answered within the probe's own time again is not
+			// waited for (a registry slow on /v2/ must not hold up the
+			// scheme every request of the host is waiting for).
+			useful := err == nil && sc == schemeHTTP
+			if values := ping.wait(useful, max(time.Since(start), minPingWait)); useful && len(values) > 0 {
+				memo.learn(e.host, values)
+			}
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -127,10 +164,8 @@ func (t *hostTransports) schemeOf(ctx context.Context, e *hostEntry) (int32, err
 // GET /v2/ over HTTPS through the host's transport, and plain HTTP when
 // that fails, as dockerd does (it costs that one request).
 func (t *hostTransports) probeScheme(ctx context.Context, e *hostEntry) (int32, bool, error) {
-	if t.override == nil {
-		if p, err := t.base.Proxy(&http.Request{URL: &url.URL{Scheme: "https", Host: e.host}}); err == nil && p != nil {
-			return t.probeThroughProxy(ctx, e)
-		}
+	if t.proxied(e) {
+		return t.probeThroughProxy(ctx, e)
 	}
 	addr, explicitPort := e.host, true
 	if _, _, err := net.SplitHostPort(e.host); err != nil {
@@ -164,6 +199,81 @@ func (t *hostTransports) probeScheme(ctx context.Context, e *hostEntry) (int32, 
 		return schemeHTTP, false, nil
 	}
 	return schemeUnknown, false, err
+}
+
+// proxied reports whether requests to e go through a proxy (then the
+// probe is itself a request, and no ping goes beside it).
+func (t *hostTransports) proxied(e *hostEntry) bool {
+	if t.override != nil {
+		return false
+	}
+	p, err := t.base.Proxy(&http.Request{URL: &url.URL{Scheme: "https", Host: e.host}})
+	return err == nil && p != nil
+}
+
+// minPingWait is the least the probe waits for its ping once it has its
+// own answer: on loopback both take well under a millisecond, and a
+// scheduler hiccup should not waste the ping.
+const minPingWait = 20 * time.Millisecond
+
+// plainPing is a GET http://host/v2/ sent while the scheme probe runs. It
+// carries no credentials and no repository name, only the API root, in
+// clear to a host that is insecure by the user's configuration or on
+// loopback, where the cold flow's first request would go in clear anyway
+// if the host speaks HTTP.
+type plainPing struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	values []string // the WWW-Authenticate values of a 401; written before done closes
+}
+
+// pingPlain starts the ping. It goes through e's transport and is
+// reported like any registry request (metrics.go). Its body, a small
+// error document, is read to the end so that net/http keeps the
+// connection for the next request to the host.
+func (t *hostTransports) pingPlain(ctx context.Context, e *hostEntry) *plainPing {
+	pctx, cancel := context.WithCancel(ctx)
+	p := &plainPing{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		req, err := http.NewRequestWithContext(pctx, http.MethodGet, "http://"+e.host+"/v2/", nil)
+		if err != nil {
+			return
+		}
+		resp, err := t.roundTrip(e, req)
+		if err != nil {
+			return
+		}
+		defer resp.Body.Close()
+		_, err = io.Copy(io.Discard, io.LimitReader(resp.Body, maxChallengeBody))
+		if err == nil && resp.StatusCode == http.StatusUnauthorized {
+			p.values = resp.Header.Values("Www-Authenticate")
+		}
+	}()
+	return p
+}
+
+// wait ends the ping and returns what it learnt. keep is whether the
+// probe found plain HTTP; otherwise the ping is cancelled and returns
+// nothing. A ping still unanswered when limit has passed since the probe
+// ended is cancelled too: the probe's own answer is not held up for it.
+func (p *plainPing) wait(keep bool, limit time.Duration) []string {
+	defer p.cancel()
+	if !keep {
+		p.cancel()
+		<-p.done
+		return nil
+	}
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	select {
+	case <-p.done:
+		return p.values
+	case <-timer.C:
+		p.cancel()
+		<-p.done
+		return nil
+	}
 }
 
 // probeThroughProxy asks https://host/v2/ and, when that fails,
@@ -217,7 +327,8 @@ func (s *Service) endpointsFor(ctx context.Context, cfg *config, index string) (
 		}
 		return append(eps, up), nil
 	}
-	up, err := s.endpointFor(ctx, apiHost(index), false)
+	// The probe's ping helps only the host asked first (no mirror before it).
+	up, err := s.endpointFor(ctx, apiHost(index), false, len(eps) == 0)
 	if err != nil {
 		return nil, err
 	}

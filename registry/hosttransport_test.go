@@ -90,7 +90,8 @@ func (c *peekConn) Read(p []byte) (int, error) {
 
 // The scheme is probed once per host: a second endpoint costs no handshake.
 // For a plain registry the one probe is a single TLS ClientHello that
-// never becomes an HTTP request.
+// never becomes an HTTP request, and one GET /v2/ goes beside it (its
+// challenge and connection serve the first real request).
 func TestSchemeProbeIsRememberedPerHost(t *testing.T) {
 	f := newFakeRegistry(t)
 	f.srv.Close()
@@ -112,10 +113,17 @@ func TestSchemeProbeIsRememberedPerHost(t *testing.T) {
 	if n := cl.tlsHellos.Load(); n != 1 {
 		t.Errorf("%d TLS handshakes to a plain registry, want the 1 probe", n)
 	}
+	pings := 0
 	for _, r := range f.reset() {
 		if r == "GET /v2/" {
-			t.Errorf("the probe cost an HTTP request: %s", r)
+			pings++
 		}
+	}
+	if pings != 1 {
+		t.Errorf("%d GET /v2/ over 3 inspects, want the probe's one ping", pings)
+	}
+	if n := cl.others.Load(); n != 1 {
+		t.Errorf("%d plain connections, want 1: the ping's, reused", n)
 	}
 }
 

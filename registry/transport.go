@@ -102,8 +102,16 @@ func newHostTransports(cfg *config, tm timeouts, override http.RoundTripper) *ho
 	t := &hostTransports{cfg: cfg, tm: tm, base: newBaseTransport(tm), override: override, hosts: map[string]*hostEntry{}}
 	t.insecure = t.base.Clone()
 	t.insecure.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: true} //nolint:gosec // only for registries configured insecure
+	settle(t.insecure)
 	return t
 }
+
+// settle runs tr's one-time HTTP/2 set-up now. It writes
+// tr.TLSClientConfig (NextProtos) on the transport's first request, and
+// the scheme probe (endpoints.go) clones that config while the first
+// request, its own ping among them, may be starting: a data race.
+// CloseIdleConnections runs the set-up and, on a new transport, nothing else.
+func settle(tr *http.Transport) { tr.CloseIdleConnections() }
 
 func (t *hostTransports) RoundTrip(req *http.Request) (*http.Response, error) {
 	e, err := t.forHost(req.Context(), req.URL.Host)
@@ -169,6 +177,7 @@ func (t *hostTransports) newEntry(ctx context.Context, host string) (e *hostEntr
 		// hosts.toml's ca, client and skip_verify, exactly as written.
 		tr := t.base.Clone()
 		tr.TLSClientConfig = conf.Clone()
+		settle(tr)
 		e.rt, e.tls = tr, tr.TLSClientConfig
 		if t.override != nil {
 			e.rt = t.override
@@ -184,6 +193,7 @@ func (t *hostTransports) newEntry(ctx context.Context, host string) (e *hostEntr
 		conf.InsecureSkipVerify = !secure //nolint:gosec // only for registries configured insecure
 		tr := t.base.Clone()
 		tr.TLSClientConfig = conf
+		settle(tr)
 		e.rt, e.tls = tr, conf
 	case secure:
 		e.rt, e.tls = t.base, t.base.TLSClientConfig
