@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/distribution/reference"
 	"github.com/moby/moby/api/types/jsonstream"
@@ -52,17 +51,13 @@ func newCopyCommand(c *cli) *cobra.Command {
 				return err
 			}
 			defer rc.Close()
-			var out io.Writer = c.out
-			if quiet {
-				out = io.Discard
-			}
 			var res client.CopyResult
 			aux := func(m jsonstream.Message) {
 				if m.Aux != nil {
 					_ = json.Unmarshal(*m.Aux, &res)
 				}
 			}
-			if err := c.display(rc, out, aux); err != nil {
+			if err := c.display(rc, c.progressOut(quiet), aux); err != nil {
 				return err
 			}
 			if res.Destination == "" {

@@ -14,3 +14,12 @@ func (c *cli) display(in io.Reader, out io.Writer, aux func(jsonstream.Message))
 	fd, _ := fdOf(out)
 	return client.DisplayStream(in, out, fd, isTerminal(out), aux)
 }
+
+// progressOut is where a command's progress stream goes: stdout, or nowhere
+// with -q (pull, push and copy then print only their result).
+func (c *cli) progressOut(quiet bool) io.Writer {
+	if quiet {
+		return io.Discard
+	}
+	return c.out
+}

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/distribution/reference"
 	"github.com/spf13/cobra"
@@ -46,11 +45,7 @@ func newPushCommand(c *cli) *cobra.Command {
 				return err
 			}
 			defer rc.Close()
-			var out io.Writer = c.out
-			if quiet {
-				out = io.Discard
-			}
-			if err := c.display(rc, out, nil); err != nil {
+			if err := c.display(rc, c.progressOut(quiet), nil); err != nil {
 				return err
 			}
 			if quiet {
