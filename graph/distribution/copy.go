@@ -225,10 +225,8 @@ func copyBlobs(manifests []copyManifest, includeForeign bool) (layers, configs [
 // beside them the configs, as many at a time: a config queued behind the
 // layers added its own 5 round trips (HEAD, POST, GET, PATCH, PUT) after
 // the last layer, ~190 ms at 25 ms RTT in case 7 of the bench. The first
-// failure starts no more, but lets the transfers under way finish:
-// cancelling them would abort their uploads mid-body, which leaves their
-// sessions open on the registry (see registry.uploadBody), and what they
-// complete a retry need not move again.
+// failure starts no more but lets the transfers under way finish
+// (eachBounded, as for push).
 func (s *Service) copyBlobList(ctx context.Context, src, dst *registry.Repository, mountFrom []string, layers, configs []ocispec.Descriptor, po *progressOutput, result *types.CopyResult) error {
 	stop, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -237,58 +235,27 @@ func (s *Service) copyBlobList(ctx context.Context, src, dst *registry.Repositor
 			return err
 		}
 	}
-	var (
-		mu       sync.Mutex
-		firstErr error
-		wg       sync.WaitGroup
-	)
-	run := func(blobs []ocispec.Descriptor) {
-		defer wg.Done()
-		slots := make(chan struct{}, maxConcurrentCopies)
-		var inner sync.WaitGroup
-		defer inner.Wait()
-		for _, b := range blobs {
-			select {
-			case slots <- struct{}{}:
-			case <-stop.Done():
-			}
-			if stop.Err() != nil {
-				return
-			}
-			inner.Add(1)
-			go func() {
-				defer inner.Done()
-				defer func() { <-slots }()
-				how, n, err := copyBlob(ctx, src, dst, mountFrom, b, po)
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					if firstErr == nil {
-						firstErr = fmt.Errorf("copy blob %s: %w", b.Digest, err)
-						cancel()
-					}
-					return
-				}
-				switch how {
-				case registry.BlobExisted:
-					result.Existed++
-				case registry.BlobMounted:
-					result.Mounted++
-				default:
-					result.Uploaded++
-					result.BytesUploaded += n
-				}
-			}()
+	var mu sync.Mutex
+	move := func(b ocispec.Descriptor) error {
+		how, n, err := copyBlob(ctx, src, dst, mountFrom, b, po)
+		if err != nil {
+			return fmt.Errorf("copy blob %s: %w", b.Digest, err)
 		}
+		mu.Lock()
+		defer mu.Unlock()
+		switch how {
+		case registry.BlobExisted:
+			result.Existed++
+		case registry.BlobMounted:
+			result.Mounted++
+		default:
+			result.Uploaded++
+			result.BytesUploaded += n
+		}
+		return nil
 	}
-	wg.Add(2)
-	go run(layers)
-	go run(configs)
-	wg.Wait()
-	if firstErr == nil {
-		firstErr = stop.Err()
-	}
-	return firstErr
+	// Two pools under one stop: the layers, and the configs beside them.
+	return eachBounded(stop, cancel, maxConcurrentCopies, nil, move, layers, configs)
 }
 
 // copyBlob moves one blob and reports it: "Already exists", "Mounted from

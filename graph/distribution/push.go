@@ -223,55 +223,25 @@ func (s *Service) localIndex(target ocispec.Descriptor) ([]pushManifest, []byte,
 	return out, b, true
 }
 
-// pushLayers uploads layers, at most maxConcurrentUploads at a time:
-// "Preparing" for each, "Waiting" while no slot is free, then "Layer already
-// exists", "Mounted from <repo>" or Pushing… "Pushed".
+// pushLayers uploads layers, at most maxConcurrentUploads at a time
+// (eachBounded): "Preparing" for each, "Waiting" while no slot is free,
+// then "Layer already exists", "Mounted from <repo>" or Pushing… "Pushed".
 func (s *Service) pushLayers(ctx context.Context, repo *registry.Repository, mountFrom []string, layers []ocispec.Descriptor, po *progressOutput) error {
 	for _, l := range layers {
 		if err := po.layer(shortID(l.Digest), "Preparing"); err != nil {
 			return err
 		}
 	}
-	// The first failure stops the layers still waiting for a slot; those
-	// under way finish, as an upload aborted mid-body leaves its session
-	// open on the registry.
 	stop, cancel := context.WithCancel(ctx)
 	defer cancel()
-	slots := make(chan struct{}, maxConcurrentUploads)
-	errs := make([]chan error, len(layers))
-	for i, l := range layers {
-		errs[i] = make(chan error, 1)
-		go func() { errs[i] <- s.pushLayer(ctx, stop, repo, l, mountFrom, slots, po) }()
-	}
-	var firstErr error
-	for _, ch := range errs {
-		if err := <-ch; err != nil && firstErr == nil {
-			firstErr = err
-			cancel()
-		}
-	}
-	return firstErr
+	waiting := func(l ocispec.Descriptor) error { return po.layer(shortID(l.Digest), "Waiting") }
+	return eachBounded(stop, cancel, maxConcurrentUploads, waiting, func(l ocispec.Descriptor) error {
+		return s.pushLayer(ctx, repo, l, mountFrom, po)
+	}, layers)
 }
 
-func (s *Service) pushLayer(ctx, stop context.Context, repo *registry.Repository, l ocispec.Descriptor, mountFrom []string, slots chan struct{}, po *progressOutput) error {
+func (s *Service) pushLayer(ctx context.Context, repo *registry.Repository, l ocispec.Descriptor, mountFrom []string, po *progressOutput) error {
 	id := shortID(l.Digest)
-	select {
-	case slots <- struct{}{}:
-	default:
-		if err := po.layer(id, "Waiting"); err != nil {
-			return err
-		}
-		select {
-		case slots <- struct{}{}:
-		case <-stop.Done():
-			return stop.Err()
-		}
-	}
-	defer func() { <-slots }()
-	if err := stop.Err(); err != nil {
-		return err
-	}
-
 	how, from, err := s.transferBlob(ctx, repo, l, mountFrom, po)
 	switch {
 	case err != nil:
