@@ -88,12 +88,9 @@ func (c *peekConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// The scheme is probed once per host: a second endpoint costs no handshake.
-// For a plain registry the one probe is a single TLS ClientHello that
-// never becomes an HTTP request, and one GET /v2/ goes beside it (its
-// challenge and connection serve the first real request).
-func TestSchemeProbeIsRememberedPerHost(t *testing.T) {
-	f := newFakeRegistry(t)
+// countConnections restarts f's server (plain HTTP) on a countingListener.
+func countConnections(t *testing.T, f *fakeRegistry) *countingListener {
+	t.Helper()
 	f.srv.Close()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -103,6 +100,16 @@ func TestSchemeProbeIsRememberedPerHost(t *testing.T) {
 	f.srv = httptest.NewUnstartedServer(http.HandlerFunc(f.serve))
 	f.srv.Listener = cl
 	f.srv.Start()
+	return cl
+}
+
+// The scheme is probed once per host: a second endpoint costs no handshake.
+// For a plain registry the one probe is a single TLS ClientHello that
+// never becomes an HTTP request, and one GET /v2/ goes beside it (its
+// challenge and connection serve the first real request).
+func TestSchemeProbeIsRememberedPerHost(t *testing.T) {
+	f := newFakeRegistry(t)
+	cl := countConnections(t, f)
 	f.addImage("team/app", "1", "linux", "amd64", "")
 	s := testService(t, ServiceOptions{})
 	for i := 0; i < 3; i++ {

@@ -20,27 +20,10 @@ import (
 // (issue 14: cold rows of bench case 1).
 func TestColdInsecureInspectAsksTheManifestOnceWithAToken(t *testing.T) {
 	f := newFakeRegistry(t)
-	f.srv.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl := &countingListener{Listener: ln}
-	f.srv = httptest.NewUnstartedServer(http.HandlerFunc(f.serve))
-	f.srv.Listener = cl
-	f.srv.Start()
+	cl := countConnections(t, f)
 	f.tokenAuth = true
 	f.addImage("team/app", "1", "linux", "amd64", "")
-	var mu sync.Mutex
-	var manifestAuth []bool // whether each manifest request carried credentials
-	f.hook = func(_ http.ResponseWriter, r *http.Request) bool {
-		if strings.Contains(r.URL.Path, "/manifests/") {
-			mu.Lock()
-			manifestAuth = append(manifestAuth, r.Header.Get("Authorization") != "")
-			mu.Unlock()
-		}
-		return false
-	}
+	manifestAuth := recordManifestAuth(f)
 	s := testService(t, ServiceOptions{})
 	if _, err := s.Inspect(context.Background(), InspectRequest{Name: f.host() + "/team/app:1", Platform: linuxAmd64()}); err != nil {
 		t.Fatal(err)
@@ -49,10 +32,8 @@ func TestColdInsecureInspectAsksTheManifestOnceWithAToken(t *testing.T) {
 	if len(got) != 4 || got[0] != "GET /v2/" || got[1] != "GET /token" {
 		t.Errorf("cold inspect: %v, want the ping, the token, the manifest and the config", got)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(manifestAuth) != 1 || !manifestAuth[0] {
-		t.Errorf("manifest requests with credentials: %v, want one, with a token (no unauthenticated try first)", manifestAuth)
+	if got := manifestAuth(); len(got) != 1 || !got[0] {
+		t.Errorf("manifest requests with credentials: %v, want one, with a token (no unauthenticated try first)", got)
 	}
 	if n := cl.others.Load(); n != 1 {
 		t.Errorf("%d plain connections, want 1: the ping's, reused by every request", n)
@@ -173,16 +154,7 @@ func TestTLSRegistryUsesNothingLearntFromThePlainPing(t *testing.T) {
 	defer ln.Close()
 	f.tokenAuth = true
 	f.addImage("team/app", "1", "linux", "amd64", "")
-	var mu sync.Mutex
-	var manifestAuth []bool
-	f.hook = func(_ http.ResponseWriter, r *http.Request) bool {
-		if strings.Contains(r.URL.Path, "/manifests/") {
-			mu.Lock()
-			manifestAuth = append(manifestAuth, r.Header.Get("Authorization") != "")
-			mu.Unlock()
-		}
-		return false
-	}
+	manifestAuth := recordManifestAuth(f)
 
 	s := testService(t, ServiceOptions{})
 	if _, err := s.Inspect(context.Background(), InspectRequest{Name: f.host() + "/team/app:1", Platform: linuxAmd64()}); err != nil {
@@ -194,12 +166,30 @@ func TestTLSRegistryUsesNothingLearntFromThePlainPing(t *testing.T) {
 	if n := evilHits.Load(); n != 0 {
 		t.Errorf("the realm of a plaintext answer was asked %d times for a TLS registry", n)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(manifestAuth) != 2 || manifestAuth[0] || !manifestAuth[1] {
-		t.Errorf("manifest requests with credentials: %v, want the unauthenticated try (its own challenge) and then the token", manifestAuth)
+	if got := manifestAuth(); len(got) != 2 || got[0] || !got[1] {
+		t.Errorf("manifest requests with credentials: %v, want the unauthenticated try (its own challenge) and then the token", got)
 	}
 	if c, ok := s.memo.known(f.host()); !ok || !strings.HasPrefix(c.realm, f.srv.URL) {
 		t.Errorf("remembered challenge %+v, want the TLS registry's own realm", c)
+	}
+}
+
+// recordManifestAuth notes, for each manifest request f serves, whether it
+// carried credentials; the func returns them in order.
+func recordManifestAuth(f *fakeRegistry) func() []bool {
+	var mu sync.Mutex
+	var seen []bool
+	f.hook = func(_ http.ResponseWriter, r *http.Request) bool {
+		if strings.Contains(r.URL.Path, "/manifests/") {
+			mu.Lock()
+			seen = append(seen, r.Header.Get("Authorization") != "")
+			mu.Unlock()
+		}
+		return false
+	}
+	return func() []bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]bool(nil), seen...)
 	}
 }
