@@ -2,10 +2,8 @@ package hostile
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"strings"
 )
 
 // HookProxy is a reverse proxy in front of a real registry that lets a test
@@ -13,11 +11,7 @@ import (
 // the others (After): a destination that fails one upload mid-copy. The
 // Host header is passed on unchanged, so the registry's upload Locations
 // point back at the proxy.
-type HookProxy struct {
-	Host string
-	URL  string
-	srv  *httptest.Server
-}
+type HookProxy struct{ front }
 
 // NewHookProxy proxies to target (http://host:port). before, when set, is
 // called first and answers the request itself by returning true; after,
@@ -29,8 +23,7 @@ func NewHookProxy(target string, before func(w http.ResponseWriter, r *http.Requ
 	}
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.FlushInterval = -1
-	p := &HookProxy{}
-	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return &HookProxy{newFront(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if before != nil && before(w, r) {
 			return
 		}
@@ -41,16 +34,7 @@ func NewHookProxy(target string, before func(w http.ResponseWriter, r *http.Requ
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		rp.ServeHTTP(sw, r)
 		after(r, sw.status)
-	}))
-	p.URL = p.srv.URL
-	p.Host = strings.TrimPrefix(p.srv.URL, "http://")
-	return p, nil
-}
-
-// Close stops the proxy and ends every connection to it.
-func (p *HookProxy) Close() {
-	p.srv.CloseClientConnections()
-	p.srv.Close()
+	}))}, nil
 }
 
 type statusWriter struct {

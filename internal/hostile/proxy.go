@@ -13,13 +13,11 @@ import (
 // fault into every Every-th request: alternately a 503 and a connection
 // reset. Counting (not randomness) keeps runs reproducible.
 type FaultProxy struct {
-	Host string
-	URL  string
+	front
 	// Requests and Injected count what passed and what was broken.
 	Requests, Injected atomic.Int64
 
 	every atomic.Int64
-	srv   *httptest.Server
 }
 
 // NewFaultProxy proxies to target (http://host:port), breaking one request
@@ -33,7 +31,7 @@ func NewFaultProxy(target string, every int) (*FaultProxy, error) {
 	p.every.Store(int64(every))
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.ErrorLog = nil
-	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	p.front = newFront(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := p.Requests.Add(1)
 		if e := p.every.Load(); e > 0 && n%e == 0 && r.URL.Path != "/v2/" {
 			k := p.Injected.Add(1)
@@ -47,20 +45,8 @@ func NewFaultProxy(target string, every int) (*FaultProxy, error) {
 		}
 		rp.ServeHTTP(w, r)
 	}))
-	p.URL = p.srv.URL
-	p.Host = strings.TrimPrefix(p.srv.URL, "http://")
 	return p, nil
 }
-
-// Close stops the proxy and ends every connection to it.
-func (p *FaultProxy) Close() {
-	p.srv.CloseClientConnections()
-	p.srv.Close()
-}
-
-// CloseClientConnections ends the connections clients keep open, so their
-// pools empty.
-func (p *FaultProxy) CloseClientConnections() { p.srv.CloseClientConnections() }
 
 // SetEvery changes the fault rate: one request in every is broken (0 = none).
 func (p *FaultProxy) SetEvery(every int) { p.every.Store(int64(every)) }
@@ -69,11 +55,7 @@ func (p *FaultProxy) SetEvery(every int) { p.every.Store(int64(every)) }
 // its answers with Rewrite: a registry behind a front end that adds or
 // reorders headers. The Host header is passed on unchanged, so that the
 // registry's upload Locations point back at the proxy.
-type RewriteProxy struct {
-	Host string
-	URL  string
-	srv  *httptest.Server
-}
+type RewriteProxy struct{ front }
 
 // NewRewriteProxy proxies to target (http://host:port), passing every
 // response through rewrite.
@@ -85,14 +67,28 @@ func NewRewriteProxy(target string, rewrite func(*http.Response) error) (*Rewrit
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.FlushInterval = -1
 	rp.ModifyResponse = rewrite
-	p := &RewriteProxy{srv: httptest.NewServer(rp)}
-	p.URL = p.srv.URL
-	p.Host = strings.TrimPrefix(p.srv.URL, "http://")
-	return p, nil
+	return &RewriteProxy{newFront(rp)}, nil
+}
+
+// front is the loopback server a proxy listens on: Host (host:port) and
+// URL are what clients are pointed at.
+type front struct {
+	Host string
+	URL  string
+	srv  *httptest.Server
+}
+
+func newFront(h http.Handler) front {
+	srv := httptest.NewServer(h)
+	return front{Host: strings.TrimPrefix(srv.URL, "http://"), URL: srv.URL, srv: srv}
 }
 
 // Close stops the proxy and ends every connection to it.
-func (p *RewriteProxy) Close() {
-	p.srv.CloseClientConnections()
-	p.srv.Close()
+func (f *front) Close() {
+	f.srv.CloseClientConnections()
+	f.srv.Close()
 }
+
+// CloseClientConnections ends the connections clients keep open, so their
+// pools empty.
+func (f *front) CloseClientConnections() { f.srv.CloseClientConnections() }
