@@ -1,9 +1,7 @@
 package graph
 
 import (
-	"container/list"
-	"sync"
-
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/opencontainers/go-digest"
 
 	"github.com/wharfproject/wharf/api/types"
@@ -31,52 +29,28 @@ const inspectCacheEntries = 1024
 // Entries are shared and must not be modified: configInspect's callers copy
 // the top-level struct and only replace fields.
 type inspectCache struct {
-	mu    sync.Mutex
-	max   int
-	lru   *list.List // front = most recent; values are *inspectEntry
-	index map[digest.Digest]*list.Element
-}
-
-type inspectEntry struct {
-	key  digest.Digest
-	insp *types.ImageInspect
+	entries *lru.Cache[digest.Digest, *types.ImageInspect] // least recently used go first
 }
 
 func newInspectCache(max int) *inspectCache {
-	return &inspectCache{max: max, lru: list.New(), index: map[digest.Digest]*list.Element{}}
+	c, err := lru.New[digest.Digest, *types.ImageInspect](max)
+	if err != nil {
+		panic(err) // only for max ≤ 0: a constant here
+	}
+	return &inspectCache{entries: c}
 }
 
 func (c *inspectCache) get(key digest.Digest) (*types.ImageInspect, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.index[key]
-	if !ok {
-		return nil, false
-	}
-	c.lru.MoveToFront(e)
-	return e.Value.(*inspectEntry).insp, true
+	return c.entries.Get(key)
 }
 
+// put keeps an entry already there (another caller built the same one
+// first).
 func (c *inspectCache) put(key digest.Digest, insp *types.ImageInspect) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.index[key]; ok {
-		c.lru.MoveToFront(e)
-		return
-	}
-	c.index[key] = c.lru.PushFront(&inspectEntry{key: key, insp: insp})
-	for c.lru.Len() > c.max {
-		old := c.lru.Back()
-		c.lru.Remove(old)
-		delete(c.index, old.Value.(*inspectEntry).key)
-	}
+	c.entries.ContainsOrAdd(key, insp)
 }
 
-func (c *inspectCache) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.lru.Len()
-}
+func (c *inspectCache) len() int { return c.entries.Len() }
 
 // buildInspectCached is BuildInspect with the config-derived fields taken
 // from the cache when configDigest (the verified digest of src.Config) was

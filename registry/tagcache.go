@@ -1,13 +1,13 @@
 package registry
 
 import (
-	"container/list"
 	"context"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/containerd/errdefs"
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
@@ -37,45 +37,45 @@ type TagAnswer struct {
 }
 
 type tagEntry struct {
-	key     string
 	desc    ocispec.Descriptor
 	missing bool // the registry said the tag or repository does not exist
 	at      time.Time
 }
 
-// tagCache is an LRU of tag answers by scope and tag.
+// tagCache is an LRU of tag answers by scope and tag. Its own lock makes
+// put's compare-then-replace one step.
 type tagCache struct {
-	max int
 	now func() time.Time
 
-	mu    sync.Mutex
-	lru   *list.List // front = most recent; values are *tagEntry
-	index map[string]*list.Element
+	mu      sync.Mutex
+	answers *simplelru.LRU[string, tagEntry] // least recently used go first
 }
 
 func newTagCache(max int) *tagCache {
-	return &tagCache{max: max, now: time.Now, lru: list.New(), index: map[string]*list.Element{}}
+	answers, err := simplelru.NewLRU[string, tagEntry](max, nil)
+	if err != nil {
+		panic(err) // only for max ≤ 0: a constant here
+	}
+	return &tagCache{now: time.Now, answers: answers}
 }
 
 func tagKey(scope, tag string) string { return scope + "\x00" + tag }
 
-// get returns the answer for (scope, tag) when it is younger than maxAge.
+// get returns the answer for (scope, tag) when it is younger than maxAge;
+// only such a hit counts as a use for the LRU.
 func (c *tagCache) get(scope, tag string, maxAge time.Duration) (tagEntry, bool) {
 	if maxAge <= 0 {
 		return tagEntry{}, false
 	}
+	k := tagKey(scope, tag)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.index[tagKey(scope, tag)]
-	if !ok {
+	te, ok := c.answers.Peek(k)
+	if !ok || c.now().Sub(te.at) >= maxAge {
 		return tagEntry{}, false
 	}
-	te := e.Value.(*tagEntry)
-	if c.now().Sub(te.at) >= maxAge {
-		return tagEntry{}, false
-	}
-	c.lru.MoveToFront(e)
-	return *te, true
+	c.answers.Get(k)
+	return te, true
 }
 
 // put records an answer given at time at (an older answer never replaces a
@@ -85,21 +85,10 @@ func (c *tagCache) put(scope, tag string, desc ocispec.Descriptor, missing bool,
 	desc.Data, desc.Annotations, desc.Platform = nil, nil, nil
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.index[k]; ok {
-		te := e.Value.(*tagEntry)
-		if te.at.After(at) {
-			return
-		}
-		te.desc, te.missing, te.at = desc, missing, at
-		c.lru.MoveToFront(e)
+	if te, ok := c.answers.Peek(k); ok && te.at.After(at) {
 		return
 	}
-	c.index[k] = c.lru.PushFront(&tagEntry{key: k, desc: desc, missing: missing, at: at})
-	for c.lru.Len() > c.max {
-		last := c.lru.Back()
-		c.lru.Remove(last)
-		delete(c.index, last.Value.(*tagEntry).key)
-	}
+	c.answers.Add(k, tagEntry{desc: desc, missing: missing, at: at})
 }
 
 // HeadTag asks what tag names now, with one HEAD (a GET only when the
