@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/containerd/errdefs"
@@ -45,7 +44,7 @@ type RemoteCheckBackend interface {
 
 const (
 	checkRemotePath = "/wharf/images/check-remote"
-	// ndjson is the media type of the check's stream.
+	// ndjson is the media type of wharf's own streams (the check's).
 	ndjson = "application/x-ndjson"
 )
 
@@ -71,27 +70,21 @@ func (s *Server) postImagesCheckRemote(w http.ResponseWriter, r *http.Request, _
 	}
 	opts.Auth = auths
 
-	lw := &lineWriter{w: w, rc: http.NewResponseController(w)}
+	sw := newNDJSONWriter(w)
 	err = cb.CheckRemote(r.Context(), opts, func(res types.RemoteCheckResult) error {
 		b, err := json.Marshal(res)
 		if err != nil {
 			return err
 		}
-		return lw.line(b)
+		return sw.writeLine(b)
 	})
-	if err == nil {
-		if !lw.started {
-			lw.start() // nothing to check: an empty stream
-		}
-		return nil
+	if err == nil || !sw.Started() {
+		return sw.finish(err) // an empty stream, or an ordinary error answer
 	}
-	if !lw.started {
-		return err
-	}
-	if lw.err == nil {
-		b, _ := json.Marshal(errorResponse{Message: err.Error()})
-		_ = lw.line(b)
-	}
+	// After the first line: a last {"message": …} line (not dockerd's
+	// errorDetail: this stream is wharf's own).
+	b, _ := json.Marshal(errorResponse{Message: err.Error()})
+	_ = sw.writeLine(b) // nothing more when the client has gone
 	return nil
 }
 
@@ -118,42 +111,4 @@ func decodeAuthConfigs(r *http.Request) (map[string]registry.AuthConfig, error) 
 		}
 	}
 	return m, nil
-}
-
-// lineWriter writes newline-delimited JSON, each line flushed; the 200
-// status goes out with the first line, so an error before it is still an
-// ordinary error response.
-type lineWriter struct {
-	mu      sync.Mutex
-	w       http.ResponseWriter
-	rc      *http.ResponseController
-	started bool
-	err     error // first write error: the client went away
-}
-
-func (lw *lineWriter) start() {
-	lw.started = true
-	lw.w.Header().Set("Content-Type", ndjson)
-	lw.w.WriteHeader(http.StatusOK)
-	_ = lw.rc.Flush()
-}
-
-func (lw *lineWriter) line(b []byte) error {
-	lw.mu.Lock()
-	defer lw.mu.Unlock()
-	if lw.err != nil {
-		return lw.err
-	}
-	if !lw.started {
-		lw.start()
-	}
-	if _, err := lw.w.Write(append(b, '\n')); err != nil {
-		lw.err = err
-		return err
-	}
-	if err := lw.rc.Flush(); err != nil {
-		lw.err = err
-		return err
-	}
-	return nil
 }

@@ -20,12 +20,19 @@ type streamWriter struct {
 	w           http.ResponseWriter
 	rc          *http.ResponseController
 	contentType string
+	eol         string // after each line: "\r\n" as dockerd's progress, "\n" for NDJSON
 	started     bool
 	err         error // first write error: the client went away
 }
 
 func newStreamWriter(w http.ResponseWriter, contentType string) *streamWriter {
-	return &streamWriter{w: w, rc: http.NewResponseController(w), contentType: contentType}
+	return &streamWriter{w: w, rc: http.NewResponseController(w), contentType: contentType, eol: "\r\n"}
+}
+
+// newNDJSONWriter streams newline-delimited JSON (wharf's own streams),
+// each line flushed.
+func newNDJSONWriter(w http.ResponseWriter) *streamWriter {
+	return &streamWriter{w: w, rc: http.NewResponseController(w), contentType: ndjson, eol: "\n"}
 }
 
 // wireMessage adds the deprecated "error" string dockerd still sends beside
@@ -55,7 +62,7 @@ func (s *streamWriter) writeLine(b []byte) error {
 		return s.err
 	}
 	s.startLocked()
-	if _, err := s.w.Write(append(b, '\r', '\n')); err != nil {
+	if _, err := s.w.Write(append(b, s.eol...)); err != nil {
 		s.err = err
 		return err
 	}
