@@ -2,7 +2,6 @@ package registry
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -154,21 +153,14 @@ func hostTLS(hc hostConfig) (*tls.Config, error) {
 	if hc.skipVerify != nil {
 		conf.InsecureSkipVerify = *hc.skipVerify //nolint:gosec // asked for in hosts.toml
 	}
-	if len(hc.caCerts) > 0 {
-		pool, err := x509.SystemCertPool()
-		if err != nil || pool == nil {
-			pool = x509.NewCertPool()
+	for _, f := range hc.caCerts {
+		pem, err := readSmallFile(f, maxCertFile)
+		if err != nil {
+			return nil, fmt.Errorf("ca: %w", err)
 		}
-		for _, f := range hc.caCerts {
-			pem, err := readSmallFile(f, maxCertFile)
-			if err != nil {
-				return nil, fmt.Errorf("ca: %w", err)
-			}
-			if !pool.AppendCertsFromPEM(pem) {
-				return nil, fmt.Errorf("ca: no certificate found in %s", f)
-			}
+		if conf.RootCAs, err = withCA(conf.RootCAs, pem, f); err != nil {
+			return nil, fmt.Errorf("ca: %w", err)
 		}
-		conf.RootCAs = pool
 	}
 	for _, p := range hc.clientPairs {
 		certPEM, err := readSmallFile(p[0], maxCertFile)

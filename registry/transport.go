@@ -262,19 +262,12 @@ func loadCertsDir(dirs []string, host string) (*tls.Config, bool, error) {
 			p := filepath.Join(dir, name)
 			switch {
 			case strings.HasSuffix(name, ".crt"):
-				if conf.RootCAs == nil {
-					pool, err := x509.SystemCertPool()
-					if err != nil || pool == nil {
-						pool = x509.NewCertPool()
-					}
-					conf.RootCAs = pool
-				}
 				pem, err := os.ReadFile(p)
 				if err != nil {
 					return nil, false, fmt.Errorf("reading CA certificate %s: %w", p, err)
 				}
-				if !conf.RootCAs.AppendCertsFromPEM(pem) {
-					return nil, false, fmt.Errorf("no certificate found in %s", p)
+				if conf.RootCAs, err = withCA(conf.RootCAs, pem, p); err != nil {
+					return nil, false, err
 				}
 			case name == "client.cert":
 				certFile = p
@@ -295,6 +288,24 @@ func loadCertsDir(dirs []string, host string) (*tls.Config, bool, error) {
 		return conf, true, nil
 	}
 	return nil, false, nil
+}
+
+// withCA adds the certificates in pem (read from name) to pool, which
+// starts, when nil, as the system roots: a CA of a certs dir or a
+// hosts.toml `ca` is trusted beside the public ones, as in dockerd and
+// containerd.
+func withCA(pool *x509.CertPool, pem []byte, name string) (*x509.CertPool, error) {
+	if pool == nil {
+		sys, err := x509.SystemCertPool()
+		if err != nil || sys == nil {
+			sys = x509.NewCertPool()
+		}
+		pool = sys
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("no certificate found in %s", name)
+	}
+	return pool, nil
 }
 
 // checkRedirect is installed on every registry http.Client. net/http strips
