@@ -2,15 +2,12 @@ package client
 
 import (
 	"os"
-	"path/filepath"
-	"strconv"
+
+	"github.com/wharfproject/wharf/internal/sockdir"
 )
 
 // HostEnv is the environment variable naming the daemon address.
 const HostEnv = "WHARF_HOST"
-
-// rootSocket is where wharfd listens when it runs as root.
-const rootSocket = "/run/wharf/wharf.sock"
 
 // Environment is what host resolution reads; os.Getenv/os.Geteuid in
 // production, fixed values in tests.
@@ -38,16 +35,8 @@ func ResolveHost(flag string, env Environment) string {
 	return "unix://" + DefaultSocket(env)
 }
 
-// DefaultSocket is the socket path wharfd listens on by default.
+// DefaultSocket is the socket path wharfd listens on by default (the one
+// rule is internal/sockdir's).
 func DefaultSocket(env Environment) string {
-	if env.Geteuid() == 0 {
-		return rootSocket
-	}
-	dir := env.Getenv("XDG_RUNTIME_DIR")
-	if !filepath.IsAbs(dir) {
-		// Without XDG_RUNTIME_DIR (e.g. a plain su session) wharfd listens in
-		// a per-user directory under the temp dir: the same rule here.
-		return filepath.Join(os.TempDir(), "wharf-"+strconv.Itoa(env.Geteuid()), "wharf.sock")
-	}
-	return filepath.Join(dir, "wharf", "wharf.sock")
+	return sockdir.DefaultPath(env.Geteuid(), env.Getenv)
 }

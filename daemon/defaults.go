@@ -3,7 +3,8 @@ package daemon
 import (
 	"os"
 	"path/filepath"
-	"strconv"
+
+	"github.com/wharfproject/wharf/internal/sockdir"
 )
 
 // Env is what the defaults depend on: the effective user and the XDG
@@ -42,16 +43,9 @@ func (e Env) defaultRoot() string {
 }
 
 // defaultSocket is /run/wharf/wharf.sock for root, else
-// $XDG_RUNTIME_DIR/wharf/wharf.sock (/tmp/wharf-UID/wharf.sock without one).
-func (e Env) defaultSocket() string {
-	if !e.rootless() {
-		return "/run/wharf/wharf.sock"
-	}
-	if d := e.getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(d) {
-		return filepath.Join(d, "wharf", "wharf.sock")
-	}
-	return filepath.Join(os.TempDir(), "wharf-"+strconv.Itoa(e.EUID), "wharf.sock")
-}
+// $XDG_RUNTIME_DIR/wharf/wharf.sock (/tmp/wharf-UID/wharf.sock without one):
+// internal/sockdir's rule, which the CLI dials by.
+func (e Env) defaultSocket() string { return sockdir.DefaultPath(e.EUID, e.getenv) }
 
 // defaultConfigFile is /etc/wharf/daemon.json for root, else
 // $XDG_CONFIG_HOME/wharf/daemon.json (~/.config/wharf/daemon.json), as

@@ -15,6 +15,8 @@ import (
 
 	"github.com/coreos/go-systemd/v22/activation"
 	"github.com/sirupsen/logrus"
+
+	"github.com/wharfproject/wharf/internal/sockdir"
 )
 
 // Host is one parsed API listen address.
@@ -121,11 +123,14 @@ func listen(hosts []string, tlsCfg *tls.Config, allowInsecureTCP bool, log *logr
 	return out, nil
 }
 
-// listenUnix binds path with mode 0660 and group wharf (when it exists). A
+// listenUnix binds path with mode 0660 and group wharf (when it exists), in a
+// directory only this user (or root) controls. A
 // stale socket (nobody answering) is removed first; a live one is an error.
 func listenUnix(path string, log *logrus.Entry) (net.Listener, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("creating socket directory: %w", err)
+	// A directory another user owns or may write to lets them swap the
+	// socket for theirs (internal/sockdir): refuse to listen there.
+	if err := sockdir.Prepare(filepath.Dir(path), os.Geteuid()); err != nil {
+		return nil, err
 	}
 	if fi, err := os.Lstat(path); err == nil {
 		if fi.Mode()&os.ModeSocket == 0 {

@@ -23,11 +23,12 @@ allowed() {
 	graph/store) echo "api/types imagespec" ;;
 	graph/archive) echo "api/types imagespec graph/store" ;;
 	graph/distribution) echo "api/types imagespec graph/store registry" ;;
-	daemon) echo "api/server api/types graph registry daemon/metrics" ;;
+	daemon) echo "api/server api/types graph registry daemon/metrics internal/sockdir" ;;
 	daemon/metrics) echo "" ;;
-	client) echo "api/types" ;;
+	client) echo "api/types internal/sockdir" ;;
+	internal/sockdir) echo "" ;;
 	cmd/wharfd) echo "daemon" ;;
-	cmd/wharf) echo "client api/types imagespec" ;;
+	cmd/wharf) echo "client api/types imagespec internal/sockdir" ;;
 	internal/testregistry) echo "" ;;
 	internal/hostile) echo "internal/testregistry" ;;
 	graph/internal/graphtest) echo "api/types graph/store" ;;

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -15,6 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/wharfproject/wharf/client"
+	"github.com/wharfproject/wharf/internal/sockdir"
 )
 
 // version is the CLI's version, set at build time with
@@ -75,7 +78,17 @@ func (c *cli) client() (*client.Client, error) {
 	if c.api != nil {
 		return c.api, nil
 	}
-	host := client.ResolveHost(c.host, client.Environment{Getenv: c.env.Getenv, Geteuid: c.env.Geteuid})
+	cenv := client.Environment{Getenv: c.env.Getenv, Geteuid: c.env.Geteuid}
+	host := client.ResolveHost(c.host, cenv)
+	if host == "unix://"+client.DefaultSocket(cenv) {
+		// The default socket may sit in a directory under the shared temp
+		// dir: dial it only when no other user controls that directory
+		// (internal/sockdir), since requests carry registry credentials. A
+		// directory that does not exist yet is left to the dial's error.
+		if err := sockdir.Check(filepath.Dir(client.DefaultSocket(cenv)), c.env.Geteuid()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+	}
 	c.log.Debugf("using daemon at %s", host)
 	opts := []client.Option{client.WithUserAgent("wharf/" + version),
 		client.WithTrace(func(method, path string, status int) {
