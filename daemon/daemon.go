@@ -34,10 +34,11 @@ import (
 )
 
 // imageStore is what the daemon needs of graph.Store: the API backends plus
-// the counts of /info and /system/df.
+// the counts of /info and /system/df, and the store check.
 type imageStore interface {
 	server.ImageBackend
 	server.RegistryBackend
+	storeChecker
 	Count() int
 	DiskUsage(ctx context.Context) (*types.DiskUsage, error)
 	Close() error
