@@ -72,7 +72,9 @@ type Store struct {
 
 // The embedded fields' types, by the names the code calls them (s.st,
 // s.dist, s.arc): which package does the work reads at each call, and the
-// packages' exported methods are Store's without a line each.
+// packages' exported methods are Store's without a line each. A method name
+// two of them define would be promoted from neither; the daemon's
+// compile-time check that *Store is its imageStore catches that.
 type (
 	st   = store.Store
 	dist = distribution.Service
