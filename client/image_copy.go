@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/containerd/platforms"
 	"github.com/moby/moby/api/types/registry"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
@@ -56,7 +57,7 @@ type CopyOptions struct {
 func (c *Client) ImageCopy(ctx context.Context, src, dst string, opts CopyOptions) (io.ReadCloser, error) {
 	q := url.Values{"src": {src}, "dst": {dst}}
 	if opts.Platform != nil {
-		q.Set("platform", FormatPlatform(*opts.Platform))
+		q.Set("platform", platforms.Format(*opts.Platform))
 	}
 	if opts.AllPlatforms {
 		q.Set("all-platforms", "1")

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/containerd/platforms"
 	"github.com/moby/moby/api/types/registry"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
@@ -34,7 +35,7 @@ func (c *Client) ImageImport(ctx context.Context, src io.Reader, opts ImportOpti
 		q.Set("message", opts.Message)
 	}
 	if opts.Platform != nil {
-		q.Set("platform", FormatPlatform(*opts.Platform))
+		q.Set("platform", platforms.Format(*opts.Platform))
 	}
 	resp, err := c.do(ctx, request{method: http.MethodPost, path: "/images/create", query: q, body: src, ctype: "application/x-tar"})
 	if err != nil {
@@ -83,7 +84,7 @@ func (c *Client) ImagePull(ctx context.Context, name string, opts PullOptions) (
 		q.Set("tag", opts.Tag)
 	}
 	if opts.Platform != nil {
-		q.Set("platform", FormatPlatform(*opts.Platform))
+		q.Set("platform", platforms.Format(*opts.Platform))
 	}
 	h, err := authHeaderAlways(opts.Auth)
 	if err != nil {
@@ -119,13 +120,4 @@ func (c *Client) ImagePush(ctx context.Context, name string, opts PushOptions) (
 		return nil, err
 	}
 	return resp.Body, nil
-}
-
-// FormatPlatform renders p as "os/arch[/variant]".
-func FormatPlatform(p ocispec.Platform) string {
-	s := p.OS + "/" + p.Architecture
-	if p.Variant != "" {
-		s += "/" + p.Variant
-	}
-	return s
 }

@@ -3,8 +3,11 @@ package client
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -67,5 +70,51 @@ func TestWithTLSSpeaksHTTPSOnTCPOnly(t *testing.T) {
 	}
 	if u.scheme != "http" {
 		t.Fatalf("unix socket scheme %s", u.scheme)
+	}
+}
+
+// TLSFiles.Config loads PEM files as the docker CLI does (tlsconfig): the CA
+// file is the only root, TLS 1.2 or later, the client's certificate
+// presented; a file over 1 MiB is refused before it is read.
+func TestTLSFilesConfig(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("OK")) }))
+	defer srv.Close()
+	dir := t.TempDir()
+	write := func(name, typ string, der []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// httptest's certificate is self-signed: it is the CA and, with its
+	// key, the client's certificate too.
+	key, err := x509.MarshalPKCS8PrivateKey(srv.TLS.Certificates[0].PrivateKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := TLSFiles{
+		CACert: write("ca.pem", "CERTIFICATE", srv.Certificate().Raw),
+		Cert:   write("cert.pem", "CERTIFICATE", srv.Certificate().Raw),
+		Key:    write("key.pem", "PRIVATE KEY", key),
+	}
+	cfg, err := files.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.MinVersion != tls.VersionTLS12 || len(cfg.Certificates) != 1 || cfg.CipherSuites != nil || cfg.InsecureSkipVerify {
+		t.Fatalf("MinVersion %x, %d certificates, CipherSuites %v, InsecureSkipVerify %v", cfg.MinVersion, len(cfg.Certificates), cfg.CipherSuites, cfg.InsecureSkipVerify)
+	}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}}
+	resp, err := hc.Get(srv.URL)
+	if err != nil {
+		t.Fatalf("the daemon's certificate, signed by the CA file: %v", err)
+	}
+	resp.Body.Close()
+	hc.CloseIdleConnections()
+
+	big := write("big.pem", "CERTIFICATE", make([]byte, maxPEM))
+	if _, err := (TLSFiles{CACert: big, Cert: files.Cert, Key: files.Key}).Config(); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("a CA file over %d bytes: %v", maxPEM, err)
 	}
 }

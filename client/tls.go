@@ -2,12 +2,12 @@ package client
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+
+	"github.com/docker/go-connections/tlsconfig"
 )
 
 // TLS environment, as docker's DOCKER_TLS_VERIFY and DOCKER_CERT_PATH.
@@ -38,48 +38,37 @@ func DefaultTLSFiles(env Environment) TLSFiles {
 	return TLSFiles{CACert: filepath.Join(dir, "ca.pem"), Cert: filepath.Join(dir, "cert.pem"), Key: filepath.Join(dir, "key.pem")}
 }
 
-// maxPEM caps each file read (1 MiB).
+// maxPEM caps each file (1 MiB). tlsconfig reads whole files, so a larger
+// one is refused before it is read.
 const maxPEM = 1 << 20
 
-// Config loads the files: the daemon must present a certificate signed by
-// CACert for the host it is dialled as; the client presents Cert/Key.
+// Config loads the files with github.com/docker/go-connections/tlsconfig,
+// as the docker CLI does for the same flags: the daemon must present a
+// certificate signed by CACert (the only root: ExclusiveRootPools) for the
+// host it is dialled as; the client presents Cert/Key; TLS 1.2 or later.
+// The cipher suites stay Go's defaults, as they were before tlsconfig.
 func (f TLSFiles) Config() (*tls.Config, error) {
-	read := func(p string) ([]byte, error) {
-		fh, err := os.Open(p)
+	for _, p := range []string{f.CACert, f.Cert, f.Key} {
+		fi, err := os.Stat(p)
 		if err != nil {
 			return nil, fmt.Errorf("TLS: %w", err)
 		}
-		defer fh.Close()
-		b, err := io.ReadAll(io.LimitReader(fh, maxPEM+1))
-		if err != nil {
-			return nil, fmt.Errorf("TLS: reading %s: %w", p, err)
-		}
-		if len(b) > maxPEM {
+		if fi.Size() > maxPEM {
 			return nil, fmt.Errorf("TLS: %s is larger than %d bytes", p, maxPEM)
 		}
-		return b, nil
 	}
-	ca, err := read(f.CACert)
+	cfg, err := tlsconfig.Client(tlsconfig.Options{
+		CAFile:             f.CACert,
+		CertFile:           f.Cert,
+		KeyFile:            f.Key,
+		ExclusiveRootPools: true,
+		MinVersion:         tls.VersionTLS12,
+	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("TLS: %w", err)
 	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(ca) {
-		return nil, fmt.Errorf("TLS: %s holds no PEM certificate", f.CACert)
-	}
-	cert, err := read(f.Cert)
-	if err != nil {
-		return nil, err
-	}
-	key, err := read(f.Key)
-	if err != nil {
-		return nil, err
-	}
-	pair, err := tls.X509KeyPair(cert, key)
-	if err != nil {
-		return nil, fmt.Errorf("TLS: loading %s and %s: %w", f.Cert, f.Key, err)
-	}
-	return &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, nil
+	cfg.CipherSuites = nil
+	return cfg, nil
 }
 
 // WithTLS makes a tcp:// client speak HTTPS with cfg (see TLSFiles.Config).

@@ -10,20 +10,14 @@ import (
 	"github.com/wharfproject/wharf/graph"
 )
 
-var _ server.CheckBackend = (*Daemon)(nil)
-
-// storeChecker is the store check of graph.Store.
+// storeChecker is the store check of graph.Store (see imageStore).
 type storeChecker interface {
 	Check(ctx context.Context, full bool) (*graph.CheckReport, error)
 }
 
-// SystemCheck implements server.CheckBackend (GET /wharf/system/check).
+// SystemCheck implements server.SystemBackend (GET /wharf/system/check).
 func (d *Daemon) SystemCheck(ctx context.Context, full bool) (*server.CheckReport, error) {
-	sc, ok := d.imageStore.(storeChecker)
-	if !ok {
-		return nil, fmt.Errorf("this image store has no check")
-	}
-	rep, err := sc.Check(ctx, full)
+	rep, err := d.imageStore.Check(ctx, full)
 	if err != nil {
 		return nil, err
 	}

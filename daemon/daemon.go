@@ -23,7 +23,7 @@ import (
 	"sync"
 	"time"
 
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/containerd/platforms"
 	"github.com/sirupsen/logrus"
 
 	"github.com/wharfproject/wharf/api/server"
@@ -34,10 +34,11 @@ import (
 )
 
 // imageStore is what the daemon needs of graph.Store: the API backends plus
-// the counts of /info and /system/df.
+// the counts of /info and /system/df, and the store check.
 type imageStore interface {
 	server.ImageBackend
 	server.RegistryBackend
+	storeChecker
 	Count() int
 	DiskUsage(ctx context.Context) (*types.DiskUsage, error)
 	Close() error
@@ -140,10 +141,13 @@ func Run(ctx context.Context, cfg *Config, opts Options) error {
 
 	evs := NewEvents()
 	store, err := graph.New(ctx, graph.Options{
-		Root:                   cfg.Root,
-		Registry:               reg,
-		Events:                 evs,
-		Platform:               defaultPlatform(),
+		Root:     cfg.Root,
+		Registry: reg,
+		Events:   evs,
+		// The daemon's platform, the default for pulls and for choosing
+		// from an index: this machine's, in its normalised spelling
+		// (arm64 without the v8 variant, as the records keep it).
+		Platform:               platforms.Normalize(platforms.DefaultSpec()),
 		MaxConcurrentDownloads: cfg.MaxConcurrentDownloads,
 		Logger:                 log.WithField("module", "graph"),
 		Transfers:              transferObserver(mt),
@@ -294,14 +298,4 @@ func engineID(root string) (string, error) {
 		return "", fmt.Errorf("writing engine ID: %w", err)
 	}
 	return id, nil
-}
-
-// defaultPlatform is the daemon's platform: the default for pulls and for
-// choosing from an index.
-func defaultPlatform() ocispec.Platform {
-	p := ocispec.Platform{OS: runtime.GOOS, Architecture: runtime.GOARCH}
-	if runtime.GOARCH == "arm" {
-		p.Variant = "v7"
-	}
-	return p
 }

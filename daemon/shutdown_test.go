@@ -23,6 +23,7 @@ import (
 type slowStore struct {
 	server.ImageBackend
 	server.RegistryBackend
+	storeChecker
 	started chan struct{}
 	release chan struct{}
 }

@@ -82,6 +82,9 @@ func TestTLSListenerRequiresClientCertificate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if cfg.MinVersion != tls.VersionTLS12 || cfg.ClientAuth != tls.RequireAndVerifyClientCert || cfg.CipherSuites != nil {
+		t.Fatalf("MinVersion %x, ClientAuth %v, CipherSuites %v: want TLS 1.2, RequireAndVerifyClientCert, Go's defaults", cfg.MinVersion, cfg.ClientAuth, cfg.CipherSuites)
+	}
 	ls, err := listen([]string{"tcp://127.0.0.1:0"}, cfg, false, logrus.NewEntry(logrus.New()))
 	if err != nil {
 		t.Fatal(err)
@@ -149,6 +152,13 @@ func TestTLSOptionsValidate(t *testing.T) {
 	}
 	if _, err := (TLSOptions{Verify: true, CACert: "/nonexistent", Cert: "/nonexistent", Key: "/nonexistent"}).serverConfig(); err == nil {
 		t.Error("missing files accepted")
+	}
+	big := filepath.Join(t.TempDir(), "big.pem")
+	if err := os.WriteFile(big, make([]byte, maxPEMFile+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (TLSOptions{Verify: true, CACert: big, Cert: big, Key: big}).serverConfig(); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("a file over %d bytes: %v", maxPEMFile, err)
 	}
 }
 

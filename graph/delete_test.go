@@ -38,7 +38,7 @@ func TestTagImage(t *testing.T) {
 	if err := s.TagImage(ctx, id.String(), "other", ""); err != nil {
 		t.Fatal(err)
 	}
-	rec, err := s.Lookup(ctx, "other:latest")
+	rec, err := s.Lookup("other:latest")
 	if err != nil || rec.ID != id {
 		t.Fatalf("other:latest: %v %v", rec, err)
 	}
@@ -70,13 +70,12 @@ func TestTagImage(t *testing.T) {
 
 func TestTagMovesReferenceAndLeavesDangling(t *testing.T) {
 	s, _ := newLocalTestStore(t)
-	ctx := context.Background()
 	a := graphtest.ImportImage(t, s, "app:1", "a")
 	b := graphtest.ImportImage(t, s, "app:1", "b")
-	if rec, _ := s.Lookup(ctx, "app:1"); rec.ID != b {
+	if rec, _ := s.Lookup("app:1"); rec.ID != b {
 		t.Fatalf("app:1 = %s, want %s", rec.ID, b)
 	}
-	rec, err := s.Lookup(ctx, a.String())
+	rec, err := s.Lookup(a.String())
 	if err != nil || len(rec.RepoTags) != 0 {
 		t.Fatalf("old image should be dangling: %+v %v", rec, err)
 	}
@@ -86,7 +85,7 @@ func TestImageDeleteForms(t *testing.T) {
 	s, ev := newLocalTestStore(t)
 	ctx := context.Background()
 	id := graphtest.ImportImage(t, s, "127.0.0.1:5000/imported:1.0", "x")
-	rec, _ := s.Lookup(ctx, id.String())
+	rec, _ := s.Lookup(id.String())
 	rec.RepoDigests = []string{"127.0.0.1:5000/imported2@" + rec.Manifest.Digest.String()}
 	rec.RepoTags = nil
 	putRecord(t, s, *rec)
@@ -141,8 +140,8 @@ func TestImageDeleteForceAndSharedBlobs(t *testing.T) {
 	if err := s.TagImage(ctx, "a:1", "c", "1"); err != nil {
 		t.Fatal(err)
 	}
-	ra, _ := s.Lookup(ctx, a.String())
-	rb, _ := s.Lookup(ctx, b.String())
+	ra, _ := s.Lookup(a.String())
+	rb, _ := s.Lookup(b.String())
 	ma, _ := s.st.Meta(ra)
 	layer := ma.Manifest.Layers[0].Digest
 	resp, err := s.ImageDelete(ctx, a.String(), true, true)

@@ -1,7 +1,6 @@
 package graph
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -27,7 +26,6 @@ func FuzzReferenceParsing(f *testing.F) {
 	}
 	s, _ := newLocalTestStore(f)
 	graphtest.ImportImage(f, s, "fuzz/ref:1", "fuzz")
-	ctx := context.Background()
 	f.Fuzz(func(t *testing.T, repo, tag string) {
 		if ref, err := store.ParseNewTag(repo, tag); err == nil {
 			again, err := store.ParseNewTag(ref.String(), "")
@@ -40,7 +38,7 @@ func FuzzReferenceParsing(f *testing.F) {
 		} else if !errdefs.IsInvalidArgument(err) {
 			t.Fatalf("store.ParseNewTag(%q, %q): unclassified error %v", repo, tag, err)
 		}
-		if _, err := s.Lookup(ctx, repo); err != nil && !errdefs.IsNotFound(err) && !errdefs.IsInvalidArgument(err) {
+		if _, err := s.Lookup(repo); err != nil && !errdefs.IsNotFound(err) && !errdefs.IsInvalidArgument(err) {
 			t.Fatalf("Lookup(%q): unclassified error %v", repo, err)
 		}
 	})

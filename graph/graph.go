@@ -17,22 +17,18 @@ package graph
 import (
 	"context"
 	"fmt"
-	"github.com/containerd/errdefs"
-	"github.com/wharfproject/wharf/imagespec"
-	"io"
 	"time"
 
+	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/sirupsen/logrus"
 
-	"github.com/wharfproject/wharf/registry"
-
-	registrytypes "github.com/moby/moby/api/types/registry"
-	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/graph/archive"
 	"github.com/wharfproject/wharf/graph/distribution"
 	"github.com/wharfproject/wharf/graph/store"
+	"github.com/wharfproject/wharf/imagespec"
+	"github.com/wharfproject/wharf/registry"
 )
 
 // Options configure a Store.
@@ -55,18 +51,35 @@ type Options struct {
 // EventLogger records image events for GET /events (see store.EventLogger).
 type EventLogger = store.EventLogger
 
-// Store is the local image store plus its registry operations.
+// Store is the local image store as the API sees it. It is graph/store's
+// Store (content, leases, image records and tags, GC, Lookup, Count, the
+// store check, Close: its methods are promoted, not forwarded), with the
+// answers in the API's shapes on top (this package's files), and the
+// endpoints of graph/archive (load, save, import) and graph/distribution
+// (pull, push, copy, login, tags, /distribution, the raw manifest),
+// promoted as well. So "store" means one thing: graph/store's, which this
+// type is, seen from the API.
 type Store struct {
+	*st   // graph/store: content, leases, image records, tags, GC
+	*dist // graph/distribution: pull, push, copy, login, tags, the registry side of inspect
+	*arc  // graph/archive: load, save, import
+
 	opts Options
 	log  *logrus.Entry
 
-	st   *store.Store          // graph/store: content, leases, image records, tags, GC
-	dist *distribution.Service // graph/distribution: pull, push, login, the registry side of inspect
-
-	arc *archive.Archiver // graph/archive: load, save, import
-
 	inspects *inspectCache // remote inspect: config-derived fields by config digest
 }
+
+// The embedded fields' types, by the names the code calls them (s.st,
+// s.dist, s.arc): which package does the work reads at each call, and the
+// packages' exported methods are Store's without a line each. A method name
+// two of them define would be promoted from neither; the daemon's
+// compile-time check that *Store is its imageStore catches that.
+type (
+	st   = store.Store
+	dist = distribution.Service
+	arc  = archive.Archiver
+)
 
 // New opens (creating when needed) the store at opts.Root, cleans the ingest
 // area and loads the image records.
@@ -78,13 +91,13 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		opts.Logger = logrus.NewEntry(logrus.StandardLogger())
 	}
 	s := &Store{opts: opts, log: opts.Logger, inspects: newInspectCache(inspectCacheEntries)}
-	st, err := store.Open(ctx, store.Options{Root: opts.Root, Logger: opts.Logger})
+	records, err := store.Open(ctx, store.Options{Root: opts.Root, Logger: opts.Logger})
 	if err != nil {
 		return nil, err
 	}
-	s.st = st
-	s.arc = archive.New(st, opts.Platform, opts.Events)
-	s.dist = distribution.New(st, distribution.Options{
+	s.st = records
+	s.arc = archive.New(records, opts.Platform, opts.Events)
+	s.dist = distribution.New(records, distribution.Options{
 		Registry:               opts.Registry,
 		Events:                 opts.Events,
 		Platform:               opts.Platform,
@@ -94,14 +107,6 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// Close releases the store's resources.
-func (s *Store) Close() error { return s.st.Close() }
-
-// LoadImage answers POST /images/load (see archive.Archiver.LoadImage).
-func (s *Store) LoadImage(ctx context.Context, r io.Reader, quiet bool, platform *ocispec.Platform, out types.ProgressWriter) error {
-	return s.arc.LoadImage(ctx, r, quiet, platform, out)
-}
-
 // CheckPlatform reports whether the local image name is stored for p: nil;
 // NotFound (dockerd's wording) when it does not provide p; NotImplemented
 // when p is another platform of its index, which wharfd does not act on
@@ -109,7 +114,7 @@ func (s *Store) LoadImage(ctx context.Context, r io.Reader, quiet bool, platform
 // --platform ask it first, so that the flag is honoured or refused, never
 // ignored.
 func (s *Store) CheckPlatform(ctx context.Context, name string, p ocispec.Platform) error {
-	rec, err := s.Lookup(ctx, name)
+	rec, err := s.Lookup(name)
 	if err != nil {
 		return err
 	}
@@ -123,64 +128,6 @@ func (s *Store) CheckPlatform(ctx context.Context, name string, p ocispec.Platfo
 	}
 	return nil
 }
-
-// ExportImage answers GET /images/get (see archive.Archiver.ExportImage).
-func (s *Store) ExportImage(ctx context.Context, names []string, w io.Writer) error {
-	return s.arc.ExportImage(ctx, names, w)
-}
-
-// ImportImage answers POST /images/create?fromSrc=- (see
-// archive.Archiver.ImportImage).
-func (s *Store) ImportImage(ctx context.Context, src io.Reader, opts types.ImportOptions, out types.ProgressWriter) error {
-	return s.arc.ImportImage(ctx, src, opts, out)
-}
-
-// PullImage answers POST /images/create?fromImage= (see
-// distribution.Service.PullImage).
-func (s *Store) PullImage(ctx context.Context, opts types.PullOptions, out types.ProgressWriter) error {
-	return s.dist.PullImage(ctx, opts, out)
-}
-
-// PushImage answers POST /images/{name}/push.
-func (s *Store) PushImage(ctx context.Context, opts types.PushOptions, out types.ProgressWriter) error {
-	return s.dist.PushImage(ctx, opts, out)
-}
-
-// CopyImage answers POST /wharf/images/copy: registry to registry, without
-// the local store (see distribution.Service.CopyImage).
-func (s *Store) CopyImage(ctx context.Context, opts types.CopyOptions, out types.ProgressWriter) error {
-	return s.dist.CopyImage(ctx, opts, out)
-}
-
-// Login validates auth against its registry (POST /auth).
-func (s *Store) Login(ctx context.Context, auth *registrytypes.AuthConfig) (string, error) {
-	return s.dist.Login(ctx, auth)
-}
-
-// DistributionInspect answers GET /distribution/{name}/json.
-func (s *Store) DistributionInspect(ctx context.Context, name string, opts types.RemoteInspectOptions) (*registrytypes.DistributionInspect, error) {
-	return s.dist.DistributionInspect(ctx, name, opts)
-}
-
-// RemoteManifest answers a remote inspect with raw=1.
-func (s *Store) RemoteManifest(ctx context.Context, name string, opts types.RemoteInspectOptions) ([]byte, ocispec.Descriptor, error) {
-	return s.dist.RemoteManifest(ctx, name, opts)
-}
-
-// Lookup finds a local image by name, name:tag, name@digest, ID or unique
-// short ID (see store.Store.Lookup). The record is a copy.
-func (s *Store) Lookup(ctx context.Context, name string) (*ImageRecord, error) {
-	return s.st.Lookup(name)
-}
-
-// HasBlob reports whether the blob is in the store.
-func (s *Store) HasBlob(d digest.Digest) bool { return s.st.HasBlob(d) }
-
-// OpenBlob opens a stored blob.
-func (s *Store) OpenBlob(d digest.Digest) (io.ReadCloser, int64, error) { return s.st.OpenBlob(d) }
-
-// Count returns the number of images (for /info).
-func (s *Store) Count() int { return s.st.Count() }
 
 // ImageRecord is one local image (graph/store owns the type).
 type ImageRecord = store.ImageRecord
@@ -209,9 +156,3 @@ type (
 	CheckProblem = store.CheckProblem
 	CheckReport  = store.CheckReport
 )
-
-// Check verifies the store (see store.Store.Check); full also hashes every
-// blob.
-func (s *Store) Check(ctx context.Context, full bool) (*CheckReport, error) {
-	return s.st.Check(ctx, full)
-}

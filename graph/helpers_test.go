@@ -38,7 +38,6 @@ func openTestStore(t testing.TB, opts Options) (*Store, *graphtest.EventRecorder
 // records it with tags.
 func putCustomImage(t testing.TB, s *Store, cfg store.ImageConfig, layers [][]byte, tags ...string) *ImageRecord {
 	t.Helper()
-	ctx := context.Background()
 	lease := s.st.NewLease()
 	defer lease.Release()
 	var descs []ocispec.Descriptor
@@ -53,7 +52,7 @@ func putCustomImage(t testing.TB, s *Store, cfg store.ImageConfig, layers [][]by
 	if err := s.st.Put(lease, rec); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.Lookup(ctx, rec.ID.String())
+	got, err := s.Lookup(rec.ID.String())
 	if err != nil {
 		t.Fatal(err)
 	}

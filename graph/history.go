@@ -17,7 +17,7 @@ import (
 // top entry (the image ID, with the image's tags); Size is the layer's size
 // (compressed, as everywhere in wharf) for entries that made a layer.
 func (s *Store) ImageHistory(ctx context.Context, name string, platform *ocispec.Platform) ([]image.HistoryResponseItem, error) {
-	rec, err := s.Lookup(ctx, name)
+	rec, err := s.Lookup(name)
 	if err != nil {
 		return nil, err
 	}

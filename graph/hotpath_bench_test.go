@@ -132,10 +132,9 @@ func BenchmarkHotInspectLocal5000(b *testing.B) {
 // The floor: resolving the name alone.
 func BenchmarkHotInspectLocal5000Floor(b *testing.B) {
 	s := benchStore5000(b)
-	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := s.Lookup(ctx, "bench:1"); err != nil {
+		if _, err := s.Lookup("bench:1"); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -105,7 +105,7 @@ func fillInspect(base *types.ImageInspect, src InspectSource) *types.ImageInspec
 
 // ImageInspect answers GET /images/{name}/json for a local image.
 func (s *Store) ImageInspect(ctx context.Context, name string, opts types.InspectOptions) (*types.ImageInspect, error) {
-	rec, err := s.Lookup(ctx, name)
+	rec, err := s.Lookup(name)
 	if err != nil {
 		return nil, err
 	}

@@ -78,7 +78,7 @@ func TestMultiPlatformTarget(t *testing.T) {
 	if err := s2.LoadImage(ctx, &buf, true, nil, types.DiscardProgress); err != nil {
 		t.Fatal(err)
 	}
-	if r2, err := s2.Lookup(ctx, "multi:1.0"); err != nil || r2.ID != ra.ID {
+	if r2, err := s2.Lookup("multi:1.0"); err != nil || r2.ID != ra.ID {
 		t.Fatalf("loaded: %+v %v", r2, err)
 	}
 	// Deleting the image removes the index and the arm64 blobs it kept alive.

@@ -14,7 +14,8 @@ import (
 )
 
 // The server talks to the daemon only through these interfaces; the daemon
-// implements them by delegating to graph. Errors are classified with
+// implements all of them (Backend) by delegating to graph, so no route asks
+// whether a method is there. Errors are classified with
 // github.com/containerd/errdefs and mapped to HTTP status codes in one place
 // (httperror.go).
 
@@ -51,6 +52,16 @@ type RegistryBackend interface {
 	// Login validates credentials; it returns the identity token when the
 	// registry issued one.
 	Login(ctx context.Context, auth *registry.AuthConfig) (identityToken string, err error)
+	// CopyImage copies an image registry to registry, without the local
+	// store (POST /wharf/images/copy, copy_routes.go).
+	CopyImage(ctx context.Context, opts types.CopyOptions, out types.ProgressWriter) error
+	// CheckRemote is the update check: each local tag against its registry,
+	// one result per tag through emit (POST /wharf/images/check-remote,
+	// checkremote_routes.go).
+	CheckRemote(ctx context.Context, opts types.RemoteCheckOptions, emit func(types.RemoteCheckResult) error) error
+	// RemoteTags lists a repository's tags in its registry
+	// (GET /wharf/images/{name}/tags, tags_routes.go).
+	RemoteTags(ctx context.Context, name string, opts types.RemoteTagsOptions) (*types.RemoteTags, error)
 }
 
 // SystemBackend answers the system endpoints.
@@ -60,6 +71,9 @@ type SystemBackend interface {
 	// SystemDiskUsage returns the images part of /system/df in the API 1.50
 	// shape (LayersSize, Images).
 	SystemDiskUsage(ctx context.Context) (*types.DiskUsage, error)
+	// SystemCheck runs the store check; full also hashes every blob
+	// (GET /wharf/system/check, check_routes.go).
+	SystemCheck(ctx context.Context, full bool) (*CheckReport, error)
 }
 
 // EventsBackend is the daemon's event log.

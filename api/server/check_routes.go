@@ -1,11 +1,7 @@
 package server
 
 import (
-	"context"
-	"fmt"
 	"net/http"
-
-	"github.com/containerd/errdefs"
 
 	"github.com/wharfproject/wharf/api/types"
 )
@@ -23,13 +19,6 @@ type (
 	CheckReport  = types.CheckReport
 )
 
-// CheckBackend runs the store check. It is separate from Backend so that
-// backends without a store (tests, fakes) need not implement it: the route
-// answers 501 for them.
-type CheckBackend interface {
-	SystemCheck(ctx context.Context, full bool) (*CheckReport, error)
-}
-
 // checkPath is the route of the store check.
 const checkPath = "/wharf/system/check"
 
@@ -37,11 +26,7 @@ func (s *Server) getSystemCheck(w http.ResponseWriter, r *http.Request, _ map[st
 	if err := parseForm(r); err != nil {
 		return err
 	}
-	cb, ok := s.backend.(CheckBackend)
-	if !ok {
-		return fmt.Errorf("the store check is not available on this daemon%.0w", errdefs.ErrNotImplemented)
-	}
-	rep, err := cb.SystemCheck(r.Context(), boolValueOrDefault(r, "full", true))
+	rep, err := s.backend.SystemCheck(r.Context(), boolValueOrDefault(r, "full", true))
 	if err != nil {
 		return err
 	}

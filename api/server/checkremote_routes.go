@@ -1,13 +1,10 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"time"
 
-	"github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/registry"
 
 	"github.com/wharfproject/wharf/api/types"
@@ -37,11 +34,6 @@ import (
 // is sent only to the registry it names). Both are decoded leniently, as
 // for pull: undecodable is anonymous.
 
-// RemoteCheckBackend runs the update check; backends without it answer 501.
-type RemoteCheckBackend interface {
-	CheckRemote(ctx context.Context, opts types.RemoteCheckOptions, emit func(types.RemoteCheckResult) error) error
-}
-
 const (
 	checkRemotePath = "/wharf/images/check-remote"
 	// ndjson is the media type of wharf's own streams (the check's).
@@ -51,10 +43,6 @@ const (
 func (s *Server) postImagesCheckRemote(w http.ResponseWriter, r *http.Request, _ map[string]string) error {
 	if err := parseForm(r); err != nil {
 		return err
-	}
-	cb, ok := s.backend.(RemoteCheckBackend)
-	if !ok {
-		return fmt.Errorf("the update check is not available on this daemon%.0w", errdefs.ErrNotImplemented)
 	}
 	opts := types.RemoteCheckOptions{Names: r.Form["name"], MetaHeaders: metaHeaders(r)}
 	if v := r.Form.Get("max-age"); v != "" {
@@ -71,7 +59,7 @@ func (s *Server) postImagesCheckRemote(w http.ResponseWriter, r *http.Request, _
 	opts.Auth = auths
 
 	sw := newNDJSONWriter(w)
-	err = cb.CheckRemote(r.Context(), opts, func(res types.RemoteCheckResult) error {
+	err = s.backend.CheckRemote(r.Context(), opts, func(res types.RemoteCheckResult) error {
 		b, err := json.Marshal(res)
 		if err != nil {
 			return err

@@ -1,14 +1,11 @@
 package server
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strings"
 
-	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
 	"github.com/moby/moby/api/types/registry"
 
@@ -26,12 +23,6 @@ import (
 // jsonmessage shape) and ends with an aux CopyResult; errors before the
 // first message are plain error answers, later ones go in-stream.
 
-// CopyBackend copies images registry to registry. It is separate from
-// Backend so that backends without it answer 501.
-type CopyBackend interface {
-	CopyImage(ctx context.Context, opts types.CopyOptions, out types.ProgressWriter) error
-}
-
 // copyPath is the route of the copy.
 const copyPath = "/wharf/images/copy"
 
@@ -41,10 +32,6 @@ const configHeader = "X-Registry-Config"
 func (s *Server) postImageCopy(w http.ResponseWriter, r *http.Request, _ map[string]string) error {
 	if err := parseForm(r); err != nil {
 		return err
-	}
-	cb, ok := s.backend.(CopyBackend)
-	if !ok {
-		return fmt.Errorf("copy is not available on this daemon%.0w", errdefs.ErrNotImplemented)
 	}
 	src, dst := r.Form.Get("src"), r.Form.Get("dst")
 	if src == "" || dst == "" {
@@ -76,7 +63,7 @@ func (s *Server) postImageCopy(w http.ResponseWriter, r *http.Request, _ map[str
 	}
 	opts.Auth = auths
 	out := newStreamWriter(w, "application/json")
-	return out.finish(cb.CopyImage(r.Context(), opts, out))
+	return out.finish(s.backend.CopyImage(r.Context(), opts, out))
 }
 
 // decodeRegistryConfig reads X-Registry-Config: base64url (or standard

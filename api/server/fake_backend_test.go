@@ -33,6 +33,10 @@ type fakeBackend struct {
 	checkPlatform  func(string, ocispec.Platform) error
 	distribution   func(string, types.RemoteInspectOptions) (*registry.DistributionInspect, error)
 	login          func(*registry.AuthConfig) (string, error)
+	copyImage      func(types.CopyOptions, types.ProgressWriter) error
+	checkRemote    func(types.RemoteCheckOptions, func(types.RemoteCheckResult) error) error
+	remoteTags     func(string, types.RemoteTagsOptions) (*types.RemoteTags, error)
+	systemCheck    func(full bool) (*CheckReport, error)
 	subscribe      func(since, until time.Time, f types.Filters) ([]types.EventMessage, <-chan types.EventMessage, func())
 }
 
@@ -133,6 +137,30 @@ func (f *fakeBackend) Login(_ context.Context, a *registry.AuthConfig) (string, 
 		return "", errNI
 	}
 	return f.login(a)
+}
+func (f *fakeBackend) CopyImage(_ context.Context, o types.CopyOptions, out types.ProgressWriter) error {
+	if f.copyImage == nil {
+		return errNI
+	}
+	return f.copyImage(o, out)
+}
+func (f *fakeBackend) CheckRemote(_ context.Context, o types.RemoteCheckOptions, emit func(types.RemoteCheckResult) error) error {
+	if f.checkRemote == nil {
+		return errNI
+	}
+	return f.checkRemote(o, emit)
+}
+func (f *fakeBackend) RemoteTags(_ context.Context, n string, o types.RemoteTagsOptions) (*types.RemoteTags, error) {
+	if f.remoteTags == nil {
+		return nil, errNI
+	}
+	return f.remoteTags(n, o)
+}
+func (f *fakeBackend) SystemCheck(_ context.Context, full bool) (*CheckReport, error) {
+	if f.systemCheck == nil {
+		return nil, errNI
+	}
+	return f.systemCheck(full)
 }
 func (f *fakeBackend) SystemInfo(context.Context) (*system.Info, error) {
 	return &system.Info{ID: "fake", OSType: "linux"}, nil

@@ -13,7 +13,6 @@ import (
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	"github.com/moby/moby/api/types/image"
 	"github.com/moby/moby/api/types/jsonstream"
-	"github.com/moby/moby/api/types/registry"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
@@ -442,50 +441,6 @@ func TestImport(t *testing.T) {
 	}
 }
 
-func TestPushAuth(t *testing.T) {
-	var got types.PushOptions
-	b := &fakeBackend{push: func(o types.PushOptions, out types.ProgressWriter) error {
-		got = o
-		return out.WriteMessage(jsonstream.Message{Status: "The push refers to repository [r/x]"})
-	}}
-	auth := base64.URLEncoding.EncodeToString([]byte(`{"username":"u","password":"p"}`))
-	tests := []struct {
-		name   string
-		hdr    map[string]string
-		body   string
-		status int
-		msg    string
-		user   string
-	}{
-		{"no header no body", nil, "", 400, "Bad parameters and missing X-Registry-Auth: EOF", ""},
-		{"no header, {} body (Go SDK)", nil, "{}", 200, "", ""},
-		{"header", map[string]string{"X-Registry-Auth": auth}, "", 200, "", "u"},
-		{"bad header is anonymous", map[string]string{"X-Registry-Auth": "!!"}, "", 200, "", ""},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got = types.PushOptions{}
-			rec := do(t, b, "POST", "/v1.41/images/127.0.0.1:5000/imported2/push?tag=x", strings.NewReader(tc.body), tc.hdr)
-			if rec.Code != tc.status {
-				t.Fatalf("%d %s", rec.Code, rec.Body)
-			}
-			if tc.msg != "" && message(t, rec) != tc.msg {
-				t.Errorf("message %q", message(t, rec))
-			}
-			if tc.status != 200 {
-				return
-			}
-			user := ""
-			if got.Auth != nil {
-				user = got.Auth.Username
-			}
-			if user != tc.user || got.Name != "127.0.0.1:5000/imported2" || got.Tag != "x" {
-				t.Errorf("opts %+v", got)
-			}
-		})
-	}
-}
-
 func TestLoadErrorsAreInStream(t *testing.T) {
 	var quiet bool
 	b := &fakeBackend{load: func(_ io.Reader, q bool, out types.ProgressWriter) error {
@@ -525,89 +480,5 @@ func TestSave(t *testing.T) {
 	rec = do(t, b, "GET", "/v1.41/images/get?names=missing", nil, nil)
 	if rec.Code != 404 || message(t, rec) != "No such image: missing" {
 		t.Errorf("missing: %d %s", rec.Code, rec.Body)
-	}
-}
-
-func TestAuth(t *testing.T) {
-	var got *registry.AuthConfig
-	b := &fakeBackend{login: func(a *registry.AuthConfig) (string, error) {
-		got = a
-		if a.Password != "testpass" {
-			return "", fmt.Errorf("login attempt to http://r/v2/ failed with status: 401 Unauthorized%.0w", errdefs.ErrUnauthenticated)
-		}
-		return "tok", nil
-	}}
-	rec := do(t, b, "POST", "/v1.41/auth", strings.NewReader(`{"username":"testuser","password":"testpass","serveraddress":"r"}`), nil)
-	if rec.Code != 200 || strings.TrimSpace(rec.Body.String()) != `{"IdentityToken":"tok","Status":"Login Succeeded"}` || got.ServerAddress != "r" {
-		t.Errorf("ok: %d %s", rec.Code, rec.Body)
-	}
-	rec = do(t, b, "POST", "/v1.41/auth", strings.NewReader(`{"username":"testuser","password":"wrong"}`), nil)
-	if rec.Code != 401 {
-		t.Errorf("wrong password: %d", rec.Code)
-	}
-	rec = do(t, b, "POST", "/v1.41/auth", strings.NewReader(`{"password":"`+strings.Repeat("x", maxJSONBody)+`"}`), nil)
-	if rec.Code != 400 {
-		t.Errorf("oversized body: %d", rec.Code)
-	}
-}
-
-// X-Registry-Auth is capped at 64 KiB on every route that reads it: a
-// larger header is a 400 naming the header, before the backend is called;
-// one just under the cap still reaches the backend with its credentials.
-func TestRegistryAuthHeaderCap(t *testing.T) {
-	var calls int
-	var gotUser string
-	b := &fakeBackend{
-		lookupRemote: func(_ string, o types.RemoteInspectOptions) (*types.RemoteImageInspect, error) {
-			calls++
-			if o.Auth != nil {
-				gotUser = o.Auth.Username
-			}
-			return &types.RemoteImageInspect{ImageInspect: *sampleInspect()}, nil
-		},
-		push: func(o types.PushOptions, out types.ProgressWriter) error {
-			calls++
-			return nil
-		},
-		pull: func(o types.PullOptions, out types.ProgressWriter) error {
-			calls++
-			return nil
-		},
-		distribution: func(string, types.RemoteInspectOptions) (*registry.DistributionInspect, error) {
-			calls++
-			return &registry.DistributionInspect{}, nil
-		},
-	}
-	withPassword := func(total int) string {
-		// base64 of {"username":"u","password":"xxx…"} is 4/3 of the JSON.
-		pw := strings.Repeat("x", total*3/4-len(`{"username":"u","password":""}`))
-		h := base64.URLEncoding.EncodeToString([]byte(`{"username":"u","password":"` + pw + `"}`))
-		return h[:len(h)-len(h)%4]
-	}
-	under, over := withPassword(maxAuthHeader-8), withPassword(maxAuthHeader+8)
-	if len(under) > maxAuthHeader || len(over) <= maxAuthHeader {
-		t.Fatalf("fixture sizes %d %d", len(under), len(over))
-	}
-	for _, route := range []struct{ method, path string }{
-		{"GET", "/v1.50/images/x/json?remote=1"},
-		{"POST", "/v1.50/images/create?fromImage=x&tag=1"},
-		{"POST", "/v1.50/images/r.example/x/push?tag=1"},
-		{"GET", "/v1.50/distribution/x/json"},
-	} {
-		calls = 0
-		rec := do(t, b, route.method, route.path, nil, map[string]string{"X-Registry-Auth": over})
-		if rec.Code != 400 || !strings.Contains(message(t, rec), "X-Registry-Auth header is") || !strings.Contains(message(t, rec), "larger than the 65536 allowed") {
-			t.Errorf("%s %s with %d bytes: %d %s", route.method, route.path, len(over), rec.Code, rec.Body)
-		}
-		if calls != 0 {
-			t.Errorf("%s %s: backend called with an oversized header", route.method, route.path)
-		}
-		rec = do(t, b, route.method, route.path, nil, map[string]string{"X-Registry-Auth": under})
-		if rec.Code != 200 || calls != 1 {
-			t.Errorf("%s %s with %d bytes: %d %s (calls %d)", route.method, route.path, len(under), rec.Code, rec.Body, calls)
-		}
-	}
-	if gotUser != "u" {
-		t.Errorf("credentials under the cap not passed on: %q", gotUser)
 	}
 }

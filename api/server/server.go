@@ -9,8 +9,10 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 
+	"github.com/containerd/errdefs"
 	"github.com/gorilla/mux"
 	"github.com/sirupsen/logrus"
 
@@ -123,7 +125,7 @@ func (s *Server) router() *mux.Router {
 	}
 	notFound := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.versionHeaders(w)
-		writeJSON(w, http.StatusNotFound, errorResponse{Message: "page not found"})
+		writeError(w, "", fmt.Errorf("page not found%.0w", errdefs.ErrNotFound)) // JSON at every version
 	})
 	m.Handle(versionMatcher+"/{path:.*}", notFound)
 	m.NotFoundHandler = notFound

@@ -152,8 +152,10 @@ func (s *Server) getContainersJSON(w http.ResponseWriter, r *http.Request, _ map
 }
 
 // getContainerByName answers the probe of `docker inspect X`: a JSON 404 lets
-// the CLI move on to images.
+// the CLI move on to images. It is JSON at every API version (not the plain
+// text that errors get below 1.24), so it is written here rather than
+// returned; its status is still the NotFound class's (statusFromError).
 func (s *Server) getContainerByName(w http.ResponseWriter, r *http.Request, vars map[string]string) error {
-	writeJSON(w, http.StatusNotFound, errorResponse{Message: "No such container: " + vars["name"]})
+	writeError(w, "", fmt.Errorf("No such container: %s%.0w", vars["name"], errdefs.ErrNotFound))
 	return nil
 }

@@ -1,12 +1,8 @@
 package server
 
 import (
-	"context"
-	"fmt"
 	"net/http"
 	"strconv"
-
-	"github.com/containerd/errdefs"
 
 	"github.com/wharfproject/wharf/api/types"
 )
@@ -23,22 +19,12 @@ import (
 // constant, 1,000), so that tests and users of registries with small page
 // limits can see the pagination.
 
-// TagsBackend lists a repository's tags in its registry. It is separate
-// from Backend so that backends without it answer 501.
-type TagsBackend interface {
-	RemoteTags(ctx context.Context, name string, opts types.RemoteTagsOptions) (*types.RemoteTags, error)
-}
-
 // tagsPath is the route of the tag listing.
 const tagsPath = "/wharf/images/{name:.*}/tags"
 
 func (s *Server) getRemoteTags(w http.ResponseWriter, r *http.Request, vars map[string]string) error {
 	if err := parseForm(r); err != nil {
 		return err
-	}
-	tb, ok := s.backend.(TagsBackend)
-	if !ok {
-		return fmt.Errorf("tag listing is not available on this daemon%.0w", errdefs.ErrNotImplemented)
 	}
 	auth, err := decodeAuth(r)
 	if err != nil {
@@ -51,7 +37,7 @@ func (s *Server) getRemoteTags(w http.ResponseWriter, r *http.Request, vars map[
 	if opts.PageSize, err = intParam(r, "page-size"); err != nil {
 		return err
 	}
-	tags, err := tb.RemoteTags(r.Context(), vars["name"], opts)
+	tags, err := s.backend.RemoteTags(r.Context(), vars["name"], opts)
 	if err != nil {
 		return err
 	}

@@ -337,35 +337,6 @@ func (s *Store) Put(lease *Lease, imgs ...ImageRecord) error {
 	return err
 }
 
-// NormaliseRefs parses refs and returns their fully qualified strings;
-// canonical=true requires name@digest, false requires name:tag (a bare name
-// gets :latest).
-func NormaliseRefs(refs []string, canonical bool) ([]string, error) {
-	out := make([]string, 0, len(refs))
-	for _, s := range refs {
-		n, err := reference.ParseNormalizedNamed(s)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %v%.0w", s, err, errdefs.ErrInvalidArgument)
-		}
-		if canonical {
-			c, ok := n.(reference.Canonical)
-			if !ok {
-				return nil, fmt.Errorf("%s: not a digest reference%.0w", s, errdefs.ErrInvalidArgument)
-			}
-			if _, tagged := n.(reference.Tagged); tagged {
-				c, _ = reference.WithDigest(reference.TrimNamed(n), c.Digest())
-			}
-			out = append(out, c.String())
-			continue
-		}
-		if _, ok := n.(reference.Canonical); ok {
-			return nil, fmt.Errorf("%s: a digest reference is not a tag%.0w", s, errdefs.ErrInvalidArgument)
-		}
-		out = append(out, reference.TagNameOnly(n).String())
-	}
-	return out, nil
-}
-
 // ImagesByRepository returns the images tagged in repository (fully
 // qualified name) with their tags, for push.
 func (s *Store) ImagesByRepository(repo string) (map[string]*ImageRecord, error) {
@@ -481,51 +452,4 @@ func (s *Store) docRefs(d digest.Digest) ([]digest.Digest, bool) {
 	s.refs[d] = refs
 	s.metaMu.Unlock()
 	return refs, true
-}
-
-// ParseNewTag validates repo and tag as dockerd does and returns the fully
-// qualified name:tag.
-func ParseNewTag(repo, tag string) (reference.NamedTagged, error) {
-	named, err := reference.ParseNormalizedNamed(repo)
-	if err != nil {
-		return nil, fmt.Errorf("%v%.0w", err, errdefs.ErrInvalidArgument)
-	}
-	if _, ok := named.(reference.Digested); ok {
-		return nil, fmt.Errorf("refusing to create a tag with a digest reference%.0w", errdefs.ErrInvalidArgument)
-	}
-	if tag != "" {
-		if _, ok := named.(reference.Tagged); ok {
-			// repo already carries a tag: dockerd lets the tag parameter win.
-			named = reference.TrimNamed(named)
-		}
-		t, err := reference.WithTag(named, tag)
-		if err != nil {
-			return nil, fmt.Errorf("%v%.0w", err, errdefs.ErrInvalidArgument)
-		}
-		named = t
-	}
-	// A repository named after the digest algorithm would make
-	// "sha256:<hex>" ambiguous between a tag and an image ID.
-	if reference.FamiliarName(named) == string(digest.Canonical) {
-		return nil, fmt.Errorf("refusing to create an ambiguous tag using digest algorithm as name%.0w", errdefs.ErrInvalidArgument)
-	}
-	return reference.TagNameOnly(named).(reference.NamedTagged), nil
-}
-
-// Familiar is ref (fully qualified) in its familiar form.
-func Familiar(ref string) string {
-	n, err := reference.ParseNormalizedNamed(ref)
-	if err != nil {
-		return ref
-	}
-	return reference.FamiliarString(n)
-}
-
-// FamiliarRefs converts fully qualified references to their familiar form.
-func FamiliarRefs(refs []string) []string {
-	out := make([]string, 0, len(refs))
-	for _, r := range refs {
-		out = append(out, Familiar(r))
-	}
-	return out
 }
