@@ -21,50 +21,6 @@ import (
 	"oras.land/oras-go/v2/registry/remote/auth"
 )
 
-// maxAuthHeader caps X-Registry-Auth before decoding: credentials and tokens
-// fit in a few KiB; anything near an HTTP header limit is not an AuthConfig.
-const maxAuthHeader = 64 << 10
-
-// DecodeAuthConfig decodes an X-Registry-Auth header leniently: empty or
-// invalid gives nil (anonymous). It never logs the value. The header is
-// base64url JSON (padded or not; standard base64 is accepted too, some
-// clients send it); more than one JSON document is invalid.
-func DecodeAuthConfig(header string) *registrytypes.AuthConfig {
-	header = strings.TrimSpace(header)
-	if header == "" || len(header) > maxAuthHeader {
-		return nil
-	}
-	var raw []byte
-	for _, enc := range []*base64.Encoding{base64.URLEncoding, base64.RawURLEncoding, base64.StdEncoding, base64.RawStdEncoding} {
-		if b, err := enc.DecodeString(header); err == nil {
-			raw = b
-			break
-		}
-	}
-	if raw == nil {
-		return nil
-	}
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
-	var ac registrytypes.AuthConfig
-	if err := dec.Decode(&ac); err != nil {
-		return nil
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil // trailing data: a second document or garbage
-	}
-	if ac.Username == "" && ac.Password == "" && ac.Auth != "" {
-		if b, err := base64.StdEncoding.DecodeString(ac.Auth); err == nil {
-			if u, p, ok := strings.Cut(string(b), ":"); ok {
-				ac.Username, ac.Password = u, p
-			}
-		}
-	}
-	if ac == (registrytypes.AuthConfig{}) {
-		return nil
-	}
-	return &ac
-}
-
 // credentialIdentity names a credential without holding it in clear: it
 // keys token caches and single flights so that two users never share a
 // token or an answer. Anonymous is "".

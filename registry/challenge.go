@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -104,7 +105,7 @@ func (m *challengeMemo) remember(host string, c bearerChallenge) {
 		clear(m.realms)
 	}
 	m.byHost[strings.ToLower(host)] = c
-	if u, err := parseURL(c.realm); err == nil {
+	if u, err := url.Parse(c.realm); err == nil {
 		m.realms[realmKey(u.Scheme, u.Host, u.Path)] = true
 	}
 }
@@ -123,7 +124,7 @@ func (m *challengeMemo) forgetRealm(req *http.Request) {
 	defer m.mu.Unlock()
 	delete(m.realms, key)
 	for h, c := range m.byHost {
-		if u, err := parseURL(c.realm); err == nil && realmKey(u.Scheme, u.Host, u.Path) == key {
+		if u, err := url.Parse(c.realm); err == nil && realmKey(u.Scheme, u.Host, u.Path) == key {
 			delete(m.byHost, h)
 		}
 	}

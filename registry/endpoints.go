@@ -368,18 +368,8 @@ func (t rootRewrite) RoundTrip(req *http.Request) (*http.Response, error) {
 	return t.next.RoundTrip(r)
 }
 
-func parseURL(s string) (*url.URL, error) { return url.Parse(s) }
-
 func (s *Service) setUserAgent(req *http.Request) {
 	if s.opts.UserAgent != "" {
 		req.Header.Set("User-Agent", s.opts.UserAgent)
 	}
-}
-
-// pathOf is the repository path of a name on its index.
-func pathOf(full string) string {
-	if i := strings.IndexByte(full, '/'); i >= 0 {
-		return full[i+1:]
-	}
-	return full
 }

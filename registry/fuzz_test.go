@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -10,25 +9,6 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/wharfproject/wharf/imagespec"
 )
-
-func FuzzDecodeAuthConfig(f *testing.F) {
-	for _, s := range []string{
-		"",
-		base64.URLEncoding.EncodeToString([]byte(`{"username":"u","password":"p","serveraddress":"docker.io"}`)),
-		base64.RawURLEncoding.EncodeToString([]byte(`{"identitytoken":"x"}`)),
-		base64.URLEncoding.EncodeToString([]byte(`{"a":1}{"b":2}`)),
-		base64.StdEncoding.EncodeToString([]byte(`{"auth":"dTpw"}`)),
-		"!!!",
-	} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		ac := DecodeAuthConfig(s)
-		if ac != nil && ac.Username == "" && ac.Password == "" && ac.IdentityToken == "" && ac.RegistryToken == "" && ac.ServerAddress == "" && ac.Auth == "" {
-			t.Errorf("empty AuthConfig returned for %q", s)
-		}
-	})
-}
 
 func FuzzDecodeDocument(f *testing.F) {
 	for _, s := range []string{

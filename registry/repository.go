@@ -3,9 +3,7 @@ package registry
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/netip"
 	"regexp"
@@ -242,46 +240,6 @@ func (r *Repository) BlobExists(ctx context.Context, desc ocispec.Descriptor) (b
 		return false, classify(err, r.upstream.host)
 	}
 	return ok, nil
-}
-
-// errNoContent is what MountBlob's stand-in getContent reports when the
-// caller gave none and the registry would not mount.
-var errNoContent = errors.New("registry did not mount the blob and no content was given")
-
-// MountBlob asks the registry to mount desc from fromRepo (same registry,
-// path only). mounted is false when the registry would not mount; then
-// getContent is used to upload the blob instead.
-func (r *Repository) MountBlob(ctx context.Context, desc ocispec.Descriptor, fromRepo string, getContent func() (io.ReadCloser, error)) (bool, error) {
-	if err := validateDescriptor(desc); err != nil {
-		return false, err
-	}
-	from := registry.Reference{Registry: r.upstream.host, Repository: fromRepo}
-	if err := from.ValidateRepository(); err != nil {
-		return false, fmt.Errorf("mount source: %w%.0w", err, errdefs.ErrInvalidArgument)
-	}
-	mounted := true
-	err := r.upstream.oras.Blobs().(registry.Mounter).Mount(ctx, desc, fromRepo, func() (io.ReadCloser, error) {
-		mounted = false
-		if getContent == nil {
-			return nil, errNoContent
-		}
-		return getContent()
-	})
-	if err != nil {
-		return false, classify(err, r.upstream.host)
-	}
-	return mounted, nil
-}
-
-// PushBlob uploads a blob.
-func (r *Repository) PushBlob(ctx context.Context, desc ocispec.Descriptor, content io.Reader) error {
-	if err := validateDescriptor(desc); err != nil {
-		return err
-	}
-	if err := r.upstream.oras.Blobs().Push(ctx, desc, content); err != nil {
-		return classify(err, r.upstream.host)
-	}
-	return nil
 }
 
 // PushManifest uploads a manifest or index and, when tag is not empty, tags it.

@@ -176,38 +176,6 @@ func TestRepositoryInfo(t *testing.T) {
 
 func b64(s string) string { return base64.URLEncoding.EncodeToString([]byte(s)) }
 
-func TestDecodeAuthConfig(t *testing.T) {
-	doc := `{"username":"u","password":"p?>","serveraddress":"https://index.docker.io/v1/"}`
-	tests := []struct {
-		name string
-		in   string
-		want *registrytypes.AuthConfig
-	}{
-		{"empty", "", nil},
-		{"padded base64url", b64(doc), &registrytypes.AuthConfig{Username: "u", Password: "p?>", ServerAddress: "https://index.docker.io/v1/"}},
-		{"unpadded", strings.TrimRight(b64(doc), "="), &registrytypes.AuthConfig{Username: "u", Password: "p?>", ServerAddress: "https://index.docker.io/v1/"}},
-		{"standard base64", base64.StdEncoding.EncodeToString([]byte(doc)), &registrytypes.AuthConfig{Username: "u", Password: "p?>", ServerAddress: "https://index.docker.io/v1/"}},
-		{"identity token", b64(`{"identitytoken":"tok"}`), &registrytypes.AuthConfig{IdentityToken: "tok"}},
-		{"auth field", b64(`{"auth":"` + base64.StdEncoding.EncodeToString([]byte("a:b:c")) + `"}`), &registrytypes.AuthConfig{Username: "a", Password: "b:c", Auth: base64.StdEncoding.EncodeToString([]byte("a:b:c"))}},
-		{"not base64", "!!!", nil},
-		{"not json", b64("hello"), nil},
-		{"two documents", b64(`{"username":"a"}{"username":"b"}`), nil},
-		{"trailing garbage", b64(`{"username":"a"} x`), nil},
-		{"empty object", b64(`{}`), nil},
-		{"json null", b64(`null`), nil},
-		{"array", b64(`[]`), nil},
-	}
-	for _, tc := range tests {
-		got := DecodeAuthConfig(tc.in)
-		switch {
-		case tc.want == nil && got != nil:
-			t.Errorf("%s: got %+v, want nil", tc.name, got)
-		case tc.want != nil && (got == nil || *got != *tc.want):
-			t.Errorf("%s: got %+v, want %+v", tc.name, got, tc.want)
-		}
-	}
-}
-
 func TestCredentialsOnlyForTheirHost(t *testing.T) {
 	ctx := t.Context()
 	hub := credentialFunc(&registrytypes.AuthConfig{Username: "u", Password: "p", ServerAddress: "https://index.docker.io/v1/"}, "docker.io")

@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"bytes"
 	"context"
 	"crypto/x509"
 	"encoding/pem"
@@ -176,12 +175,14 @@ func TestBlobReaderVerifies(t *testing.T) {
 	}
 }
 
-func TestIdleReaderTimesOut(t *testing.T) {
+// A body that sends nothing ends within one window (the watchdog that was
+// idleReader's job is slowBody's).
+func TestSilentBodyTimesOut(t *testing.T) {
 	pr, pw := io.Pipe()
 	defer pw.Close()
-	ir := newIdleReader(pr, 20*time.Millisecond)
-	defer ir.Close()
-	_, err := ir.Read(make([]byte, 1))
+	b := newSlowBody(pr, "h", 20*time.Millisecond)
+	defer b.Close()
+	_, err := b.Read(make([]byte, 1))
 	if !errdefs.IsUnavailable(err) {
 		t.Errorf("idle read: %v, want Unavailable", err)
 	}
@@ -248,22 +249,20 @@ func TestPushMountTagsAndExists(t *testing.T) {
 	if ok, err := r.BlobExists(ctx, desc); err != nil || ok {
 		t.Fatalf("exists before push: %v %v", ok, err)
 	}
-	if err := r.PushBlob(ctx, desc, bytes.NewReader(blob)); err != nil {
-		t.Fatal(err)
+	if how, _, err := r.TransferBlob(ctx, desc, nil, opener(blob)); err != nil || how != BlobUploaded {
+		t.Fatalf("push: %v %v", how, err)
 	}
 	if ok, err := r.BlobExists(ctx, desc); err != nil || !ok {
 		t.Fatalf("exists after push: %v %v", ok, err)
 	}
-	mounted, err := r.MountBlob(ctx, desc, "push/src", nil)
-	if err != nil || !mounted {
-		t.Errorf("mount of a known blob: %v %v", mounted, err)
+	if how, _, err := r.TransferBlob(ctx, desc, []string{"push/src"}, nil); err != nil || how != BlobExisted {
+		t.Errorf("transfer of a known blob: %v %v, want BlobExisted", how, err)
 	}
 	f.refuseMount = true
 	other := []byte("other layer")
 	odesc := ocispec.Descriptor{Digest: digest.FromBytes(other), Size: int64(len(other))}
-	mounted, err = r.MountBlob(ctx, odesc, "push/src", func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(other)), nil })
-	if err != nil || mounted {
-		t.Errorf("refused mount: mounted %v err %v, want an upload", mounted, err)
+	if how, _, err := r.TransferBlob(ctx, odesc, []string{"push/src"}, opener(other)); err != nil || how != BlobUploaded {
+		t.Errorf("refused mount: %v err %v, want an upload", how, err)
 	}
 	if ok, _ := r.BlobExists(ctx, odesc); !ok {
 		t.Errorf("fallback upload did not land")
@@ -271,7 +270,7 @@ func TestPushMountTagsAndExists(t *testing.T) {
 
 	cfg := []byte(`{"os":"linux","architecture":"amd64"}`)
 	cdesc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageConfig, Digest: digest.FromBytes(cfg), Size: int64(len(cfg))}
-	if err := r.PushBlob(ctx, cdesc, bytes.NewReader(cfg)); err != nil {
+	if _, _, err := r.TransferBlob(ctx, cdesc, nil, opener(cfg)); err != nil {
 		t.Fatal(err)
 	}
 	m := []byte(`{"schemaVersion":2,"mediaType":"` + ocispec.MediaTypeImageManifest + `","config":{"mediaType":"` + ocispec.MediaTypeImageConfig + `","digest":"` + cdesc.Digest.String() + `","size":` + itoa(len(cfg)) + `},"layers":[]}`)
