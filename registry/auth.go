@@ -18,6 +18,7 @@ import (
 
 	"github.com/containerd/errdefs"
 	registrytypes "github.com/moby/moby/api/types/registry"
+	"github.com/wharfproject/wharf/registry/hosts"
 	"oras.land/oras-go/v2/registry/remote/auth"
 )
 
@@ -29,7 +30,7 @@ func credentialIdentity(ac *registrytypes.AuthConfig) string {
 		return ""
 	}
 	h := sha256.New()
-	for _, s := range []string{normaliseServerAddress(ac.ServerAddress), ac.Username, ac.Password, ac.IdentityToken, ac.RegistryToken} {
+	for _, s := range []string{hosts.NormaliseServerAddress(ac.ServerAddress), ac.Username, ac.Password, ac.IdentityToken, ac.RegistryToken} {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
@@ -44,9 +45,9 @@ func credentialFunc(ac *registrytypes.AuthConfig, defaultIndex string) auth.Cred
 	if ac == nil {
 		return nil
 	}
-	index := normaliseServerAddress(ac.ServerAddress)
+	index := hosts.NormaliseServerAddress(ac.ServerAddress)
 	if index == "" {
-		index = normaliseIndexName(defaultIndex)
+		index = hosts.NormaliseIndexName(defaultIndex)
 	}
 	cred := auth.Credential{
 		Username:     ac.Username,
@@ -55,7 +56,7 @@ func credentialFunc(ac *registrytypes.AuthConfig, defaultIndex string) auth.Cred
 		AccessToken:  ac.RegistryToken,
 	}
 	return func(_ context.Context, hostport string) (auth.Credential, error) {
-		if normaliseIndexName(hostport) == index {
+		if hosts.NormaliseIndexName(hostport) == index {
 			return cred, nil
 		}
 		return auth.EmptyCredential, nil
@@ -74,19 +75,19 @@ func (s *Service) Login(ctx context.Context, ac *registrytypes.AuthConfig) (stri
 	if ac == nil {
 		return "", fmt.Errorf("no credentials%.0w", errdefs.ErrInvalidArgument)
 	}
-	if hasUserinfo(ac.ServerAddress) {
+	if hosts.HasUserinfo(ac.ServerAddress) {
 		// Never repeated: the user:password@ is what docs/security.md
 		// promises to keep out of answers and logs.
 		return "", fmt.Errorf("server address %q: credentials in the server address are not accepted; give them as username and password%.0w", RedactAddress(ac.ServerAddress), errdefs.ErrInvalidArgument)
 	}
-	index := normaliseServerAddress(ac.ServerAddress)
+	index := hosts.NormaliseServerAddress(ac.ServerAddress)
 	if index == "" {
 		index = DefaultIndexName
 	}
-	if _, err := validateHost(index); err != nil {
+	if _, err := hosts.ValidateHost(index); err != nil {
 		return "", fmt.Errorf("%w%.0w", err, errdefs.ErrInvalidArgument)
 	}
-	if s.config().isBlocked(index) {
+	if s.config().Blocked(index) {
 		return "", blockedError(index)
 	}
 	// The upstream: the index's API host, or the server its hosts.toml names.
@@ -295,11 +296,11 @@ func registryReason(body []byte) string {
 // registry is itself on this machine, at loopback.
 func checkRealmHost(ctx context.Context, realm *url.URL, registryHost string) error {
 	host := realm.Hostname()
-	if strings.EqualFold(host, hostOnly(registryHost)) {
+	if strings.EqualFold(host, hosts.HostOnly(registryHost)) {
 		return nil
 	}
 	prefixes := auth.DefaultBlockedRealmPrefixes()
-	if isLoopbackHost(registryHost) {
+	if hosts.IsLoopbackHost(registryHost) {
 		prefixes = loopbackRealmPrefixes()
 	}
 	var addrs []netip.Addr
@@ -329,10 +330,10 @@ func AuthFor(configs map[string]registrytypes.AuthConfig, index string) *registr
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	want := normaliseIndexName(index)
+	want := hosts.NormaliseIndexName(index)
 	for _, k := range keys {
 		ac := configs[k]
-		if normaliseServerAddress(k) != want || ac == (registrytypes.AuthConfig{ServerAddress: ac.ServerAddress}) {
+		if hosts.NormaliseServerAddress(k) != want || ac == (registrytypes.AuthConfig{ServerAddress: ac.ServerAddress}) {
 			continue
 		}
 		ac.ServerAddress = k

@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/wharfproject/wharf/registry/hosts"
 )
 
 // endpoint is one API host a repository is read from or written to.
@@ -33,8 +35,8 @@ type endpoint struct {
 	// host's own root): requests are rewritten to it.
 	root   string
 	rooted bool
-	caps   hostCapabilities // what the endpoint is used for (hosts.toml); upstreams: all
-	header http.Header      // hosts.toml's header
+	caps   hosts.Capabilities // what the endpoint is used for (hosts.toml); upstreams: all
+	header http.Header        // hosts.toml's header
 }
 
 func (e *endpoint) baseURL() string {
@@ -53,14 +55,6 @@ func (e *endpoint) apiBase() string {
 	return e.baseURL() + "/v2"
 }
 
-// apiHost is where an index's v2 API lives.
-func apiHost(index string) string {
-	if normaliseIndexName(index) == DefaultIndexName {
-		return dockerHubAPIHost
-	}
-	return index
-}
-
 // endpointFor sets host up (transport.go) and decides its scheme; ping:
 // whether the scheme probe may send its plain-HTTP GET /v2/ beside it
 // (schemeOf), which pays only when host is the first asked.
@@ -69,7 +63,7 @@ func (s *Service) endpointFor(ctx context.Context, host string, mirror, ping boo
 	if err != nil {
 		return nil, classify(err, host)
 	}
-	ep := &endpoint{host: host, mirror: mirror, caps: capAll}
+	ep := &endpoint{host: host, mirror: mirror, caps: hosts.CapAll}
 	if e.secure {
 		return ep, nil
 	}
@@ -169,7 +163,7 @@ func (t *hostTransports) probeScheme(ctx context.Context, e *hostEntry) (int32, 
 	}
 	addr, explicitPort := e.host, true
 	if _, _, err := net.SplitHostPort(e.host); err != nil {
-		addr, explicitPort = net.JoinHostPort(hostOnly(e.host), "443"), false
+		addr, explicitPort = net.JoinHostPort(hosts.HostOnly(e.host), "443"), false
 	}
 	d := net.Dialer{Timeout: t.tm.dial}
 	conn, err := d.DialContext(ctx, "tcp", addr)
@@ -181,7 +175,7 @@ func (t *hostTransports) probeScheme(ctx context.Context, e *hostEntry) (int32, 
 	}
 	defer conn.Close()
 	conf := e.tls.Clone()
-	conf.ServerName = hostOnly(e.host)
+	conf.ServerName = hosts.HostOnly(e.host)
 	conf.InsecureSkipVerify = true //nolint:gosec // the probe only learns the scheme; it sends nothing
 	hctx, cancel := context.WithTimeout(ctx, t.tm.handshake)
 	defer cancel()
@@ -301,48 +295,31 @@ func (t *hostTransports) probeThroughProxy(ctx context.Context, e *hostEntry) (i
 	return schemeHTTP, true, nil
 }
 
-// endpointsFor are the endpoints of index, in the order reads try them:
-// for docker.io the registry-mirrors of daemon.json first; then the
-// mirrors of the index's hosts.toml, in file order; the upstream last (the
-// hosts.toml server, else the index's own API host). cfg is read once, so
-// a reload in between cannot mix two configurations.
-func (s *Service) endpointsFor(ctx context.Context, cfg *config, index string) ([]*endpoint, error) {
-	var eps []*endpoint
-	if index == DefaultIndexName {
-		for _, m := range cfg.mirrors {
-			eps = append(eps, &endpoint{host: m.Host, plainHTTP: m.Scheme == "http", mirror: true, caps: capPull | capResolve})
+// endpointsFor are the endpoints of index, in the order reads try them
+// (hosts.Config.Endpoints), each set up (transport.go) and, for the
+// registry's own API host, its scheme decided. cfg is read once, so a
+// reload in between cannot mix two configurations.
+func (s *Service) endpointsFor(ctx context.Context, cfg *hosts.Config, index string) ([]*endpoint, error) {
+	defs := cfg.Endpoints(index)
+	eps := make([]*endpoint, 0, len(defs))
+	for i, d := range defs {
+		if d.Probe {
+			// The probe's ping helps only the host asked first (no mirror before it).
+			up, err := s.endpointFor(ctx, d.Host, false, i == 0)
+			if err != nil {
+				return nil, err
+			}
+			eps = append(eps, up)
+			continue
 		}
-	}
-	rh := cfg.hosts[index]
-	if rh != nil {
-		for _, m := range rh.mirrors {
-			eps = append(eps, hostsEndpoint(m, true))
+		if !d.Mirror {
+			if _, err := s.transports().forHost(ctx, d.Host); err != nil {
+				return nil, classify(err, d.Host)
+			}
 		}
+		eps = append(eps, &endpoint{host: d.Host, plainHTTP: d.PlainHTTP, mirror: d.Mirror, root: d.Root, rooted: d.Rooted, caps: d.Caps, header: d.Header})
 	}
-	if rh != nil && rh.server != nil {
-		up := hostsEndpoint(rh.server, false)
-		up.caps = capAll // the upstream serves everything, push included
-		if _, err := s.transports().forHost(ctx, up.host); err != nil {
-			return nil, classify(err, up.host)
-		}
-		return append(eps, up), nil
-	}
-	// The probe's ping helps only the host asked first (no mirror before it).
-	up, err := s.endpointFor(ctx, apiHost(index), false, len(eps) == 0)
-	if err != nil {
-		return nil, err
-	}
-	return append(eps, up), nil
-}
-
-// hostsEndpoint is the endpoint of a hosts.toml host: its scheme is the
-// one written (no probe), its API root the URL's path.
-func hostsEndpoint(d *apiHostDef, mirror bool) *endpoint {
-	ep := &endpoint{host: d.host, plainHTTP: d.scheme == "http", mirror: mirror, caps: d.caps, header: d.header}
-	if d.path != "/v2" {
-		ep.root, ep.rooted = d.path, true
-	}
-	return ep
+	return eps, nil
 }
 
 // rootRewrite sends the /v2/… requests of one host to its API root

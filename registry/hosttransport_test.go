@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/wharfproject/wharf/registry/hosts"
 )
 
 // A loopback registry serving TLS is spoken to over TLS, one serving
@@ -138,7 +140,7 @@ func TestSchemeProbeIsRememberedPerHost(t *testing.T) {
 func TestProbeSchemeOutcomes(t *testing.T) {
 	tm := defaultTimeouts()
 	tm.handshake = 300 * time.Millisecond
-	tr := newHostTransports(&config{}, tm, nil)
+	tr := newHostTransports(hostsConfig(t), tm, nil)
 	probe := func(host string) (int32, bool, error) {
 		t.Helper()
 		e, err := tr.forHost(context.Background(), host)
@@ -231,7 +233,7 @@ func TestHostSetUpDoesNotHoldOtherHosts(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tr := newHostTransports(&config{certsDirs: []string{dir}}, defaultTimeouts(), nil)
+	tr := newHostTransports(hostsConfig(t, dir), defaultTimeouts(), nil)
 
 	ctx, leave := context.WithCancel(context.Background())
 	defer leave()
@@ -278,13 +280,13 @@ func TestHostSetUpDoesNotHoldOtherHosts(t *testing.T) {
 // (bounded by the dial timeout), once per host, outside any lock; a failed
 // look-up is not remembered.
 func TestHostLookupIsPerHostAndHonoursContext(t *testing.T) {
-	cfg, err := newConfig(ServiceOptions{InsecureRegistries: []string{"10.1.0.0/16"}})
+	cfg, err := hosts.New(hosts.Options{InsecureRegistries: []string{"10.1.0.0/16"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var lookups sync.Map // host → *atomic.Int64
 	release := make(chan struct{})
-	cfg.lookup = func(ctx context.Context, host string) ([]netip.Addr, error) {
+	cfg.SetLookup(func(ctx context.Context, host string) ([]netip.Addr, error) {
 		n, _ := lookups.LoadOrStore(host, new(atomic.Int64))
 		n.(*atomic.Int64).Add(1)
 		if _, ok := ctx.Deadline(); !ok {
@@ -302,7 +304,7 @@ func TestHostLookupIsPerHostAndHonoursContext(t *testing.T) {
 			return []netip.Addr{netip.MustParseAddr("10.1.2.3")}, nil
 		}
 		return []netip.Addr{netip.MustParseAddr("192.0.2.1")}, nil
-	}
+	})
 	tr := newHostTransports(cfg, defaultTimeouts(), nil)
 	stuck := make(chan *hostEntry, 1)
 	go func() {
@@ -344,7 +346,7 @@ func TestCertsDirReadOncePerHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeCA(t, filepath.Join(dir, host, "ca.crt"), srv)
-	tr := newHostTransports(&config{certsDirs: []string{dir}}, defaultTimeouts(), nil)
+	tr := newHostTransports(hostsConfig(t, dir), defaultTimeouts(), nil)
 	first, err := tr.forHost(context.Background(), host)
 	if err != nil {
 		t.Fatal(err)
@@ -365,4 +367,18 @@ func writeCA(t *testing.T, path string, srv *httptest.Server) {
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// hostsConfig is a configuration whose certs dirs are dirs (none given: one
+// empty directory, so that the machine's /etc/docker/certs.d is not read).
+func hostsConfig(t *testing.T, dirs ...string) *hosts.Config {
+	t.Helper()
+	if len(dirs) == 0 {
+		dirs = []string{t.TempDir()}
+	}
+	c, err := hosts.New(hosts.Options{CertsDirs: dirs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

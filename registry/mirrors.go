@@ -7,6 +7,7 @@ import (
 
 	"github.com/containerd/errdefs"
 	registrytypes "github.com/moby/moby/api/types/registry"
+	"github.com/wharfproject/wharf/registry/hosts"
 	"oras.land/oras-go/v2/registry/remote/auth"
 )
 
@@ -83,9 +84,9 @@ func upstreamCredential(ac *registrytypes.AuthConfig, index, apiHost string) aut
 		RefreshToken: ac.IdentityToken,
 		AccessToken:  ac.RegistryToken,
 	}
-	want := normaliseIndexName(apiHost)
+	want := hosts.NormaliseIndexName(apiHost)
 	return func(_ context.Context, hostport string) (auth.Credential, error) {
-		if normaliseIndexName(hostport) == want {
+		if hosts.NormaliseIndexName(hostport) == want {
 			return cred, nil
 		}
 		return auth.EmptyCredential, nil

@@ -16,10 +16,18 @@ import (
 	registrytypes "github.com/moby/moby/api/types/registry"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/sirupsen/logrus"
+	"github.com/wharfproject/wharf/registry/hosts"
 )
 
 // DefaultIndexName is the index that short names resolve to.
-const DefaultIndexName = "docker.io"
+const DefaultIndexName = hosts.DefaultIndexName
+
+// IndexServerAddress is what docker login stores for Docker Hub.
+const IndexServerAddress = hosts.IndexServerAddress
+
+// RedactAddress replaces the credentials of a server address with "xxxxx"
+// (hosts.RedactAddress), so that an error or a log line may repeat it.
+func RedactAddress(s string) string { return hosts.RedactAddress(s) }
 
 // ServiceOptions configure a Service; zero values are the defaults.
 type ServiceOptions struct {
@@ -50,6 +58,17 @@ type ServiceOptions struct {
 	Logger    *logrus.Entry
 	// Observer is told of every request and cache look-up (metrics.go); nil = none.
 	Observer Observer
+}
+
+// hostsOptions are the settings registry/hosts takes.
+func (o ServiceOptions) hostsOptions() hosts.Options {
+	return hosts.Options{
+		InsecureRegistries: o.InsecureRegistries,
+		Mirrors:            o.Mirrors,
+		AddRegistries:      o.AddRegistries,
+		BlockRegistries:    o.BlockRegistries,
+		CertsDirs:          o.CertsDirs,
+	}
 }
 
 // RepositoryInfo describes a repository and the index it lives on.

@@ -14,6 +14,7 @@ import (
 	registrytypes "github.com/moby/moby/api/types/registry"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/wharfproject/wharf/registry/hosts"
 	"oras.land/oras-go/v2/registry"
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
@@ -97,7 +98,7 @@ func (s *Service) newRepoEndpoint(ep *endpoint, path, index string, creds Creden
 		Cache:    s.observedTokens(s.tokenCacheFor(credentialIdentity(creds.Auth))),
 		ClientID: oauthClientID,
 	}
-	if isLoopbackHost(ep.host) {
+	if hosts.IsLoopbackHost(ep.host) {
 		ac.BlockedRealmPrefixes = loopbackRealmPrefixes()
 	}
 	// Credentials go to the host they belong to only: the upstream gets the
@@ -106,7 +107,7 @@ func (s *Service) newRepoEndpoint(ep *endpoint, path, index string, creds Creden
 	// stored for the mirror itself (docs/security.md).
 	if !ep.mirror {
 		ac.Credential = upstreamCredential(creds.Auth, index, ep.host)
-	} else if creds.Auth != nil && normaliseServerAddress(creds.Auth.ServerAddress) == normaliseIndexName(ep.host) {
+	} else if creds.Auth != nil && hosts.NormaliseServerAddress(creds.Auth.ServerAddress) == hosts.NormaliseIndexName(ep.host) {
 		ac.Credential = credentialFunc(creds.Auth, ep.host)
 	}
 	or := &remote.Repository{
@@ -143,16 +144,16 @@ func (r *Repository) scope() string { return r.info.Index.Name + "/" + r.path + 
 // and configs by digest) in order until one succeeds. A mirror's failure is
 // logged and the next endpoint tried; the upstream's error is returned.
 func (r *Repository) readEach(ctx context.Context, fn func(ep *repoEndpoint) error) error {
-	return r.tryEach(ctx, capPull, fn)
+	return r.tryEach(ctx, hosts.CapPull, fn)
 }
 
 // resolveEach is readEach for the endpoints that may resolve a tag (and
 // list tags).
 func (r *Repository) resolveEach(ctx context.Context, fn func(ep *repoEndpoint) error) error {
-	return r.tryEach(ctx, capResolve, fn)
+	return r.tryEach(ctx, hosts.CapResolve, fn)
 }
 
-func (r *Repository) tryEach(ctx context.Context, want hostCapabilities, fn func(ep *repoEndpoint) error) error {
+func (r *Repository) tryEach(ctx context.Context, want hosts.Capabilities, fn func(ep *repoEndpoint) error) error {
 	var err error
 	for _, ep := range r.endpoints {
 		if ep != r.upstream && (ep.caps&want == 0 || (ep.mirror && r.svc.mirrorPassedOver(ep.host))) {

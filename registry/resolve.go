@@ -11,6 +11,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/wharfproject/wharf/imagespec"
+	"github.com/wharfproject/wharf/registry/hosts"
 )
 
 // Resolved is a name resolved on one repository: the top-level document
@@ -115,7 +116,7 @@ func bindCredentials(creds Credentials, first reference.Named) Credentials {
 		return creds
 	}
 	ac := *creds.Auth
-	ac.ServerAddress = normaliseIndexName(reference.Domain(first))
+	ac.ServerAddress = hosts.NormaliseIndexName(reference.Domain(first))
 	creds.Auth = &ac
 	return creds
 }
@@ -357,7 +358,7 @@ func effectiveAuth(ac *registrytypes.AuthConfig, index string) *registrytypes.Au
 	if ac == nil {
 		return nil
 	}
-	if a := normaliseServerAddress(ac.ServerAddress); a != "" && a != normaliseIndexName(index) {
+	if a := hosts.NormaliseServerAddress(ac.ServerAddress); a != "" && a != hosts.NormaliseIndexName(index) {
 		return nil
 	}
 	return ac

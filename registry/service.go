@@ -14,6 +14,7 @@ import (
 	"github.com/distribution/reference"
 	registrytypes "github.com/moby/moby/api/types/registry"
 	"github.com/sirupsen/logrus"
+	"github.com/wharfproject/wharf/registry/hosts"
 	"golang.org/x/sync/singleflight"
 )
 
@@ -59,7 +60,7 @@ func NewService(opts ServiceOptions) (*Service, error) {
 }
 
 func newService(opts ServiceOptions, maxWait time.Duration) (*Service, error) {
-	cfg, err := newConfig(opts)
+	cfg, err := hosts.New(opts.hostsOptions())
 	if err != nil {
 		return nil, fmt.Errorf("%w%.0w", err, errdefs.ErrInvalidArgument)
 	}
@@ -96,11 +97,11 @@ func newService(opts ServiceOptions, maxWait time.Duration) (*Service, error) {
 
 // serviceState is what Reload replaces.
 type serviceState struct {
-	cfg        *config
+	cfg        *hosts.Config
 	transports *hostTransports
 }
 
-func (s *Service) config() *config             { return s.state.Load().cfg }
+func (s *Service) config() *hosts.Config       { return s.state.Load().cfg }
 func (s *Service) transports() *hostTransports { return s.state.Load().transports }
 
 // currentTransports sends each request through the per-host set-ups of
@@ -128,8 +129,8 @@ func (s *Service) tokenCacheFor(identity string) *tokenCache {
 // ServiceConfig is the RegistryConfig of GET /info.
 func (s *Service) ServiceConfig() *registrytypes.ServiceConfig {
 	cfg := s.config()
-	cidrs := append([]netip.Prefix{}, cfg.insecureCIDRs...)
-	mirrors := cfg.mirrorStrings()
+	cidrs := append([]netip.Prefix{}, cfg.InsecureCIDRs()...)
+	mirrors := cfg.Mirrors()
 	sc := &registrytypes.ServiceConfig{
 		InsecureRegistryCIDRs: cidrs,
 		IndexConfigs: map[string]*registrytypes.IndexInfo{
@@ -137,7 +138,7 @@ func (s *Service) ServiceConfig() *registrytypes.ServiceConfig {
 		},
 		Mirrors: append([]string{}, mirrors...),
 	}
-	for h := range cfg.insecureHosts {
+	for _, h := range cfg.InsecureHosts() {
 		sc.IndexConfigs[h] = &registrytypes.IndexInfo{Name: h, Mirrors: []string{}, Secure: false, Official: false}
 	}
 	return sc
@@ -146,9 +147,9 @@ func (s *Service) ServiceConfig() *registrytypes.ServiceConfig {
 // indexInfo describes index (already normalised).
 func (s *Service) indexInfo(index string) *registrytypes.IndexInfo {
 	if index == DefaultIndexName {
-		return &registrytypes.IndexInfo{Name: index, Mirrors: s.config().mirrorStrings(), Secure: true, Official: true}
+		return &registrytypes.IndexInfo{Name: index, Mirrors: s.config().Mirrors(), Secure: true, Official: true}
 	}
-	return &registrytypes.IndexInfo{Name: index, Mirrors: []string{}, Secure: s.config().secure(index)}
+	return &registrytypes.IndexInfo{Name: index, Mirrors: []string{}, Secure: s.config().Secure(index)}
 }
 
 // RepositoryInfo describes the repository of a fully qualified name.
@@ -157,8 +158,8 @@ func (s *Service) RepositoryInfo(name reference.Named) (*RepositoryInfo, error) 
 	if name == nil {
 		return nil, fmt.Errorf("no repository name%.0w", errdefs.ErrInvalidArgument)
 	}
-	index := normaliseIndexName(reference.Domain(name))
-	if s.config().isBlocked(index) {
+	index := hosts.NormaliseIndexName(reference.Domain(name))
+	if s.config().Blocked(index) {
 		return nil, blockedError(index)
 	}
 	info := s.indexInfo(index)
@@ -180,18 +181,18 @@ func (s *Service) Candidates(name string) ([]reference.Named, error) {
 		return nil, fmt.Errorf("%w%.0w", err, errdefs.ErrInvalidArgument)
 	}
 	if hasRegistryHost(name) {
-		if index := normaliseIndexName(reference.Domain(n)); s.config().isBlocked(index) {
+		if index := hosts.NormaliseIndexName(reference.Domain(n)); s.config().Blocked(index) {
 			return nil, blockedError(index)
 		}
 		return []reference.Named{n}, nil
 	}
 	var out []reference.Named
 	var blocked []string
-	for _, r := range s.config().addRegistries {
+	for _, r := range s.config().AddRegistries() {
 		if r == DefaultIndexName {
 			continue // docker.io comes last, once
 		}
-		if s.config().isBlocked(r) {
+		if s.config().Blocked(r) {
 			blocked = append(blocked, r)
 			continue
 		}
@@ -201,7 +202,7 @@ func (s *Service) Candidates(name string) ([]reference.Named, error) {
 		}
 		out = append(out, c)
 	}
-	if s.config().isBlocked(DefaultIndexName) {
+	if s.config().Blocked(DefaultIndexName) {
 		blocked = append(blocked, DefaultIndexName)
 	} else {
 		out = append(out, n)

@@ -9,6 +9,7 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
 	registrytypes "github.com/moby/moby/api/types/registry"
+	"github.com/wharfproject/wharf/registry/hosts"
 )
 
 func TestCandidates(t *testing.T) {
@@ -120,7 +121,7 @@ func TestSecureAndInsecureRegistries(t *testing.T) {
 		{"plain.example.com:8080", false},
 	}
 	for _, tc := range tests {
-		if got := s.config().secure(tc.host); got != tc.secure {
+		if got := s.config().Secure(tc.host); got != tc.secure {
 			t.Errorf("secure(%q) = %v, want %v", tc.host, got, tc.secure)
 		}
 	}
@@ -204,8 +205,8 @@ func TestNormaliseServerAddress(t *testing.T) {
 		"Quay.IO":                     "quay.io",
 		"":                            "",
 	} {
-		if got := normaliseServerAddress(in); got != want {
-			t.Errorf("normaliseServerAddress(%q) = %q, want %q", in, got, want)
+		if got := hosts.NormaliseServerAddress(in); got != want {
+			t.Errorf("hosts.NormaliseServerAddress(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/wharfproject/wharf/imagespec"
+	"github.com/wharfproject/wharf/registry/hosts"
 )
 
 // The v1 registry protocol, read-only, for remote inspect of registries that
@@ -162,7 +163,7 @@ func (s *v1Session) images(ctx context.Context) error {
 		base, _ := url.Parse(s.base)
 		// The endpoint inherits the index's scheme: an index reached over
 		// https never sends us to plain http.
-		if _, err := validateHost(first); err == nil {
+		if _, err := hosts.ValidateHost(first); err == nil {
 			s.endpoint = base.Scheme + "://" + first
 		}
 	}
