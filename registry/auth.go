@@ -87,11 +87,12 @@ func (s *Service) Login(ctx context.Context, ac *registrytypes.AuthConfig) (stri
 	if _, err := hosts.ValidateHost(index); err != nil {
 		return "", fmt.Errorf("%w%.0w", err, errdefs.ErrInvalidArgument)
 	}
-	if s.config().Blocked(index) {
+	cfg := s.config() // once: blocked and the endpoints from one configuration
+	if cfg.Blocked(index) {
 		return "", blockedError(index)
 	}
 	// The upstream: the index's API host, or the server its hosts.toml names.
-	eps, err := s.endpointsFor(ctx, s.config(), index)
+	eps, err := s.endpointsFor(ctx, cfg, index)
 	if err != nil {
 		return "", err
 	}

@@ -48,7 +48,13 @@ type repoEndpoint struct {
 
 // Repository returns a client for one repository (mirrors first for docker.io).
 func (s *Service) Repository(ctx context.Context, name reference.Named, creds Credentials) (*Repository, error) {
-	info, err := s.RepositoryInfo(name)
+	return s.repository(ctx, s.config(), name, creds)
+}
+
+// repository is Repository under cfg: the name's index and its endpoints
+// from one configuration.
+func (s *Service) repository(ctx context.Context, cfg *hosts.Config, name reference.Named, creds Credentials) (*Repository, error) {
+	info, err := repositoryInfo(cfg, name)
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +68,7 @@ func (s *Service) Repository(ctx context.Context, name reference.Named, creds Cr
 		identity: credentialIdentity(effectiveAuth(creds.Auth, index)),
 		auth:     creds.Auth,
 	}
-	eps, err := s.endpointsFor(ctx, s.config(), index)
+	eps, err := s.endpointsFor(ctx, cfg, index)
 	if err != nil {
 		return nil, err
 	}

@@ -71,9 +71,9 @@ func (r *Resolved) Ref() reference.Named {
 // registry searched). No other registry ever receives them.
 func (s *Service) Resolve(ctx context.Context, name string, creds Credentials) (*Resolved, error) {
 	var res *Resolved
-	err := s.searchCandidates(name, creds, func(c reference.Named, creds Credentials) error {
+	err := s.searchCandidates(name, creds, func(cfg *hosts.Config, c reference.Named, creds Credentials) error {
 		var err error
-		res, err = s.resolveName(ctx, c, creds)
+		res, err = s.resolveName(ctx, cfg, c, creds)
 		return err
 	})
 	if err != nil {
@@ -87,16 +87,18 @@ func (s *Service) Resolve(ctx context.Context, name string, creds Credentials) (
 // succeeds. Only "not found" moves on to the next candidate (an index
 // without the platform asked for is an answer, not a miss); any other error
 // is the answer. The last candidate's "not found" is returned when none has
-// it.
-func (s *Service) searchCandidates(name string, creds Credentials, try func(c reference.Named, creds Credentials) error) error {
-	cands, err := s.Candidates(name)
+// it. The configuration is read once for the whole search: a reload in the
+// middle cannot mix two.
+func (s *Service) searchCandidates(name string, creds Credentials, try func(cfg *hosts.Config, c reference.Named, creds Credentials) error) error {
+	cfg := s.config()
+	cands, err := candidates(cfg, name)
 	if err != nil {
 		return err
 	}
 	creds = bindCredentials(creds, cands[0])
 	var lastErr error
 	for _, c := range cands {
-		err := try(c, creds)
+		err := try(cfg, c, creds)
 		if err == nil {
 			return nil
 		}
@@ -122,8 +124,8 @@ func bindCredentials(creds Credentials, first reference.Named) Credentials {
 }
 
 // resolveName resolves one fully qualified candidate.
-func (s *Service) resolveName(ctx context.Context, name reference.Named, creds Credentials) (*Resolved, error) {
-	repo, err := s.Repository(ctx, name, creds)
+func (s *Service) resolveName(ctx context.Context, cfg *hosts.Config, name reference.Named, creds Credentials) (*Resolved, error) {
+	repo, err := s.repository(ctx, cfg, name, creds)
 	if err != nil {
 		return nil, err
 	}
@@ -331,8 +333,8 @@ func (s *Service) ListTags(ctx context.Context, name string, creds Credentials, 
 		repo *Repository
 		tags []string
 	)
-	err := s.searchCandidates(name, creds, func(c reference.Named, creds Credentials) error {
-		r, err := s.Repository(ctx, reference.TrimNamed(c), creds)
+	err := s.searchCandidates(name, creds, func(cfg *hosts.Config, c reference.Named, creds Credentials) error {
+		r, err := s.repository(ctx, cfg, reference.TrimNamed(c), creds)
 		if err != nil {
 			return err
 		}

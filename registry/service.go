@@ -32,6 +32,9 @@ type Service struct {
 	reloadMu    sync.Mutex    // one Reload at a time
 	mirrorDown  sync.Map      // mirror host → *mirrorState (mirrors.go)
 	mirrorRetry time.Duration // mirrorRetryAfter; tests shorten it
+	// configRead, when set, is called after every read of the
+	// configuration: tests reload in the middle of a decision with it.
+	configRead func()
 
 	memo    *challengeMemo
 	client  *http.Client // retry → challenge memo → per-host transport
@@ -101,7 +104,16 @@ type serviceState struct {
 	transports *hostTransports
 }
 
-func (s *Service) config() *hosts.Config       { return s.state.Load().cfg }
+// config is the current configuration. A decision reads it once and
+// passes it on, so that a reload cannot mix two configurations in it.
+func (s *Service) config() *hosts.Config {
+	cfg := s.state.Load().cfg
+	if s.configRead != nil {
+		s.configRead()
+	}
+	return cfg
+}
+
 func (s *Service) transports() *hostTransports { return s.state.Load().transports }
 
 // currentTransports sends each request through the per-host set-ups of
@@ -145,24 +157,30 @@ func (s *Service) ServiceConfig() *registrytypes.ServiceConfig {
 }
 
 // indexInfo describes index (already normalised).
-func (s *Service) indexInfo(index string) *registrytypes.IndexInfo {
+func indexInfo(cfg *hosts.Config, index string) *registrytypes.IndexInfo {
 	if index == DefaultIndexName {
-		return &registrytypes.IndexInfo{Name: index, Mirrors: s.config().Mirrors(), Secure: true, Official: true}
+		return &registrytypes.IndexInfo{Name: index, Mirrors: cfg.Mirrors(), Secure: true, Official: true}
 	}
-	return &registrytypes.IndexInfo{Name: index, Mirrors: []string{}, Secure: s.config().Secure(index)}
+	return &registrytypes.IndexInfo{Name: index, Mirrors: []string{}, Secure: cfg.Secure(index)}
 }
 
 // RepositoryInfo describes the repository of a fully qualified name.
 // A blocked registry is errdefs.ErrPermissionDenied.
 func (s *Service) RepositoryInfo(name reference.Named) (*RepositoryInfo, error) {
+	return repositoryInfo(s.config(), name)
+}
+
+// repositoryInfo is RepositoryInfo under one configuration: blocked and
+// secure from the same one.
+func repositoryInfo(cfg *hosts.Config, name reference.Named) (*RepositoryInfo, error) {
 	if name == nil {
 		return nil, fmt.Errorf("no repository name%.0w", errdefs.ErrInvalidArgument)
 	}
 	index := hosts.NormaliseIndexName(reference.Domain(name))
-	if s.config().Blocked(index) {
+	if cfg.Blocked(index) {
 		return nil, blockedError(index)
 	}
-	info := s.indexInfo(index)
+	info := indexInfo(cfg, index)
 	return &RepositoryInfo{
 		Name:     reference.TrimNamed(name),
 		Index:    info,
@@ -174,25 +192,29 @@ func (s *Service) RepositoryInfo(name reference.Named) (*RepositoryInfo, error) 
 // to try, in order: one for a name with a registry host; for a short name the
 // AddRegistries in order, then docker.io. Blocked registries are left out; if
 // none is left, errdefs.ErrPermissionDenied. A malformed name is
-// errdefs.ErrInvalidArgument.
+// errdefs.ErrInvalidArgument. The configuration is read once.
 func (s *Service) Candidates(name string) ([]reference.Named, error) {
+	return candidates(s.config(), name)
+}
+
+func candidates(cfg *hosts.Config, name string) ([]reference.Named, error) {
 	n, err := reference.ParseNormalizedNamed(name)
 	if err != nil {
 		return nil, fmt.Errorf("%w%.0w", err, errdefs.ErrInvalidArgument)
 	}
 	if hasRegistryHost(name) {
-		if index := hosts.NormaliseIndexName(reference.Domain(n)); s.config().Blocked(index) {
+		if index := hosts.NormaliseIndexName(reference.Domain(n)); cfg.Blocked(index) {
 			return nil, blockedError(index)
 		}
 		return []reference.Named{n}, nil
 	}
 	var out []reference.Named
 	var blocked []string
-	for _, r := range s.config().AddRegistries() {
+	for _, r := range cfg.AddRegistries() {
 		if r == DefaultIndexName {
 			continue // docker.io comes last, once
 		}
-		if s.config().Blocked(r) {
+		if cfg.Blocked(r) {
 			blocked = append(blocked, r)
 			continue
 		}
@@ -202,7 +224,7 @@ func (s *Service) Candidates(name string) ([]reference.Named, error) {
 		}
 		out = append(out, c)
 	}
-	if s.config().Blocked(DefaultIndexName) {
+	if cfg.Blocked(DefaultIndexName) {
 		blocked = append(blocked, DefaultIndexName)
 	} else {
 		out = append(out, n)
