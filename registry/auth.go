@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"sort"
 	"strings"
 
 	"github.com/containerd/errdefs"
@@ -35,32 +34,6 @@ func credentialIdentity(ac *registrytypes.AuthConfig) string {
 		h.Write([]byte{0})
 	}
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-// credentialFunc returns ac only for the registry it belongs to. An empty
-// ServerAddress means "the registry of this request" (defaultIndex): the
-// header came with a request for one image. A mirror never receives the
-// credentials of the index it mirrors.
-func credentialFunc(ac *registrytypes.AuthConfig, defaultIndex string) auth.CredentialFunc {
-	if ac == nil {
-		return nil
-	}
-	index := hosts.NormaliseServerAddress(ac.ServerAddress)
-	if index == "" {
-		index = hosts.NormaliseIndexName(defaultIndex)
-	}
-	cred := auth.Credential{
-		Username:     ac.Username,
-		Password:     ac.Password,
-		RefreshToken: ac.IdentityToken,
-		AccessToken:  ac.RegistryToken,
-	}
-	return func(_ context.Context, hostport string) (auth.Credential, error) {
-		if hosts.NormaliseIndexName(hostport) == index {
-			return cred, nil
-		}
-		return auth.EmptyCredential, nil
-	}
 }
 
 // Login validates auth against its registry (ServerAddress) and returns the
@@ -316,29 +289,6 @@ func checkRealmHost(ctx context.Context, realm *url.URL, registryHost string) er
 				return fmt.Errorf("login: bearer realm %q resolves to %s, which is refused%.0w", realm.Redacted(), a, errdefs.ErrPermissionDenied)
 			}
 		}
-	}
-	return nil
-}
-
-// AuthFor picks from credentials keyed by registry (the X-Registry-Config
-// map of a build or a copy) the set for index, bound to it: its
-// ServerAddress becomes its key, so credentialFunc sends it to that
-// registry and no other. Keys are matched as logins are (Docker Hub's
-// aliases, a scheme or a path ignored), in sorted order when several match.
-func AuthFor(configs map[string]registrytypes.AuthConfig, index string) *registrytypes.AuthConfig {
-	keys := make([]string, 0, len(configs))
-	for k := range configs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	want := hosts.NormaliseIndexName(index)
-	for _, k := range keys {
-		ac := configs[k]
-		if hosts.NormaliseServerAddress(k) != want || ac == (registrytypes.AuthConfig{ServerAddress: ac.ServerAddress}) {
-			continue
-		}
-		ac.ServerAddress = k
-		return &ac
 	}
 	return nil
 }

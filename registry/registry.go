@@ -78,10 +78,17 @@ type RepositoryInfo struct {
 	Official bool
 }
 
-// Credentials are what a request to a registry carries.
+// Credentials are what a request to a registry carries. Which registry
+// receives which set is decided in one place (credentials.go, bound and For).
 type Credentials struct {
-	// Auth is the decoded X-Registry-Auth; nil = anonymous.
+	// Auth is one set: the decoded X-Registry-Auth; nil = anonymous. Its
+	// ServerAddress names the registry it belongs to; empty, it belongs to
+	// the registry of the request (for a short name, the first searched).
 	Auth *registrytypes.AuthConfig
+	// Registries are sets keyed by registry (X-Registry-Config of a copy or
+	// an update check); used instead of Auth when not nil: a repository
+	// gets the set keyed by its registry, matched as logins are.
+	Registries map[string]registrytypes.AuthConfig
 	// MetaHeaders (X-Meta-*) are added to every registry request.
 	MetaHeaders http.Header
 }

@@ -59,14 +59,15 @@ func (s *Service) repository(ctx context.Context, cfg *hosts.Config, name refere
 		return nil, err
 	}
 	index := info.Index.Name
+	creds = creds.bound(index) // credentials.go: the one place that decides
 	r := &Repository{
 		svc:  s,
 		info: info,
 		path: reference.Path(name),
 		// The identity this repository's requests really carry: credentials
 		// bound to another registry are anonymous here.
-		identity: credentialIdentity(effectiveAuth(creds.Auth, index)),
-		auth:     creds.Auth,
+		identity: credentialIdentity(creds.For(index)),
+		auth:     creds.For(index),
 	}
 	eps, err := s.endpointsFor(ctx, cfg, index)
 	if err != nil {
@@ -107,14 +108,12 @@ func (s *Service) newRepoEndpoint(ep *endpoint, path, index string, creds Creden
 	if hosts.IsLoopbackHost(ep.host) {
 		ac.BlockedRealmPrefixes = loopbackRealmPrefixes()
 	}
-	// Credentials go to the host they belong to only: the upstream gets the
-	// index's (also when hosts.toml's server names another host: the user
-	// chose it as the index's registry); a mirror gets only credentials
-	// stored for the mirror itself (docs/security.md).
+	// Credentials go to the host they belong to only (credentials.go): the
+	// upstream gets the index's, a mirror only a set stored for itself.
 	if !ep.mirror {
-		ac.Credential = upstreamCredential(creds.Auth, index, ep.host)
-	} else if creds.Auth != nil && hosts.NormaliseServerAddress(creds.Auth.ServerAddress) == hosts.NormaliseIndexName(ep.host) {
-		ac.Credential = credentialFunc(creds.Auth, ep.host)
+		ac.Credential = sendOnlyTo(creds.For(index), ep.host)
+	} else {
+		ac.Credential = sendOnlyTo(creds.For(ep.host), ep.host)
 	}
 	or := &remote.Repository{
 		Client:           ac,
@@ -134,9 +133,9 @@ func (s *Service) newRepoEndpoint(ep *endpoint, path, index string, creds Creden
 	return &repoEndpoint{endpoint: ep, client: ac, oras: or}, nil
 }
 
-// creds returns the credentials when they belong to this repository's index.
+// creds returns the credentials of this repository's index (bound, For).
 func (r *Repository) creds() *registrytypes.AuthConfig {
-	return effectiveAuth(r.auth, r.info.Index.Name)
+	return r.auth
 }
 
 // Info describes the repository.

@@ -7,7 +7,6 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
-	registrytypes "github.com/moby/moby/api/types/registry"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/wharfproject/wharf/imagespec"
@@ -95,7 +94,7 @@ func (s *Service) searchCandidates(name string, creds Credentials, try func(cfg 
 	if err != nil {
 		return err
 	}
-	creds = bindCredentials(creds, cands[0])
+	creds = creds.bound(hosts.NormaliseIndexName(reference.Domain(cands[0])))
 	var lastErr error
 	for _, c := range cands {
 		err := try(cfg, c, creds)
@@ -108,19 +107,6 @@ func (s *Service) searchCandidates(name string, creds Credentials, try func(cfg 
 		}
 	}
 	return lastErr
-}
-
-// bindCredentials gives credentials without a ServerAddress the address of
-// the first candidate's registry, so that credentialFunc sends them there
-// and nowhere else.
-func bindCredentials(creds Credentials, first reference.Named) Credentials {
-	if creds.Auth == nil || creds.Auth.ServerAddress != "" {
-		return creds
-	}
-	ac := *creds.Auth
-	ac.ServerAddress = hosts.NormaliseIndexName(reference.Domain(first))
-	creds.Auth = &ac
-	return creds
 }
 
 // resolveName resolves one fully qualified candidate.
@@ -352,16 +338,4 @@ func (s *Service) ListTags(ctx context.Context, name string, creds Credentials, 
 		return nil, nil, err
 	}
 	return repo, tags, nil
-}
-
-// effectiveAuth is auth when it belongs to index, else nil: the identity a
-// request to index really carries.
-func effectiveAuth(ac *registrytypes.AuthConfig, index string) *registrytypes.AuthConfig {
-	if ac == nil {
-		return nil
-	}
-	if a := hosts.NormaliseServerAddress(ac.ServerAddress); a != "" && a != hosts.NormaliseIndexName(index) {
-		return nil
-	}
-	return ac
 }

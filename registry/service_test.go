@@ -8,7 +8,6 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
-	registrytypes "github.com/moby/moby/api/types/registry"
 	"github.com/wharfproject/wharf/registry/hosts"
 )
 
@@ -176,24 +175,6 @@ func TestRepositoryInfo(t *testing.T) {
 }
 
 func b64(s string) string { return base64.URLEncoding.EncodeToString([]byte(s)) }
-
-func TestCredentialsOnlyForTheirHost(t *testing.T) {
-	ctx := t.Context()
-	hub := credentialFunc(&registrytypes.AuthConfig{Username: "u", Password: "p", ServerAddress: "https://index.docker.io/v1/"}, "docker.io")
-	for host, want := range map[string]bool{"registry-1.docker.io": true, "docker.io": true, "index.docker.io": true, "evil.example.com": false, "mirror.example.com": false} {
-		c, _ := hub(ctx, host)
-		if (c.Username == "u") != want {
-			t.Errorf("hub credentials for %s: %v, want %v", host, c.Username == "u", want)
-		}
-	}
-	local := credentialFunc(&registrytypes.AuthConfig{Username: "u", Password: "p"}, "localhost:5000")
-	if c, _ := local(ctx, "localhost:5000"); c.Username != "u" {
-		t.Errorf("empty ServerAddress: credentials not given to the request's registry")
-	}
-	if c, _ := local(ctx, "localhost:5001"); c.Username != "" {
-		t.Errorf("credentials given to another port")
-	}
-}
 
 func TestNormaliseServerAddress(t *testing.T) {
 	for in, want := range map[string]string{
