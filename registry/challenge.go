@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 )
 
 // Why this file exists on top of oras-go: auth.Client learns a registry's
@@ -43,18 +45,18 @@ type challengeMemo struct {
 	now  func() time.Time
 
 	mu      sync.Mutex
-	byHost  map[string]bearerChallenge
-	realms  map[string]bool      // scheme://host/path of known realms
-	expires map[string]time.Time // token → when it stops being valid
+	byHost  *simplelru.LRU[string, bearerChallenge] // least recently used forgotten first
+	realms  map[string]bool                         // scheme://host/path of the realms of byHost
+	expires *simplelru.LRU[string, time.Time]       // token → when it stops being valid
 }
 
 func newChallengeMemo(next http.RoundTripper) *challengeMemo {
 	return &challengeMemo{
 		next:    next,
 		now:     time.Now,
-		byHost:  map[string]bearerChallenge{},
+		byHost:  mustLRU[string, bearerChallenge](maxRememberedHosts),
 		realms:  map[string]bool{},
-		expires: map[string]time.Time{},
+		expires: mustLRU[string, time.Time](maxRememberedTokens),
 	}
 }
 
@@ -65,8 +67,7 @@ func realmKey(scheme, host, path string) string {
 func (m *challengeMemo) known(host string) (bearerChallenge, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	c, ok := m.byHost[strings.ToLower(host)]
-	return c, ok
+	return m.byHost.Get(strings.ToLower(host))
 }
 
 func (m *challengeMemo) isRealm(req *http.Request) bool {
@@ -78,13 +79,22 @@ func (m *challengeMemo) isRealm(req *http.Request) bool {
 func (m *challengeMemo) remember(host string, c bearerChallenge) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if len(m.byHost) >= maxRememberedHosts {
-		clear(m.byHost)
-		clear(m.realms)
+	if m.byHost.Add(strings.ToLower(host), c) {
+		m.syncRealms() // one host forgotten: its realm may be too
 	}
-	m.byHost[strings.ToLower(host)] = c
 	if u, err := url.Parse(c.realm); err == nil {
 		m.realms[realmKey(u.Scheme, u.Host, u.Path)] = true
+	}
+}
+
+// syncRealms keeps realms to the realms of the hosts byHost remembers
+// (bounded with it). The caller holds m.mu.
+func (m *challengeMemo) syncRealms() {
+	clear(m.realms)
+	for _, c := range m.byHost.Values() {
+		if u, err := url.Parse(c.realm); err == nil {
+			m.realms[realmKey(u.Scheme, u.Host, u.Path)] = true
+		}
 	}
 }
 
@@ -92,7 +102,7 @@ func (m *challengeMemo) remember(host string, c bearerChallenge) {
 func (m *challengeMemo) forget(host string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.byHost, strings.ToLower(host))
+	m.byHost.Remove(strings.ToLower(host))
 }
 
 // forgetRealm drops every host that sent us to req's realm.
@@ -101,9 +111,10 @@ func (m *challengeMemo) forgetRealm(req *http.Request) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.realms, key)
-	for h, c := range m.byHost {
+	for _, h := range m.byHost.Keys() {
+		c, _ := m.byHost.Peek(h)
 		if u, err := url.Parse(c.realm); err == nil && realmKey(u.Scheme, u.Host, u.Path) == key {
-			delete(m.byHost, h)
+			m.byHost.Remove(h)
 		}
 	}
 }
@@ -113,7 +124,8 @@ func (m *challengeMemo) forgetRealm(req *http.Request) {
 func (m *challengeMemo) expiry(token string) time.Time {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.expires[token]
+	until, _ := m.expires.Get(token)
+	return until
 }
 
 func (m *challengeMemo) RoundTrip(req *http.Request) (*http.Response, error) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 	registrytypes "github.com/moby/moby/api/types/registry"
 	"github.com/sirupsen/logrus"
 	"github.com/wharfproject/wharf/registry/hosts"
@@ -44,17 +45,17 @@ type Service struct {
 	tags    *tagCache // tag → digest answers, read only under a max-age (tagcache.go)
 	// noReferrersAPI: hosts that answered the referrers API with 404
 	// (referrers.go); they are asked through the tag schema only.
-	noReferrersAPI hostSet
+	noReferrersAPI *lruSet        // bounded: maxReferrerHosts
 	blobs          *blobLocations // where blobs are known to be, for mounts (transfer.go)
 
 	mu          sync.Mutex
-	tokenCaches map[string]*tokenCache // credential identity → tokens
+	tokenCaches *simplelru.LRU[string, *tokenCache] // credential identity → tokens
 
 	flight singleflight.Group
 }
 
 // maxCredentialIdentities bounds the per-credential token caches; beyond
-// it the oldest are dropped wholesale (a token is cheap to fetch again).
+// it the least recently used is dropped (a token is cheap to fetch again).
 const maxCredentialIdentities = 256
 
 // NewService validates opts and returns a Service.
@@ -78,15 +79,16 @@ func newService(opts ServiceOptions, maxWait time.Duration) (*Service, error) {
 		log = logrus.NewEntry(l)
 	}
 	s := &Service{
-		opts:        opts,
-		log:         log,
-		tm:          tm,
-		content:     newContentCache(contentCacheBytes),
-		warm:        newRepoSet(maxWarmRepos),
-		tags:        newTagCache(maxTagAnswers),
-		blobs:       newBlobLocations(),
-		tokenCaches: map[string]*tokenCache{},
-		mirrorRetry: mirrorRetryAfter,
+		opts:           opts,
+		log:            log,
+		tm:             tm,
+		content:        newContentCache(contentCacheBytes),
+		warm:           newRepoSet(maxWarmRepos),
+		noReferrersAPI: newLRUSet(maxReferrerHosts),
+		tags:           newTagCache(maxTagAnswers),
+		blobs:          newBlobLocations(),
+		tokenCaches:    mustLRU[string, *tokenCache](maxCredentialIdentities),
+		mirrorRetry:    mirrorRetryAfter,
 	}
 	s.state.Store(&serviceState{cfg: cfg, transports: newHostTransports(cfg, tm, opts.Transport)})
 	s.setObserver(opts.Observer)
@@ -127,14 +129,11 @@ func (c currentTransports) RoundTrip(req *http.Request) (*http.Response, error) 
 func (s *Service) tokenCacheFor(identity string) *tokenCache {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if c, ok := s.tokenCaches[identity]; ok {
+	if c, ok := s.tokenCaches.Get(identity); ok {
 		return c
 	}
-	if len(s.tokenCaches) >= maxCredentialIdentities {
-		clear(s.tokenCaches)
-	}
 	c := newTokenCache(s.memo, s.tm.shared())
-	s.tokenCaches[identity] = c
+	s.tokenCaches.Add(identity, c)
 	return c
 }
 

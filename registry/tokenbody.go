@@ -59,20 +59,9 @@ func (m *challengeMemo) captureToken(resp *http.Response) (*http.Response, error
 		// time is never later than the truth by more than the trip.
 		until := m.now().Add(lifetime - tokenExpiryMargin)
 		m.mu.Lock()
-		if len(m.expires) >= maxRememberedTokens {
-			now := m.now()
-			for k, v := range m.expires {
-				if v.Before(now) {
-					delete(m.expires, k)
-				}
-			}
-			if len(m.expires) >= maxRememberedTokens {
-				clear(m.expires)
-			}
-		}
 		for _, t := range []string{tr.Token, tr.AccessToken} {
 			if t != "" {
-				m.expires[t] = until
+				m.expires.Add(t, until)
 			}
 		}
 		m.mu.Unlock()

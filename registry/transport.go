@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"github.com/wharfproject/wharf/registry/hosts"
 	"oras.land/oras-go/v2/registry/remote/retry"
 )
@@ -78,7 +79,7 @@ type hostTransports struct {
 	obs      Observer          // metrics.go; nil = none
 
 	mu    sync.Mutex
-	hosts map[string]*hostEntry // lower-case host[:port] → its set-up
+	hosts *simplelru.LRU[string, *hostEntry] // lower-case host[:port] → its set-up; least recently used forgotten first
 
 	building detachedFlight // per host: newEntry
 	probing  detachedFlight // per host: probeScheme (endpoints.go)
@@ -97,7 +98,8 @@ type hostEntry struct {
 }
 
 func newHostTransports(cfg *hosts.Config, tm timeouts, override http.RoundTripper) *hostTransports {
-	t := &hostTransports{cfg: cfg, tm: tm, base: newBaseTransport(tm), override: override, hosts: map[string]*hostEntry{}}
+	t := &hostTransports{cfg: cfg, tm: tm, base: newBaseTransport(tm), override: override}
+	t.hosts = mustLRU[string, *hostEntry](maxRememberedHosts)
 	t.insecure = t.base.Clone()
 	t.insecure.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: true} //nolint:gosec // only for registries configured insecure
 	settle(t.insecure)
@@ -140,7 +142,7 @@ func (t *hostTransports) RoundTrip(req *http.Request) (*http.Response, error) {
 func (t *hostTransports) forHost(ctx context.Context, host string) (*hostEntry, error) {
 	host = strings.ToLower(host)
 	t.mu.Lock()
-	e, ok := t.hosts[host]
+	e, ok := t.hosts.Get(host)
 	t.mu.Unlock()
 	if ok {
 		return e, nil
@@ -209,7 +211,7 @@ func (t *hostTransports) newEntry(ctx context.Context, host string) (e *hostEntr
 func (t *hostTransports) closeIdle() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, e := range t.hosts {
+	for _, e := range t.hosts.Values() {
 		if tr, ok := e.rt.(*http.Transport); ok {
 			tr.CloseIdleConnections()
 		}
@@ -218,21 +220,20 @@ func (t *hostTransports) closeIdle() {
 	t.insecure.CloseIdleConnections()
 }
 
-// remember keeps e; beyond maxRememberedHosts one other host is forgotten
-// (and its idle connections closed): it is set up again when next used.
+// remember keeps e; beyond maxRememberedHosts the least recently used
+// other host is forgotten (and its idle connections closed): it is set up
+// again when next used.
 func (t *hostTransports) remember(e *hostEntry) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(t.hosts) >= maxRememberedHosts {
-		for h, old := range t.hosts {
-			delete(t.hosts, h)
+	if t.hosts.Len() >= maxRememberedHosts && !t.hosts.Contains(e.host) {
+		if _, old, ok := t.hosts.RemoveOldest(); ok {
 			if tr, ok := old.rt.(*http.Transport); ok && tr != t.base && tr != t.insecure {
 				tr.CloseIdleConnections()
 			}
-			break
 		}
 	}
-	t.hosts[e.host] = e
+	t.hosts.Add(e.host, e)
 }
 
 // checkRedirect is installed on every registry http.Client. net/http strips
