@@ -46,7 +46,8 @@ func (m *challengeMemo) captureToken(resp *http.Response) (*http.Response, error
 		return nil, fmt.Errorf("reading token response from %s: %w", resp.Request.URL.Host, err)
 	}
 	if len(body) > maxTokenBody {
-		return nil, fmt.Errorf("token response from %s is larger than %d bytes", resp.Request.URL.Host, maxTokenBody)
+		// A malformed answer of the registry's token server: 502 (ErrUpstream).
+		return nil, invalidDocument(resp.Request.URL.Host, "token response is larger than %d bytes", maxTokenBody)
 	}
 	var tr struct {
 		Token       string          `json:"token"`

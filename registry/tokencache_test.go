@@ -127,3 +127,18 @@ func TestConcurrentInspectsShareATokenPastTheFirstCallersDeparture(t *testing.T)
 		t.Errorf("%d token requests, want 1", n)
 	}
 }
+
+// A token server that answers more than maxTokenBody served something
+// malformed: ErrUpstream (502), as docs/architecture.md promises, not an
+// unclassified error (500). Issue 19, item 9.
+func TestOversizedTokenResponseIsUpstreamError(t *testing.T) {
+	f := newFakeRegistry(t)
+	f.tokenAuth = true
+	f.tokenPad = maxTokenBody + 1
+	f.addImage("team/app", "1.0", "linux", "amd64", "")
+	s := testService(t, ServiceOptions{})
+	_, err := s.Inspect(t.Context(), InspectRequest{Name: f.host() + "/team/app:1.0", Platform: linuxAmd64()})
+	if !errors.Is(err, ErrUpstream) {
+		t.Fatalf("oversized token response: %v, want ErrUpstream (502)", err)
+	}
+}
