@@ -18,6 +18,7 @@ import (
 	"github.com/containerd/errdefs"
 	registrytypes "github.com/moby/moby/api/types/registry"
 	"github.com/wharfproject/wharf/registry/hosts"
+	"github.com/wharfproject/wharf/registry/transport"
 	"oras.land/oras-go/v2/registry/remote/auth"
 )
 
@@ -87,16 +88,16 @@ func (s *Service) Login(ctx context.Context, ac *registrytypes.AuthConfig) (stri
 	default:
 		return "", classify(responseError(http.MethodGet, resp, body), host)
 	}
-	c, ok := preferredChallenge(resp.Header.Values("Www-Authenticate"))
+	c, ok := transport.PreferredChallenge(resp.Header.Values("Www-Authenticate"))
 	if !ok {
 		var offered []string
-		for _, c := range parseChallenges(resp.Header.Values("Www-Authenticate")) {
-			offered = append(offered, c.scheme)
+		for _, c := range transport.ParseChallenges(resp.Header.Values("Www-Authenticate")) {
+			offered = append(offered, c.Scheme)
 		}
 		return "", fmt.Errorf("login to %s: no supported auth scheme offered (%s; wharfd speaks Bearer and Basic)%.0w", host, strings.Join(offered, ", "), errdefs.ErrUnavailable)
 	}
-	params := c.params
-	switch c.scheme {
+	params := c.Params
+	switch c.Scheme {
 	case "basic":
 		h := http.Header{}
 		h.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(ac.Username+":"+ac.Password)))
@@ -111,7 +112,7 @@ func (s *Service) Login(ctx context.Context, ac *registrytypes.AuthConfig) (stri
 		}
 		return "", loginError(base, resp.StatusCode, body)
 	default: // bearer, with a realm (preferredChallenge)
-		s.memo.remember(host, bearerChallenge{realm: params["realm"], service: params["service"]})
+		s.http.RememberChallenge(host, params["realm"], params["service"])
 		return s.loginToken(ctx, ep, base, params["realm"], params["service"], ac)
 	}
 }
@@ -178,7 +179,7 @@ func (s *Service) loginToken(ctx context.Context, ep *endpoint, base, realm, ser
 	if err != nil {
 		return "", classify(err, ru.Host)
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxTokenBody+1))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, transport.MaxTokenBody+1))
 	resp.Body.Close()
 	if err != nil {
 		return "", classify(err, ru.Host)
@@ -186,8 +187,8 @@ func (s *Service) loginToken(ctx context.Context, ep *endpoint, base, realm, ser
 	if resp.StatusCode != http.StatusOK {
 		return "", loginError(base, resp.StatusCode, body)
 	}
-	if len(body) > maxTokenBody {
-		return "", fmt.Errorf("login: token response from %s larger than %d bytes%.0w", ru.Host, maxTokenBody, errdefs.ErrUnavailable)
+	if len(body) > transport.MaxTokenBody {
+		return "", fmt.Errorf("login: token response from %s larger than %d bytes%.0w", ru.Host, transport.MaxTokenBody, errdefs.ErrUnavailable)
 	}
 	var tr struct {
 		Token        string `json:"token"`
@@ -221,7 +222,7 @@ func (s *Service) loginToken(ctx context.Context, ep *endpoint, base, realm, ser
 // loginError words a refused login like dockerd, with the registry's reason.
 func loginError(u string, status int, body []byte) error {
 	msg := fmt.Sprintf("login attempt to %s failed with status: %d %s", u, status, http.StatusText(status))
-	if reason := registryReason(body); reason != "" {
+	if reason := transport.Reason(body); reason != "" {
 		msg += ": " + reason
 	}
 	if status == http.StatusUnauthorized || status == http.StatusForbidden {
@@ -231,37 +232,6 @@ func loginError(u string, status int, body []byte) error {
 		return fmt.Errorf("%s%.0w", msg, errdefs.ErrUnavailable)
 	}
 	return errors.New(msg)
-}
-
-// registryReason extracts a human reason from an error body: the
-// distribution {"errors":[…]} form or the token servers' {"details":…}.
-func registryReason(body []byte) string {
-	var b struct {
-		Errors []struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"errors"`
-		Details string `json:"details"`
-		Message string `json:"message"`
-		Error   string `json:"error"`
-	}
-	if json.Unmarshal(body, &b) != nil {
-		return ""
-	}
-	var parts []string
-	for _, e := range b.Errors {
-		if e.Message != "" {
-			parts = append(parts, e.Message)
-		} else if e.Code != "" {
-			parts = append(parts, strings.ToLower(strings.ReplaceAll(e.Code, "_", " ")))
-		}
-	}
-	for _, s := range []string{b.Details, b.Message, b.Error} {
-		if s != "" {
-			parts = append(parts, s)
-		}
-	}
-	return strings.Join(parts, "; ")
 }
 
 // checkRealmHost applies oras-go's realm denylist (its check is not

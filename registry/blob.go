@@ -27,7 +27,7 @@ func (r *Repository) FetchBlob(ctx context.Context, desc ocispec.Descriptor) (io
 		if err != nil {
 			return err
 		}
-		// The body is under the slow-body rule already (timeouts.go).
+		// The body is under the slow-body rule already (transport/timeouts.go).
 		var vr io.Reader = newVerifyingReader(rc, desc, ep.host)
 		if !ep.mirror {
 			// A verified read proves the blob is in this repository: a

@@ -122,7 +122,7 @@ func (r *Repository) getManifest(ctx context.Context, ep *repoEndpoint, ref stri
 	if resp.ContentLength > maxManifestSize {
 		return ocispec.Descriptor{}, nil, invalidDocument(ep.host, "manifest %s is larger than %d bytes", ref, maxManifestSize)
 	}
-	// The body is under the slow-body rule (timeouts.go).
+	// The body is under the slow-body rule (transport/timeouts.go).
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxManifestSize+1))
 	if err != nil {
 		return ocispec.Descriptor{}, nil, fmt.Errorf("reading manifest %s: %w", ref, err)
@@ -271,7 +271,7 @@ func (r *Repository) FetchConfig(ctx context.Context, desc ocispec.Descriptor) (
 		if err != nil {
 			return err
 		}
-		defer rc.Close() // under the slow-body rule (timeouts.go)
+		defer rc.Close() // under the slow-body rule (transport/timeouts.go)
 		b, err := io.ReadAll(io.LimitReader(newVerifyingReader(rc, desc, ep.host), maxConfigSize+1))
 		if err != nil {
 			return err

@@ -85,7 +85,7 @@ func readPage(resp *http.Response, r *Repository, b pageBounds, total int64, hos
 	if resp.ContentLength > limit {
 		return nil, pageTooLarge(host, b, total)
 	}
-	// The body is under the slow-body rule (timeouts.go).
+	// The body is under the slow-body rule (transport/timeouts.go).
 	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", b.what, err)

@@ -1,8 +1,16 @@
-// Package registry is everything that talks to container registries: reference
-// resolution (RepositoryInfo / IndexInfo), endpoints (TLS, insecure, mirrors,
-// additional and blocked registries), auth (X-Registry-Auth, basic, bearer
-// tokens), the v2 protocol on top of oras-go, the v1 fallback, and the caches
-// of immutable content. It imports no other wharf package.
+// Package registry is wharf's registry client: reference resolution
+// (RepositoryInfo / IndexInfo, candidates), which credentials go where
+// (credentials.go), login, the protocol (manifests, blobs, transfers, tags,
+// paging, referrers; v2 on top of oras-go, the v1 fallback), the caches and
+// the typed errors. Below it, and never importing it:
+//
+//	registry ──► registry/transport ──► registry/hosts
+//	    └───────────────────────────────────┘
+//
+// registry/hosts is the configuration (options, hosts.toml, certs.d): it
+// hands out each registry's endpoints in order; registry/transport is the
+// one HTTP stack every request goes through (its package doc draws the
+// chain). Beyond those it imports imagespec only.
 //
 // This file is the contract the rest of wharf programs against; the
 // implementation lives beside it (one file per concern).

@@ -24,9 +24,7 @@ func (s *Service) Reload(opts ServiceOptions) ([]string, error) {
 	}
 	old := s.state.Load()
 	changes := hosts.Diff(old.cfg, cfg)
-	tr := newHostTransports(cfg, s.tm, s.opts.Transport)
-	tr.obs = s.obs
-	s.state.Store(&serviceState{cfg: cfg, transports: tr})
-	old.transports.closeIdle()
+	s.state.Store(&serviceState{cfg: cfg})
+	s.http.Reload(cfg)
 	return changes, nil
 }

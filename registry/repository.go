@@ -15,6 +15,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/wharfproject/wharf/registry/hosts"
+	"github.com/wharfproject/wharf/registry/transport"
 	"oras.land/oras-go/v2/registry"
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
@@ -97,12 +98,12 @@ func (s *Service) newRepoEndpoint(ep *endpoint, path, index string, creds Creden
 	}
 	client := s.client
 	if ep.rooted {
-		client = &http.Client{Transport: rootRewrite{host: ep.host, root: ep.root, next: s.client.Transport}, CheckRedirect: checkRedirect}
+		client = &http.Client{Transport: rootRewrite{host: ep.host, root: ep.root, next: s.client.Transport}, CheckRedirect: transport.CheckRedirect}
 	}
 	ac := &auth.Client{
 		Client:   client,
 		Header:   header,
-		Cache:    s.observedTokens(s.tokenCacheFor(credentialIdentity(creds.Auth))),
+		Cache:    s.http.Tokens(credentialIdentity(creds.Auth)),
 		ClientID: oauthClientID,
 	}
 	if hosts.IsLoopbackHost(ep.host) {

@@ -12,10 +12,10 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
-	"github.com/hashicorp/golang-lru/v2/simplelru"
 	registrytypes "github.com/moby/moby/api/types/registry"
 	"github.com/sirupsen/logrus"
 	"github.com/wharfproject/wharf/registry/hosts"
+	"github.com/wharfproject/wharf/registry/transport"
 	"golang.org/x/sync/singleflight"
 )
 
@@ -24,11 +24,10 @@ import (
 type Service struct {
 	opts ServiceOptions
 	log  *logrus.Entry
-	tm   timeouts
 
-	// state is the configuration and the per-host set-ups made from it,
-	// swapped whole by Reload: a request reads it once per decision, so
-	// it runs on the old or the new configuration, never a mix of both.
+	// state is the configuration, swapped whole by Reload: a decision
+	// reads it once, so it runs on the old or the new configuration,
+	// never a mix of both.
 	state       atomic.Pointer[serviceState]
 	reloadMu    sync.Mutex    // one Reload at a time
 	mirrorDown  sync.Map      // mirror host → *mirrorState (mirrors.go)
@@ -37,8 +36,8 @@ type Service struct {
 	// configuration: tests reload in the middle of a decision with it.
 	configRead func()
 
-	memo    *challengeMemo
-	client  *http.Client // retry → challenge memo → per-host transport
+	http    *transport.Stack // the one HTTP stack (registry/transport)
+	client  *http.Client     // http's Client
 	content *contentCache
 	warm    *repoSet
 	obs     Observer  // metrics.go
@@ -48,19 +47,12 @@ type Service struct {
 	noReferrersAPI *lruSet        // bounded: maxReferrerHosts
 	blobs          *blobLocations // where blobs are known to be, for mounts (transfer.go)
 
-	mu          sync.Mutex
-	tokenCaches *simplelru.LRU[string, *tokenCache] // credential identity → tokens
-
 	flight singleflight.Group
 }
 
-// maxCredentialIdentities bounds the per-credential token caches; beyond
-// it the least recently used is dropped (a token is cheap to fetch again).
-const maxCredentialIdentities = 256
-
 // NewService validates opts and returns a Service.
 func NewService(opts ServiceOptions) (*Service, error) {
-	return newService(opts, retryMaxWait)
+	return newService(opts, transport.RetryMaxWait)
 }
 
 func newService(opts ServiceOptions, maxWait time.Duration) (*Service, error) {
@@ -68,7 +60,7 @@ func newService(opts ServiceOptions, maxWait time.Duration) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w%.0w", err, errdefs.ErrInvalidArgument)
 	}
-	tm, err := newTimeouts(opts.Timeout)
+	stack, err := transport.New(cfg, transport.Options{Timeout: opts.Timeout, Transport: opts.Transport, Observer: opts.Observer, MaxWait: maxWait})
 	if err != nil {
 		return nil, fmt.Errorf("%w%.0w", err, errdefs.ErrInvalidArgument)
 	}
@@ -81,29 +73,24 @@ func newService(opts ServiceOptions, maxWait time.Duration) (*Service, error) {
 	s := &Service{
 		opts:           opts,
 		log:            log,
-		tm:             tm,
+		http:           stack,
+		client:         stack.Client(),
 		content:        newContentCache(contentCacheBytes),
 		warm:           newRepoSet(maxWarmRepos),
 		noReferrersAPI: newLRUSet(maxReferrerHosts),
 		tags:           newTagCache(maxTagAnswers),
 		blobs:          newBlobLocations(),
-		tokenCaches:    mustLRU[string, *tokenCache](maxCredentialIdentities),
 		mirrorRetry:    mirrorRetryAfter,
 	}
-	s.state.Store(&serviceState{cfg: cfg, transports: newHostTransports(cfg, tm, opts.Transport)})
+	s.state.Store(&serviceState{cfg: cfg})
 	s.setObserver(opts.Observer)
-	s.memo = newChallengeMemo(currentTransports{s})
-	s.client = &http.Client{
-		Transport:     uploadCheck{newIdempotentRetry(s.memo, newRetryPolicy(maxWait))},
-		CheckRedirect: checkRedirect,
-	}
 	return s, nil
 }
 
-// serviceState is what Reload replaces.
+// serviceState is what Reload replaces (the transport's per-host set-ups
+// are replaced beside it: transport.Stack.Reload).
 type serviceState struct {
-	cfg        *hosts.Config
-	transports *hostTransports
+	cfg *hosts.Config
 }
 
 // config is the current configuration. A decision reads it once and
@@ -114,27 +101,6 @@ func (s *Service) config() *hosts.Config {
 		s.configRead()
 	}
 	return cfg
-}
-
-func (s *Service) transports() *hostTransports { return s.state.Load().transports }
-
-// currentTransports sends each request through the per-host set-ups of
-// the configuration current when the request starts.
-type currentTransports struct{ s *Service }
-
-func (c currentTransports) RoundTrip(req *http.Request) (*http.Response, error) {
-	return c.s.transports().RoundTrip(req)
-}
-
-func (s *Service) tokenCacheFor(identity string) *tokenCache {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c, ok := s.tokenCaches.Get(identity); ok {
-		return c
-	}
-	c := newTokenCache(s.memo, s.tm.shared())
-	s.tokenCaches.Add(identity, c)
-	return c
 }
 
 // ServiceConfig is the RegistryConfig of GET /info.

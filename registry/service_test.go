@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
@@ -189,5 +190,12 @@ func TestNormaliseServerAddress(t *testing.T) {
 		if got := hosts.NormaliseServerAddress(in); got != want {
 			t.Errorf("hosts.NormaliseServerAddress(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// A timeout that is not a positive duration is the caller's error.
+func TestServiceRejectsNegativeTimeout(t *testing.T) {
+	if _, err := NewService(ServiceOptions{Timeout: -time.Second}); err == nil || !errdefs.IsInvalidArgument(err) {
+		t.Errorf("negative timeout: %v, want InvalidArgument", err)
 	}
 }

@@ -256,7 +256,7 @@ func NormaliseServerAddress(addr string) string {
 }
 
 // IsLoopbackHost reports whether host[:port] names this machine; such
-// registries are always insecure (see Secure and registry/endpoints.go).
+// registries are always insecure (see Secure and registry/transport/probe.go).
 func IsLoopbackHost(hostport string) bool {
 	h := HostOnly(hostport)
 	if strings.EqualFold(h, "localhost") {

@@ -10,7 +10,7 @@ type Endpoint struct {
 	Mirror    bool
 	// Probe: the registry's own API host, configured by no hosts.toml
 	// server; its scheme is decided when it is set up (Secure, and for an
-	// insecure one the scheme probe of registry/endpoints.go).
+	// insecure one the scheme probe of registry/transport/probe.go).
 	Probe bool
 	// Root is the API root when it is not /v2 (Rooted: a hosts.toml server
 	// or mirror with a path, or override_path, whose root may be "", the

@@ -1,4 +1,4 @@
-package registry
+package transport
 
 import (
 	"sort"
@@ -8,31 +8,31 @@ import (
 // WWW-Authenticate, parsed (RFC 9110 §11.6.1): every challenge of every
 // header value, auth-params or token68, bounded.
 
-// challenge is one auth challenge of a WWW-Authenticate header.
-type challenge struct {
-	scheme  string            // lower case: "bearer", "basic", "negotiate"…
-	params  map[string]string // auth-params, names in lower case; the first of a repeated name wins
-	token68 string            // the token68 form (Negotiate, NTLM), when given instead of params
+// Challenge is one auth challenge of a WWW-Authenticate header.
+type Challenge struct {
+	Scheme  string            // lower case: "bearer", "basic", "negotiate"…
+	Params  map[string]string // auth-params, names in lower case; the first of a repeated name wins
+	Token68 string            // the token68 form (Negotiate, NTLM), when given instead of params
 }
 
 // String is c as a header value that oras-go's parser reads: the scheme,
 // then the params sorted by name, each quoted (only `"` and `\` escaped).
-func (c challenge) String() string {
+func (c Challenge) String() string {
 	var b strings.Builder
-	switch c.scheme {
+	switch c.Scheme {
 	case "bearer":
 		b.WriteString("Bearer")
 	case "basic":
 		b.WriteString("Basic")
 	default:
-		b.WriteString(c.scheme)
+		b.WriteString(c.Scheme)
 	}
-	if c.token68 != "" {
-		b.WriteString(" " + c.token68)
+	if c.Token68 != "" {
+		b.WriteString(" " + c.Token68)
 		return b.String()
 	}
-	keys := make([]string, 0, len(c.params))
-	for k := range c.params {
+	keys := make([]string, 0, len(c.Params))
+	for k := range c.Params {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
@@ -42,7 +42,7 @@ func (c challenge) String() string {
 		} else {
 			b.WriteByte(',')
 		}
-		b.WriteString(k + `="` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(c.params[k]) + `"`)
+		b.WriteString(k + `="` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(c.Params[k]) + `"`)
 	}
 	return b.String()
 }
@@ -53,20 +53,20 @@ func (c challenge) String() string {
 // first in one header); oras-go reads only the first header's first
 // challenge, so a 401 offering more than one is rewritten to the chosen
 // one (challengeMemo.RoundTrip). ok is false when neither is offered.
-func preferredChallenge(values []string) (c challenge, ok bool) {
-	var basic *challenge
-	for _, ch := range parseChallenges(values) {
+func PreferredChallenge(values []string) (c Challenge, ok bool) {
+	var basic *Challenge
+	for _, ch := range ParseChallenges(values) {
 		switch {
-		case ch.scheme == "bearer" && ch.params["realm"] != "":
+		case ch.Scheme == "bearer" && ch.Params["realm"] != "":
 			return ch, true
-		case ch.scheme == "basic" && basic == nil:
+		case ch.Scheme == "basic" && basic == nil:
 			basic = &ch
 		}
 	}
 	if basic != nil {
 		return *basic, true
 	}
-	return challenge{}, false
+	return Challenge{}, false
 }
 
 // maxChallenges bounds what one response may make us parse: registries
@@ -77,8 +77,8 @@ const maxChallenges = 16
 // (RFC 7235 §4.1: several headers, and several comma-separated challenges
 // in one; a challenge is a scheme and then a token68 or auth-params).
 // Unparsable input ends the parse; what came before it is kept.
-func parseChallenges(values []string) []challenge {
-	var out []challenge
+func ParseChallenges(values []string) []Challenge {
+	var out []Challenge
 	for _, v := range values {
 		p := challengeParser{s: v}
 		for len(out) < maxChallenges {
@@ -145,15 +145,15 @@ func (p *challengeParser) atParam() bool {
 }
 
 // next returns the next challenge; ok is false at the end or at garbage.
-func (p *challengeParser) next() (challenge, bool) {
+func (p *challengeParser) next() (Challenge, bool) {
 	for p.i < len(p.s) && (p.s[p.i] == ',' || p.s[p.i] == ' ' || p.s[p.i] == '\t') {
 		p.i++
 	}
 	scheme := p.token()
 	if scheme == "" {
-		return challenge{}, false
+		return Challenge{}, false
 	}
-	c := challenge{scheme: strings.ToLower(scheme), params: map[string]string{}}
+	c := Challenge{Scheme: strings.ToLower(scheme), Params: map[string]string{}}
 	if p.peek() != ' ' && p.peek() != '\t' {
 		return c, true // no params: the end, or a comma before the next challenge
 	}
@@ -168,7 +168,7 @@ func (p *challengeParser) next() (challenge, bool) {
 			for p.i < len(p.s) && p.s[p.i] == '=' {
 				p.i++
 			}
-			c.token68 = p.s[j:p.i]
+			c.Token68 = p.s[j:p.i]
 		}
 		return c, true
 	}
@@ -195,8 +195,8 @@ func (p *challengeParser) next() (challenge, bool) {
 			}
 			val = p.s[j:p.i]
 		}
-		if _, dup := c.params[key]; !dup {
-			c.params[key] = val
+		if _, dup := c.Params[key]; !dup {
+			c.Params[key] = val
 		}
 		p.skipSpace()
 		if p.peek() != ',' {

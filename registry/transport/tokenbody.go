@@ -1,4 +1,4 @@
-package registry
+package transport
 
 import (
 	"bytes"
@@ -17,9 +17,11 @@ import (
 // reasonAsErrors turns a token server's refusal into the error document
 // oras-go reads.
 
-// maxTokenBody caps a token response: a token must fit in an HTTP header
+// MaxTokenBody caps a token response: a token must fit in an HTTP header
 // (~16 KiB) and the response may hold it twice plus a refresh token.
-const maxTokenBody = 64 << 10
+const MaxTokenBody = 64 << 10
+
+const maxTokenBody = MaxTokenBody
 
 // defaultTokenLifetime is the distribution spec's default when expires_in is
 // absent; tokenExpiryMargin renews a little early so a token does not expire
@@ -47,7 +49,7 @@ func (m *challengeMemo) captureToken(resp *http.Response) (*http.Response, error
 	}
 	if len(body) > maxTokenBody {
 		// A malformed answer of the registry's token server: 502 (ErrUpstream).
-		return nil, invalidDocument(resp.Request.URL.Host, "token response is larger than %d bytes", maxTokenBody)
+		return nil, InvalidDocument(resp.Request.URL.Host, "token response is larger than %d bytes", maxTokenBody)
 	}
 	var tr struct {
 		Token       string          `json:"token"`
@@ -106,8 +108,8 @@ func reasonAsErrors(resp *http.Response) (*http.Response, error) {
 	var probe struct {
 		Errors json.RawMessage `json:"errors"`
 	}
-	if json.Unmarshal(body, &probe) != nil || !present(probe.Errors) {
-		if reason := registryReason(body); reason != "" {
+	if json.Unmarshal(body, &probe) != nil || (len(probe.Errors) == 0 || string(probe.Errors) == "null") {
+		if reason := Reason(body); reason != "" {
 			code := "UNAUTHORIZED"
 			if resp.StatusCode == http.StatusForbidden {
 				code = "DENIED"

@@ -1,4 +1,4 @@
-package registry
+package transport
 
 import (
 	"bytes"
@@ -151,10 +151,10 @@ func (m *challengeMemo) RoundTrip(req *http.Request) (*http.Response, error) {
 	case isV2 && resp.StatusCode == http.StatusUnauthorized:
 		values := resp.Header.Values("Www-Authenticate")
 		c, ok := m.learn(req.URL.Host, values)
-		if ok && (len(values) > 1 || len(parseChallenges(values)) > 1) {
+		if ok && (len(values) > 1 || len(ParseChallenges(values)) > 1) {
 			resp.Header.Set("Www-Authenticate", c.String())
 		}
-		if !(ok && c.scheme == "bearer") && req.Header.Get("Authorization") != "" {
+		if !(ok && c.Scheme == "bearer") && req.Header.Get("Authorization") != "" {
 			m.forget(req.URL.Host)
 		}
 		return readAheadChallenge(resp), nil
@@ -173,13 +173,13 @@ func (m *challengeMemo) RoundTrip(req *http.Request) (*http.Response, error) {
 // WWW-Authenticate values): a Bearer challenge with a realm is remembered
 // for host. c is the challenge wharfd answers (preferredChallenge). Every
 // 401 goes through here: the ones oras-go's requests get (RoundTrip) and
-// the plain-HTTP ping sent beside the scheme probe (endpoints.go). The
+// the plain-HTTP ping sent beside the scheme probe (probe.go). The
 // realm itself is checked where it is used, by oras-go's auth.Client,
 // which sees a remembered challenge as the 401 it answers locally.
-func (m *challengeMemo) learn(host string, values []string) (c challenge, ok bool) {
-	c, ok = preferredChallenge(values)
-	if ok && c.scheme == "bearer" {
-		m.remember(host, bearerChallenge{realm: c.params["realm"], service: c.params["service"]})
+func (m *challengeMemo) learn(host string, values []string) (c Challenge, ok bool) {
+	c, ok = PreferredChallenge(values)
+	if ok && c.Scheme == "bearer" {
+		m.remember(host, bearerChallenge{realm: c.Params["realm"], service: c.Params["service"]})
 	}
 	return c, ok
 }

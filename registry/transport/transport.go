@@ -1,4 +1,4 @@
-package registry
+package transport
 
 import (
 	"context"
@@ -82,7 +82,7 @@ type hostTransports struct {
 	hosts *simplelru.LRU[string, *hostEntry] // lower-case host[:port] → its set-up; least recently used forgotten first
 
 	building detachedFlight // per host: newEntry
-	probing  detachedFlight // per host: probeScheme (endpoints.go)
+	probing  detachedFlight // per host: probeScheme (probe.go)
 }
 
 // hostEntry is what wharfd knows of one host[:port].
@@ -92,7 +92,7 @@ type hostEntry struct {
 	rt     http.RoundTripper
 	tls    *tls.Config // the TLS config of rt's requests (roots, client certificate, verification)
 
-	// scheme of an insecure registry's API, probed once (endpoints.go):
+	// scheme of an insecure registry's API, probed once (probe.go):
 	// schemeUnknown, schemeHTTPS or schemeHTTP.
 	scheme atomic.Int32
 }
@@ -108,7 +108,7 @@ func newHostTransports(cfg *hosts.Config, tm timeouts, override http.RoundTrippe
 
 // settle runs tr's one-time HTTP/2 set-up now. It writes
 // tr.TLSClientConfig (NextProtos) on the transport's first request, and
-// the scheme probe (endpoints.go) clones that config while the first
+// the scheme probe (probe.go) clones that config while the first
 // request, its own ping among them, may be starting: a data race.
 // CloseIdleConnections runs the set-up and, on a new transport, nothing else.
 func settle(tr *http.Transport) { tr.CloseIdleConnections() }
