@@ -127,10 +127,10 @@ func (s *Service) resolveName(ctx context.Context, cfg *hosts.Config, name refer
 	if implicit {
 		tag = "latest"
 	}
-	res, err := repo.resolve(ctx, tag, dgst)
+	res, err := repo.fetchTop(ctx, tag, dgst)
 	if err != nil && implicit && errdefs.IsNotFound(err) {
 		if tags, terr := repo.Tags(ctx, TagsOptions{Limit: 1}); terr == nil && len(tags) > 0 && tags[0] != "latest" {
-			res, err = repo.resolve(ctx, tags[0], "")
+			res, err = repo.fetchTop(ctx, tags[0], "")
 		}
 	}
 	if err != nil && errdefs.IsNotFound(err) {
@@ -153,17 +153,17 @@ func (r *Repository) ResolveTag(ctx context.Context, tagOrDigest string) (*Resol
 	if err != nil {
 		return nil, err
 	}
-	return r.resolve(ctx, tag, dgst)
+	return r.fetchTop(ctx, tag, dgst)
 }
 
-// resolve fetches the top-level document of tag or dgst:
+// fetchTop fetches the top-level document of tag or dgst:
 //   - a digest: from the content cache when this repository and identity
 //     have read it (0 requests), after one HEAD when another has (1), else
 //     one GET;
 //   - a tag on a repository this identity has read: HEAD, then the body
 //     from the cache when unchanged (1 request);
 //   - a tag otherwise: one GET (digest and body in one trip).
-func (r *Repository) resolve(ctx context.Context, tag string, dgst digest.Digest) (*Resolved, error) {
+func (r *Repository) fetchTop(ctx context.Context, tag string, dgst digest.Digest) (*Resolved, error) {
 	var (
 		top    ocispec.Descriptor
 		raw    []byte
