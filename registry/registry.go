@@ -113,16 +113,29 @@ type InspectRequest struct {
 	Referrers *ReferrersOptions
 }
 
-// RemoteImage is what a remote inspect learned about one image.
-type RemoteImage struct {
+// TopLevel is what a name resolved to on one repository: the top-level
+// document exactly as the registry served it, under the digest the
+// registry names it by. Resolved and RemoteImage both carry it.
+type TopLevel struct {
 	Registry string          // index name that answered
 	Name     reference.Named // fully qualified repository that answered
 	Tag      string          // resolved tag; empty for a digest reference
 
-	Descriptor ocispec.Descriptor // top-level manifest or index, as NAME@digest pins it
-	Raw        []byte             // top-level bytes as served
-	Index      *ocispec.Index     // set when the top level is an index / manifest list
-	ServedBy   string             // API host that answered the resolution (a mirror's or the upstream's); empty from the cache
+	// Descriptor is the top-level manifest or index: its digest is the
+	// registry's (what NAME@digest pins; for signed schema1 not the hash of
+	// Raw, for a sha512 reference a sha512 digest).
+	Descriptor ocispec.Descriptor
+	Raw        []byte         // top-level bytes as served
+	Index      *ocispec.Index // set when the top level is an index / manifest list
+	// ServedBy is the API host that answered the resolution: a mirror's,
+	// or the upstream's; empty when wharfd's content cache answered.
+	ServedBy string
+}
+
+// RemoteImage is what a remote inspect learned about one image: the top
+// level, and the platform's manifest, config and layers.
+type RemoteImage struct {
+	TopLevel
 
 	Manifest      ocispec.Descriptor // the chosen platform manifest
 	ManifestBytes []byte

@@ -20,19 +20,7 @@ import (
 // go-containerregistry's remote.Get → Descriptor.Image(): Resolve, then
 // Image(platform) for the manifest, config and layers.
 type Resolved struct {
-	Registry string          // index name that answered
-	Name     reference.Named // fully qualified repository that answered
-	Tag      string          // resolved tag; empty for a digest reference
-
-	// Descriptor is the top-level manifest or index: its digest is the
-	// registry's (what NAME@digest pins; for signed schema1 not the hash of
-	// Raw, for a sha512 reference a sha512 digest).
-	Descriptor ocispec.Descriptor
-	Raw        []byte         // top-level bytes as served
-	Index      *ocispec.Index // set when the top level is an index / manifest list
-	// ServedBy is the API host that answered the resolution: a mirror's,
-	// or the upstream's; empty when wharfd's content cache answered.
-	ServedBy string
+	TopLevel
 
 	repo *Repository
 	doc  *decoded
@@ -139,7 +127,7 @@ func (s *Service) resolveName(ctx context.Context, cfg *hosts.Config, name refer
 			if verr != nil {
 				return nil, verr
 			}
-			return &Resolved{Registry: img.Registry, Name: img.Name, Tag: img.Tag, Descriptor: img.Descriptor, Raw: img.Raw, repo: repo, v1: img}, nil
+			return &Resolved{TopLevel: img.TopLevel, repo: repo, v1: img}, nil
 		}
 		return nil, notFoundError(name, tag, dgst, err)
 	}
@@ -201,14 +189,16 @@ func (r *Repository) fetchTop(ctx context.Context, tag string, dgst digest.Diges
 		r.noteTag(tag, top, asked)
 	}
 	res := &Resolved{
-		Registry:   r.info.Index.Name,
-		Name:       r.info.Name,
-		Tag:        tag,
-		Descriptor: top,
-		Raw:        raw,
-		ServedBy:   r.servedBy(),
-		repo:       r,
-		doc:        doc,
+		TopLevel: TopLevel{
+			Registry:   r.info.Index.Name,
+			Name:       r.info.Name,
+			Tag:        tag,
+			Descriptor: top,
+			Raw:        raw,
+			ServedBy:   r.servedBy(),
+		},
+		repo: r,
+		doc:  doc,
 	}
 	if doc.kind == kindIndex {
 		idx := doc.index
@@ -264,15 +254,7 @@ func (r *Resolved) Image(ctx context.Context, p ocispec.Platform) (*RemoteImage,
 		img := *r.v1
 		return &img, nil
 	}
-	img := &RemoteImage{
-		Registry:   r.Registry,
-		Name:       r.Name,
-		Tag:        r.Tag,
-		Descriptor: r.Descriptor,
-		Raw:        r.Raw,
-		Index:      r.Index,
-		ServedBy:   r.ServedBy,
-	}
+	img := &RemoteImage{TopLevel: r.TopLevel}
 	mdesc, mraw, err := r.PlatformManifest(ctx, p)
 	if err != nil {
 		return nil, err

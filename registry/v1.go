@@ -75,9 +75,7 @@ func (r *Repository) inspectV1(ctx context.Context, tag string, dgst digest.Dige
 		return nil, invalidDocument(host, "v1 image %s JSON is not valid", id)
 	}
 	return &RemoteImage{
-		Registry:    r.info.Index.Name,
-		Name:        r.info.Name,
-		Tag:         tag,
+		TopLevel:    TopLevel{Registry: r.info.Index.Name, Name: r.info.Name, Tag: tag},
 		Config:      ocispec.Descriptor{MediaType: imagespec.MediaTypeDockerConfig, Digest: digest.FromBytes(cfg), Size: int64(len(cfg))},
 		ConfigBytes: cfg,
 		V1:          true,
