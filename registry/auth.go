@@ -13,57 +13,14 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"sort"
 	"strings"
 
 	"github.com/containerd/errdefs"
 	registrytypes "github.com/moby/moby/api/types/registry"
+	"github.com/wharfproject/wharf/registry/hosts"
+	"github.com/wharfproject/wharf/registry/transport"
 	"oras.land/oras-go/v2/registry/remote/auth"
 )
-
-// maxAuthHeader caps X-Registry-Auth before decoding: credentials and tokens
-// fit in a few KiB; anything near an HTTP header limit is not an AuthConfig.
-const maxAuthHeader = 64 << 10
-
-// DecodeAuthConfig decodes an X-Registry-Auth header leniently: empty or
-// invalid gives nil (anonymous). It never logs the value. The header is
-// base64url JSON (padded or not; standard base64 is accepted too, some
-// clients send it); more than one JSON document is invalid.
-func DecodeAuthConfig(header string) *registrytypes.AuthConfig {
-	header = strings.TrimSpace(header)
-	if header == "" || len(header) > maxAuthHeader {
-		return nil
-	}
-	var raw []byte
-	for _, enc := range []*base64.Encoding{base64.URLEncoding, base64.RawURLEncoding, base64.StdEncoding, base64.RawStdEncoding} {
-		if b, err := enc.DecodeString(header); err == nil {
-			raw = b
-			break
-		}
-	}
-	if raw == nil {
-		return nil
-	}
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
-	var ac registrytypes.AuthConfig
-	if err := dec.Decode(&ac); err != nil {
-		return nil
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil // trailing data: a second document or garbage
-	}
-	if ac.Username == "" && ac.Password == "" && ac.Auth != "" {
-		if b, err := base64.StdEncoding.DecodeString(ac.Auth); err == nil {
-			if u, p, ok := strings.Cut(string(b), ":"); ok {
-				ac.Username, ac.Password = u, p
-			}
-		}
-	}
-	if ac == (registrytypes.AuthConfig{}) {
-		return nil
-	}
-	return &ac
-}
 
 // credentialIdentity names a credential without holding it in clear: it
 // keys token caches and single flights so that two users never share a
@@ -73,37 +30,11 @@ func credentialIdentity(ac *registrytypes.AuthConfig) string {
 		return ""
 	}
 	h := sha256.New()
-	for _, s := range []string{normaliseServerAddress(ac.ServerAddress), ac.Username, ac.Password, ac.IdentityToken, ac.RegistryToken} {
+	for _, s := range []string{hosts.NormaliseServerAddress(ac.ServerAddress), ac.Username, ac.Password, ac.IdentityToken, ac.RegistryToken} {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-// credentialFunc returns ac only for the registry it belongs to. An empty
-// ServerAddress means "the registry of this request" (defaultIndex): the
-// header came with a request for one image. A mirror never receives the
-// credentials of the index it mirrors.
-func credentialFunc(ac *registrytypes.AuthConfig, defaultIndex string) auth.CredentialFunc {
-	if ac == nil {
-		return nil
-	}
-	index := normaliseServerAddress(ac.ServerAddress)
-	if index == "" {
-		index = normaliseIndexName(defaultIndex)
-	}
-	cred := auth.Credential{
-		Username:     ac.Username,
-		Password:     ac.Password,
-		RefreshToken: ac.IdentityToken,
-		AccessToken:  ac.RegistryToken,
-	}
-	return func(_ context.Context, hostport string) (auth.Credential, error) {
-		if normaliseIndexName(hostport) == index {
-			return cred, nil
-		}
-		return auth.EmptyCredential, nil
-	}
 }
 
 // Login validates auth against its registry (ServerAddress) and returns the
@@ -118,23 +49,24 @@ func (s *Service) Login(ctx context.Context, ac *registrytypes.AuthConfig) (stri
 	if ac == nil {
 		return "", fmt.Errorf("no credentials%.0w", errdefs.ErrInvalidArgument)
 	}
-	if hasUserinfo(ac.ServerAddress) {
+	if hosts.HasUserinfo(ac.ServerAddress) {
 		// Never repeated: the user:password@ is what docs/security.md
 		// promises to keep out of answers and logs.
 		return "", fmt.Errorf("server address %q: credentials in the server address are not accepted; give them as username and password%.0w", RedactAddress(ac.ServerAddress), errdefs.ErrInvalidArgument)
 	}
-	index := normaliseServerAddress(ac.ServerAddress)
+	index := hosts.NormaliseServerAddress(ac.ServerAddress)
 	if index == "" {
 		index = DefaultIndexName
 	}
-	if _, err := validateHost(index); err != nil {
+	if _, err := hosts.ValidateHost(index); err != nil {
 		return "", fmt.Errorf("%w%.0w", err, errdefs.ErrInvalidArgument)
 	}
-	if s.config().isBlocked(index) {
+	cfg := s.config() // once: blocked and the endpoints from one configuration
+	if cfg.Blocked(index) {
 		return "", blockedError(index)
 	}
 	// The upstream: the index's API host, or the server its hosts.toml names.
-	eps, err := s.endpointsFor(ctx, s.config(), index)
+	eps, err := s.endpointsFor(ctx, cfg, index)
 	if err != nil {
 		return "", err
 	}
@@ -156,16 +88,16 @@ func (s *Service) Login(ctx context.Context, ac *registrytypes.AuthConfig) (stri
 	default:
 		return "", classify(responseError(http.MethodGet, resp, body), host)
 	}
-	c, ok := preferredChallenge(resp.Header.Values("Www-Authenticate"))
+	c, ok := transport.PreferredChallenge(resp.Header.Values("Www-Authenticate"))
 	if !ok {
 		var offered []string
-		for _, c := range parseChallenges(resp.Header.Values("Www-Authenticate")) {
-			offered = append(offered, c.scheme)
+		for _, c := range transport.ParseChallenges(resp.Header.Values("Www-Authenticate")) {
+			offered = append(offered, c.Scheme)
 		}
 		return "", fmt.Errorf("login to %s: no supported auth scheme offered (%s; wharfd speaks Bearer and Basic)%.0w", host, strings.Join(offered, ", "), errdefs.ErrUnavailable)
 	}
-	params := c.params
-	switch c.scheme {
+	params := c.Params
+	switch c.Scheme {
 	case "basic":
 		h := http.Header{}
 		h.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(ac.Username+":"+ac.Password)))
@@ -180,7 +112,7 @@ func (s *Service) Login(ctx context.Context, ac *registrytypes.AuthConfig) (stri
 		}
 		return "", loginError(base, resp.StatusCode, body)
 	default: // bearer, with a realm (preferredChallenge)
-		s.memo.remember(host, bearerChallenge{realm: params["realm"], service: params["service"]})
+		s.http.RememberChallenge(host, params["realm"], params["service"])
 		return s.loginToken(ctx, ep, base, params["realm"], params["service"], ac)
 	}
 }
@@ -247,7 +179,7 @@ func (s *Service) loginToken(ctx context.Context, ep *endpoint, base, realm, ser
 	if err != nil {
 		return "", classify(err, ru.Host)
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxTokenBody+1))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, transport.MaxTokenBody+1))
 	resp.Body.Close()
 	if err != nil {
 		return "", classify(err, ru.Host)
@@ -255,8 +187,8 @@ func (s *Service) loginToken(ctx context.Context, ep *endpoint, base, realm, ser
 	if resp.StatusCode != http.StatusOK {
 		return "", loginError(base, resp.StatusCode, body)
 	}
-	if len(body) > maxTokenBody {
-		return "", fmt.Errorf("login: token response from %s larger than %d bytes%.0w", ru.Host, maxTokenBody, errdefs.ErrUnavailable)
+	if len(body) > transport.MaxTokenBody {
+		return "", fmt.Errorf("login: token response from %s larger than %d bytes%.0w", ru.Host, transport.MaxTokenBody, errdefs.ErrUnavailable)
 	}
 	var tr struct {
 		Token        string `json:"token"`
@@ -290,7 +222,7 @@ func (s *Service) loginToken(ctx context.Context, ep *endpoint, base, realm, ser
 // loginError words a refused login like dockerd, with the registry's reason.
 func loginError(u string, status int, body []byte) error {
 	msg := fmt.Sprintf("login attempt to %s failed with status: %d %s", u, status, http.StatusText(status))
-	if reason := registryReason(body); reason != "" {
+	if reason := transport.Reason(body); reason != "" {
 		msg += ": " + reason
 	}
 	if status == http.StatusUnauthorized || status == http.StatusForbidden {
@@ -302,48 +234,17 @@ func loginError(u string, status int, body []byte) error {
 	return errors.New(msg)
 }
 
-// registryReason extracts a human reason from an error body: the
-// distribution {"errors":[…]} form or the token servers' {"details":…}.
-func registryReason(body []byte) string {
-	var b struct {
-		Errors []struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"errors"`
-		Details string `json:"details"`
-		Message string `json:"message"`
-		Error   string `json:"error"`
-	}
-	if json.Unmarshal(body, &b) != nil {
-		return ""
-	}
-	var parts []string
-	for _, e := range b.Errors {
-		if e.Message != "" {
-			parts = append(parts, e.Message)
-		} else if e.Code != "" {
-			parts = append(parts, strings.ToLower(strings.ReplaceAll(e.Code, "_", " ")))
-		}
-	}
-	for _, s := range []string{b.Details, b.Message, b.Error} {
-		if s != "" {
-			parts = append(parts, s)
-		}
-	}
-	return strings.Join(parts, "; ")
-}
-
 // checkRealmHost applies oras-go's realm denylist (its check is not
 // exported) to the realm login sends the password to: a registry must not
 // point it at link-local or cloud-metadata addresses, nor, unless the
 // registry is itself on this machine, at loopback.
 func checkRealmHost(ctx context.Context, realm *url.URL, registryHost string) error {
 	host := realm.Hostname()
-	if strings.EqualFold(host, hostOnly(registryHost)) {
+	if strings.EqualFold(host, hosts.HostOnly(registryHost)) {
 		return nil
 	}
 	prefixes := auth.DefaultBlockedRealmPrefixes()
-	if isLoopbackHost(registryHost) {
+	if hosts.IsLoopbackHost(registryHost) {
 		prefixes = loopbackRealmPrefixes()
 	}
 	var addrs []netip.Addr
@@ -358,29 +259,6 @@ func checkRealmHost(ctx context.Context, realm *url.URL, registryHost string) er
 				return fmt.Errorf("login: bearer realm %q resolves to %s, which is refused%.0w", realm.Redacted(), a, errdefs.ErrPermissionDenied)
 			}
 		}
-	}
-	return nil
-}
-
-// AuthFor picks from credentials keyed by registry (the X-Registry-Config
-// map of a build or a copy) the set for index, bound to it: its
-// ServerAddress becomes its key, so credentialFunc sends it to that
-// registry and no other. Keys are matched as logins are (Docker Hub's
-// aliases, a scheme or a path ignored), in sorted order when several match.
-func AuthFor(configs map[string]registrytypes.AuthConfig, index string) *registrytypes.AuthConfig {
-	keys := make([]string, 0, len(configs))
-	for k := range configs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	want := normaliseIndexName(index)
-	for _, k := range keys {
-		ac := configs[k]
-		if normaliseServerAddress(k) != want || ac == (registrytypes.AuthConfig{ServerAddress: ac.ServerAddress}) {
-			continue
-		}
-		ac.ServerAddress = k
-		return &ac
 	}
 	return nil
 }

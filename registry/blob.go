@@ -5,18 +5,11 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"sync"
-	"time"
 
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
-
-// blobIdleTimeout ends a blob read that has received nothing for this long:
-// ResponseHeaderTimeout bounds the wait for headers, not a body that
-// stalls halfway; 30 s of silence is a dead connection, not a slow one.
-const blobIdleTimeout = 30 * time.Second
 
 // FetchBlob streams a blob; the reader fails (before EOF) when the bytes do
 // not match desc.Size and desc.Digest.
@@ -34,14 +27,14 @@ func (r *Repository) FetchBlob(ctx context.Context, desc ocispec.Descriptor) (io
 		if err != nil {
 			return err
 		}
-		idle := newIdleReader(rc, r.svc.tm.window)
-		var vr io.Reader = newVerifyingReader(idle, desc, ep.host)
+		// The body is under the slow-body rule already (transport/timeouts.go).
+		var vr io.Reader = newVerifyingReader(rc, desc, ep.host)
 		if !ep.mirror {
 			// A verified read proves the blob is in this repository: a
 			// later push or copy to this registry may mount it from here.
 			vr = &onEOF{r: vr, fn: func() { r.svc.blobs.add(desc.Digest, r.info.Index.Name, r.path) }}
 		}
-		out = &verifiedBlob{readCloser: readCloser{Reader: vr, Closer: idle}, dgst: desc.Digest}
+		out = &verifiedBlob{readCloser: readCloser{Reader: vr, Closer: rc}, dgst: desc.Digest}
 		return nil
 	})
 	return out, err
@@ -133,47 +126,4 @@ func (v *verifyingReader) Read(p []byte) (int, error) {
 		v.err = err
 	}
 	return n, err
-}
-
-// idleReader closes the body when no byte has arrived for timeout; the
-// pending Read then fails with a clear error.
-type idleReader struct {
-	rc      io.ReadCloser
-	timeout time.Duration
-	timer   *time.Timer
-
-	mu    sync.Mutex
-	fired bool
-}
-
-func newIdleReader(rc io.ReadCloser, timeout time.Duration) *idleReader {
-	ir := &idleReader{rc: rc, timeout: timeout}
-	ir.timer = time.AfterFunc(timeout, func() {
-		ir.mu.Lock()
-		ir.fired = true
-		ir.mu.Unlock()
-		rc.Close()
-	})
-	return ir
-}
-
-func (ir *idleReader) Read(p []byte) (int, error) {
-	n, err := ir.rc.Read(p)
-	ir.mu.Lock()
-	fired := ir.fired
-	ir.mu.Unlock()
-	if fired {
-		return n, fmt.Errorf("no data received for %s%.0w", ir.timeout, errdefs.ErrUnavailable)
-	}
-	if err != nil {
-		ir.timer.Stop()
-	} else if n > 0 {
-		ir.timer.Reset(ir.timeout)
-	}
-	return n, err
-}
-
-func (ir *idleReader) Close() error {
-	ir.timer.Stop()
-	return ir.rc.Close()
 }

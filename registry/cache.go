@@ -4,6 +4,8 @@ import (
 	"container/list"
 	"sync"
 
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"github.com/opencontainers/go-digest"
 )
 
@@ -118,27 +120,35 @@ func (c *contentCache) evict() {
 // repoSet remembers which registry/repository pairs have manifests in the
 // content cache: for those, a tag is resolved with HEAD (the body is likely
 // cached); for the others, GET by tag answers digest and body in one trip.
-type repoSet struct {
-	max int
+type repoSet = lruSet
 
-	mu  sync.Mutex
-	set map[string]struct{}
-}
+func newRepoSet(max int) *repoSet { return newLRUSet(max) }
 
-func newRepoSet(max int) *repoSet { return &repoSet{max: max, set: map[string]struct{}{}} }
+// lruSet is a set of strings bounded by count, the least recently used
+// forgotten first (golang-lru). Safe for concurrent use.
+type lruSet struct{ c *lru.Cache[string, struct{}] }
 
-func (r *repoSet) add(k string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.set) >= r.max {
-		clear(r.set)
+func newLRUSet(max int) *lruSet {
+	c, err := lru.New[string, struct{}](max)
+	if err != nil {
+		panic(err) // max is a positive constant
 	}
-	r.set[k] = struct{}{}
+	return &lruSet{c: c}
 }
 
-func (r *repoSet) has(k string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	_, ok := r.set[k]
+func (s *lruSet) add(k string) { s.c.Add(k, struct{}{}) }
+
+func (s *lruSet) has(k string) bool {
+	_, ok := s.c.Get(k)
 	return ok
+}
+
+// mustLRU is a simplelru (the caller holds its own lock) of a positive
+// constant size.
+func mustLRU[K comparable, V any](size int) *simplelru.LRU[K, V] {
+	c, err := simplelru.NewLRU[K, V](size, nil)
+	if err != nil {
+		panic(err)
+	}
+	return c
 }

@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -72,7 +71,7 @@ func TestAgainstDistributionRegistry(t *testing.T) {
 	push := func(mt string, b []byte) ocispec.Descriptor {
 		t.Helper()
 		d := ocispec.Descriptor{MediaType: mt, Digest: digest.FromBytes(b), Size: int64(len(b))}
-		if err := r.PushBlob(ctx, d, bytes.NewReader(b)); err != nil {
+		if _, _, err := r.TransferBlob(ctx, d, nil, opener(b)); err != nil {
 			t.Fatal(err)
 		}
 		return d

@@ -2,14 +2,10 @@ package registry
 
 import (
 	"context"
-	"crypto/tls"
-	"errors"
-	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"strings"
-	"time"
+
+	"github.com/wharfproject/wharf/registry/hosts"
 )
 
 // endpoint is one API host a repository is read from or written to.
@@ -33,8 +29,8 @@ type endpoint struct {
 	// host's own root): requests are rewritten to it.
 	root   string
 	rooted bool
-	caps   hostCapabilities // what the endpoint is used for (hosts.toml); upstreams: all
-	header http.Header      // hosts.toml's header
+	caps   hosts.Capabilities // what the endpoint is used for (hosts.toml); upstreams: all
+	header http.Header        // hosts.toml's header
 }
 
 func (e *endpoint) baseURL() string {
@@ -53,296 +49,42 @@ func (e *endpoint) apiBase() string {
 	return e.baseURL() + "/v2"
 }
 
-// apiHost is where an index's v2 API lives.
-func apiHost(index string) string {
-	if normaliseIndexName(index) == DefaultIndexName {
-		return dockerHubAPIHost
-	}
-	return index
-}
-
-// endpointFor sets host up (transport.go) and decides its scheme; ping:
+// endpointFor sets host up (transport.Stack.Scheme) and decides its scheme; ping:
 // whether the scheme probe may send its plain-HTTP GET /v2/ beside it
 // (schemeOf), which pays only when host is the first asked.
 func (s *Service) endpointFor(ctx context.Context, host string, mirror, ping bool) (*endpoint, error) {
-	e, err := s.transports().forHost(ctx, host)
+	plain, err := s.http.Scheme(ctx, host, ping)
 	if err != nil {
 		return nil, classify(err, host)
 	}
-	ep := &endpoint{host: host, mirror: mirror, caps: capAll}
-	if e.secure {
-		return ep, nil
-	}
-	var memo challengeLearner
-	if ping {
-		memo = s.memo
-	}
-	scheme, err := s.transports().schemeOf(ctx, e, memo)
-	if err != nil {
-		return nil, classify(err, host)
-	}
-	ep.plainHTTP = scheme == schemeHTTP
-	return ep, nil
+	return &endpoint{host: host, mirror: mirror, caps: hosts.CapAll, plainHTTP: plain}, nil
 }
 
-// The scheme an insecure registry speaks (hostEntry.scheme).
-const (
-	schemeUnknown int32 = iota
-	schemeHTTPS
-	schemeHTTP
-)
-
-// challengeLearner records the challenges of a 401 from host's /v2/ API
-// (challengeMemo.learn).
-type challengeLearner interface {
-	learn(host string, values []string) (challenge, bool)
-}
-
-// schemeOf returns the scheme of insecure host e, probing it on first use
-// (one probe per host at a time, shared by every caller and detached from
-// each: one client leaving does not fail the others).
-//
-// With memo (nil: no ping), a plain-HTTP GET /v2/ goes beside the probe
-// (pingPlain): when the probe says HTTP, the ping's challenge is handed
-// to memo and its connection is left in the pool, so the first real
-// request goes with a token on a connection already open: the probe's
-// round trip is hidden behind the unauthenticated request every cold
-// flow makes anyway. When the probe
-// says HTTPS (or fails), the ping is cancelled and nothing it brought is
-// used: a plaintext answer says nothing trustworthy about a TLS host.
-func (t *hostTransports) schemeOf(ctx context.Context, e *hostEntry, memo challengeLearner) (int32, error) {
-	if sc := e.scheme.Load(); sc != schemeUnknown {
-		return sc, nil
-	}
-	v, err := t.probing.do(ctx, e.host, t.tm.shared(), func(ctx context.Context) (any, error) {
-		var ping *plainPing
-		if memo != nil && !t.proxied(e) {
-			ping = t.pingPlain(ctx, e)
+// endpointsFor are the endpoints of index, in the order reads try them
+// (hosts.Config.Endpoints), each set up (transport.Stack.SetUp) and, for the
+// registry's own API host, its scheme decided. cfg is read once, so a
+// reload in between cannot mix two configurations.
+func (s *Service) endpointsFor(ctx context.Context, cfg *hosts.Config, index string) ([]*endpoint, error) {
+	defs := cfg.Endpoints(index)
+	eps := make([]*endpoint, 0, len(defs))
+	for i, d := range defs {
+		if d.Probe {
+			// The probe's ping helps only the host asked first (no mirror before it).
+			up, err := s.endpointFor(ctx, d.Host, false, i == 0)
+			if err != nil {
+				return nil, err
+			}
+			eps = append(eps, up)
+			continue
 		}
-		start := time.Now()
-		sc, remember, err := t.probeScheme(ctx, e)
-		if ping != nil {
-			// The ping and the probe each cost a connect and one exchange:
-			// a ping not answered within the probe's own time again is not
-			// waited for (a registry slow on /v2/ must not hold up the
-			// scheme every request of the host is waiting for).
-			useful := err == nil && sc == schemeHTTP
-			if values := ping.wait(useful, max(time.Since(start), minPingWait)); useful && len(values) > 0 {
-				memo.learn(e.host, values)
+		if !d.Mirror {
+			if err := s.http.SetUp(ctx, d.Host); err != nil {
+				return nil, classify(err, d.Host)
 			}
 		}
-		if err != nil {
-			return nil, err
-		}
-		if remember {
-			e.scheme.Store(sc)
-		}
-		return sc, nil
-	})
-	if err != nil {
-		return schemeUnknown, err
+		eps = append(eps, &endpoint{host: d.Host, plainHTTP: d.PlainHTTP, mirror: d.Mirror, root: d.Root, rooted: d.Rooted, caps: d.Caps, header: d.Header})
 	}
-	return v.(int32), nil
-}
-
-// probeScheme finds which scheme e speaks. remember is false for answers
-// that are guesses. Without a proxy it is a TLS handshake and nothing more:
-//   - the handshake completes, or the peer answers with a TLS alert (for
-//     example: a client certificate is required): HTTPS;
-//   - the peer answers bytes that are not TLS (a plain HTTP server says
-//     "HTTP/1.1 400 Bad Request" to a ClientHello): plain HTTP;
-//   - the peer closes without a word: plain HTTP this time, not
-//     remembered (some servers close on a request they cannot parse;
-//     dockerd falls back to HTTP on any HTTPS failure);
-//   - a host without a port that refuses 443: plain HTTP on 80, not
-//     remembered;
-//   - anything else (refused on an explicit port, reset, silence until the
-//     handshake timeout): an error, and nothing remembered. No scheme can
-//     help a host in that state, so no request is tried.
-//
-// Behind a proxy a handshake cannot be made directly; then the probe is
-// GET /v2/ over HTTPS through the host's transport, and plain HTTP when
-// that fails, as dockerd does (it costs that one request).
-func (t *hostTransports) probeScheme(ctx context.Context, e *hostEntry) (int32, bool, error) {
-	if t.proxied(e) {
-		return t.probeThroughProxy(ctx, e)
-	}
-	addr, explicitPort := e.host, true
-	if _, _, err := net.SplitHostPort(e.host); err != nil {
-		addr, explicitPort = net.JoinHostPort(hostOnly(e.host), "443"), false
-	}
-	d := net.Dialer{Timeout: t.tm.dial}
-	conn, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		if !explicitPort && ctx.Err() == nil {
-			return schemeHTTP, false, nil
-		}
-		return schemeUnknown, false, err
-	}
-	defer conn.Close()
-	conf := e.tls.Clone()
-	conf.ServerName = hostOnly(e.host)
-	conf.InsecureSkipVerify = true //nolint:gosec // the probe only learns the scheme; it sends nothing
-	hctx, cancel := context.WithTimeout(ctx, t.tm.handshake)
-	defer cancel()
-	err = tls.Client(conn, conf).HandshakeContext(hctx)
-	var rh tls.RecordHeaderError
-	var op *net.OpError
-	switch {
-	case err == nil:
-		return schemeHTTPS, true, nil
-	case errors.As(err, &rh):
-		return schemeHTTP, true, nil
-	case errors.As(err, &op) && op.Op == "remote error": // crypto/tls's wrapping of a received alert
-		return schemeHTTPS, true, nil
-	case errors.Is(err, io.EOF):
-		return schemeHTTP, false, nil
-	}
-	return schemeUnknown, false, err
-}
-
-// proxied reports whether requests to e go through a proxy (then the
-// probe is itself a request, and no ping goes beside it).
-func (t *hostTransports) proxied(e *hostEntry) bool {
-	if t.override != nil {
-		return false
-	}
-	p, err := t.base.Proxy(&http.Request{URL: &url.URL{Scheme: "https", Host: e.host}})
-	return err == nil && p != nil
-}
-
-// minPingWait is the least the probe waits for its ping once it has its
-// own answer: on loopback both take well under a millisecond, and a
-// scheduler hiccup should not waste the ping.
-const minPingWait = 20 * time.Millisecond
-
-// plainPing is a GET http://host/v2/ sent while the scheme probe runs. It
-// carries no credentials and no repository name, only the API root, in
-// clear to a host that is insecure by the user's configuration or on
-// loopback, where the cold flow's first request would go in clear anyway
-// if the host speaks HTTP.
-type plainPing struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-	values []string // the WWW-Authenticate values of a 401; written before done closes
-}
-
-// pingPlain starts the ping. It goes through e's transport and is
-// reported like any registry request (metrics.go). Its body, a small
-// error document, is read to the end so that net/http keeps the
-// connection for the next request to the host.
-func (t *hostTransports) pingPlain(ctx context.Context, e *hostEntry) *plainPing {
-	pctx, cancel := context.WithCancel(ctx)
-	p := &plainPing{cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(p.done)
-		req, err := http.NewRequestWithContext(pctx, http.MethodGet, "http://"+e.host+"/v2/", nil)
-		if err != nil {
-			return
-		}
-		resp, err := t.roundTrip(e, req)
-		if err != nil {
-			return
-		}
-		defer resp.Body.Close()
-		_, err = io.Copy(io.Discard, io.LimitReader(resp.Body, maxChallengeBody))
-		if err == nil && resp.StatusCode == http.StatusUnauthorized {
-			p.values = resp.Header.Values("Www-Authenticate")
-		}
-	}()
-	return p
-}
-
-// wait ends the ping and returns what it learnt. keep is whether the
-// probe found plain HTTP; otherwise the ping is cancelled and returns
-// nothing. A ping still unanswered when limit has passed since the probe
-// ended is cancelled too: the probe's own answer is not held up for it.
-func (p *plainPing) wait(keep bool, limit time.Duration) []string {
-	defer p.cancel()
-	if !keep {
-		p.cancel()
-		<-p.done
-		return nil
-	}
-	timer := time.NewTimer(limit)
-	defer timer.Stop()
-	select {
-	case <-p.done:
-		return p.values
-	case <-timer.C:
-		p.cancel()
-		<-p.done
-		return nil
-	}
-}
-
-// probeThroughProxy asks https://host/v2/ and, when that fails,
-// http://host/v2/. The scheme that answered is remembered.
-func (t *hostTransports) probeThroughProxy(ctx context.Context, e *hostEntry) (int32, bool, error) {
-	try := func(scheme string) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+e.host+"/v2/", nil)
-		if err != nil {
-			return err
-		}
-		resp, err := e.rt.RoundTrip(req)
-		if err != nil {
-			return err
-		}
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
-		resp.Body.Close()
-		return nil
-	}
-	if err := try("https"); err == nil {
-		return schemeHTTPS, true, nil
-	}
-	if err := try("http"); err != nil {
-		return schemeUnknown, false, err
-	}
-	return schemeHTTP, true, nil
-}
-
-// endpointsFor are the endpoints of index, in the order reads try them:
-// for docker.io the registry-mirrors of daemon.json first; then the
-// mirrors of the index's hosts.toml, in file order; the upstream last (the
-// hosts.toml server, else the index's own API host). cfg is read once, so
-// a reload in between cannot mix two configurations.
-func (s *Service) endpointsFor(ctx context.Context, cfg *config, index string) ([]*endpoint, error) {
-	var eps []*endpoint
-	if index == DefaultIndexName {
-		for _, m := range cfg.mirrors {
-			eps = append(eps, &endpoint{host: m.Host, plainHTTP: m.Scheme == "http", mirror: true, caps: capPull | capResolve})
-		}
-	}
-	rh := cfg.hosts[index]
-	if rh != nil {
-		for _, m := range rh.mirrors {
-			eps = append(eps, hostsEndpoint(m, true))
-		}
-	}
-	if rh != nil && rh.server != nil {
-		up := hostsEndpoint(rh.server, false)
-		up.caps = capAll // the upstream serves everything, push included
-		if _, err := s.transports().forHost(ctx, up.host); err != nil {
-			return nil, classify(err, up.host)
-		}
-		return append(eps, up), nil
-	}
-	// The probe's ping helps only the host asked first (no mirror before it).
-	up, err := s.endpointFor(ctx, apiHost(index), false, len(eps) == 0)
-	if err != nil {
-		return nil, err
-	}
-	return append(eps, up), nil
-}
-
-// hostsEndpoint is the endpoint of a hosts.toml host: its scheme is the
-// one written (no probe), its API root the URL's path.
-func hostsEndpoint(d *apiHostDef, mirror bool) *endpoint {
-	ep := &endpoint{host: d.host, plainHTTP: d.scheme == "http", mirror: mirror, caps: d.caps, header: d.header}
-	if d.path != "/v2" {
-		ep.root, ep.rooted = d.path, true
-	}
-	return ep
+	return eps, nil
 }
 
 // rootRewrite sends the /v2/… requests of one host to its API root
@@ -368,18 +110,8 @@ func (t rootRewrite) RoundTrip(req *http.Request) (*http.Response, error) {
 	return t.next.RoundTrip(r)
 }
 
-func parseURL(s string) (*url.URL, error) { return url.Parse(s) }
-
 func (s *Service) setUserAgent(req *http.Request) {
 	if s.opts.UserAgent != "" {
 		req.Header.Set("User-Agent", s.opts.UserAgent)
 	}
-}
-
-// pathOf is the repository path of a name on its index.
-func pathOf(full string) string {
-	if i := strings.IndexByte(full, '/'); i >= 0 {
-		return full[i+1:]
-	}
-	return full
 }

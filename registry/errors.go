@@ -13,14 +13,14 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/wharfproject/wharf/imagespec"
+	"github.com/wharfproject/wharf/registry/transport"
 	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry/remote/auth"
 	"oras.land/oras-go/v2/registry/remote/errcode"
 )
 
-// maxErrorBody caps an error body: a distribution error document is a few
-// hundred bytes; 64 KiB leaves room for verbose proxies and no more.
-const maxErrorBody = 64 << 10
+// maxErrorBody caps an error body (transport.MaxErrorBody).
+const maxErrorBody = transport.MaxErrorBody
 
 // The typed errors of this package. Every error of one of these kinds wraps
 // the sentinel (and the errdefs class that gives it its HTTP status), so
@@ -43,16 +43,11 @@ var (
 	ErrDenied = errors.New("registry denied access")
 	// ErrUpstream: the registry answered something malformed or
 	// self-contradictory — the registry's fault, never the client's: 502.
-	ErrUpstream error = upstreamError{}
+	ErrUpstream = transport.ErrUpstream
 	// ErrDigestMismatch: content does not hash to the digest it was asked
 	// by or announced with (also ErrUpstream).
-	ErrDigestMismatch = errors.New("digest mismatch")
+	ErrDigestMismatch = transport.ErrDigestMismatch
 )
-
-type upstreamError struct{}
-
-func (upstreamError) Error() string   { return "bad answer from the registry" }
-func (upstreamError) HTTPStatus() int { return http.StatusBadGateway }
 
 func blockedError(index string) error {
 	return fmt.Errorf("registry %s is blocked%.0w%.0w", index, ErrBlocked, errdefs.ErrPermissionDenied)
@@ -150,12 +145,12 @@ func hasCode(errs errcode.Errors, codes ...string) bool {
 // invalidDocument is the error of a registry that served something that
 // contradicts itself or its descriptor.
 func invalidDocument(host, format string, args ...any) error {
-	return fmt.Errorf("registry %s: %s%.0w", host, fmt.Sprintf(format, args...), ErrUpstream)
+	return transport.InvalidDocument(host, format, args...)
 }
 
 // digestMismatch is content that does not hash to what was asked for.
 func digestMismatch(host, what string, want, got fmt.Stringer) error {
-	return fmt.Errorf("registry %s: %s digest mismatch: want %s, got %s%.0w%.0w", host, what, want, got, ErrDigestMismatch, ErrUpstream)
+	return transport.DigestMismatch(host, what, want, got)
 }
 
 // errorsMessage words registry errors as "code: message" without their

@@ -31,6 +31,7 @@ type fakeRegistry struct {
 	pass      string
 	tokens    map[string]bool
 	expiresIn int
+	tokenPad  int // bytes of padding in each token response
 
 	manifests map[string]map[string]fakeManifest // repo → tag or digest
 	blobs     map[digest.Digest][]byte
@@ -282,7 +283,7 @@ func (f *fakeRegistry) serveToken(w http.ResponseWriter, r *http.Request) {
 	tok := fmt.Sprintf("tok-%d", len(f.tokens)+1)
 	f.tokens[tok] = true
 	w.Header().Set("Content-Type", "application/json")
-	fmt.Fprintf(w, `{"token":%q,"expires_in":%d,"refresh_token":"refresh-%s"}`, tok, f.expiresIn, tok)
+	fmt.Fprintf(w, `{"token":%q,"expires_in":%d,"refresh_token":"refresh-%s","pad":%q}`, tok, f.expiresIn, tok, strings.Repeat("x", f.tokenPad))
 }
 
 func (f *fakeRegistry) serveManifest(w http.ResponseWriter, r *http.Request, repo, ref string) {

@@ -28,7 +28,7 @@ func (s *Service) Inspect(ctx context.Context, req InspectRequest) (*RemoteImage
 	key := strings.Join([]string{
 		req.Name,
 		imagespec.FormatPlatform(imagespec.NormalizePlatform(req.Platform)),
-		credentialIdentity(req.Credentials.Auth),
+		credentialsIdentity(req.Credentials),
 		metaKey(req.Credentials.MetaHeaders),
 		referrersKey(req.Referrers),
 	}, "\x00")

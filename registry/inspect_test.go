@@ -17,6 +17,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/wharfproject/wharf/imagespec"
+	"github.com/wharfproject/wharf/registry/transport"
 )
 
 func testService(t *testing.T, opts ServiceOptions) *Service {
@@ -304,8 +305,8 @@ func TestInspectHostileRegistries(t *testing.T) {
 			t.Errorf("got %v, want Unavailable naming %s", err, f.host())
 		}
 		// and the GET /v2/ sent beside the scheme probe, once
-		if n := f.count(); n != retryAttempts+2 {
-			t.Errorf("%d requests, want %d attempts and the probe's ping", n, retryAttempts+1)
+		if n := f.count(); n != transport.RetryAttempts+2 {
+			t.Errorf("%d requests, want %d attempts and the probe's ping", n, transport.RetryAttempts+1)
 		}
 	})
 	t.Run("connection refused is unavailable", func(t *testing.T) {

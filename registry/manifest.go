@@ -122,9 +122,8 @@ func (r *Repository) getManifest(ctx context.Context, ep *repoEndpoint, ref stri
 	if resp.ContentLength > maxManifestSize {
 		return ocispec.Descriptor{}, nil, invalidDocument(ep.host, "manifest %s is larger than %d bytes", ref, maxManifestSize)
 	}
-	idle := newIdleReader(resp.Body, r.svc.tm.window)
-	defer idle.Close()
-	body, err := io.ReadAll(io.LimitReader(idle, maxManifestSize+1))
+	// The body is under the slow-body rule (transport/timeouts.go).
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxManifestSize+1))
 	if err != nil {
 		return ocispec.Descriptor{}, nil, fmt.Errorf("reading manifest %s: %w", ref, err)
 	}
@@ -272,9 +271,8 @@ func (r *Repository) FetchConfig(ctx context.Context, desc ocispec.Descriptor) (
 		if err != nil {
 			return err
 		}
-		idle := newIdleReader(rc, r.svc.tm.window)
-		defer idle.Close()
-		b, err := io.ReadAll(io.LimitReader(newVerifyingReader(idle, desc, ep.host), maxConfigSize+1))
+		defer rc.Close() // under the slow-body rule (transport/timeouts.go)
+		b, err := io.ReadAll(io.LimitReader(newVerifyingReader(rc, desc, ep.host), maxConfigSize+1))
 		if err != nil {
 			return err
 		}

@@ -1,11 +1,9 @@
 package registry
 
 import (
-	"context"
-	"net/http"
 	"time"
 
-	"oras.land/oras-go/v2/registry/remote/auth"
+	"github.com/wharfproject/wharf/registry/transport"
 )
 
 // Observer is told of registry traffic and cache use; the daemon's metrics
@@ -13,21 +11,17 @@ import (
 // so they must be cheap and safe for concurrent use. host is the
 // registry's host[:port] as requests name it: bounded by the names users
 // pull, so an implementation that exports it as a label must cap it.
-type Observer interface {
-	// RegistryRequest is one HTTP exchange with a registry or token
-	// server (every attempt: retries count again), d its time to the
-	// response headers. status is 0 when there was no answer.
-	RegistryRequest(host, method string, status int, outcome string, d time.Duration)
-	// CacheLookup is one look-up in cache CacheTag, CacheDigest or CacheToken.
-	CacheLookup(cache string, hit bool)
-}
+//
+// It is transport.Observer: the transport reports the requests and the
+// token look-ups, this package the tag and digest caches.
+type Observer = transport.Observer
 
 // Outcomes of a registry request.
 const (
-	OutcomeOK           = "ok"            // an answer below 400
-	OutcomeHTTPError    = "http_error"    // an answer of 400 or more (a 401 challenge included)
-	OutcomeNetworkError = "network_error" // no answer: refused, reset, timed out, TLS failed
-	OutcomeCanceled     = "canceled"      // no answer because the caller gave up
+	OutcomeOK           = transport.OutcomeOK           // an answer below 400
+	OutcomeHTTPError    = transport.OutcomeHTTPError    // an answer of 400 or more (a 401 challenge included)
+	OutcomeNetworkError = transport.OutcomeNetworkError // no answer: refused, reset, timed out, TLS failed
+	OutcomeCanceled     = transport.OutcomeCanceled     // no answer because the caller gave up
 )
 
 // The caches of CacheLookup.
@@ -42,8 +36,8 @@ const (
 	CacheTagAnswer = "tag_answer"
 	// CacheDigest: manifests and configs by digest (cache.go).
 	CacheDigest = "digest"
-	// CacheToken: bearer and basic tokens per identity (tokencache.go).
-	CacheToken = "token"
+	// CacheToken: bearer and basic tokens per identity (transport/tokencache.go).
+	CacheToken = transport.CacheToken
 )
 
 // nopObserver is the Observer of a Service without one.
@@ -63,33 +57,7 @@ func observer(o Observer) Observer {
 // setObserver hands o to the parts of s that report.
 func (s *Service) setObserver(o Observer) {
 	s.obs = observer(o)
-	s.transports().obs = s.obs // and Reload's (reload.go)
 	s.content.obs = s.obs
-}
-
-// roundTrip sends req through host e's transport and reports it: the one
-// place every registry request passes (manifests, blobs, uploads, tokens,
-// pings), below the retries, so each attempt is counted as the registry
-// sees it.
-func (t *hostTransports) roundTrip(e *hostEntry, req *http.Request) (*http.Response, error) {
-	start := time.Now()
-	resp, err := e.rt.RoundTrip(req)
-	o := t.obs
-	if o == nil {
-		return resp, err
-	}
-	d := time.Since(start)
-	switch {
-	case err != nil && req.Context().Err() != nil:
-		o.RegistryRequest(e.host, req.Method, 0, OutcomeCanceled, d)
-	case err != nil:
-		o.RegistryRequest(e.host, req.Method, 0, OutcomeNetworkError, d)
-	case resp.StatusCode >= 400:
-		o.RegistryRequest(e.host, req.Method, resp.StatusCode, OutcomeHTTPError, d)
-	default:
-		o.RegistryRequest(e.host, req.Method, resp.StatusCode, OutcomeOK, d)
-	}
-	return resp, err
 }
 
 // tagWarm reports whether a tag of scope's repository is resolved with
@@ -105,24 +73,4 @@ func (c *contentCache) observe(found bool) {
 	if c.obs != nil {
 		c.obs.CacheLookup(CacheDigest, found)
 	}
-}
-
-// observedTokens counts the token look-ups oras-go's auth.Client makes
-// before each request: a hit is a token still valid for the scope.
-type observedTokens struct {
-	*tokenCache
-	obs Observer
-}
-
-func (s *Service) observedTokens(c *tokenCache) auth.Cache {
-	if _, nop := s.obs.(nopObserver); nop {
-		return c
-	}
-	return observedTokens{c, s.obs}
-}
-
-func (o observedTokens) GetToken(ctx context.Context, registry string, scheme auth.Scheme, key string) (string, error) {
-	t, err := o.tokenCache.GetToken(ctx, registry, scheme, key)
-	o.obs.CacheLookup(CacheToken, err == nil)
-	return t, err
 }

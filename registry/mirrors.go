@@ -1,13 +1,10 @@
 package registry
 
 import (
-	"context"
 	"sync/atomic"
 	"time"
 
 	"github.com/containerd/errdefs"
-	registrytypes "github.com/moby/moby/api/types/registry"
-	"oras.land/oras-go/v2/registry/remote/auth"
 )
 
 // mirrorRetryAfter is how long a failed mirror is passed over before it is
@@ -66,28 +63,5 @@ func (s *Service) mirrorAnswered(host string) {
 	st.until.Store(0)
 	if st.down.CompareAndSwap(true, false) {
 		s.log.WithField("mirror", host).Info("mirror answers again")
-	}
-}
-
-// upstreamCredential sends ac to the upstream of index, API host apiHost,
-// and nowhere else: only when ac belongs to index (its ServerAddress names
-// index, or it is unbound), and only to requests for apiHost — the index's
-// own host, or the server its hosts.toml names instead.
-func upstreamCredential(ac *registrytypes.AuthConfig, index, apiHost string) auth.CredentialFunc {
-	if effectiveAuth(ac, index) == nil {
-		return nil
-	}
-	cred := auth.Credential{
-		Username:     ac.Username,
-		Password:     ac.Password,
-		RefreshToken: ac.IdentityToken,
-		AccessToken:  ac.RegistryToken,
-	}
-	want := normaliseIndexName(apiHost)
-	return func(_ context.Context, hostport string) (auth.Credential, error) {
-		if normaliseIndexName(hostport) == want {
-			return cred, nil
-		}
-		return auth.EmptyCredential, nil
 	}
 }

@@ -85,9 +85,8 @@ func readPage(resp *http.Response, r *Repository, b pageBounds, total int64, hos
 	if resp.ContentLength > limit {
 		return nil, pageTooLarge(host, b, total)
 	}
-	idle := newIdleReader(resp.Body, r.svc.tm.window)
-	defer idle.Close()
-	body, err := io.ReadAll(io.LimitReader(idle, limit+1))
+	// The body is under the slow-body rule (transport/timeouts.go).
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", b.what, err)
 	}

@@ -169,8 +169,8 @@ func TestTLSRegistryUsesNothingLearntFromThePlainPing(t *testing.T) {
 	if got := manifestAuth(); len(got) != 2 || got[0] || !got[1] {
 		t.Errorf("manifest requests with credentials: %v, want the unauthenticated try (its own challenge) and then the token", got)
 	}
-	if c, ok := s.memo.known(f.host()); !ok || !strings.HasPrefix(c.realm, f.srv.URL) {
-		t.Errorf("remembered challenge %+v, want the TLS registry's own realm", c)
+	if realm, ok := s.http.RememberedRealm(f.host()); !ok || !strings.HasPrefix(realm, f.srv.URL) {
+		t.Errorf("remembered realm %q, want the TLS registry's own realm", realm)
 	}
 }
 

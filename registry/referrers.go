@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
@@ -341,26 +340,4 @@ func dedupeReferrers(in []Referrer) []Referrer {
 		out = append(out, r)
 	}
 	return out
-}
-
-// hostSet is a bounded set of registry hosts.
-type hostSet struct {
-	mu  sync.Mutex
-	set map[string]struct{}
-}
-
-func (h *hostSet) add(host string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.set == nil || len(h.set) >= maxReferrerHosts {
-		h.set = map[string]struct{}{}
-	}
-	h.set[host] = struct{}{}
-}
-
-func (h *hostSet) has(host string) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	_, ok := h.set[host]
-	return ok
 }

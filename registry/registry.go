@@ -1,8 +1,16 @@
-// Package registry is everything that talks to container registries: reference
-// resolution (RepositoryInfo / IndexInfo), endpoints (TLS, insecure, mirrors,
-// additional and blocked registries), auth (X-Registry-Auth, basic, bearer
-// tokens), the v2 protocol on top of oras-go, the v1 fallback, and the caches
-// of immutable content. It imports no other wharf package.
+// Package registry is wharf's registry client: reference resolution
+// (RepositoryInfo / IndexInfo, candidates), which credentials go where
+// (credentials.go), login, the protocol (manifests, blobs, transfers, tags,
+// paging, referrers; v2 on top of oras-go, the v1 fallback), the caches and
+// the typed errors. Below it, and never importing it:
+//
+//	registry ──► registry/transport ──► registry/hosts
+//	    └───────────────────────────────────┘
+//
+// registry/hosts is the configuration (options, hosts.toml, certs.d): it
+// hands out each registry's endpoints in order; registry/transport is the
+// one HTTP stack every request goes through (its package doc draws the
+// chain). Beyond those it imports imagespec only.
 //
 // This file is the contract the rest of wharf programs against; the
 // implementation lives beside it (one file per concern).
@@ -16,10 +24,18 @@ import (
 	registrytypes "github.com/moby/moby/api/types/registry"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/sirupsen/logrus"
+	"github.com/wharfproject/wharf/registry/hosts"
 )
 
 // DefaultIndexName is the index that short names resolve to.
-const DefaultIndexName = "docker.io"
+const DefaultIndexName = hosts.DefaultIndexName
+
+// IndexServerAddress is what docker login stores for Docker Hub.
+const IndexServerAddress = hosts.IndexServerAddress
+
+// RedactAddress replaces the credentials of a server address with "xxxxx"
+// (hosts.RedactAddress), so that an error or a log line may repeat it.
+func RedactAddress(s string) string { return hosts.RedactAddress(s) }
 
 // ServiceOptions configure a Service; zero values are the defaults.
 type ServiceOptions struct {
@@ -52,6 +68,17 @@ type ServiceOptions struct {
 	Observer Observer
 }
 
+// hostsOptions are the settings registry/hosts takes.
+func (o ServiceOptions) hostsOptions() hosts.Options {
+	return hosts.Options{
+		InsecureRegistries: o.InsecureRegistries,
+		Mirrors:            o.Mirrors,
+		AddRegistries:      o.AddRegistries,
+		BlockRegistries:    o.BlockRegistries,
+		CertsDirs:          o.CertsDirs,
+	}
+}
+
 // RepositoryInfo describes a repository and the index it lives on.
 type RepositoryInfo struct {
 	Name     reference.Named // fully qualified, e.g. docker.io/library/busybox
@@ -59,10 +86,17 @@ type RepositoryInfo struct {
 	Official bool
 }
 
-// Credentials are what a request to a registry carries.
+// Credentials are what a request to a registry carries. Which registry
+// receives which set is decided in one place (credentials.go, bound and For).
 type Credentials struct {
-	// Auth is the decoded X-Registry-Auth; nil = anonymous.
+	// Auth is one set: the decoded X-Registry-Auth; nil = anonymous. Its
+	// ServerAddress names the registry it belongs to; empty, it belongs to
+	// the registry of the request (for a short name, the first searched).
 	Auth *registrytypes.AuthConfig
+	// Registries are sets keyed by registry (X-Registry-Config of a copy or
+	// an update check); used instead of Auth when not nil: a repository
+	// gets the set keyed by its registry, matched as logins are.
+	Registries map[string]registrytypes.AuthConfig
 	// MetaHeaders (X-Meta-*) are added to every registry request.
 	MetaHeaders http.Header
 }
@@ -79,16 +113,29 @@ type InspectRequest struct {
 	Referrers *ReferrersOptions
 }
 
-// RemoteImage is what a remote inspect learned about one image.
-type RemoteImage struct {
+// TopLevel is what a name resolved to on one repository: the top-level
+// document exactly as the registry served it, under the digest the
+// registry names it by. Resolved and RemoteImage both carry it.
+type TopLevel struct {
 	Registry string          // index name that answered
 	Name     reference.Named // fully qualified repository that answered
 	Tag      string          // resolved tag; empty for a digest reference
 
-	Descriptor ocispec.Descriptor // top-level manifest or index, as NAME@digest pins it
-	Raw        []byte             // top-level bytes as served
-	Index      *ocispec.Index     // set when the top level is an index / manifest list
-	ServedBy   string             // API host that answered the resolution (a mirror's or the upstream's); empty from the cache
+	// Descriptor is the top-level manifest or index: its digest is the
+	// registry's (what NAME@digest pins; for signed schema1 not the hash of
+	// Raw, for a sha512 reference a sha512 digest).
+	Descriptor ocispec.Descriptor
+	Raw        []byte         // top-level bytes as served
+	Index      *ocispec.Index // set when the top level is an index / manifest list
+	// ServedBy is the API host that answered the resolution: a mirror's,
+	// or the upstream's; empty when wharfd's content cache answered.
+	ServedBy string
+}
+
+// RemoteImage is what a remote inspect learned about one image: the top
+// level, and the platform's manifest, config and layers.
+type RemoteImage struct {
+	TopLevel
 
 	Manifest      ocispec.Descriptor // the chosen platform manifest
 	ManifestBytes []byte

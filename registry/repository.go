@@ -3,9 +3,7 @@ package registry
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/netip"
 	"regexp"
@@ -16,6 +14,8 @@ import (
 	registrytypes "github.com/moby/moby/api/types/registry"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/wharfproject/wharf/registry/hosts"
+	"github.com/wharfproject/wharf/registry/transport"
 	"oras.land/oras-go/v2/registry"
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
@@ -49,21 +49,28 @@ type repoEndpoint struct {
 
 // Repository returns a client for one repository (mirrors first for docker.io).
 func (s *Service) Repository(ctx context.Context, name reference.Named, creds Credentials) (*Repository, error) {
-	info, err := s.RepositoryInfo(name)
+	return s.repository(ctx, s.config(), name, creds)
+}
+
+// repository is Repository under cfg: the name's index and its endpoints
+// from one configuration.
+func (s *Service) repository(ctx context.Context, cfg *hosts.Config, name reference.Named, creds Credentials) (*Repository, error) {
+	info, err := repositoryInfo(cfg, name)
 	if err != nil {
 		return nil, err
 	}
 	index := info.Index.Name
+	creds = creds.bound(index) // credentials.go: the one place that decides
 	r := &Repository{
 		svc:  s,
 		info: info,
 		path: reference.Path(name),
 		// The identity this repository's requests really carry: credentials
 		// bound to another registry are anonymous here.
-		identity: credentialIdentity(effectiveAuth(creds.Auth, index)),
-		auth:     creds.Auth,
+		identity: credentialIdentity(creds.For(index)),
+		auth:     creds.For(index),
 	}
-	eps, err := s.endpointsFor(ctx, s.config(), index)
+	eps, err := s.endpointsFor(ctx, cfg, index)
 	if err != nil {
 		return nil, err
 	}
@@ -91,25 +98,23 @@ func (s *Service) newRepoEndpoint(ep *endpoint, path, index string, creds Creden
 	}
 	client := s.client
 	if ep.rooted {
-		client = &http.Client{Transport: rootRewrite{host: ep.host, root: ep.root, next: s.client.Transport}, CheckRedirect: checkRedirect}
+		client = &http.Client{Transport: rootRewrite{host: ep.host, root: ep.root, next: s.client.Transport}, CheckRedirect: transport.CheckRedirect}
 	}
 	ac := &auth.Client{
 		Client:   client,
 		Header:   header,
-		Cache:    s.observedTokens(s.tokenCacheFor(credentialIdentity(creds.Auth))),
+		Cache:    s.http.Tokens(credentialIdentity(creds.Auth)),
 		ClientID: oauthClientID,
 	}
-	if isLoopbackHost(ep.host) {
+	if hosts.IsLoopbackHost(ep.host) {
 		ac.BlockedRealmPrefixes = loopbackRealmPrefixes()
 	}
-	// Credentials go to the host they belong to only: the upstream gets the
-	// index's (also when hosts.toml's server names another host: the user
-	// chose it as the index's registry); a mirror gets only credentials
-	// stored for the mirror itself (docs/security.md).
+	// Credentials go to the host they belong to only (credentials.go): the
+	// upstream gets the index's, a mirror only a set stored for itself.
 	if !ep.mirror {
-		ac.Credential = upstreamCredential(creds.Auth, index, ep.host)
-	} else if creds.Auth != nil && normaliseServerAddress(creds.Auth.ServerAddress) == normaliseIndexName(ep.host) {
-		ac.Credential = credentialFunc(creds.Auth, ep.host)
+		ac.Credential = sendOnlyTo(creds.For(index), ep.host)
+	} else {
+		ac.Credential = sendOnlyTo(creds.For(ep.host), ep.host)
 	}
 	or := &remote.Repository{
 		Client:           ac,
@@ -129,9 +134,9 @@ func (s *Service) newRepoEndpoint(ep *endpoint, path, index string, creds Creden
 	return &repoEndpoint{endpoint: ep, client: ac, oras: or}, nil
 }
 
-// creds returns the credentials when they belong to this repository's index.
+// creds returns the credentials of this repository's index (bound, For).
 func (r *Repository) creds() *registrytypes.AuthConfig {
-	return effectiveAuth(r.auth, r.info.Index.Name)
+	return r.auth
 }
 
 // Info describes the repository.
@@ -145,16 +150,16 @@ func (r *Repository) scope() string { return r.info.Index.Name + "/" + r.path + 
 // and configs by digest) in order until one succeeds. A mirror's failure is
 // logged and the next endpoint tried; the upstream's error is returned.
 func (r *Repository) readEach(ctx context.Context, fn func(ep *repoEndpoint) error) error {
-	return r.tryEach(ctx, capPull, fn)
+	return r.tryEach(ctx, hosts.CapPull, fn)
 }
 
 // resolveEach is readEach for the endpoints that may resolve a tag (and
 // list tags).
 func (r *Repository) resolveEach(ctx context.Context, fn func(ep *repoEndpoint) error) error {
-	return r.tryEach(ctx, capResolve, fn)
+	return r.tryEach(ctx, hosts.CapResolve, fn)
 }
 
-func (r *Repository) tryEach(ctx context.Context, want hostCapabilities, fn func(ep *repoEndpoint) error) error {
+func (r *Repository) tryEach(ctx context.Context, want hosts.Capabilities, fn func(ep *repoEndpoint) error) error {
 	var err error
 	for _, ep := range r.endpoints {
 		if ep != r.upstream && (ep.caps&want == 0 || (ep.mirror && r.svc.mirrorPassedOver(ep.host))) {
@@ -242,46 +247,6 @@ func (r *Repository) BlobExists(ctx context.Context, desc ocispec.Descriptor) (b
 		return false, classify(err, r.upstream.host)
 	}
 	return ok, nil
-}
-
-// errNoContent is what MountBlob's stand-in getContent reports when the
-// caller gave none and the registry would not mount.
-var errNoContent = errors.New("registry did not mount the blob and no content was given")
-
-// MountBlob asks the registry to mount desc from fromRepo (same registry,
-// path only). mounted is false when the registry would not mount; then
-// getContent is used to upload the blob instead.
-func (r *Repository) MountBlob(ctx context.Context, desc ocispec.Descriptor, fromRepo string, getContent func() (io.ReadCloser, error)) (bool, error) {
-	if err := validateDescriptor(desc); err != nil {
-		return false, err
-	}
-	from := registry.Reference{Registry: r.upstream.host, Repository: fromRepo}
-	if err := from.ValidateRepository(); err != nil {
-		return false, fmt.Errorf("mount source: %w%.0w", err, errdefs.ErrInvalidArgument)
-	}
-	mounted := true
-	err := r.upstream.oras.Blobs().(registry.Mounter).Mount(ctx, desc, fromRepo, func() (io.ReadCloser, error) {
-		mounted = false
-		if getContent == nil {
-			return nil, errNoContent
-		}
-		return getContent()
-	})
-	if err != nil {
-		return false, classify(err, r.upstream.host)
-	}
-	return mounted, nil
-}
-
-// PushBlob uploads a blob.
-func (r *Repository) PushBlob(ctx context.Context, desc ocispec.Descriptor, content io.Reader) error {
-	if err := validateDescriptor(desc); err != nil {
-		return err
-	}
-	if err := r.upstream.oras.Blobs().Push(ctx, desc, content); err != nil {
-		return classify(err, r.upstream.host)
-	}
-	return nil
 }
 
 // PushManifest uploads a manifest or index and, when tag is not empty, tags it.

@@ -7,10 +7,10 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
-	registrytypes "github.com/moby/moby/api/types/registry"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/wharfproject/wharf/imagespec"
+	"github.com/wharfproject/wharf/registry/hosts"
 )
 
 // Resolved is a name resolved on one repository: the top-level document
@@ -20,19 +20,7 @@ import (
 // go-containerregistry's remote.Get → Descriptor.Image(): Resolve, then
 // Image(platform) for the manifest, config and layers.
 type Resolved struct {
-	Registry string          // index name that answered
-	Name     reference.Named // fully qualified repository that answered
-	Tag      string          // resolved tag; empty for a digest reference
-
-	// Descriptor is the top-level manifest or index: its digest is the
-	// registry's (what NAME@digest pins; for signed schema1 not the hash of
-	// Raw, for a sha512 reference a sha512 digest).
-	Descriptor ocispec.Descriptor
-	Raw        []byte         // top-level bytes as served
-	Index      *ocispec.Index // set when the top level is an index / manifest list
-	// ServedBy is the API host that answered the resolution: a mirror's,
-	// or the upstream's; empty when wharfd's content cache answered.
-	ServedBy string
+	TopLevel
 
 	repo *Repository
 	doc  *decoded
@@ -70,9 +58,9 @@ func (r *Resolved) Ref() reference.Named {
 // registry searched). No other registry ever receives them.
 func (s *Service) Resolve(ctx context.Context, name string, creds Credentials) (*Resolved, error) {
 	var res *Resolved
-	err := s.searchCandidates(name, creds, func(c reference.Named, creds Credentials) error {
+	err := s.searchCandidates(name, creds, func(cfg *hosts.Config, c reference.Named, creds Credentials) error {
 		var err error
-		res, err = s.resolveName(ctx, c, creds)
+		res, err = s.resolveName(ctx, cfg, c, creds)
 		return err
 	})
 	if err != nil {
@@ -86,16 +74,18 @@ func (s *Service) Resolve(ctx context.Context, name string, creds Credentials) (
 // succeeds. Only "not found" moves on to the next candidate (an index
 // without the platform asked for is an answer, not a miss); any other error
 // is the answer. The last candidate's "not found" is returned when none has
-// it.
-func (s *Service) searchCandidates(name string, creds Credentials, try func(c reference.Named, creds Credentials) error) error {
-	cands, err := s.Candidates(name)
+// it. The configuration is read once for the whole search: a reload in the
+// middle cannot mix two.
+func (s *Service) searchCandidates(name string, creds Credentials, try func(cfg *hosts.Config, c reference.Named, creds Credentials) error) error {
+	cfg := s.config()
+	cands, err := candidates(cfg, name)
 	if err != nil {
 		return err
 	}
-	creds = bindCredentials(creds, cands[0])
+	creds = creds.bound(hosts.NormaliseIndexName(reference.Domain(cands[0])))
 	var lastErr error
 	for _, c := range cands {
-		err := try(c, creds)
+		err := try(cfg, c, creds)
 		if err == nil {
 			return nil
 		}
@@ -107,22 +97,9 @@ func (s *Service) searchCandidates(name string, creds Credentials, try func(c re
 	return lastErr
 }
 
-// bindCredentials gives credentials without a ServerAddress the address of
-// the first candidate's registry, so that credentialFunc sends them there
-// and nowhere else.
-func bindCredentials(creds Credentials, first reference.Named) Credentials {
-	if creds.Auth == nil || creds.Auth.ServerAddress != "" {
-		return creds
-	}
-	ac := *creds.Auth
-	ac.ServerAddress = normaliseIndexName(reference.Domain(first))
-	creds.Auth = &ac
-	return creds
-}
-
 // resolveName resolves one fully qualified candidate.
-func (s *Service) resolveName(ctx context.Context, name reference.Named, creds Credentials) (*Resolved, error) {
-	repo, err := s.Repository(ctx, name, creds)
+func (s *Service) resolveName(ctx context.Context, cfg *hosts.Config, name reference.Named, creds Credentials) (*Resolved, error) {
+	repo, err := s.repository(ctx, cfg, name, creds)
 	if err != nil {
 		return nil, err
 	}
@@ -138,10 +115,10 @@ func (s *Service) resolveName(ctx context.Context, name reference.Named, creds C
 	if implicit {
 		tag = "latest"
 	}
-	res, err := repo.resolve(ctx, tag, dgst)
+	res, err := repo.fetchTop(ctx, tag, dgst)
 	if err != nil && implicit && errdefs.IsNotFound(err) {
 		if tags, terr := repo.Tags(ctx, TagsOptions{Limit: 1}); terr == nil && len(tags) > 0 && tags[0] != "latest" {
-			res, err = repo.resolve(ctx, tags[0], "")
+			res, err = repo.fetchTop(ctx, tags[0], "")
 		}
 	}
 	if err != nil && errdefs.IsNotFound(err) {
@@ -150,7 +127,7 @@ func (s *Service) resolveName(ctx context.Context, name reference.Named, creds C
 			if verr != nil {
 				return nil, verr
 			}
-			return &Resolved{Registry: img.Registry, Name: img.Name, Tag: img.Tag, Descriptor: img.Descriptor, Raw: img.Raw, repo: repo, v1: img}, nil
+			return &Resolved{TopLevel: img.TopLevel, repo: repo, v1: img}, nil
 		}
 		return nil, notFoundError(name, tag, dgst, err)
 	}
@@ -164,17 +141,17 @@ func (r *Repository) ResolveTag(ctx context.Context, tagOrDigest string) (*Resol
 	if err != nil {
 		return nil, err
 	}
-	return r.resolve(ctx, tag, dgst)
+	return r.fetchTop(ctx, tag, dgst)
 }
 
-// resolve fetches the top-level document of tag or dgst:
+// fetchTop fetches the top-level document of tag or dgst:
 //   - a digest: from the content cache when this repository and identity
 //     have read it (0 requests), after one HEAD when another has (1), else
 //     one GET;
 //   - a tag on a repository this identity has read: HEAD, then the body
 //     from the cache when unchanged (1 request);
 //   - a tag otherwise: one GET (digest and body in one trip).
-func (r *Repository) resolve(ctx context.Context, tag string, dgst digest.Digest) (*Resolved, error) {
+func (r *Repository) fetchTop(ctx context.Context, tag string, dgst digest.Digest) (*Resolved, error) {
 	var (
 		top    ocispec.Descriptor
 		raw    []byte
@@ -212,14 +189,16 @@ func (r *Repository) resolve(ctx context.Context, tag string, dgst digest.Digest
 		r.noteTag(tag, top, asked)
 	}
 	res := &Resolved{
-		Registry:   r.info.Index.Name,
-		Name:       r.info.Name,
-		Tag:        tag,
-		Descriptor: top,
-		Raw:        raw,
-		ServedBy:   r.servedBy(),
-		repo:       r,
-		doc:        doc,
+		TopLevel: TopLevel{
+			Registry:   r.info.Index.Name,
+			Name:       r.info.Name,
+			Tag:        tag,
+			Descriptor: top,
+			Raw:        raw,
+			ServedBy:   r.servedBy(),
+		},
+		repo: r,
+		doc:  doc,
 	}
 	if doc.kind == kindIndex {
 		idx := doc.index
@@ -275,15 +254,7 @@ func (r *Resolved) Image(ctx context.Context, p ocispec.Platform) (*RemoteImage,
 		img := *r.v1
 		return &img, nil
 	}
-	img := &RemoteImage{
-		Registry:   r.Registry,
-		Name:       r.Name,
-		Tag:        r.Tag,
-		Descriptor: r.Descriptor,
-		Raw:        r.Raw,
-		Index:      r.Index,
-		ServedBy:   r.ServedBy,
-	}
+	img := &RemoteImage{TopLevel: r.TopLevel}
 	mdesc, mraw, err := r.PlatformManifest(ctx, p)
 	if err != nil {
 		return nil, err
@@ -330,8 +301,8 @@ func (s *Service) ListTags(ctx context.Context, name string, creds Credentials, 
 		repo *Repository
 		tags []string
 	)
-	err := s.searchCandidates(name, creds, func(c reference.Named, creds Credentials) error {
-		r, err := s.Repository(ctx, reference.TrimNamed(c), creds)
+	err := s.searchCandidates(name, creds, func(cfg *hosts.Config, c reference.Named, creds Credentials) error {
+		r, err := s.repository(ctx, cfg, reference.TrimNamed(c), creds)
 		if err != nil {
 			return err
 		}
@@ -349,16 +320,4 @@ func (s *Service) ListTags(ctx context.Context, name string, creds Credentials, 
 		return nil, nil, err
 	}
 	return repo, tags, nil
-}
-
-// effectiveAuth is auth when it belongs to index, else nil: the identity a
-// request to index really carries.
-func effectiveAuth(ac *registrytypes.AuthConfig, index string) *registrytypes.AuthConfig {
-	if ac == nil {
-		return nil
-	}
-	if a := normaliseServerAddress(ac.ServerAddress); a != "" && a != normaliseIndexName(index) {
-		return nil
-	}
-	return ac
 }

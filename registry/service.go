@@ -14,6 +14,8 @@ import (
 	"github.com/distribution/reference"
 	registrytypes "github.com/moby/moby/api/types/registry"
 	"github.com/sirupsen/logrus"
+	"github.com/wharfproject/wharf/registry/hosts"
+	"github.com/wharfproject/wharf/registry/transport"
 	"golang.org/x/sync/singleflight"
 )
 
@@ -22,48 +24,43 @@ import (
 type Service struct {
 	opts ServiceOptions
 	log  *logrus.Entry
-	tm   timeouts
 
-	// state is the configuration and the per-host set-ups made from it,
-	// swapped whole by Reload: a request reads it once per decision, so
-	// it runs on the old or the new configuration, never a mix of both.
+	// state is the configuration, swapped whole by Reload: a decision
+	// reads it once, so it runs on the old or the new configuration,
+	// never a mix of both.
 	state       atomic.Pointer[serviceState]
 	reloadMu    sync.Mutex    // one Reload at a time
 	mirrorDown  sync.Map      // mirror host → *mirrorState (mirrors.go)
 	mirrorRetry time.Duration // mirrorRetryAfter; tests shorten it
+	// configRead, when set, is called after every read of the
+	// configuration: tests reload in the middle of a decision with it.
+	configRead func()
 
-	memo    *challengeMemo
-	client  *http.Client // retry → challenge memo → per-host transport
+	http    *transport.Stack // the one HTTP stack (registry/transport)
+	client  *http.Client     // http's Client
 	content *contentCache
 	warm    *repoSet
 	obs     Observer  // metrics.go
 	tags    *tagCache // tag → digest answers, read only under a max-age (tagcache.go)
 	// noReferrersAPI: hosts that answered the referrers API with 404
 	// (referrers.go); they are asked through the tag schema only.
-	noReferrersAPI hostSet
+	noReferrersAPI *lruSet        // bounded: maxReferrerHosts
 	blobs          *blobLocations // where blobs are known to be, for mounts (transfer.go)
-
-	mu          sync.Mutex
-	tokenCaches map[string]*tokenCache // credential identity → tokens
 
 	flight singleflight.Group
 }
 
-// maxCredentialIdentities bounds the per-credential token caches; beyond
-// it the oldest are dropped wholesale (a token is cheap to fetch again).
-const maxCredentialIdentities = 256
-
 // NewService validates opts and returns a Service.
 func NewService(opts ServiceOptions) (*Service, error) {
-	return newService(opts, retryMaxWait)
+	return newService(opts, transport.RetryMaxWait)
 }
 
 func newService(opts ServiceOptions, maxWait time.Duration) (*Service, error) {
-	cfg, err := newConfig(opts)
+	cfg, err := hosts.New(opts.hostsOptions())
 	if err != nil {
 		return nil, fmt.Errorf("%w%.0w", err, errdefs.ErrInvalidArgument)
 	}
-	tm, err := newTimeouts(opts.Timeout)
+	stack, err := transport.New(cfg, transport.Options{Timeout: opts.Timeout, Transport: opts.Transport, Observer: opts.Observer, MaxWait: maxWait})
 	if err != nil {
 		return nil, fmt.Errorf("%w%.0w", err, errdefs.ErrInvalidArgument)
 	}
@@ -74,62 +71,43 @@ func newService(opts ServiceOptions, maxWait time.Duration) (*Service, error) {
 		log = logrus.NewEntry(l)
 	}
 	s := &Service{
-		opts:        opts,
-		log:         log,
-		tm:          tm,
-		content:     newContentCache(contentCacheBytes),
-		warm:        newRepoSet(maxWarmRepos),
-		tags:        newTagCache(maxTagAnswers),
-		blobs:       newBlobLocations(),
-		tokenCaches: map[string]*tokenCache{},
-		mirrorRetry: mirrorRetryAfter,
+		opts:           opts,
+		log:            log,
+		http:           stack,
+		client:         stack.Client(),
+		content:        newContentCache(contentCacheBytes),
+		warm:           newRepoSet(maxWarmRepos),
+		noReferrersAPI: newLRUSet(maxReferrerHosts),
+		tags:           newTagCache(maxTagAnswers),
+		blobs:          newBlobLocations(),
+		mirrorRetry:    mirrorRetryAfter,
 	}
-	s.state.Store(&serviceState{cfg: cfg, transports: newHostTransports(cfg, tm, opts.Transport)})
+	s.state.Store(&serviceState{cfg: cfg})
 	s.setObserver(opts.Observer)
-	s.memo = newChallengeMemo(currentTransports{s})
-	s.client = &http.Client{
-		Transport:     uploadCheck{newIdempotentRetry(s.memo, newRetryPolicy(maxWait))},
-		CheckRedirect: checkRedirect,
-	}
 	return s, nil
 }
 
-// serviceState is what Reload replaces.
+// serviceState is what Reload replaces (the transport's per-host set-ups
+// are replaced beside it: transport.Stack.Reload).
 type serviceState struct {
-	cfg        *config
-	transports *hostTransports
+	cfg *hosts.Config
 }
 
-func (s *Service) config() *config             { return s.state.Load().cfg }
-func (s *Service) transports() *hostTransports { return s.state.Load().transports }
-
-// currentTransports sends each request through the per-host set-ups of
-// the configuration current when the request starts.
-type currentTransports struct{ s *Service }
-
-func (c currentTransports) RoundTrip(req *http.Request) (*http.Response, error) {
-	return c.s.transports().RoundTrip(req)
-}
-
-func (s *Service) tokenCacheFor(identity string) *tokenCache {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c, ok := s.tokenCaches[identity]; ok {
-		return c
+// config is the current configuration. A decision reads it once and
+// passes it on, so that a reload cannot mix two configurations in it.
+func (s *Service) config() *hosts.Config {
+	cfg := s.state.Load().cfg
+	if s.configRead != nil {
+		s.configRead()
 	}
-	if len(s.tokenCaches) >= maxCredentialIdentities {
-		clear(s.tokenCaches)
-	}
-	c := newTokenCache(s.memo, s.tm.shared())
-	s.tokenCaches[identity] = c
-	return c
+	return cfg
 }
 
 // ServiceConfig is the RegistryConfig of GET /info.
 func (s *Service) ServiceConfig() *registrytypes.ServiceConfig {
 	cfg := s.config()
-	cidrs := append([]netip.Prefix{}, cfg.insecureCIDRs...)
-	mirrors := cfg.mirrorStrings()
+	cidrs := append([]netip.Prefix{}, cfg.InsecureCIDRs()...)
+	mirrors := cfg.Mirrors()
 	sc := &registrytypes.ServiceConfig{
 		InsecureRegistryCIDRs: cidrs,
 		IndexConfigs: map[string]*registrytypes.IndexInfo{
@@ -137,31 +115,37 @@ func (s *Service) ServiceConfig() *registrytypes.ServiceConfig {
 		},
 		Mirrors: append([]string{}, mirrors...),
 	}
-	for h := range cfg.insecureHosts {
+	for _, h := range cfg.InsecureHosts() {
 		sc.IndexConfigs[h] = &registrytypes.IndexInfo{Name: h, Mirrors: []string{}, Secure: false, Official: false}
 	}
 	return sc
 }
 
 // indexInfo describes index (already normalised).
-func (s *Service) indexInfo(index string) *registrytypes.IndexInfo {
+func indexInfo(cfg *hosts.Config, index string) *registrytypes.IndexInfo {
 	if index == DefaultIndexName {
-		return &registrytypes.IndexInfo{Name: index, Mirrors: s.config().mirrorStrings(), Secure: true, Official: true}
+		return &registrytypes.IndexInfo{Name: index, Mirrors: cfg.Mirrors(), Secure: true, Official: true}
 	}
-	return &registrytypes.IndexInfo{Name: index, Mirrors: []string{}, Secure: s.config().secure(index)}
+	return &registrytypes.IndexInfo{Name: index, Mirrors: []string{}, Secure: cfg.Secure(index)}
 }
 
 // RepositoryInfo describes the repository of a fully qualified name.
 // A blocked registry is errdefs.ErrPermissionDenied.
 func (s *Service) RepositoryInfo(name reference.Named) (*RepositoryInfo, error) {
+	return repositoryInfo(s.config(), name)
+}
+
+// repositoryInfo is RepositoryInfo under one configuration: blocked and
+// secure from the same one.
+func repositoryInfo(cfg *hosts.Config, name reference.Named) (*RepositoryInfo, error) {
 	if name == nil {
 		return nil, fmt.Errorf("no repository name%.0w", errdefs.ErrInvalidArgument)
 	}
-	index := normaliseIndexName(reference.Domain(name))
-	if s.config().isBlocked(index) {
+	index := hosts.NormaliseIndexName(reference.Domain(name))
+	if cfg.Blocked(index) {
 		return nil, blockedError(index)
 	}
-	info := s.indexInfo(index)
+	info := indexInfo(cfg, index)
 	return &RepositoryInfo{
 		Name:     reference.TrimNamed(name),
 		Index:    info,
@@ -173,25 +157,29 @@ func (s *Service) RepositoryInfo(name reference.Named) (*RepositoryInfo, error) 
 // to try, in order: one for a name with a registry host; for a short name the
 // AddRegistries in order, then docker.io. Blocked registries are left out; if
 // none is left, errdefs.ErrPermissionDenied. A malformed name is
-// errdefs.ErrInvalidArgument.
+// errdefs.ErrInvalidArgument. The configuration is read once.
 func (s *Service) Candidates(name string) ([]reference.Named, error) {
+	return candidates(s.config(), name)
+}
+
+func candidates(cfg *hosts.Config, name string) ([]reference.Named, error) {
 	n, err := reference.ParseNormalizedNamed(name)
 	if err != nil {
 		return nil, fmt.Errorf("%w%.0w", err, errdefs.ErrInvalidArgument)
 	}
 	if hasRegistryHost(name) {
-		if index := normaliseIndexName(reference.Domain(n)); s.config().isBlocked(index) {
+		if index := hosts.NormaliseIndexName(reference.Domain(n)); cfg.Blocked(index) {
 			return nil, blockedError(index)
 		}
 		return []reference.Named{n}, nil
 	}
 	var out []reference.Named
 	var blocked []string
-	for _, r := range s.config().addRegistries {
+	for _, r := range cfg.AddRegistries() {
 		if r == DefaultIndexName {
 			continue // docker.io comes last, once
 		}
-		if s.config().isBlocked(r) {
+		if cfg.Blocked(r) {
 			blocked = append(blocked, r)
 			continue
 		}
@@ -201,7 +189,7 @@ func (s *Service) Candidates(name string) ([]reference.Named, error) {
 		}
 		out = append(out, c)
 	}
-	if s.config().isBlocked(DefaultIndexName) {
+	if cfg.Blocked(DefaultIndexName) {
 		blocked = append(blocked, DefaultIndexName)
 	} else {
 		out = append(out, n)

@@ -5,10 +5,11 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
-	registrytypes "github.com/moby/moby/api/types/registry"
+	"github.com/wharfproject/wharf/registry/hosts"
 )
 
 func TestCandidates(t *testing.T) {
@@ -120,7 +121,7 @@ func TestSecureAndInsecureRegistries(t *testing.T) {
 		{"plain.example.com:8080", false},
 	}
 	for _, tc := range tests {
-		if got := s.config().secure(tc.host); got != tc.secure {
+		if got := s.config().Secure(tc.host); got != tc.secure {
 			t.Errorf("secure(%q) = %v, want %v", tc.host, got, tc.secure)
 		}
 	}
@@ -176,56 +177,6 @@ func TestRepositoryInfo(t *testing.T) {
 
 func b64(s string) string { return base64.URLEncoding.EncodeToString([]byte(s)) }
 
-func TestDecodeAuthConfig(t *testing.T) {
-	doc := `{"username":"u","password":"p?>","serveraddress":"https://index.docker.io/v1/"}`
-	tests := []struct {
-		name string
-		in   string
-		want *registrytypes.AuthConfig
-	}{
-		{"empty", "", nil},
-		{"padded base64url", b64(doc), &registrytypes.AuthConfig{Username: "u", Password: "p?>", ServerAddress: "https://index.docker.io/v1/"}},
-		{"unpadded", strings.TrimRight(b64(doc), "="), &registrytypes.AuthConfig{Username: "u", Password: "p?>", ServerAddress: "https://index.docker.io/v1/"}},
-		{"standard base64", base64.StdEncoding.EncodeToString([]byte(doc)), &registrytypes.AuthConfig{Username: "u", Password: "p?>", ServerAddress: "https://index.docker.io/v1/"}},
-		{"identity token", b64(`{"identitytoken":"tok"}`), &registrytypes.AuthConfig{IdentityToken: "tok"}},
-		{"auth field", b64(`{"auth":"` + base64.StdEncoding.EncodeToString([]byte("a:b:c")) + `"}`), &registrytypes.AuthConfig{Username: "a", Password: "b:c", Auth: base64.StdEncoding.EncodeToString([]byte("a:b:c"))}},
-		{"not base64", "!!!", nil},
-		{"not json", b64("hello"), nil},
-		{"two documents", b64(`{"username":"a"}{"username":"b"}`), nil},
-		{"trailing garbage", b64(`{"username":"a"} x`), nil},
-		{"empty object", b64(`{}`), nil},
-		{"json null", b64(`null`), nil},
-		{"array", b64(`[]`), nil},
-	}
-	for _, tc := range tests {
-		got := DecodeAuthConfig(tc.in)
-		switch {
-		case tc.want == nil && got != nil:
-			t.Errorf("%s: got %+v, want nil", tc.name, got)
-		case tc.want != nil && (got == nil || *got != *tc.want):
-			t.Errorf("%s: got %+v, want %+v", tc.name, got, tc.want)
-		}
-	}
-}
-
-func TestCredentialsOnlyForTheirHost(t *testing.T) {
-	ctx := t.Context()
-	hub := credentialFunc(&registrytypes.AuthConfig{Username: "u", Password: "p", ServerAddress: "https://index.docker.io/v1/"}, "docker.io")
-	for host, want := range map[string]bool{"registry-1.docker.io": true, "docker.io": true, "index.docker.io": true, "evil.example.com": false, "mirror.example.com": false} {
-		c, _ := hub(ctx, host)
-		if (c.Username == "u") != want {
-			t.Errorf("hub credentials for %s: %v, want %v", host, c.Username == "u", want)
-		}
-	}
-	local := credentialFunc(&registrytypes.AuthConfig{Username: "u", Password: "p"}, "localhost:5000")
-	if c, _ := local(ctx, "localhost:5000"); c.Username != "u" {
-		t.Errorf("empty ServerAddress: credentials not given to the request's registry")
-	}
-	if c, _ := local(ctx, "localhost:5001"); c.Username != "" {
-		t.Errorf("credentials given to another port")
-	}
-}
-
 func TestNormaliseServerAddress(t *testing.T) {
 	for in, want := range map[string]string{
 		"https://index.docker.io/v1/": "docker.io",
@@ -236,8 +187,15 @@ func TestNormaliseServerAddress(t *testing.T) {
 		"Quay.IO":                     "quay.io",
 		"":                            "",
 	} {
-		if got := normaliseServerAddress(in); got != want {
-			t.Errorf("normaliseServerAddress(%q) = %q, want %q", in, got, want)
+		if got := hosts.NormaliseServerAddress(in); got != want {
+			t.Errorf("hosts.NormaliseServerAddress(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// A timeout that is not a positive duration is the caller's error.
+func TestServiceRejectsNegativeTimeout(t *testing.T) {
+	if _, err := NewService(ServiceOptions{Timeout: -time.Second}); err == nil || !errdefs.IsInvalidArgument(err) {
+		t.Errorf("negative timeout: %v, want InvalidArgument", err)
 	}
 }

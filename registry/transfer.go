@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/registry"
@@ -340,10 +341,10 @@ func (r *Repository) cancelUpload(ctx context.Context, ep *repoEndpoint, session
 // or wrote it (push, copy), most recent first. It only picks mount sources,
 // so losing it (it lives in memory; a restart empties it) costs an upload,
 // never correctness. Bounded: maxLocationsPerBlob repositories per blob,
-// maxBlobLocations blobs (beyond, an arbitrary one is forgotten).
+// maxBlobLocations blobs (beyond, the least recently used is forgotten).
 type blobLocations struct {
 	mu sync.Mutex
-	m  map[digest.Digest][]blobLocation
+	m  *simplelru.LRU[digest.Digest, []blobLocation]
 }
 
 type blobLocation struct{ index, path string }
@@ -354,19 +355,13 @@ const (
 )
 
 func newBlobLocations() *blobLocations {
-	return &blobLocations{m: map[digest.Digest][]blobLocation{}}
+	return &blobLocations{m: mustLRU[digest.Digest, []blobLocation](maxBlobLocations)}
 }
 
 func (b *blobLocations) add(d digest.Digest, index, path string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	locs, ok := b.m[d]
-	if !ok && len(b.m) >= maxBlobLocations {
-		for k := range b.m {
-			delete(b.m, k)
-			break
-		}
-	}
+	locs, _ := b.m.Get(d)
 	l := blobLocation{index, path}
 	out := []blobLocation{l}
 	for _, o := range locs {
@@ -374,7 +369,7 @@ func (b *blobLocations) add(d digest.Digest, index, path string) {
 			out = append(out, o)
 		}
 	}
-	b.m[d] = out
+	b.m.Add(d, out)
 }
 
 // on lists the repositories on index known to hold d, most recent first.
@@ -382,7 +377,8 @@ func (b *blobLocations) on(d digest.Digest, index string) []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var out []string
-	for _, l := range b.m[d] {
+	locs, _ := b.m.Get(d)
+	for _, l := range locs {
 		if l.index == index {
 			out = append(out, l.path)
 		}

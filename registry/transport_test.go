@@ -1,21 +1,15 @@
 package registry
 
 import (
-	"bytes"
 	"context"
-	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
@@ -97,41 +91,6 @@ func TestRedirectHTTPSToHTTPRefused(t *testing.T) {
 	}
 }
 
-func TestCertsDirTrustsCA(t *testing.T) {
-	srv := httptest.NewTLSServer(http.NotFoundHandler())
-	defer srv.Close()
-	dir := t.TempDir()
-	host := "myreg.example.com:5000"
-	if err := os.MkdirAll(filepath.Join(dir, host), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-	if err := os.WriteFile(filepath.Join(dir, host, "ca.crt"), pemBytes, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	conf, found, err := loadCertsDir([]string{filepath.Join(dir, "none"), dir}, host)
-	if err != nil || !found {
-		t.Fatalf("loadCertsDir: found %v, %v", found, err)
-	}
-	if _, err := srv.Certificate().Verify(x509.VerifyOptions{Roots: conf.RootCAs, DNSName: "example.com"}); err != nil {
-		t.Errorf("CA from certs dir not trusted: %v", err)
-	}
-	if _, found, _ := loadCertsDir([]string{dir}, "other.example.com"); found {
-		t.Errorf("certs dir of another host used")
-	}
-	// A lone client.cert is a configuration error, as in dockerd.
-	if err := os.WriteFile(filepath.Join(dir, host, "client.cert"), pemBytes, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := loadCertsDir([]string{dir}, host); err == nil {
-		t.Errorf("client.cert without client.key accepted")
-	}
-	tr := newHostTransports(&config{certsDirs: []string{dir}}, defaultTimeouts(), nil)
-	if e, err := tr.forHost(context.Background(), "quay.io"); err != nil || e.rt != tr.base {
-		t.Errorf("ordinary host: %v %v, want the shared base transport", e, err)
-	}
-}
-
 func TestBlobReaderVerifies(t *testing.T) {
 	f := newFakeRegistry(t)
 	good := f.putBlob([]byte("0123456789"))
@@ -173,17 +132,6 @@ func TestBlobReaderVerifies(t *testing.T) {
 	}
 	if _, err := r.FetchBlob(ctx, ocispec.Descriptor{Digest: "sha256:../../etc", Size: 1}); !errdefs.IsInvalidArgument(err) {
 		t.Errorf("invalid digest: %v, want InvalidArgument before any request", err)
-	}
-}
-
-func TestIdleReaderTimesOut(t *testing.T) {
-	pr, pw := io.Pipe()
-	defer pw.Close()
-	ir := newIdleReader(pr, 20*time.Millisecond)
-	defer ir.Close()
-	_, err := ir.Read(make([]byte, 1))
-	if !errdefs.IsUnavailable(err) {
-		t.Errorf("idle read: %v, want Unavailable", err)
 	}
 }
 
@@ -248,22 +196,20 @@ func TestPushMountTagsAndExists(t *testing.T) {
 	if ok, err := r.BlobExists(ctx, desc); err != nil || ok {
 		t.Fatalf("exists before push: %v %v", ok, err)
 	}
-	if err := r.PushBlob(ctx, desc, bytes.NewReader(blob)); err != nil {
-		t.Fatal(err)
+	if how, _, err := r.TransferBlob(ctx, desc, nil, opener(blob)); err != nil || how != BlobUploaded {
+		t.Fatalf("push: %v %v", how, err)
 	}
 	if ok, err := r.BlobExists(ctx, desc); err != nil || !ok {
 		t.Fatalf("exists after push: %v %v", ok, err)
 	}
-	mounted, err := r.MountBlob(ctx, desc, "push/src", nil)
-	if err != nil || !mounted {
-		t.Errorf("mount of a known blob: %v %v", mounted, err)
+	if how, _, err := r.TransferBlob(ctx, desc, []string{"push/src"}, nil); err != nil || how != BlobExisted {
+		t.Errorf("transfer of a known blob: %v %v, want BlobExisted", how, err)
 	}
 	f.refuseMount = true
 	other := []byte("other layer")
 	odesc := ocispec.Descriptor{Digest: digest.FromBytes(other), Size: int64(len(other))}
-	mounted, err = r.MountBlob(ctx, odesc, "push/src", func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(other)), nil })
-	if err != nil || mounted {
-		t.Errorf("refused mount: mounted %v err %v, want an upload", mounted, err)
+	if how, _, err := r.TransferBlob(ctx, odesc, []string{"push/src"}, opener(other)); err != nil || how != BlobUploaded {
+		t.Errorf("refused mount: %v err %v, want an upload", how, err)
 	}
 	if ok, _ := r.BlobExists(ctx, odesc); !ok {
 		t.Errorf("fallback upload did not land")
@@ -271,7 +217,7 @@ func TestPushMountTagsAndExists(t *testing.T) {
 
 	cfg := []byte(`{"os":"linux","architecture":"amd64"}`)
 	cdesc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageConfig, Digest: digest.FromBytes(cfg), Size: int64(len(cfg))}
-	if err := r.PushBlob(ctx, cdesc, bytes.NewReader(cfg)); err != nil {
+	if _, _, err := r.TransferBlob(ctx, cdesc, nil, opener(cfg)); err != nil {
 		t.Fatal(err)
 	}
 	m := []byte(`{"schemaVersion":2,"mediaType":"` + ocispec.MediaTypeImageManifest + `","config":{"mediaType":"` + ocispec.MediaTypeImageConfig + `","digest":"` + cdesc.Digest.String() + `","size":` + itoa(len(cfg)) + `},"layers":[]}`)
@@ -334,86 +280,3 @@ func TestLoginRefusesMetadataRealm(t *testing.T) {
 		t.Errorf("realm on the metadata address: %v, want PermissionDenied", err)
 	}
 }
-
-func TestRetryPolicyHonoursRetryAfterWithinCap(t *testing.T) {
-	p := newRetryPolicy(2 * time.Second)
-	mk := func(status int, ra string) *http.Response {
-		r := &http.Response{StatusCode: status, Header: http.Header{}}
-		if ra != "" {
-			r.Header.Set("Retry-After", ra)
-		}
-		return r
-	}
-	tests := []struct {
-		resp     *http.Response
-		attempt  int
-		min, max time.Duration // want in [min, max]; max < 0 = no retry
-	}{
-		{mk(429, "1"), 0, time.Second, time.Second},
-		{mk(503, "1"), 0, time.Second, time.Second},
-		{mk(429, "3600"), 0, 2 * time.Second, 2 * time.Second},
-		{mk(429, time.Now().Add(time.Hour).UTC().Format(http.TimeFormat)), 0, 2 * time.Second, 2 * time.Second},
-		{mk(500, ""), 0, retryMinWait, 2 * time.Second},
-		{mk(404, ""), 0, -1, -1},
-		{mk(429, "1"), retryAttempts, -1, -1},
-	}
-	for i, tc := range tests {
-		d, err := p.Retry(tc.attempt, tc.resp, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if tc.max < 0 {
-			if d >= 0 {
-				t.Errorf("%d: retried after %s, want no retry", i, d)
-			}
-			continue
-		}
-		if d < tc.min || d > tc.max {
-			t.Errorf("%d: wait %s, want in [%s, %s]", i, d, tc.min, tc.max)
-		}
-	}
-}
-
-// TestUploadCheck: a 201 whose Docker-Content-Digest names another digest
-// than the upload (PUT ?digest=) or the mount (POST ?mount=) is an error;
-// agreeing, absent or non-201 answers pass through.
-func TestUploadCheck(t *testing.T) {
-	d := digest.FromString("a")
-	other := digest.FromString("b")
-	cases := []struct {
-		name, method, query, header string
-		status                      int
-		wantErr                     bool
-	}{
-		{"put agrees", http.MethodPut, "digest=" + d.String(), d.String(), 201, false},
-		{"put other digest", http.MethodPut, "digest=" + d.String(), other.String(), 201, true},
-		{"put garbage header", http.MethodPut, "digest=" + d.String(), "nonsense", 201, true},
-		{"put no header", http.MethodPut, "digest=" + d.String(), "", 201, false},
-		{"mount other digest", http.MethodPost, "mount=" + d.String() + "&from=x", other.String(), 201, true},
-		{"mount refused", http.MethodPost, "mount=" + d.String(), other.String(), 202, false},
-		{"patch", http.MethodPatch, "", other.String(), 202, false},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			rt := roundTripFunc(func(r *http.Request) (*http.Response, error) {
-				h := http.Header{}
-				if tc.header != "" {
-					h.Set("Docker-Content-Digest", tc.header)
-				}
-				return &http.Response{StatusCode: tc.status, Header: h, Body: io.NopCloser(strings.NewReader("")), Request: r}, nil
-			})
-			req, _ := http.NewRequest(tc.method, "http://127.0.0.1:1/v2/r/blobs/uploads/x?"+tc.query, nil)
-			_, err := uploadCheck{rt}.RoundTrip(req)
-			if (err != nil) != tc.wantErr {
-				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
-			}
-			if err != nil && !errors.Is(err, ErrDigestMismatch) {
-				t.Errorf("err = %v, want ErrDigestMismatch", err)
-			}
-		})
-	}
-}
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

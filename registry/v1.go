@@ -16,6 +16,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/wharfproject/wharf/imagespec"
+	"github.com/wharfproject/wharf/registry/hosts"
 )
 
 // The v1 registry protocol, read-only, for remote inspect of registries that
@@ -74,9 +75,7 @@ func (r *Repository) inspectV1(ctx context.Context, tag string, dgst digest.Dige
 		return nil, invalidDocument(host, "v1 image %s JSON is not valid", id)
 	}
 	return &RemoteImage{
-		Registry:    r.info.Index.Name,
-		Name:        r.info.Name,
-		Tag:         tag,
+		TopLevel:    TopLevel{Registry: r.info.Index.Name, Name: r.info.Name, Tag: tag},
 		Config:      ocispec.Descriptor{MediaType: imagespec.MediaTypeDockerConfig, Digest: digest.FromBytes(cfg), Size: int64(len(cfg))},
 		ConfigBytes: cfg,
 		V1:          true,
@@ -162,7 +161,7 @@ func (s *v1Session) images(ctx context.Context) error {
 		base, _ := url.Parse(s.base)
 		// The endpoint inherits the index's scheme: an index reached over
 		// https never sends us to plain http.
-		if _, err := validateHost(first); err == nil {
+		if _, err := hosts.ValidateHost(first); err == nil {
 			s.endpoint = base.Scheme + "://" + first
 		}
 	}

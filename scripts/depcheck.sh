@@ -17,7 +17,9 @@ allowed() {
 	case $1 in
 	api/types) echo "" ;;
 	api/server) echo "api/types imagespec" ;;
-	registry) echo "imagespec" ;;
+	registry) echo "imagespec registry/hosts registry/transport" ;;
+	registry/transport) echo "registry/hosts" ;;
+	registry/hosts) echo "" ;;
 	imagespec) echo "" ;;
 	graph) echo "registry api/types imagespec graph/store graph/archive graph/distribution" ;;
 	graph/store) echo "api/types imagespec" ;;

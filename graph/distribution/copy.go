@@ -51,12 +51,9 @@ func (s *Service) CopyImage(ctx context.Context, opts types.CopyOptions, out typ
 	if err != nil {
 		return fmt.Errorf("destination: %v%.0w", err, errdefs.ErrInvalidArgument)
 	}
-	cands, err := svc.Candidates(opts.Source)
-	if err != nil {
-		return err
-	}
-	srcCreds := registry.Credentials{Auth: registry.AuthFor(opts.Auth, reference.Domain(cands[0])), MetaHeaders: opts.MetaHeaders}
-	dstCreds := registry.Credentials{Auth: registry.AuthFor(opts.Auth, reference.Domain(dstNamed)), MetaHeaders: opts.MetaHeaders}
+	// Each registry gets the set keyed by it (registry/credentials.go).
+	srcCreds := registry.Credentials{Registries: opts.Auth, MetaHeaders: opts.MetaHeaders}
+	dstCreds := srcCreds
 
 	res, err := svc.Resolve(ctx, opts.Source, srcCreds)
 	if err != nil {

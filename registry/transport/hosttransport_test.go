@@ -1,4 +1,4 @@
-package registry
+package transport
 
 import (
 	"context"
@@ -19,126 +19,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/wharfproject/wharf/registry/hosts"
 )
-
-// A loopback registry serving TLS is spoken to over TLS, one serving
-// plain HTTP over plain HTTP; the remote inspect works both ways.
-func TestLoopbackRegistryOverTLSAndPlainHTTP(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		f    *fakeRegistry
-		want int32
-	}{
-		{"tls", newTLSFakeRegistry(t), schemeHTTPS},
-		{"plain", newFakeRegistry(t), schemeHTTP},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			tc.f.addImage("team/app", "1", "linux", "amd64", "")
-			s := testService(t, ServiceOptions{})
-			img, err := s.Inspect(context.Background(), InspectRequest{Name: tc.f.host() + "/team/app:1", Platform: linuxAmd64()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if img.Tag != "1" {
-				t.Errorf("tag %q", img.Tag)
-			}
-			e, err := s.transports().forHost(context.Background(), tc.f.host())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := e.scheme.Load(); got != tc.want {
-				t.Errorf("remembered scheme %d, want %d", got, tc.want)
-			}
-		})
-	}
-}
-
-// countingListener counts accepted connections and what their first byte
-// says: a TLS handshake (0x16) or anything else.
-type countingListener struct {
-	net.Listener
-	tlsHellos, others atomic.Int64
-}
-
-func (l *countingListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	return &peekConn{Conn: c, l: l}, nil
-}
-
-type peekConn struct {
-	net.Conn
-	l    *countingListener
-	once sync.Once
-}
-
-func (c *peekConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
-	if n > 0 {
-		c.once.Do(func() {
-			if p[0] == 0x16 {
-				c.l.tlsHellos.Add(1)
-			} else {
-				c.l.others.Add(1)
-			}
-		})
-	}
-	return n, err
-}
-
-// countConnections restarts f's server (plain HTTP) on a countingListener.
-func countConnections(t *testing.T, f *fakeRegistry) *countingListener {
-	t.Helper()
-	f.srv.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl := &countingListener{Listener: ln}
-	f.srv = httptest.NewUnstartedServer(http.HandlerFunc(f.serve))
-	f.srv.Listener = cl
-	f.srv.Start()
-	return cl
-}
-
-// The scheme is probed once per host: a second endpoint costs no handshake.
-// For a plain registry the one probe is a single TLS ClientHello that
-// never becomes an HTTP request, and one GET /v2/ goes beside it (its
-// challenge and connection serve the first real request).
-func TestSchemeProbeIsRememberedPerHost(t *testing.T) {
-	f := newFakeRegistry(t)
-	cl := countConnections(t, f)
-	f.addImage("team/app", "1", "linux", "amd64", "")
-	s := testService(t, ServiceOptions{})
-	for i := 0; i < 3; i++ {
-		if _, err := s.Inspect(context.Background(), InspectRequest{Name: f.host() + "/team/app:1", Platform: linuxAmd64()}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if n := cl.tlsHellos.Load(); n != 1 {
-		t.Errorf("%d TLS handshakes to a plain registry, want the 1 probe", n)
-	}
-	pings := 0
-	for _, r := range f.reset() {
-		if r == "GET /v2/" {
-			pings++
-		}
-	}
-	if pings != 1 {
-		t.Errorf("%d GET /v2/ over 3 inspects, want the probe's one ping", pings)
-	}
-	if n := cl.others.Load(); n != 1 {
-		t.Errorf("%d plain connections, want 1: the ping's, reused", n)
-	}
-}
 
 // What each kind of peer makes of the probe.
 func TestProbeSchemeOutcomes(t *testing.T) {
 	tm := defaultTimeouts()
 	tm.handshake = 300 * time.Millisecond
-	tr := newHostTransports(&config{}, tm, nil)
+	tr := newHostTransports(hostsConfig(t), tm, nil)
 	probe := func(host string) (int32, bool, error) {
 		t.Helper()
 		e, err := tr.forHost(context.Background(), host)
@@ -231,7 +120,7 @@ func TestHostSetUpDoesNotHoldOtherHosts(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tr := newHostTransports(&config{certsDirs: []string{dir}}, defaultTimeouts(), nil)
+	tr := newHostTransports(hostsConfig(t, dir), defaultTimeouts(), nil)
 
 	ctx, leave := context.WithCancel(context.Background())
 	defer leave()
@@ -278,13 +167,13 @@ func TestHostSetUpDoesNotHoldOtherHosts(t *testing.T) {
 // (bounded by the dial timeout), once per host, outside any lock; a failed
 // look-up is not remembered.
 func TestHostLookupIsPerHostAndHonoursContext(t *testing.T) {
-	cfg, err := newConfig(ServiceOptions{InsecureRegistries: []string{"10.1.0.0/16"}})
+	cfg, err := hosts.New(hosts.Options{InsecureRegistries: []string{"10.1.0.0/16"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var lookups sync.Map // host → *atomic.Int64
 	release := make(chan struct{})
-	cfg.lookup = func(ctx context.Context, host string) ([]netip.Addr, error) {
+	cfg.SetLookup(func(ctx context.Context, host string) ([]netip.Addr, error) {
 		n, _ := lookups.LoadOrStore(host, new(atomic.Int64))
 		n.(*atomic.Int64).Add(1)
 		if _, ok := ctx.Deadline(); !ok {
@@ -302,7 +191,7 @@ func TestHostLookupIsPerHostAndHonoursContext(t *testing.T) {
 			return []netip.Addr{netip.MustParseAddr("10.1.2.3")}, nil
 		}
 		return []netip.Addr{netip.MustParseAddr("192.0.2.1")}, nil
-	}
+	})
 	tr := newHostTransports(cfg, defaultTimeouts(), nil)
 	stuck := make(chan *hostEntry, 1)
 	go func() {
@@ -344,7 +233,7 @@ func TestCertsDirReadOncePerHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeCA(t, filepath.Join(dir, host, "ca.crt"), srv)
-	tr := newHostTransports(&config{certsDirs: []string{dir}}, defaultTimeouts(), nil)
+	tr := newHostTransports(hostsConfig(t, dir), defaultTimeouts(), nil)
 	first, err := tr.forHost(context.Background(), host)
 	if err != nil {
 		t.Fatal(err)
@@ -365,4 +254,18 @@ func writeCA(t *testing.T, path string, srv *httptest.Server) {
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// hostsConfig is a configuration whose certs dirs are dirs (none given: one
+// empty directory, so that the machine's /etc/docker/certs.d is not read).
+func hostsConfig(t *testing.T, dirs ...string) *hosts.Config {
+	t.Helper()
+	if len(dirs) == 0 {
+		dirs = []string{t.TempDir()}
+	}
+	c, err := hosts.New(hosts.Options{CertsDirs: dirs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -1,4 +1,4 @@
-package registry
+package transport
 
 import (
 	"fmt"
@@ -23,6 +23,11 @@ type timeouts struct {
 	// end within one window.
 	window time.Duration
 }
+
+// blobIdleTimeout is the default window: ResponseHeaderTimeout bounds the
+// wait for headers, not a body that stalls halfway; 30 s of (near) silence
+// is a dead connection, not a slow one.
+const blobIdleTimeout = 30 * time.Second
 
 // minBodyBytes per window: 1 KiB in 30 s is 34 B/s, far below any real
 // link, and far above a registry that trickles a byte a second.

@@ -1,4 +1,4 @@
-package registry
+package hosts
 
 import (
 	"fmt"
@@ -27,15 +27,15 @@ import (
 //	  [host."https://mirror.example.com".header]
 //	    x-custom = "value"
 
-// hostCapabilities are what a host may be used for.
-type hostCapabilities uint8
+// Capabilities are what a host may be used for.
+type Capabilities uint8
 
 const (
-	capPull      hostCapabilities = 1 << iota // blobs and manifests by digest
-	capResolve                                // a tag (or digest) to a descriptor
-	capPush                                   // accepted for compatibility; push goes upstream only
-	capReferrers                              // accepted for compatibility
-	capAll       = capPull | capResolve | capPush | capReferrers
+	CapPull      Capabilities = 1 << iota // blobs and manifests by digest
+	CapResolve                            // a tag (or digest) to a descriptor
+	CapPush                               // accepted for compatibility; push goes upstream only
+	CapReferrers                          // accepted for compatibility
+	CapAll       = CapPull | CapResolve | CapPush | CapReferrers
 )
 
 // maxHostsFile caps a hosts.toml (64 KiB): a hand-written list of a few hosts.
@@ -48,7 +48,7 @@ type hostConfig struct {
 	host   string // host[:port], lower case; "" for a server left to its default
 	path   string // API root, "/v2" unless the URL has a path
 
-	caps        hostCapabilities
+	caps        Capabilities
 	caCerts     []string    // absolute paths
 	clientPairs [][2]string // certificate, key ("" when the key is in the certificate's file)
 	skipVerify  *bool
@@ -155,7 +155,7 @@ func parseHostSection(server, baseDir string, sec hostFileSection) (hostConfig, 
 		if u.RawQuery != "" || u.Fragment != "" {
 			return hc, fmt.Errorf("query or fragment not allowed in the URL")
 		}
-		h, err := validateHost(u.Host)
+		h, err := ValidateHost(u.Host)
 		if err != nil {
 			return hc, err
 		}
@@ -174,18 +174,18 @@ func parseHostSection(server, baseDir string, sec hostFileSection) (hostConfig, 
 	}
 	hc.skipVerify = sec.SkipVerify
 	if len(sec.Capabilities) == 0 {
-		hc.caps = capAll
+		hc.caps = CapAll
 	}
 	for _, c := range sec.Capabilities {
 		switch strings.ToLower(c) {
 		case "pull":
-			hc.caps |= capPull
+			hc.caps |= CapPull
 		case "resolve":
-			hc.caps |= capResolve
+			hc.caps |= CapResolve
 		case "push":
-			hc.caps |= capPush
+			hc.caps |= CapPush
 		case "referrers":
-			hc.caps |= capReferrers
+			hc.caps |= CapReferrers
 		default:
 			return hc, fmt.Errorf("unknown capability %q", c)
 		}

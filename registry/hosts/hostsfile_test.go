@@ -1,4 +1,4 @@
-package registry
+package hosts
 
 import (
 	"net/http"
@@ -63,19 +63,19 @@ ca = "/etc/path/default"
 func TestParseHostsFileContainerdExample(t *testing.T) {
 	tb, fb := true, false
 	want := []hostConfig{
-		{scheme: "https", host: "mirror.registry", path: "/v2", caps: capPull, caCerts: []string{"/etc/certs/mirror.pem"}, skipVerify: &fb, header: http.Header{"X-Custom-2": {"value1", "value2"}}},
-		{scheme: "https", host: "mirror-bak.registry", path: "/us/v2", caps: capPull, skipVerify: &tb},
-		{scheme: "http", host: "mirror.registry", path: "/v2", caps: capPull},
-		{scheme: "https", host: "test-1.registry", path: "/v2", caps: capAll, caCerts: []string{"/etc/certs/test-1-ca.pem", "/etc/certs/special.pem"},
+		{scheme: "https", host: "mirror.registry", path: "/v2", caps: CapPull, caCerts: []string{"/etc/certs/mirror.pem"}, skipVerify: &fb, header: http.Header{"X-Custom-2": {"value1", "value2"}}},
+		{scheme: "https", host: "mirror-bak.registry", path: "/us/v2", caps: CapPull, skipVerify: &tb},
+		{scheme: "http", host: "mirror.registry", path: "/v2", caps: CapPull},
+		{scheme: "https", host: "test-1.registry", path: "/v2", caps: CapAll, caCerts: []string{"/etc/certs/test-1-ca.pem", "/etc/certs/special.pem"},
 			clientPairs: [][2]string{{"/etc/certs/client.cert", "/etc/certs/client.key"}, {"/etc/certs/client.pem", ""}}},
-		{scheme: "https", host: "test-2.registry", path: "/v2", caps: capAll, clientPairs: [][2]string{{"/etc/certs/client.pem", ""}}},
-		{scheme: "https", host: "test-3.registry", path: "/v2", caps: capAll, clientPairs: [][2]string{{"/etc/certs/client-1.pem", ""}, {"/etc/certs/client-2.pem", ""}}},
-		{scheme: "https", host: "no-referrers.registry", path: "/v2", caps: capPull | capResolve | capPush, clientPairs: [][2]string{{"/etc/certs/client-1.pem", ""}, {"/etc/certs/client-2.pem", ""}}},
-		{scheme: "https", host: "noncompliantmirror.registry", path: "/v2/namespaceprefix", caps: capPull},
-		{scheme: "https", host: "noprefixnoncompliant.registry", path: "", caps: capAll},
-		{scheme: "https", host: "onlyheader.registry", path: "/v2", caps: capAll, header: http.Header{"X-Custom-1": {"justaheader"}}},
-		{scheme: "https", host: "dial-timeout.registry", path: "/v2", caps: capAll},
-		{scheme: "https", host: "test-default.registry", path: "/v2", caps: capAll, caCerts: []string{"/etc/path/default"}, header: http.Header{"X-Custom-1": {"custom header"}}},
+		{scheme: "https", host: "test-2.registry", path: "/v2", caps: CapAll, clientPairs: [][2]string{{"/etc/certs/client.pem", ""}}},
+		{scheme: "https", host: "test-3.registry", path: "/v2", caps: CapAll, clientPairs: [][2]string{{"/etc/certs/client-1.pem", ""}, {"/etc/certs/client-2.pem", ""}}},
+		{scheme: "https", host: "no-referrers.registry", path: "/v2", caps: CapPull | CapResolve | CapPush, clientPairs: [][2]string{{"/etc/certs/client-1.pem", ""}, {"/etc/certs/client-2.pem", ""}}},
+		{scheme: "https", host: "noncompliantmirror.registry", path: "/v2/namespaceprefix", caps: CapPull},
+		{scheme: "https", host: "noprefixnoncompliant.registry", path: "", caps: CapAll},
+		{scheme: "https", host: "onlyheader.registry", path: "/v2", caps: CapAll, header: http.Header{"X-Custom-1": {"justaheader"}}},
+		{scheme: "https", host: "dial-timeout.registry", path: "/v2", caps: CapAll},
+		{scheme: "https", host: "test-default.registry", path: "/v2", caps: CapAll, caCerts: []string{"/etc/path/default"}, header: http.Header{"X-Custom-1": {"custom header"}}},
 	}
 	got, err := parseHostsFile("", []byte(containerdHostsToml))
 	if err != nil {
@@ -98,19 +98,19 @@ func TestParseHostsFile(t *testing.T) {
 		want    []hostConfig // host, scheme, path, caps compared; nil with wantErr
 		wantErr string
 	}{
-		{name: "empty: the default server", toml: "", want: []hostConfig{{caps: capAll}}},
+		{name: "empty: the default server", toml: "", want: []hostConfig{{caps: CapAll}}},
 		{name: "server without scheme is https", toml: `server = "registry.example.com"`,
-			want: []hostConfig{{scheme: "https", host: "registry.example.com", path: "/v2", caps: capAll}}},
+			want: []hostConfig{{scheme: "https", host: "registry.example.com", path: "/v2", caps: CapAll}}},
 		{name: "server with /v2 already", toml: `server = "https://r.example/v2"`,
-			want: []hostConfig{{scheme: "https", host: "r.example", path: "/v2", caps: capAll}}},
+			want: []hostConfig{{scheme: "https", host: "r.example", path: "/v2", caps: CapAll}}},
 		{name: "server path with override_path is used as is", toml: "server = \"https://r.example/api/\"\noverride_path = true",
-			want: []hostConfig{{scheme: "https", host: "r.example", path: "/api", caps: capAll}}},
+			want: []hostConfig{{scheme: "https", host: "r.example", path: "/api", caps: CapAll}}},
 		{name: "host names are lower-cased", toml: `[host."http://Mirror.Example:5000"]`,
-			want: []hostConfig{{scheme: "http", host: "mirror.example:5000", path: "/v2", caps: capAll}, {caps: capAll}}},
+			want: []hostConfig{{scheme: "http", host: "mirror.example:5000", path: "/v2", caps: CapAll}, {caps: CapAll}}},
 		{name: "mirrors keep the file's order", toml: "[host.\"https://b\"]\n[host.\"https://a\"]\n[host.\"https://b\".header]\nx = \"y\"\n[host.\"https://c\"]",
-			want: []hostConfig{{scheme: "https", host: "b", path: "/v2", caps: capAll}, {scheme: "https", host: "a", path: "/v2", caps: capAll}, {scheme: "https", host: "c", path: "/v2", caps: capAll}, {caps: capAll}}},
+			want: []hostConfig{{scheme: "https", host: "b", path: "/v2", caps: CapAll}, {scheme: "https", host: "a", path: "/v2", caps: CapAll}, {scheme: "https", host: "c", path: "/v2", caps: CapAll}, {caps: CapAll}}},
 		{name: "capabilities are case-insensitive", toml: "[host.\"https://m\"]\ncapabilities = [\"PULL\", \"Resolve\"]",
-			want: []hostConfig{{scheme: "https", host: "m", path: "/v2", caps: capPull | capResolve}, {caps: capAll}}},
+			want: []hostConfig{{scheme: "https", host: "m", path: "/v2", caps: CapPull | CapResolve}, {caps: CapAll}}},
 		{name: "unknown capability", toml: "[host.\"https://m\"]\ncapabilities = [\"delete\"]", wantErr: `unknown capability "delete"`},
 		{name: "ftp scheme", toml: `server = "ftp://r.example"`, wantErr: `unsupported scheme "ftp"`},
 		{name: "credentials in the URL are refused and not repeated", toml: `[host."https://user:pw@m.example"]`, wantErr: "username/password not allowed"},

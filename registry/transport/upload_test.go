@@ -1,4 +1,4 @@
-package registry
+package transport
 
 import (
 	"bytes"
@@ -48,7 +48,7 @@ func TestUploadThatTheRegistryStopsReadingEnds(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(stop)
-	tr := newHostTransports(&config{}, uploadTimeouts(), nil)
+	tr := newHostTransports(hostsConfig(t), uploadTimeouts(), nil)
 	t0 := time.Now()
 	resp, err := put(t, tr, srv.URL+"/v2/a/blobs/uploads/1?digest=x", endless{})
 	if err == nil {
@@ -77,7 +77,7 @@ func TestUploadWithoutAnAnswerEnds(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(stop)
-	tr := newHostTransports(&config{}, uploadTimeouts(), &http.Transport{}) // no ResponseHeaderTimeout
+	tr := newHostTransports(hostsConfig(t), uploadTimeouts(), &http.Transport{}) // no ResponseHeaderTimeout
 	resp, err := put(t, tr, srv.URL+"/v2/a/manifests/1", bytes.NewReader(make([]byte, 4096)))
 	if err == nil {
 		resp.Body.Close()
@@ -125,7 +125,7 @@ func TestSlowButSteadyUploadPasses(t *testing.T) {
 	}}
 	tm := uploadTimeouts()
 	tm.header = time.Second // the registry drains the socket buffers (~128 KiB) before it answers
-	tr := newHostTransports(&config{}, tm, small)
+	tr := newHostTransports(hostsConfig(t), tm, small)
 	t0 := time.Now()
 	resp, err := put(t, tr, srv.URL+"/v2/a/blobs/uploads/1", io.LimitReader(endless{}, size))
 	if err != nil {
@@ -155,7 +155,7 @@ func TestUploadEndsWithItsCallersContext(t *testing.T) {
 	defer close(stop)
 	tm := uploadTimeouts()
 	tm.window = time.Minute
-	tr := newHostTransports(&config{}, tm, nil)
+	tr := newHostTransports(hostsConfig(t), tm, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPut, srv.URL+"/v2/a/blobs/uploads/1", endless{})

@@ -1,4 +1,4 @@
-package registry
+package transport
 
 import (
 	"encoding/json"
@@ -12,7 +12,7 @@ import (
 )
 
 func TestParseChallenges(t *testing.T) {
-	type ch = challenge
+	type ch = Challenge
 	p := func(kv ...string) map[string]string {
 		m := map[string]string{}
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -25,35 +25,35 @@ func TestParseChallenges(t *testing.T) {
 		want []ch
 	}{
 		{[]string{`Bearer realm="https://auth.docker.io/token",service="registry.docker.io",scope="repository:library/busybox:pull"`},
-			[]ch{{scheme: "bearer", params: p("realm", "https://auth.docker.io/token", "service", "registry.docker.io", "scope", "repository:library/busybox:pull")}}},
-		{[]string{`Basic realm="Registry Realm"`}, []ch{{scheme: "basic", params: p("realm", "Registry Realm")}}},
-		{[]string{`bearer realm=https://x/token, service=x`}, []ch{{scheme: "bearer", params: p("realm", "https://x/token", "service", "x")}}},
-		{[]string{`Bearer realm="a\"b\\c"`}, []ch{{scheme: "bearer", params: p("realm", `a"b\c`)}}},
-		{[]string{`Bearer REALM = "x" , Service="y"`}, []ch{{scheme: "bearer", params: p("realm", "x", "service", "y")}}},
-		{[]string{`Bearer realm="first",realm="second"`}, []ch{{scheme: "bearer", params: p("realm", "first")}}},
-		{[]string{`Bearer realm="unterminated`}, []ch{{scheme: "bearer", params: p()}}},
-		{[]string{`Basic`}, []ch{{scheme: "basic", params: p()}}},
+			[]ch{{Scheme: "bearer", Params: p("realm", "https://auth.docker.io/token", "service", "registry.docker.io", "scope", "repository:library/busybox:pull")}}},
+		{[]string{`Basic realm="Registry Realm"`}, []ch{{Scheme: "basic", Params: p("realm", "Registry Realm")}}},
+		{[]string{`bearer realm=https://x/token, service=x`}, []ch{{Scheme: "bearer", Params: p("realm", "https://x/token", "service", "x")}}},
+		{[]string{`Bearer realm="a\"b\\c"`}, []ch{{Scheme: "bearer", Params: p("realm", `a"b\c`)}}},
+		{[]string{`Bearer REALM = "x" , Service="y"`}, []ch{{Scheme: "bearer", Params: p("realm", "x", "service", "y")}}},
+		{[]string{`Bearer realm="first",realm="second"`}, []ch{{Scheme: "bearer", Params: p("realm", "first")}}},
+		{[]string{`Bearer realm="unterminated`}, []ch{{Scheme: "bearer", Params: p()}}},
+		{[]string{`Basic`}, []ch{{Scheme: "basic", Params: p()}}},
 		{[]string{``}, nil},
 		// Several challenges: headers of their own, or in one header.
 		{[]string{`Negotiate`, `Bearer realm="r",service="s"`},
-			[]ch{{scheme: "negotiate", params: p()}, {scheme: "bearer", params: p("realm", "r", "service", "s")}}},
-		{[]string{`Negotiate, Bearer realm="r"`}, []ch{{scheme: "negotiate", params: p()}, {scheme: "bearer", params: p("realm", "r")}}},
+			[]ch{{Scheme: "negotiate", Params: p()}, {Scheme: "bearer", Params: p("realm", "r", "service", "s")}}},
+		{[]string{`Negotiate, Bearer realm="r"`}, []ch{{Scheme: "negotiate", Params: p()}, {Scheme: "bearer", Params: p("realm", "r")}}},
 		{[]string{`Negotiate YIIFyQYGKwYBBQUCoIIFvTCCBbmg==, Basic realm="x"`},
-			[]ch{{scheme: "negotiate", params: p(), token68: "YIIFyQYGKwYBBQUCoIIFvTCCBbmg=="}, {scheme: "basic", params: p("realm", "x")}}},
+			[]ch{{Scheme: "negotiate", Params: p(), Token68: "YIIFyQYGKwYBBQUCoIIFvTCCBbmg=="}, {Scheme: "basic", Params: p("realm", "x")}}},
 		{[]string{`Digest realm="d", qop="auth,auth-int", nonce="n", Basic realm="b"`},
-			[]ch{{scheme: "digest", params: p("realm", "d", "qop", "auth,auth-int", "nonce", "n")}, {scheme: "basic", params: p("realm", "b")}}},
-		{[]string{`Bearer realm="a",, ,service="b", Basic`}, []ch{{scheme: "bearer", params: p("realm", "a", "service", "b")}, {scheme: "basic", params: p()}}},
-		{[]string{`NTLM, Negotiate`}, []ch{{scheme: "ntlm", params: p()}, {scheme: "negotiate", params: p()}}},
+			[]ch{{Scheme: "digest", Params: p("realm", "d", "qop", "auth,auth-int", "nonce", "n")}, {Scheme: "basic", Params: p("realm", "b")}}},
+		{[]string{`Bearer realm="a",, ,service="b", Basic`}, []ch{{Scheme: "bearer", Params: p("realm", "a", "service", "b")}, {Scheme: "basic", Params: p()}}},
+		{[]string{`NTLM, Negotiate`}, []ch{{Scheme: "ntlm", Params: p()}, {Scheme: "negotiate", Params: p()}}},
 		{[]string{`@@@`}, nil},
 	}
 	for _, tc := range tests {
-		got := parseChallenges(tc.in)
+		got := ParseChallenges(tc.in)
 		if !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("parseChallenges(%q)\n got %+v\nwant %+v", tc.in, got, tc.want)
+			t.Errorf("ParseChallenges(%q)\n got %+v\nwant %+v", tc.in, got, tc.want)
 		}
 	}
 	many := strings.Repeat("Negotiate, ", 1000)
-	if n := len(parseChallenges([]string{many})); n != maxChallenges {
+	if n := len(ParseChallenges([]string{many})); n != maxChallenges {
 		t.Errorf("%d challenges from a header of 1000, want the cap %d", n, maxChallenges)
 	}
 }
@@ -72,9 +72,9 @@ func TestPreferredChallenge(t *testing.T) {
 		{[]string{`Negotiate`, `NTLM`}, "", false},
 		{nil, "", false},
 	} {
-		c, ok := preferredChallenge(tc.in)
-		if ok != tc.ok || c.scheme != tc.scheme {
-			t.Errorf("preferredChallenge(%q) = %q %v, want %q %v", tc.in, c.scheme, ok, tc.scheme, tc.ok)
+		c, ok := PreferredChallenge(tc.in)
+		if ok != tc.ok || c.Scheme != tc.scheme {
+			t.Errorf("PreferredChallenge(%q) = %q %v, want %q %v", tc.in, c.Scheme, ok, tc.scheme, tc.ok)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package registry
+package hosts
 
 import (
 	"context"
@@ -17,11 +17,22 @@ import (
 // Host names of Docker Hub. Users type docker.io; credentials stored by old
 // clients say https://index.docker.io/v1/; the v2 API lives on registry-1.
 const (
-	dockerHubAPIHost   = "registry-1.docker.io"
-	dockerHubIndexHost = "index.docker.io"
+	// DefaultIndexName is the index that short names resolve to.
+	DefaultIndexName = "docker.io"
+	dockerHubAPIHost = "registry-1.docker.io"
 	// IndexServerAddress is what docker login stores for Docker Hub.
 	IndexServerAddress = "https://index.docker.io/v1/"
 )
+
+// Options are the registry settings of daemon.json and wharfd's flags;
+// zero values are the defaults. registry.ServiceOptions documents each.
+type Options struct {
+	InsecureRegistries []string
+	Mirrors            []string
+	AddRegistries      []string
+	BlockRegistries    []string
+	CertsDirs          []string
+}
 
 // DefaultCertsDirs are searched, in order, for <host[:port]>/{*.crt,client.cert,client.key}.
 var defaultCertsDirs = []string{"/etc/wharf/certs.d", "/etc/docker/certs.d"}
@@ -37,8 +48,10 @@ var loopbackCIDRs = []netip.Prefix{
 // anchoredDomain matches a whole host[:port] the way reference does.
 var anchoredDomain = regexp.MustCompile(`^` + reference.DomainRegexp.String() + `$`)
 
-// config is ServiceOptions validated and normalised.
-type config struct {
+// Config is Options validated and normalised, with the hosts.toml files
+// of its certs dirs read. It is never changed once made: a reload makes a
+// new one, so a decision that reads one Config reads one configuration.
+type Config struct {
 	insecureHosts map[string]bool // host[:port], lower case
 	insecureCIDRs []netip.Prefix  // loopback first, then the configured ones
 	userCIDRs     bool            // CIDRs beyond loopback were configured (host names need a DNS look-up)
@@ -56,9 +69,10 @@ type config struct {
 	lookup func(ctx context.Context, host string) ([]netip.Addr, error)
 }
 
-// newConfig validates opts; every error names the bad value.
-func newConfig(opts ServiceOptions) (*config, error) {
-	c := &config{
+// New validates opts and reads the hosts.toml files of its certs dirs;
+// every error names the bad value.
+func New(opts Options) (*Config, error) {
+	c := &Config{
 		insecureHosts: map[string]bool{},
 		insecureCIDRs: append([]netip.Prefix(nil), loopbackCIDRs...),
 		blocked:       map[string]bool{},
@@ -81,7 +95,7 @@ func newConfig(opts ServiceOptions) (*config, error) {
 		if rh.server != nil {
 			defs = append(defs, rh.server)
 		} else if rh.serverTLS != nil {
-			defs = append(defs, &apiHostDef{host: apiHost(index), tls: rh.serverTLS})
+			defs = append(defs, &apiHostDef{host: APIHost(index), tls: rh.serverTLS})
 		}
 		for _, d := range defs {
 			if _, ok := c.tlsByHost[d.host]; !ok && d.tls != nil {
@@ -106,7 +120,7 @@ func newConfig(opts ServiceOptions) (*config, error) {
 			}
 			continue
 		}
-		h, err := validateHost(v)
+		h, err := ValidateHost(v)
 		if err != nil {
 			return nil, fmt.Errorf("insecure registry: %w", err)
 		}
@@ -120,11 +134,11 @@ func newConfig(opts ServiceOptions) (*config, error) {
 		c.mirrors = append(c.mirrors, u)
 	}
 	for _, v := range opts.AddRegistries {
-		h, err := validateHost(strings.TrimSpace(v))
+		h, err := ValidateHost(strings.TrimSpace(v))
 		if err != nil {
 			return nil, fmt.Errorf("additional registry: %w", err)
 		}
-		c.addRegistries = append(c.addRegistries, normaliseIndexName(h))
+		c.addRegistries = append(c.addRegistries, NormaliseIndexName(h))
 	}
 	for _, v := range opts.BlockRegistries {
 		v = strings.TrimSpace(v)
@@ -132,11 +146,11 @@ func newConfig(opts ServiceOptions) (*config, error) {
 			c.blockAll = true
 			continue
 		}
-		h, err := validateHost(v)
+		h, err := ValidateHost(v)
 		if err != nil {
 			return nil, fmt.Errorf("blocked registry: %w", err)
 		}
-		c.blocked[normaliseIndexName(h)] = true
+		c.blocked[NormaliseIndexName(h)] = true
 	}
 	return c, nil
 }
@@ -150,9 +164,9 @@ func containsPrefix(ps []netip.Prefix, p netip.Prefix) bool {
 	return false
 }
 
-// validateHost checks host[:port] and returns it lower-cased. Its errors
+// ValidateHost checks host[:port] and returns it lower-cased. Its errors
 // repeat h without any user:password@ in it.
-func validateHost(h string) (string, error) {
+func ValidateHost(h string) (string, error) {
 	if h == "" {
 		return "", fmt.Errorf("empty registry host")
 	}
@@ -185,8 +199,8 @@ func RedactAddress(s string) string {
 	return s
 }
 
-// hasUserinfo reports whether a server address carries credentials.
-func hasUserinfo(s string) bool { return RedactAddress(s) != s }
+// HasUserinfo reports whether a server address carries credentials.
+func HasUserinfo(s string) bool { return RedactAddress(s) != s }
 
 // validateMirror accepts http(s)://host[:port][/] only: oras-go builds every
 // URL as scheme://host/v2/..., so a mirror under a path prefix cannot work.
@@ -208,14 +222,14 @@ func validateMirror(v string) (*url.URL, error) {
 	if u.Path != "" && u.Path != "/" {
 		return nil, fmt.Errorf("invalid mirror %q: a path is not supported", v)
 	}
-	if _, err := validateHost(u.Host); err != nil {
+	if _, err := ValidateHost(u.Host); err != nil {
 		return nil, fmt.Errorf("invalid mirror %q: %w", v, err)
 	}
 	return &url.URL{Scheme: u.Scheme, Host: strings.ToLower(u.Host), Path: "/"}, nil
 }
 
-// normaliseIndexName maps Docker Hub's aliases to docker.io.
-func normaliseIndexName(h string) string {
+// NormaliseIndexName maps Docker Hub's aliases to docker.io.
+func NormaliseIndexName(h string) string {
 	h = strings.ToLower(h)
 	switch h {
 	case "index.docker.io", "registry-1.docker.io", "registry.hub.docker.com":
@@ -224,10 +238,10 @@ func normaliseIndexName(h string) string {
 	return h
 }
 
-// normaliseServerAddress turns a credential's ServerAddress
+// NormaliseServerAddress turns a credential's ServerAddress
 // ("https://index.docker.io/v1/", "localhost:5000", "http://r:5000/v2/")
 // into the index name it belongs to.
-func normaliseServerAddress(addr string) string {
+func NormaliseServerAddress(addr string) string {
 	addr = strings.TrimSpace(addr)
 	if addr == "" {
 		return ""
@@ -238,13 +252,13 @@ func normaliseServerAddress(addr string) string {
 	if i := strings.IndexByte(addr, '/'); i >= 0 {
 		addr = addr[:i]
 	}
-	return normaliseIndexName(addr)
+	return NormaliseIndexName(addr)
 }
 
-// isLoopbackHost reports whether host[:port] names this machine; such
-// registries are always insecure (see secure and endpoints.go).
-func isLoopbackHost(hostport string) bool {
-	h := hostOnly(hostport)
+// IsLoopbackHost reports whether host[:port] names this machine; such
+// registries are always insecure (see Secure and registry/transport/probe.go).
+func IsLoopbackHost(hostport string) bool {
+	h := HostOnly(hostport)
 	if strings.EqualFold(h, "localhost") {
 		return true
 	}
@@ -252,18 +266,19 @@ func isLoopbackHost(hostport string) bool {
 	return err == nil && a.IsLoopback()
 }
 
-func hostOnly(hostport string) string {
+// HostOnly is the host of host[:port], without brackets.
+func HostOnly(hostport string) string {
 	if h, _, err := net.SplitHostPort(hostport); err == nil {
 		return h
 	}
 	return strings.Trim(hostport, "[]")
 }
 
-// secure reports, without a DNS query, whether host[:port] must be spoken
+// Secure reports, without a DNS query, whether host[:port] must be spoken
 // to over verified TLS. A host name that only an insecure CIDR could make
 // insecure reads as secure here; secureLookup decides those, and the
 // transport of every request uses secureLookup's answer.
-func (c *config) secure(hostport string) bool {
+func (c *Config) Secure(hostport string) bool {
 	s, _ := c.staticSecure(hostport)
 	return s
 }
@@ -272,32 +287,32 @@ func (c *config) secure(hostport string) bool {
 // hosts and hosts whose IP is in an insecure CIDR are insecure; localhost
 // is loopback. decided is false only for a host name when CIDRs beyond
 // loopback were configured (so the default costs no DNS query).
-func (c *config) staticSecure(hostport string) (secure, decided bool) {
+func (c *Config) staticSecure(hostport string) (secure, decided bool) {
 	hostport = strings.ToLower(hostport)
-	if c.insecureHosts[hostport] || c.insecureHosts[hostOnly(hostport)] {
+	if c.insecureHosts[hostport] || c.insecureHosts[HostOnly(hostport)] {
 		return false, true
 	}
-	if isLoopbackHost(hostport) {
+	if IsLoopbackHost(hostport) {
 		return false, true
 	}
-	if a, err := netip.ParseAddr(hostOnly(hostport)); err == nil {
+	if a, err := netip.ParseAddr(HostOnly(hostport)); err == nil {
 		return !c.inInsecureCIDR(a), true
 	}
-	if !c.userCIDRs || normaliseIndexName(hostport) == DefaultIndexName {
+	if !c.userCIDRs || NormaliseIndexName(hostport) == DefaultIndexName {
 		return true, true
 	}
 	return true, false
 }
 
-// secureLookup is staticSecure completed with a DNS look-up under ctx: a
+// SecureLookup is staticSecure completed with a DNS look-up under ctx: a
 // host name is insecure when one of its addresses is in an insecure CIDR.
 // A failed look-up reads as secure (verified TLS cannot leak anything) and
 // is returned as err, so that the caller does not remember the answer.
-func (c *config) secureLookup(ctx context.Context, hostport string) (bool, error) {
+func (c *Config) SecureLookup(ctx context.Context, hostport string) (bool, error) {
 	if s, ok := c.staticSecure(hostport); ok {
 		return s, nil
 	}
-	addrs, err := c.lookup(ctx, hostOnly(hostport))
+	addrs, err := c.lookup(ctx, HostOnly(hostport))
 	if err != nil {
 		return true, err
 	}
@@ -309,7 +324,7 @@ func (c *config) secureLookup(ctx context.Context, hostport string) (bool, error
 	return true, nil
 }
 
-func (c *config) inInsecureCIDR(a netip.Addr) bool {
+func (c *Config) inInsecureCIDR(a netip.Addr) bool {
 	for _, p := range c.insecureCIDRs {
 		if p.Contains(a.Unmap()) {
 			return true
@@ -318,9 +333,9 @@ func (c *config) inInsecureCIDR(a netip.Addr) bool {
 	return false
 }
 
-// isBlocked reports whether index name h is refused.
-func (c *config) isBlocked(h string) bool {
-	h = normaliseIndexName(h)
+// Blocked reports whether index name h is refused.
+func (c *Config) Blocked(h string) bool {
+	h = NormaliseIndexName(h)
 	if c.blocked[h] {
 		return true
 	}
@@ -335,7 +350,8 @@ func (c *config) isBlocked(h string) bool {
 	return false
 }
 
-func (c *config) mirrorStrings() []string {
+// Mirrors are docker.io's registry-mirrors, as /info shows them.
+func (c *Config) Mirrors() []string {
 	out := make([]string, 0, len(c.mirrors))
 	for _, m := range c.mirrors {
 		out = append(out, m.String())
@@ -350,4 +366,18 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// AddRegistries are searched, in order, before docker.io for short names.
+func (c *Config) AddRegistries() []string { return c.addRegistries }
+
+// InsecureCIDRs are the insecure networks, loopback first (as /info shows them).
+func (c *Config) InsecureCIDRs() []netip.Prefix { return c.insecureCIDRs }
+
+// InsecureHosts are the hosts[:port] configured insecure, sorted.
+func (c *Config) InsecureHosts() []string { return sortedKeys(c.insecureHosts) }
+
+// SetLookup replaces the DNS look-up that insecure CIDRs need (tests).
+func (c *Config) SetLookup(fn func(ctx context.Context, host string) ([]netip.Addr, error)) {
+	c.lookup = fn
 }

@@ -1,4 +1,4 @@
-package registry
+package hosts
 
 import (
 	"crypto/tls"
@@ -28,7 +28,7 @@ type apiHostDef struct {
 	scheme string // "https" or "http"
 	host   string // host[:port]
 	path   string // API root: "/v2", "/prefix/v2", or a path used as-is (override_path)
-	caps   hostCapabilities
+	caps   Capabilities
 	tls    *tls.Config // nil: the host's usual set-up (certs dir, insecure registries)
 	header http.Header
 }
@@ -65,10 +65,10 @@ func loadHostsFiles(dirs []string) (map[string]*registryHosts, error) {
 			if name == "_default" {
 				continue // containerd's catch-all: not supported (see docs/architecture.md)
 			}
-			if _, err := validateHost(name); err != nil {
+			if _, err := ValidateHost(name); err != nil {
 				continue // not a registry's directory
 			}
-			key := normaliseIndexName(name)
+			key := NormaliseIndexName(name)
 			if _, done := out[key]; done {
 				continue
 			}

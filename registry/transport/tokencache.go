@@ -1,4 +1,4 @@
-package registry
+package transport
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry/remote/auth"
 )
@@ -26,7 +27,7 @@ type tokenCache struct {
 
 	mu      sync.Mutex
 	schemes map[string]auth.Scheme
-	tokens  map[string]cachedToken
+	tokens  *simplelru.LRU[string, cachedToken] // least recently used dropped first
 	flight  detachedFlight
 }
 
@@ -38,7 +39,7 @@ type cachedToken struct {
 const maxCachedTokens = 4096
 
 func newTokenCache(memo *challengeMemo, timeout time.Duration) *tokenCache {
-	return &tokenCache{memo: memo, now: time.Now, timeout: timeout, schemes: map[string]auth.Scheme{}, tokens: map[string]cachedToken{}}
+	return &tokenCache{memo: memo, now: time.Now, timeout: timeout, schemes: map[string]auth.Scheme{}, tokens: mustLRU[string, cachedToken](maxCachedTokens)}
 }
 
 func tokenKey(registry string, scheme auth.Scheme, key string) string {
@@ -61,12 +62,12 @@ func (c *tokenCache) GetToken(_ context.Context, registry string, scheme auth.Sc
 	if c.schemes[registry] != scheme {
 		return "", errdef.ErrNotFound
 	}
-	t, ok := c.tokens[tokenKey(registry, scheme, key)]
+	t, ok := c.tokens.Get(tokenKey(registry, scheme, key))
 	if !ok {
 		return "", errdef.ErrNotFound
 	}
 	if !t.until.IsZero() && !c.now().Before(t.until) {
-		delete(c.tokens, tokenKey(registry, scheme, key))
+		c.tokens.Remove(tokenKey(registry, scheme, key))
 		return "", errdef.ErrNotFound
 	}
 	return t.token, nil
@@ -104,23 +105,12 @@ func (c *tokenCache) store(registry string, scheme auth.Scheme, k, token string)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old, ok := c.schemes[registry]; ok && old != scheme {
-		for tk := range c.tokens {
+		for _, tk := range c.tokens.Keys() {
 			if len(tk) > len(registry) && tk[:len(registry)+1] == registry+" " {
-				delete(c.tokens, tk)
+				c.tokens.Remove(tk)
 			}
 		}
 	}
 	c.schemes[registry] = scheme
-	if len(c.tokens) >= maxCachedTokens {
-		now := c.now()
-		for tk, t := range c.tokens {
-			if !t.until.IsZero() && !now.Before(t.until) {
-				delete(c.tokens, tk)
-			}
-		}
-		if len(c.tokens) >= maxCachedTokens {
-			clear(c.tokens)
-		}
-	}
-	c.tokens[k] = cachedToken{token: token, until: until}
+	c.tokens.Add(k, cachedToken{token: token, until: until})
 }

@@ -1,4 +1,4 @@
-package registry
+package transport
 
 import (
 	"fmt"
@@ -39,7 +39,7 @@ func (u uploadCheck) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
 	resp.Body.Close()
-	return nil, fmt.Errorf("blob upload: %w", digestMismatch(req.URL.Host, "uploaded blob", digestOrRaw(want), digestOrRaw(got)))
+	return nil, fmt.Errorf("blob upload: %w", DigestMismatch(req.URL.Host, "uploaded blob", digestOrRaw(want), digestOrRaw(got)))
 }
 
 type rawString string

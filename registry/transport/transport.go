@@ -1,20 +1,19 @@
-package registry
+package transport
 
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+	"github.com/wharfproject/wharf/registry/hosts"
 	"oras.land/oras-go/v2/registry/remote/retry"
 )
 
@@ -72,7 +71,7 @@ func newBaseTransport(tm timeouts) *http.Transport {
 // hung file system holds up the requests to that host only (each bounded
 // by its own context), never the rest of the registry traffic.
 type hostTransports struct {
-	cfg      *config
+	cfg      *hosts.Config
 	tm       timeouts
 	base     *http.Transport
 	insecure *http.Transport
@@ -80,10 +79,10 @@ type hostTransports struct {
 	obs      Observer          // metrics.go; nil = none
 
 	mu    sync.Mutex
-	hosts map[string]*hostEntry // lower-case host[:port] → its set-up
+	hosts *simplelru.LRU[string, *hostEntry] // lower-case host[:port] → its set-up; least recently used forgotten first
 
 	building detachedFlight // per host: newEntry
-	probing  detachedFlight // per host: probeScheme (endpoints.go)
+	probing  detachedFlight // per host: probeScheme (probe.go)
 }
 
 // hostEntry is what wharfd knows of one host[:port].
@@ -93,13 +92,14 @@ type hostEntry struct {
 	rt     http.RoundTripper
 	tls    *tls.Config // the TLS config of rt's requests (roots, client certificate, verification)
 
-	// scheme of an insecure registry's API, probed once (endpoints.go):
+	// scheme of an insecure registry's API, probed once (probe.go):
 	// schemeUnknown, schemeHTTPS or schemeHTTP.
 	scheme atomic.Int32
 }
 
-func newHostTransports(cfg *config, tm timeouts, override http.RoundTripper) *hostTransports {
-	t := &hostTransports{cfg: cfg, tm: tm, base: newBaseTransport(tm), override: override, hosts: map[string]*hostEntry{}}
+func newHostTransports(cfg *hosts.Config, tm timeouts, override http.RoundTripper) *hostTransports {
+	t := &hostTransports{cfg: cfg, tm: tm, base: newBaseTransport(tm), override: override}
+	t.hosts = mustLRU[string, *hostEntry](maxRememberedHosts)
 	t.insecure = t.base.Clone()
 	t.insecure.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: true} //nolint:gosec // only for registries configured insecure
 	settle(t.insecure)
@@ -108,7 +108,7 @@ func newHostTransports(cfg *config, tm timeouts, override http.RoundTripper) *ho
 
 // settle runs tr's one-time HTTP/2 set-up now. It writes
 // tr.TLSClientConfig (NextProtos) on the transport's first request, and
-// the scheme probe (endpoints.go) clones that config while the first
+// the scheme probe (probe.go) clones that config while the first
 // request, its own ping among them, may be starting: a data race.
 // CloseIdleConnections runs the set-up and, on a new transport, nothing else.
 func settle(tr *http.Transport) { tr.CloseIdleConnections() }
@@ -142,7 +142,7 @@ func (t *hostTransports) RoundTrip(req *http.Request) (*http.Response, error) {
 func (t *hostTransports) forHost(ctx context.Context, host string) (*hostEntry, error) {
 	host = strings.ToLower(host)
 	t.mu.Lock()
-	e, ok := t.hosts[host]
+	e, ok := t.hosts.Get(host)
 	t.mu.Unlock()
 	if ok {
 		return e, nil
@@ -170,10 +170,14 @@ func (t *hostTransports) forHost(ctx context.Context, host string) (*hostEntry, 
 func (t *hostTransports) newEntry(ctx context.Context, host string) (e *hostEntry, keep bool, err error) {
 	// A look-up is part of connecting: it gets the dial timeout.
 	lctx, cancel := context.WithTimeout(ctx, t.tm.dial)
-	secure, lerr := t.cfg.secureLookup(lctx, host)
+	secure, lerr := t.cfg.SecureLookup(lctx, host)
 	cancel()
 	e = &hostEntry{host: host, secure: secure}
-	if conf, ok := t.cfg.tlsByHost[host]; ok {
+	conf, fromHostsFile, found, err := t.cfg.TLS(host)
+	if err != nil {
+		return nil, false, err
+	}
+	if fromHostsFile {
 		// hosts.toml's ca, client and skip_verify, exactly as written.
 		tr := t.base.Clone()
 		tr.TLSClientConfig = conf.Clone()
@@ -183,10 +187,6 @@ func (t *hostTransports) newEntry(ctx context.Context, host string) (e *hostEntr
 			e.rt = t.override
 		}
 		return e, lerr == nil, nil
-	}
-	conf, found, err := loadCertsDir(t.cfg.certsDirs, host)
-	if err != nil {
-		return nil, false, err
 	}
 	switch {
 	case found:
@@ -211,7 +211,7 @@ func (t *hostTransports) newEntry(ctx context.Context, host string) (e *hostEntr
 func (t *hostTransports) closeIdle() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, e := range t.hosts {
+	for _, e := range t.hosts.Values() {
 		if tr, ok := e.rt.(*http.Transport); ok {
 			tr.CloseIdleConnections()
 		}
@@ -220,92 +220,20 @@ func (t *hostTransports) closeIdle() {
 	t.insecure.CloseIdleConnections()
 }
 
-// remember keeps e; beyond maxRememberedHosts one other host is forgotten
-// (and its idle connections closed): it is set up again when next used.
+// remember keeps e; beyond maxRememberedHosts the least recently used
+// other host is forgotten (and its idle connections closed): it is set up
+// again when next used.
 func (t *hostTransports) remember(e *hostEntry) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(t.hosts) >= maxRememberedHosts {
-		for h, old := range t.hosts {
-			delete(t.hosts, h)
+	if t.hosts.Len() >= maxRememberedHosts && !t.hosts.Contains(e.host) {
+		if _, old, ok := t.hosts.RemoveOldest(); ok {
 			if tr, ok := old.rt.(*http.Transport); ok && tr != t.base && tr != t.insecure {
 				tr.CloseIdleConnections()
 			}
-			break
 		}
 	}
-	t.hosts[e.host] = e
-}
-
-// loadCertsDir builds the TLS config of host from the first certs dir that has
-// a directory for it: system roots plus every *.crt, and the client.cert /
-// client.key pair (both or neither, as in dockerd).
-func loadCertsDir(dirs []string, host string) (*tls.Config, bool, error) {
-	// A colon is not allowed in Windows paths; dockerd uses the same name on Linux.
-	for _, d := range dirs {
-		var dir string
-		var fis []os.DirEntry
-		for _, n := range hostDirNames(host) { // host_port_ (containerd), then host:port (docker)
-			dir = filepath.Join(d, n)
-			if ents, err := os.ReadDir(dir); err == nil {
-				fis = ents
-				break
-			}
-		}
-		if fis == nil {
-			continue
-		}
-		conf := &tls.Config{MinVersion: tls.VersionTLS12}
-		var certFile, keyFile string
-		for _, fi := range fis {
-			name := fi.Name()
-			p := filepath.Join(dir, name)
-			switch {
-			case strings.HasSuffix(name, ".crt"):
-				pem, err := os.ReadFile(p)
-				if err != nil {
-					return nil, false, fmt.Errorf("reading CA certificate %s: %w", p, err)
-				}
-				if conf.RootCAs, err = withCA(conf.RootCAs, pem, p); err != nil {
-					return nil, false, err
-				}
-			case name == "client.cert":
-				certFile = p
-			case name == "client.key":
-				keyFile = p
-			}
-		}
-		if (certFile == "") != (keyFile == "") {
-			return nil, false, fmt.Errorf("certs dir %s has only one of client.cert and client.key", dir)
-		}
-		if certFile != "" {
-			pair, err := tls.LoadX509KeyPair(certFile, keyFile)
-			if err != nil {
-				return nil, false, fmt.Errorf("loading client certificate from %s: %w", dir, err)
-			}
-			conf.Certificates = []tls.Certificate{pair}
-		}
-		return conf, true, nil
-	}
-	return nil, false, nil
-}
-
-// withCA adds the certificates in pem (read from name) to pool, which
-// starts, when nil, as the system roots: a CA of a certs dir or a
-// hosts.toml `ca` is trusted beside the public ones, as in dockerd and
-// containerd.
-func withCA(pool *x509.CertPool, pem []byte, name string) (*x509.CertPool, error) {
-	if pool == nil {
-		sys, err := x509.SystemCertPool()
-		if err != nil || sys == nil {
-			sys = x509.NewCertPool()
-		}
-		pool = sys
-	}
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("no certificate found in %s", name)
-	}
-	return pool, nil
+	t.hosts.Add(e.host, e)
 }
 
 // checkRedirect is installed on every registry http.Client. net/http strips

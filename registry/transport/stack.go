@@ -1,0 +1,187 @@
+// Package transport is wharf's one HTTP stack to registries: every request
+// of package registry — manifests, blobs, uploads, tokens, pings, v1 —
+// goes through the http.Client of one Stack. It owns the per-host set-ups
+// (TLS from registry/hosts, the scheme probe of insecure registries), the
+// timeouts, the retries, the challenge memo, the token responses and the
+// token caches. It knows no protocol beyond what those need, and imports
+// no wharf package but registry/hosts.
+//
+// A request goes down this chain (oras-go's auth.Client, made per
+// repository by package registry with a token cache of Stack.Tokens, sits
+// above it and adds Authorization):
+//
+//	http.Client            CheckRedirect: no https→http downgrade, no
+//	   │                   credentials to another host:port (transport.go)
+//	uploadCheck            a blob's receipt names the digest sent (receipt.go)
+//	   │
+//	idempotentRetry        retries GET/HEAD on 5xx, 429 and network errors,
+//	   │                   honouring Retry-After up to a cap (transport.go)
+//	challengeMemo          auth: answers a known registry's 401 locally,
+//	   │                   learns realms, reads token lifetimes and refusals
+//	   │                   (challenge.go, tokenbody.go, wwwauth.go)
+//	current hostTransports the configuration's per-host set-ups, swapped
+//	   │                   whole by Reload
+//	hostTransports         per-host set-up (secure or not, certs dir,
+//	   │                   hosts.toml TLS) and the scheme probe (probe.go);
+//	   │                   upload guard on request bodies (upload.go)
+//	roundTrip              metrics: every attempt reported (metrics.go)
+//	   │
+//	http.Transport         pooled connections, dial/handshake/header timeouts
+//	   │
+//	slowBody               body watchdog: every response body must move
+//	                       1 KiB per window (timeouts.go)
+package transport
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+	"oras.land/oras-go/v2/registry/remote/auth"
+
+	"github.com/wharfproject/wharf/registry/hosts"
+)
+
+// The retry policy (transport.go): RetryAttempts retries of an idempotent
+// request after the first attempt; RetryMaxWait caps an honoured
+// Retry-After.
+const (
+	RetryAttempts = retryAttempts
+	RetryMaxWait  = retryMaxWait
+)
+
+// Options configure a Stack; zero values are the defaults.
+type Options struct {
+	// Timeout: registry.ServiceOptions.Timeout (timeouts.go).
+	Timeout time.Duration
+	// Transport overrides the base transport of every host (tests).
+	Transport http.RoundTripper
+	// Observer is told of every request and token look-up; nil = none.
+	Observer Observer
+	// MaxWait caps an honoured Retry-After; 0 = RetryMaxWait.
+	MaxWait time.Duration
+}
+
+// Stack is the HTTP stack of one registry.Service. Safe for concurrent use.
+type Stack struct {
+	tm       timeouts
+	override http.RoundTripper
+	obs      Observer
+
+	hosts  atomic.Pointer[hostTransports] // of the current configuration
+	memo   *challengeMemo
+	client *http.Client
+
+	mu     sync.Mutex
+	tokens *simplelru.LRU[string, *tokenCache] // credential identity → its tokens
+}
+
+// maxCredentialIdentities bounds the per-credential token caches; beyond
+// it the least recently used is dropped (a token is cheap to fetch again).
+const maxCredentialIdentities = 256
+
+// New validates opts.Timeout and builds the stack for cfg.
+func New(cfg *hosts.Config, opts Options) (*Stack, error) {
+	tm, err := newTimeouts(opts.Timeout)
+	if err != nil {
+		return nil, err
+	}
+	maxWait := opts.MaxWait
+	if maxWait == 0 {
+		maxWait = retryMaxWait
+	}
+	s := &Stack{tm: tm, override: opts.Transport, obs: opts.Observer, tokens: mustLRU[string, *tokenCache](maxCredentialIdentities)}
+	s.hosts.Store(s.newHosts(cfg))
+	s.memo = newChallengeMemo(currentHosts{s})
+	s.client = &http.Client{
+		Transport:     uploadCheck{newIdempotentRetry(s.memo, newRetryPolicy(maxWait))},
+		CheckRedirect: checkRedirect,
+	}
+	return s, nil
+}
+
+func (s *Stack) newHosts(cfg *hosts.Config) *hostTransports {
+	t := newHostTransports(cfg, s.tm, s.override)
+	t.obs = s.obs
+	return t
+}
+
+// currentHosts sends each request through the per-host set-ups of the
+// configuration current when the request starts.
+type currentHosts struct{ s *Stack }
+
+func (c currentHosts) RoundTrip(req *http.Request) (*http.Response, error) {
+	return c.s.hosts.Load().RoundTrip(req)
+}
+
+// Client is the http.Client every registry request goes through.
+func (s *Stack) Client() *http.Client { return s.client }
+
+// Reload sets the hosts up again from cfg, each on its next use. Requests
+// already running finish on the old set-ups, whose idle connections are
+// closed, so a changed certificate is used from the next connection on.
+func (s *Stack) Reload(cfg *hosts.Config) {
+	old := s.hosts.Swap(s.newHosts(cfg))
+	old.closeIdle()
+}
+
+// SetUp sets host up (secure or not, its TLS) unless it is already.
+func (s *Stack) SetUp(ctx context.Context, host string) error {
+	_, err := s.hosts.Load().forHost(ctx, host)
+	return err
+}
+
+// Scheme sets host up and says whether it speaks plain HTTP: a secure host
+// never does; an insecure one is probed once (probe.go). ping: the probe
+// may send its plain-HTTP GET /v2/ beside it, which pays only when host is
+// the first a request asks.
+func (s *Stack) Scheme(ctx context.Context, host string, ping bool) (plainHTTP bool, err error) {
+	t := s.hosts.Load()
+	e, err := t.forHost(ctx, host)
+	if err != nil {
+		return false, err
+	}
+	if e.secure {
+		return false, nil
+	}
+	var memo challengeLearner
+	if ping {
+		memo = s.memo
+	}
+	scheme, err := t.schemeOf(ctx, e, memo)
+	if err != nil {
+		return false, err
+	}
+	return scheme == schemeHTTP, nil
+}
+
+// Tokens is the token cache of one credential identity (tokens of
+// different users never mix), for oras-go's auth.Client.
+func (s *Stack) Tokens(identity string) auth.Cache {
+	s.mu.Lock()
+	c, ok := s.tokens.Get(identity)
+	if !ok {
+		c = newTokenCache(s.memo, s.tm.shared())
+		s.tokens.Add(identity, c)
+	}
+	s.mu.Unlock()
+	return observed(c, s.obs)
+}
+
+// RememberChallenge records that host wants a bearer token from realm
+// (for service): its next request without a token is answered locally.
+func (s *Stack) RememberChallenge(host, realm, service string) {
+	s.memo.remember(host, bearerChallenge{realm: realm, service: service})
+}
+
+// CheckRedirect is the redirect policy of every registry http.Client.
+func CheckRedirect(req *http.Request, via []*http.Request) error { return checkRedirect(req, via) }
+
+// RememberedRealm is the bearer realm the challenge memo holds for host.
+func (s *Stack) RememberedRealm(host string) (string, bool) {
+	c, ok := s.memo.known(host)
+	return c.realm, ok
+}
