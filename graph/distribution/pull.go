@@ -30,7 +30,7 @@ import (
 // errdefs.ErrNotFound the server can answer with 404.
 func (s *Service) PullImage(ctx context.Context, opts types.PullOptions, out types.ProgressWriter) error {
 	// `docker pull -a name` sends fromImage=name: with a trailing colon.
-	defer s.remote.pullStarted()() // wharf_pulls_in_flight (metrics.go)
+	defer s.transfers.pullStarted()() // wharf_pulls_in_flight (metrics.go)
 	tn, err := splitTypedName(strings.TrimSuffix(opts.FromImage, ":"))
 	if err != nil {
 		return err
@@ -193,7 +193,7 @@ func (s *Service) pullResolved(ctx context.Context, res *registry.Resolved, plat
 	dst := leaseIngester{lease}
 	// dockerd shows no layer lines when the image is already complete.
 	if !dst.HasBlob(man.Config.Digest) || !hasAll(dst, man.Layers) {
-		if err := s.remote.downloadLayers(ctx, res.Repository(), dst, man.Layers, po); err != nil {
+		if err := s.transfers.downloadLayers(ctx, res.Repository(), dst, man.Layers, po); err != nil {
 			return false, err
 		}
 	}

@@ -50,7 +50,7 @@ type layerDownload struct {
 // first failure the other downloads are cancelled and waited for, so no
 // goroutine writes to the stream after it returns. Verified blobs stay in
 // the store for the next attempt.
-func (rs *remoteState) downloadLayers(ctx context.Context, src blobFetcher, dst blobIngester, layers []ocispec.Descriptor, po *progressOutput) error {
+func (bt *blobTransfers) downloadLayers(ctx context.Context, src blobFetcher, dst blobIngester, layers []ocispec.Descriptor, po *progressOutput) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
@@ -71,14 +71,14 @@ func (rs *remoteState) downloadLayers(ctx context.Context, src blobFetcher, dst 
 		}
 	}
 
-	slots := make(chan struct{}, rs.maxDownloads)
+	slots := make(chan struct{}, bt.maxDownloads)
 	for _, dl := range dls {
 		if dl.present {
 			continue
 		}
 		go func() {
 			defer close(dl.done)
-			dl.err = rs.downloadLayer(ctx, src, dst, dl, slots, po)
+			dl.err = bt.downloadLayer(ctx, src, dst, dl, slots, po)
 		}()
 	}
 
@@ -103,7 +103,7 @@ func (rs *remoteState) downloadLayers(ctx context.Context, src blobFetcher, dst 
 
 // downloadLayer waits for a slot, then shares the download of the blob with
 // any concurrent pull that wants the same digest.
-func (rs *remoteState) downloadLayer(ctx context.Context, src blobFetcher, dst blobIngester, dl *layerDownload, slots chan struct{}, po *progressOutput) error {
+func (bt *blobTransfers) downloadLayer(ctx context.Context, src blobFetcher, dst blobIngester, dl *layerDownload, slots chan struct{}, po *progressOutput) error {
 	select {
 	case slots <- struct{}{}:
 	default:
@@ -124,7 +124,7 @@ func (rs *remoteState) downloadLayer(ctx context.Context, src blobFetcher, dst b
 	release := func() { once.Do(func() { <-slots }) }
 	defer release()
 
-	if err := rs.sharedFetch(ctx, src, dst, dl.desc, dl.id, po, release); err != nil {
+	if err := bt.sharedFetch(ctx, src, dst, dl.desc, dl.id, po, release); err != nil {
 		return err
 	}
 	return po.layer(dl.id, "Download complete")
@@ -139,16 +139,16 @@ func (rs *remoteState) downloadLayer(ctx context.Context, src blobFetcher, dst b
 // another failure).
 //
 // downloaded is called once the leader has read the whole body.
-func (rs *remoteState) sharedFetch(ctx context.Context, src blobFetcher, dst blobIngester, desc ocispec.Descriptor, id string, po *progressOutput, downloaded func()) error {
+func (bt *blobTransfers) sharedFetch(ctx context.Context, src blobFetcher, dst blobIngester, desc ocispec.Descriptor, id string, po *progressOutput, downloaded func()) error {
 	retried := false
 	for {
 		leader := false
-		ch := rs.downloads.DoChan(desc.Digest.String(), func() (any, error) {
+		ch := bt.downloads.DoChan(desc.Digest.String(), func() (any, error) {
 			leader = true
-			return nil, fetchBlobInto(ctx, rs.countPulled(src), dst, desc, id, po, downloaded)
+			return nil, fetchBlobInto(ctx, bt.countPulled(src), dst, desc, id, po, downloaded)
 		})
-		if rs.flightJoined != nil {
-			rs.flightJoined(desc.Digest.String())
+		if bt.flightJoined != nil {
+			bt.flightJoined(desc.Digest.String())
 		}
 		var err error
 		select {

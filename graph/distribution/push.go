@@ -271,7 +271,7 @@ func (s *Service) openForPush(desc ocispec.Descriptor, po *progressOutput) (io.R
 	if err != nil {
 		return nil, err
 	}
-	rc := s.remote.countPushed(f) // wharf_pushed_bytes_total (metrics.go)
+	rc := s.transfers.countPushed(f) // wharf_pushed_bytes_total (metrics.go)
 	if po == nil {
 		return rc, nil
 	}

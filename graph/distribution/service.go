@@ -36,16 +36,16 @@ type Options struct {
 
 // Service pulls into and pushes from st.
 type Service struct {
-	st       *store.Store
-	reg      *registry.Service
-	events   store.EventLogger
-	platform ocispec.Platform
-	remote   *remoteState
+	st        *store.Store
+	reg       *registry.Service
+	events    store.EventLogger
+	platform  ocispec.Platform
+	transfers *blobTransfers
 }
 
 // New returns a Service on st.
 func New(st *store.Store, opts Options) *Service {
-	return &Service{st: st, reg: opts.Registry, events: opts.Events, platform: opts.Platform, remote: newRemoteState(opts)}
+	return &Service{st: st, reg: opts.Registry, events: opts.Events, platform: opts.Platform, transfers: newBlobTransfers(opts)}
 }
 
 // registryService is the registry client, or ErrUnavailable when the
