@@ -55,8 +55,8 @@ func (s *Service) CopyImage(ctx context.Context, opts types.CopyOptions, out typ
 	if err != nil {
 		return err
 	}
-	srcCreds := registry.Credentials{Auth: registry.AuthFor(opts.Auth, reference.Domain(cands[0])), MetaHeaders: opts.MetaHeaders}
-	dstCreds := registry.Credentials{Auth: registry.AuthFor(opts.Auth, reference.Domain(dstNamed)), MetaHeaders: opts.MetaHeaders}
+	srcCreds := credentialsFor(opts.Auth, reference.Domain(cands[0]), opts.MetaHeaders)
+	dstCreds := credentialsFor(opts.Auth, reference.Domain(dstNamed), opts.MetaHeaders)
 
 	res, err := svc.Resolve(ctx, opts.Source, srcCreds)
 	if err != nil {

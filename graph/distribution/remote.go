@@ -104,3 +104,10 @@ func (t typedName) String() string {
 	}
 	return s
 }
+
+// credentialsFor binds, from credentials keyed by registry (X-Registry-Config
+// of a copy or an update check), the set that belongs to host: the one place
+// this package picks credentials from such a map.
+func credentialsFor(auths map[string]registrytypes.AuthConfig, host string, meta http.Header) registry.Credentials {
+	return credentials(registry.AuthFor(auths, host), meta)
+}
