@@ -428,3 +428,34 @@ func TestFetchBlobIntoHashesOnce(t *testing.T) {
 		})
 	}
 }
+
+// The pull's answer is the layer that failed by itself, never the
+// "canceled" of a layer stopped while it waited for the one slot, whichever
+// order the layers take the slot in; a layer named twice is downloaded once
+// and reported complete twice.
+func TestDownloadLayersReturnsTheOwnFailure(t *testing.T) {
+	layers, blobs := remoteTestLayers(3)
+	boom := errors.New("boom")
+	for range 50 {
+		f := &remoteFakeFetcher{blobs: blobs, fail: map[digest.Digest]error{layers[1].Digest: boom}}
+		err := newBlobTransfers(Options{MaxConcurrentDownloads: 1}).downloadLayers(context.Background(), f, &remoteFakeIngester{}, layers, newProgressOutput(&graphtest.Messages{}))
+		if !errors.Is(err, boom) {
+			t.Fatalf("err %v, want boom", err)
+		}
+	}
+	twice := []ocispec.Descriptor{layers[0], layers[2], layers[0]}
+	f := &remoteFakeFetcher{blobs: blobs}
+	out := &graphtest.Messages{}
+	if err := newBlobTransfers(Options{}).downloadLayers(context.Background(), f, &remoteFakeIngester{}, twice, newProgressOutput(out)); err != nil {
+		t.Fatal(err)
+	}
+	complete := 0
+	for _, s := range out.Statuses(shortID(layers[0].Digest)) {
+		if s == "Pull complete" {
+			complete++
+		}
+	}
+	if complete != 2 || f.calls.Load() != 2 {
+		t.Fatalf("Pull complete %d times (want 2), %d fetches (want 2)", complete, f.calls.Load())
+	}
+}
