@@ -79,8 +79,9 @@ func (s *Service) PushImage(ctx context.Context, opts types.PushOptions, out typ
 	return nil
 }
 
-// pushTag uploads one image: layers, config(s), platform manifest(s), and
-// the index when the image was pulled or loaded as one and every platform
+// pushTag uploads one image by running its transfer plan with the store as
+// the source (plan.go): layers and config(s) side by side, then the
+// platform manifest(s), and the index when the image was pulled or loaded as one and every platform
 // of it is stored locally. A pull keeps only the chosen platform, so such an
 // index names manifests this store does not have and a registry would refuse
 // it: then only the platform manifest is pushed, and its digest is the

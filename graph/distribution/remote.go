@@ -31,8 +31,9 @@ type blobTransfers struct {
 	obs Observer
 }
 
-// maxConcurrentUploads bounds concurrent layer uploads per push; dockerd's
-// default max-concurrent-uploads is 5.
+// maxConcurrentUploads bounds concurrent uploads per push in each pool of
+// its plan (layers, and configs beside them); dockerd's default
+// max-concurrent-uploads is 5.
 const maxConcurrentUploads = 5
 
 func newBlobTransfers(opts Options) *blobTransfers {
