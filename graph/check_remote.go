@@ -15,9 +15,9 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/graph/distribution"
 	"github.com/wharfproject/wharf/graph/store"
 	"github.com/wharfproject/wharf/imagespec"
-	"github.com/wharfproject/wharf/registry"
 )
 
 // checkConcurrency bounds the registry requests of one update check in
@@ -218,8 +218,7 @@ func (s *Store) checkOne(ctx context.Context, t checkTarget, opts types.RemoteCh
 		res.RemoteError = "not asked: " + down.Error()
 		return res, down
 	}
-	auth := registry.AuthFor(opts.Auth, reference.Domain(t.ref))
-	ans, repo, err := s.dist.RemoteTag(ctx, t.ref, auth, opts.MetaHeaders, opts.MaxAge)
+	remote, err := s.dist.LookupRemoteTag(ctx, t.ref, pulled, opts)
 	if err != nil {
 		res.RemoteStatus = types.RemoteError
 		if errdefs.IsNotFound(err) {
@@ -228,26 +227,15 @@ func (s *Store) checkOne(ctx context.Context, t checkTarget, opts types.RemoteCh
 		res.RemoteError = err.Error()
 		return res, err
 	}
-	res.RemoteDigest = ans.Descriptor.Digest.String()
-	res.Cached = ans.Cached
+	res.RemoteDigest = remote.Descriptor.Digest.String()
+	res.Cached = remote.Cached
+	if remote.IndexErr != nil {
+		res.RemoteError = "comparing the platform: " + remote.IndexErr.Error()
+	}
 
-	remote := remoteTop{Descriptor: ans.Descriptor, IsIndex: imagespec.IsIndex(ans.Descriptor.MediaType)}
 	local := localPull{Pulled: pulled, Manifest: t.rec.Manifest.Digest, TargetIsIndex: imagespec.IsIndex(t.rec.Target.MediaType)}
-	if !slices.Contains(pulled, ans.Descriptor.Digest) {
-		// An index (or a top level the HEAD did not type): read it, by
-		// digest, to see whether the platform the image was pulled for
-		// moved too.
-		if remote.IsIndex || ans.Descriptor.MediaType == "" {
-			r, err := repo.ResolveTag(ctx, ans.Descriptor.Digest.String())
-			if err != nil {
-				res.RemoteError = "comparing the platform: " + err.Error()
-			} else {
-				remote.Index, remote.IsIndex = r.Index, r.Index != nil
-			}
-		}
-		if local.TargetIsIndex || remote.IsIndex {
-			local.Platform = s.pulledPlatform(t.rec)
-		}
+	if !slices.Contains(pulled, remote.Descriptor.Digest) && (local.TargetIsIndex || remote.IsIndex) {
+		local.Platform = s.pulledPlatform(t.rec)
 	}
 	compareRemote(local, remote, &res)
 	return res, nil
@@ -307,21 +295,13 @@ type localPull struct {
 	Platform *ocispec.Platform
 }
 
-// remoteTop is what the tag names now.
-type remoteTop struct {
-	Descriptor ocispec.Descriptor
-	IsIndex    bool
-	// Index is the index's content when it was read (nil: not read).
-	Index *ocispec.Index
-}
-
 // compareRemote decides res.RemoteStatus and the platform fields: current
 // when the tag still names a digest that was pulled; else outdated, and —
 // when an index is involved on either side — whether the manifest a
 // re-pull would give for the platform the image was pulled for differs
 // from the local one (PlatformChanged; left unset when that cannot be
 // told: the platform or the current index is unknown).
-func compareRemote(l localPull, r remoteTop, res *types.RemoteCheckResult) {
+func compareRemote(l localPull, r distribution.RemoteTag, res *types.RemoteCheckResult) {
 	if slices.Contains(l.Pulled, r.Descriptor.Digest) {
 		res.RemoteStatus = types.RemoteCurrent
 		return

@@ -14,6 +14,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/graph/distribution"
 	"github.com/wharfproject/wharf/graph/store"
 )
 
@@ -36,32 +37,32 @@ func TestCompareRemote(t *testing.T) {
 	cases := []struct {
 		name           string
 		local          localPull
-		remote         remoteTop
+		remote         distribution.RemoteTag
 		status         string
 		changed        *bool
 		remotePlatform digest.Digest
 		platform       string
 	}{
-		{"single unchanged", single, remoteTop{Descriptor: ocispec.Descriptor{Digest: d("m1")}}, types.RemoteCurrent, nil, "", ""},
-		{"single moved", single, remoteTop{Descriptor: ocispec.Descriptor{Digest: d("m2")}}, types.RemoteOutdated, &yes, d("m2"), ""},
+		{"single unchanged", single, distribution.RemoteTag{Descriptor: ocispec.Descriptor{Digest: d("m1")}}, types.RemoteCurrent, nil, "", ""},
+		{"single moved", single, distribution.RemoteTag{Descriptor: ocispec.Descriptor{Digest: d("m2")}}, types.RemoteOutdated, &yes, d("m2"), ""},
 		{"pulled under another digest too", localPull{Pulled: []digest.Digest{d("m1"), d("m0")}, Manifest: d("m1")},
-			remoteTop{Descriptor: ocispec.Descriptor{Digest: d("m0")}}, types.RemoteCurrent, nil, "", ""},
-		{"index unchanged", multi, remoteTop{Descriptor: ocispec.Descriptor{Digest: d("ix1")}, IsIndex: true}, types.RemoteCurrent, nil, "", ""},
-		{"index moved, other platform only", multi, remoteTop{Descriptor: ocispec.Descriptor{Digest: d("ix2")}, IsIndex: true, Index: index(d("amd1"), d("arm2"))},
+			distribution.RemoteTag{Descriptor: ocispec.Descriptor{Digest: d("m0")}}, types.RemoteCurrent, nil, "", ""},
+		{"index unchanged", multi, distribution.RemoteTag{Descriptor: ocispec.Descriptor{Digest: d("ix1")}, IsIndex: true}, types.RemoteCurrent, nil, "", ""},
+		{"index moved, other platform only", multi, distribution.RemoteTag{Descriptor: ocispec.Descriptor{Digest: d("ix2")}, IsIndex: true, Index: index(d("amd1"), d("arm2"))},
 			types.RemoteOutdated, &no, d("amd1"), "linux/amd64"},
-		{"index moved, pulled platform too", multi, remoteTop{Descriptor: ocispec.Descriptor{Digest: d("ix3")}, IsIndex: true, Index: index(d("amd3"), d("arm1"))},
+		{"index moved, pulled platform too", multi, distribution.RemoteTag{Descriptor: ocispec.Descriptor{Digest: d("ix3")}, IsIndex: true, Index: index(d("amd3"), d("arm1"))},
 			types.RemoteOutdated, &yes, d("amd3"), "linux/amd64"},
-		{"index moved, pulled platform dropped", multi, remoteTop{Descriptor: ocispec.Descriptor{Digest: d("ix4")}, IsIndex: true, Index: index("", d("arm1"))},
+		{"index moved, pulled platform dropped", multi, distribution.RemoteTag{Descriptor: ocispec.Descriptor{Digest: d("ix4")}, IsIndex: true, Index: index("", d("arm1"))},
 			types.RemoteOutdated, &yes, "", "linux/amd64"},
-		{"index moved, not read", multi, remoteTop{Descriptor: ocispec.Descriptor{Digest: d("ix5")}, IsIndex: true},
+		{"index moved, not read", multi, distribution.RemoteTag{Descriptor: ocispec.Descriptor{Digest: d("ix5")}, IsIndex: true},
 			types.RemoteOutdated, nil, "", "linux/amd64"},
-		{"index replaced by the pulled platform's manifest", multi, remoteTop{Descriptor: ocispec.Descriptor{Digest: d("amd1")}},
+		{"index replaced by the pulled platform's manifest", multi, distribution.RemoteTag{Descriptor: ocispec.Descriptor{Digest: d("amd1")}},
 			types.RemoteOutdated, &no, d("amd1"), "linux/amd64"},
 		{"single became an index holding it", localPull{Pulled: []digest.Digest{d("amd1")}, Manifest: d("amd1"), Platform: amd64},
-			remoteTop{Descriptor: ocispec.Descriptor{Digest: d("ix6")}, IsIndex: true, Index: index(d("amd1"), d("arm1"))},
+			distribution.RemoteTag{Descriptor: ocispec.Descriptor{Digest: d("ix6")}, IsIndex: true, Index: index(d("amd1"), d("arm1"))},
 			types.RemoteOutdated, &no, d("amd1"), "linux/amd64"},
 		{"platform unknown", localPull{Pulled: []digest.Digest{d("ix1")}, Manifest: d("amd1"), TargetIsIndex: true},
-			remoteTop{Descriptor: ocispec.Descriptor{Digest: d("ix7")}, IsIndex: true, Index: index(d("amd1"), d("arm1"))},
+			distribution.RemoteTag{Descriptor: ocispec.Descriptor{Digest: d("ix7")}, IsIndex: true, Index: index(d("amd1"), d("arm1"))},
 			types.RemoteOutdated, nil, "", ""},
 	}
 	for _, tc := range cases {

@@ -82,14 +82,6 @@ func pick(configs map[string]registrytypes.AuthConfig, index string) *registryty
 	return nil
 }
 
-// AuthFor picks from credentials keyed by registry (the X-Registry-Config
-// map of a build, a copy or an update check) the set for index, bound to
-// it. Deprecated: pass the map as Credentials.Registries instead, and the
-// registry binds it where it is used.
-func AuthFor(configs map[string]registrytypes.AuthConfig, index string) *registrytypes.AuthConfig {
-	return pick(configs, index)
-}
-
 // sendOnlyTo gives ac to oras-go for the requests to apiHost and no other
 // (a token realm, a redirect to a blob store, another registry); nil sends
 // nothing.

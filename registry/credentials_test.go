@@ -7,9 +7,9 @@ import (
 	"oras.land/oras-go/v2/registry/remote/auth"
 )
 
-// AuthFor gives each registry its own set, bound to it, and nothing to a
-// registry the map does not name.
-func TestAuthFor(t *testing.T) {
+// A per-registry map gives each registry its own set, bound to it, and
+// nothing to a registry the map does not name.
+func TestRegistriesMapBinding(t *testing.T) {
 	m := map[string]registrytypes.AuthConfig{
 		"src.example:5000":            {Username: "s", Password: "ps", ServerAddress: "elsewhere.example"},
 		"https://index.docker.io/v1/": {Username: "hub"},
@@ -23,7 +23,7 @@ func TestAuthFor(t *testing.T) {
 		{"src.example", "", ""},
 		{"empty.example", "", ""},
 	} {
-		got := AuthFor(m, tc.index)
+		got := Credentials{Registries: m}.bound(tc.index).Auth
 		if tc.user == "" {
 			if got != nil {
 				t.Errorf("%s: got %+v, want none", tc.index, got)

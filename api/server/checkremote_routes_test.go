@@ -90,7 +90,7 @@ func TestCheckRemoteRouteErrors(t *testing.T) {
 }
 
 // TestDecodeAuthConfigsBindsEachToItsRegistry: X-Registry-Config entries
-// are keyed by their registry (registry.AuthFor binds each to its key);
+// are keyed by their registry (registry/credentials.go binds each to its key);
 // X-Registry-Auth counts only when it names its registry; a header that
 // does not decode is a 400, never an anonymous check.
 func TestDecodeAuthConfigsBindsEachToItsRegistry(t *testing.T) {

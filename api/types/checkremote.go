@@ -73,7 +73,7 @@ type RemoteCheckOptions struct {
 	MaxAge time.Duration
 	// Auth holds credentials keyed by registry (X-Registry-Config, as for
 	// a copy); a registry without an entry is asked anonymously. Each set
-	// is sent only to the registry its key names (registry.AuthFor).
+	// is sent only to the registry its key names (registry.Credentials.Registries, bound in registry/credentials.go).
 	Auth map[string]registry.AuthConfig
 	// MetaHeaders are the client's X-Meta-* headers, passed on to registries.
 	MetaHeaders http.Header

@@ -3,26 +3,34 @@ package distribution
 import (
 	"context"
 	"sync"
-
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
-// eachBounded moves blobs the way push and copy both do: fn for every
-// blob of every pool, at most limit at a time in each pool (copy moves its
-// configs in a pool beside the layers'). waiting, when set, is told of a blob that
-// must wait for a slot (push's "Waiting"). The first failure cancels stop
-// (shared by every pool of one operation): blobs still waiting for a slot
-// are not started, but those under way finish — an upload aborted mid-body
-// leaves its session open on the registry, and what they complete a retry
-// need not move again. fn runs under the caller's own context, not stop.
+// eachBounded is the one bounded pool of blob transfers: push, copy and
+// pull all move their blobs through it (B is a descriptor for push and copy,
+// a layer download of its pull for pull). It runs fn for every blob of every
+// pool, at most limit at a time in each pool (configs travel in a pool
+// beside the layers'). waiting, when set, is told of a blob that must wait
+// for a slot (push's and pull's "Waiting"). fn may give its slot back
+// before it returns by calling release (pull does once a body is read
+// whole, so that the next download starts while this one's last pages are
+// fsynced); release is idempotent, and the slot is given back when fn
+// returns in any case.
+//
+// The first failure calls cancel, which push and copy pass to cancel stop
+// (shared by every pool of one operation; pull passes a no-op and cancels
+// stop itself when a failure is next in layer order):
+// blobs still waiting for a slot are not started, but those under way
+// finish — an upload aborted mid-body leaves its session open on the
+// registry, and what they complete a retry need not move again. fn runs
+// under the caller's own context, not stop.
 //
 // It returns the error of the first blob, in pool order, that failed by itself,
 // not one that was only stopped; stop's error when nothing failed by
 // itself but stop ended (the client went away).
-func eachBounded(stop context.Context, cancel context.CancelFunc, limit int,
-	waiting func(ocispec.Descriptor) error, fn func(ocispec.Descriptor) error, pools ...[]ocispec.Descriptor) error {
+func eachBounded[B any](stop context.Context, cancel context.CancelFunc, limit int,
+	waiting func(B) error, fn func(b B, release func()) error, pools ...[]B) error {
 	type item struct {
-		desc  ocispec.Descriptor
+		blob  B
 		slots chan struct{}
 	}
 	var items []item
@@ -36,7 +44,7 @@ func eachBounded(stop context.Context, cancel context.CancelFunc, limit int,
 	stopped := make([]bool, len(items))
 	var wg sync.WaitGroup
 	for i, it := range items {
-		b, slots := it.desc, it.slots
+		b, slots := it.blob, it.slots
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -65,12 +73,14 @@ func eachBounded(stop context.Context, cancel context.CancelFunc, limit int,
 				}
 				return
 			}
-			defer func() { <-slots }()
+			var once sync.Once
+			release := func() { once.Do(func() { <-slots }) }
+			defer release()
 			if err := stop.Err(); err != nil {
 				errs[i], stopped[i] = err, true
 				return
 			}
-			if errs[i] = fn(b); errs[i] != nil {
+			if errs[i] = fn(b, release); errs[i] != nil {
 				cancel()
 			}
 		}()

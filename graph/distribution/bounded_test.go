@@ -3,8 +3,10 @@ package distribution
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -27,7 +29,7 @@ func TestEachBoundedLimitsEachPool(t *testing.T) {
 	defer cancel()
 	var running, peak, ran, waited atomic.Int32
 	release := make(chan struct{})
-	fn := func(ocispec.Descriptor) error {
+	fn := func(ocispec.Descriptor, func()) error {
 		n := running.Add(1)
 		for {
 			p := peak.Load()
@@ -64,7 +66,7 @@ func TestEachBoundedReturnsTheOwnFailure(t *testing.T) {
 	boom := errors.New("boom")
 	for range 50 {
 		stop, cancel := context.WithCancel(context.Background())
-		err := eachBounded(stop, cancel, 1, nil, func(d ocispec.Descriptor) error {
+		err := eachBounded(stop, cancel, 1, nil, func(d ocispec.Descriptor, _ func()) error {
 			if d.Digest == blobs[1].Digest {
 				return boom
 			}
@@ -83,8 +85,43 @@ func TestEachBoundedStopsWhenTheClientLeaves(t *testing.T) {
 	stop, cancel := context.WithCancel(context.Background())
 	cancel()
 	var ran atomic.Int32
-	err := eachBounded(stop, cancel, 1, nil, func(ocispec.Descriptor) error { ran.Add(1); return nil }, boundedBlobs(3))
+	err := eachBounded(stop, cancel, 1, nil, func(ocispec.Descriptor, func()) error { ran.Add(1); return nil }, boundedBlobs(3))
 	if !errors.Is(err, context.Canceled) || ran.Load() != 0 {
 		t.Fatalf("err %v, ran %d; want canceled and none run", err, ran.Load())
+	}
+}
+
+// A blob that gives its slot back early (pull, before its fsync) lets the
+// next one start while it still runs, and the slot is not given back twice.
+func TestEachBoundedReleaseLetsTheNextStart(t *testing.T) {
+	blobs := boundedBlobs(3)
+	stop, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var running, peak atomic.Int32
+	started := make(chan struct{}, len(blobs))
+	err := eachBounded(stop, cancel, 1, nil, func(_ ocispec.Descriptor, release func()) error {
+		n := running.Add(1)
+		defer running.Add(-1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		started <- struct{}{}
+		release()
+		release()
+		// Hold on until every blob has started (only the early release
+		// lets them, with one slot), or give up after 10 s: then peak says.
+		for deadline := time.Now().Add(10 * time.Second); len(started) < len(blobs) && time.Now().Before(deadline); {
+			runtime.Gosched()
+		}
+		return nil
+	}, blobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if peak.Load() < 2 {
+		t.Fatalf("peak %d: the released slot was not taken while its blob ran", peak.Load())
 	}
 }

@@ -2,33 +2,71 @@ package distribution
 
 import (
 	"context"
-	"net/http"
-	"time"
+	"slices"
 
 	"github.com/distribution/reference"
-	registrytypes "github.com/moby/moby/api/types/registry"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/imagespec"
 	"github.com/wharfproject/wharf/registry"
 )
 
-// RemoteTag asks ref's registry what ref's tag names now (the update
+// RemoteTag is what a tag names in its registry now, as the update check
+// reads it.
+type RemoteTag struct {
+	// Descriptor is the top level the tag names: digest, media type (as
+	// served) and size when known.
+	Descriptor ocispec.Descriptor
+	// Cached: no request was made (the answer was younger than the
+	// max-age asked for).
+	Cached bool
+	// IsIndex: the top level is an index (by its media type, or by its
+	// content when that was read).
+	IsIndex bool
+	// Index is the index's content when it was read (nil: not read).
+	Index *ocispec.Index
+	// IndexErr is why the index could not be read; the tag's answer
+	// stands without it.
+	IndexErr error
+}
+
+// LookupRemoteTag asks ref's registry what ref's tag names now (the update
 // check): one HEAD, or nothing when the tag freshness cache holds an answer
-// younger than maxAge for this repository and identity. ref is a local
+// younger than opts.MaxAge for this repository and identity. ref is a local
 // tag, fully qualified: no candidate search, the registry it names is the
-// one asked, and auth goes there only when it belongs to it. The
-// repository is returned for a follow-up read (an index, by digest).
-func (s *Service) RemoteTag(ctx context.Context, ref reference.NamedTagged, auth *registrytypes.AuthConfig, meta http.Header, maxAge time.Duration) (registry.TagAnswer, *registry.Repository, error) {
+// one asked, and credentials go there only when they belong to it.
+//
+// When the tag names none of known (the digests the image was pulled or
+// pushed under) and its top level is an index, or the HEAD did not type
+// it, the index is read too, by digest (from the content cache when this
+// repository and identity read it), so that the caller can tell whether
+// the platform it pulled moved.
+func (s *Service) LookupRemoteTag(ctx context.Context, ref reference.NamedTagged, known []digest.Digest, opts types.RemoteCheckOptions) (RemoteTag, error) {
 	svc, err := s.registryService()
 	if err != nil {
-		return registry.TagAnswer{}, nil, err
+		return RemoteTag{}, err
 	}
-	repo, err := svc.Repository(ctx, reference.TrimNamed(ref), credentials(auth, meta))
+	// Each registry gets the set keyed by it (registry/credentials.go).
+	creds := registry.Credentials{Registries: opts.Auth, MetaHeaders: opts.MetaHeaders}
+	repo, err := svc.Repository(ctx, reference.TrimNamed(ref), creds)
 	if err != nil {
-		return registry.TagAnswer{}, nil, err
+		return RemoteTag{}, err
 	}
-	ans, err := repo.HeadTag(ctx, ref.Tag(), maxAge)
+	ans, err := repo.HeadTag(ctx, ref.Tag(), opts.MaxAge)
 	if err != nil {
-		return registry.TagAnswer{}, nil, err
+		return RemoteTag{}, err
 	}
-	return ans, repo, nil
+	out := RemoteTag{Descriptor: ans.Descriptor, Cached: ans.Cached, IsIndex: imagespec.IsIndex(ans.Descriptor.MediaType)}
+	if slices.Contains(known, ans.Descriptor.Digest) || (!out.IsIndex && ans.Descriptor.MediaType != "") {
+		return out, nil
+	}
+	res, err := repo.ResolveTag(ctx, ans.Descriptor.Digest.String())
+	if err != nil {
+		out.IndexErr = err
+		return out, nil
+	}
+	out.Index, out.IsIndex = res.Index, res.Index != nil
+	return out, nil
 }

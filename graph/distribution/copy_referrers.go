@@ -25,7 +25,7 @@ const maxReferrerManifestBytes = 64 << 20
 // manifests are left out: they are in the index (copied with it) and
 // nothing is expected to refer to them. Referrers of referrers are not
 // followed (one level, as `oras cp -r` without recursion).
-func referrerSubjects(top copyManifest, manifests []copyManifest, idx *ocispec.Index) []digest.Digest {
+func referrerSubjects(top planManifest, manifests []planManifest, idx *ocispec.Index) []digest.Digest {
 	attestation := map[digest.Digest]bool{}
 	if idx != nil {
 		for _, d := range idx.Manifests {
@@ -75,7 +75,7 @@ func (s *Service) copyReferrers(ctx context.Context, res *registry.Resolved, dst
 		}
 		unique = append(unique, ref)
 	}
-	order := make([]copyManifest, len(unique))
+	order := make([]planManifest, len(unique))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(maxConcurrentCopies)
 	for i, ref := range unique {
@@ -84,7 +84,7 @@ func (s *Service) copyReferrers(ctx context.Context, res *registry.Resolved, dst
 			if err != nil {
 				return fmt.Errorf("referrer %s of %s: %w", ref.Descriptor.Digest, ref.Subject, err)
 			}
-			m, err := parseCopyManifest(ref.Descriptor, b)
+			m, err := parseRemoteManifest(ref.Descriptor, b)
 			if err != nil {
 				return fmt.Errorf("referrer %s of %s: %w", ref.Descriptor.Digest, ref.Subject, err)
 			}
@@ -98,17 +98,17 @@ func (s *Service) copyReferrers(ctx context.Context, res *registry.Resolved, dst
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	manifests := make(map[digest.Digest]copyManifest, len(order))
+	manifests := make(map[digest.Digest]planManifest, len(order))
 	for _, m := range order {
 		manifests[m.desc.Digest] = m
 	}
 	if err := po.status("", fmt.Sprintf("Copying %d referrers of %d manifests", len(order), len(subjects))); err != nil {
 		return err
 	}
-	layers, configs, skipped := copyBlobs(order, includeForeign)
-	result.Blobs += len(layers) + len(configs)
-	result.Skipped += skipped
-	if err := s.copyBlobList(ctx, src, dst, mountFrom, layers, configs, po, result); err != nil {
+	plan := newTransferPlan(planManifest{}, order, includeForeign)
+	result.Blobs += len(plan.layers) + len(plan.configs)
+	result.Skipped += plan.skipped
+	if err := plan.moveBlobs(ctx, copyTransfer(src, dst, mountFrom, po, result)); err != nil {
 		return err
 	}
 	copied := map[digest.Digest]bool{}

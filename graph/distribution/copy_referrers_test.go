@@ -11,8 +11,8 @@ import (
 )
 
 func TestReferrerSubjects(t *testing.T) {
-	m := func(s string) copyManifest {
-		return copyManifest{desc: ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromString(s)}}
+	m := func(s string) planManifest {
+		return planManifest{desc: ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromString(s)}}
 	}
 	index, amd, arm, att := m("index"), m("amd64"), m("arm64"), m("attestation")
 	attDesc := att.desc
@@ -20,14 +20,14 @@ func TestReferrerSubjects(t *testing.T) {
 	idx := &ocispec.Index{Manifests: []ocispec.Descriptor{amd.desc, arm.desc, attDesc}}
 	for _, tc := range []struct {
 		name      string
-		top       copyManifest
-		manifests []copyManifest
+		top       planManifest
+		manifests []planManifest
 		idx       *ocispec.Index
 		want      []digest.Digest
 	}{
-		{"one manifest", amd, []copyManifest{amd}, nil, []digest.Digest{amd.desc.Digest}},
-		{"whole index: its platforms, not its attestation", index, []copyManifest{index, amd, arm, att}, idx, []digest.Digest{index.desc.Digest, amd.desc.Digest, arm.desc.Digest}},
-		{"one platform of an index", arm, []copyManifest{arm}, idx, []digest.Digest{arm.desc.Digest}},
+		{"one manifest", amd, []planManifest{amd}, nil, []digest.Digest{amd.desc.Digest}},
+		{"whole index: its platforms, not its attestation", index, []planManifest{index, amd, arm, att}, idx, []digest.Digest{index.desc.Digest, amd.desc.Digest, arm.desc.Digest}},
+		{"one platform of an index", arm, []planManifest{arm}, idx, []digest.Digest{arm.desc.Digest}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := referrerSubjects(tc.top, tc.manifests, tc.idx); !slices.Equal(got, tc.want) {

@@ -7,14 +7,14 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
-func TestCopyBlobsDistinctForeignSkipped(t *testing.T) {
+func TestTransferPlanDistinctForeignSkipped(t *testing.T) {
 	d := func(s string) ocispec.Descriptor {
 		return ocispec.Descriptor{Digest: digest.FromString(s), Size: int64(len(s))}
 	}
 	shared, own, foreign := d("shared"), d("own"), d("foreign")
 	foreign.URLs = []string{"https://example.invalid/layer"}
 	cfgA, cfgB := d("config a"), d("config b")
-	ms := []copyManifest{
+	ms := []planManifest{
 		{man: ocispec.Manifest{Config: cfgA, Layers: []ocispec.Descriptor{foreign, shared}}},
 		{man: ocispec.Manifest{Config: cfgB, Layers: []ocispec.Descriptor{shared, own}}},
 		{}, // the index itself: no config, no layers
@@ -29,7 +29,8 @@ func TestCopyBlobsDistinctForeignSkipped(t *testing.T) {
 		{"include foreign", true, []ocispec.Descriptor{foreign, shared, own}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, configs, skipped := copyBlobs(ms, tc.includeForeign)
+			p := newTransferPlan(ms[2], ms, tc.includeForeign)
+			got, configs, skipped := p.layers, p.configs, p.skipped
 			if len(configs) != 2 || configs[0].Digest != cfgA.Digest || configs[1].Digest != cfgB.Digest {
 				t.Errorf("configs = %v, want a and b", configs)
 			}
@@ -45,7 +46,7 @@ func TestCopyBlobsDistinctForeignSkipped(t *testing.T) {
 	}
 }
 
-func TestParseCopyManifestRefusesSchema1AndGarbage(t *testing.T) {
+func TestParseRemoteManifestRefusesSchema1AndGarbage(t *testing.T) {
 	for name, tc := range map[string]struct {
 		mt   string
 		body string
@@ -53,7 +54,7 @@ func TestParseCopyManifestRefusesSchema1AndGarbage(t *testing.T) {
 		"schema1": {"application/vnd.docker.distribution.manifest.v1+prettyjws", `{"schemaVersion":1}`},
 		"garbage": {ocispec.MediaTypeImageManifest, `{not json`},
 	} {
-		if _, err := parseCopyManifest(ocispec.Descriptor{MediaType: tc.mt, Digest: digest.FromString(tc.body)}, []byte(tc.body)); err == nil {
+		if _, err := parseRemoteManifest(ocispec.Descriptor{MediaType: tc.mt, Digest: digest.FromString(tc.body)}, []byte(tc.body)); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}

@@ -35,8 +35,8 @@ func observer(o Observer) Observer {
 }
 
 // pullStarted counts a pull in flight until the returned func is called.
-func (rs *remoteState) pullStarted() (done func()) {
-	o := observer(rs.obs)
+func (bt *blobTransfers) pullStarted() (done func()) {
+	o := observer(bt.obs)
 	o.PullsInFlight(1)
 	var once atomic.Bool
 	return func() {
@@ -47,25 +47,25 @@ func (rs *remoteState) pullStarted() (done func()) {
 }
 
 // observed reports whether anyone listens (else no reader is wrapped).
-func (rs *remoteState) observed() bool {
-	_, nop := observer(rs.obs).(nopObserver)
+func (bt *blobTransfers) observed() bool {
+	_, nop := observer(bt.obs).(nopObserver)
 	return !nop
 }
 
 // countPulled makes src's blob readers report the bytes they read.
-func (rs *remoteState) countPulled(src blobFetcher) blobFetcher {
-	if !rs.observed() {
+func (bt *blobTransfers) countPulled(src blobFetcher) blobFetcher {
+	if !bt.observed() {
 		return src
 	}
-	return countingFetcher{src, rs.obs.PulledBytes}
+	return countingFetcher{src, bt.obs.PulledBytes}
 }
 
 // countPushed makes rc report the bytes read from it.
-func (rs *remoteState) countPushed(rc io.ReadCloser) io.ReadCloser {
-	if !rs.observed() {
+func (bt *blobTransfers) countPushed(rc io.ReadCloser) io.ReadCloser {
+	if !bt.observed() {
 		return rc
 	}
-	return &countingReader{ReadCloser: rc, add: rs.obs.PushedBytes}
+	return &countingReader{ReadCloser: rc, add: bt.obs.PushedBytes}
 }
 
 type countingFetcher struct {

@@ -22,7 +22,7 @@ func (o *countingObserver) PushedBytes(n int64) { o.pushed.Add(n) }
 // layer already stored not at all.
 func TestPulledBytesCountLayersRead(t *testing.T) {
 	obs := &countingObserver{}
-	rs := newRemoteState(Options{Observer: obs})
+	bt := newBlobTransfers(Options{Observer: obs})
 	layers, blobs := remoteTestLayers(3)
 	f := &remoteFakeFetcher{blobs: blobs}
 	dst := &remoteFakeIngester{}
@@ -30,7 +30,7 @@ func TestPulledBytesCountLayersRead(t *testing.T) {
 	if err := dst.WriteBlob(context.Background(), layers[0], bytes.NewReader(blobs[layers[0].Digest])); err != nil {
 		t.Fatal(err)
 	}
-	if err := rs.downloadLayers(context.Background(), f, dst, layers, newProgressOutput(&graphtest.Messages{})); err != nil {
+	if err := bt.downloadLayers(context.Background(), f, dst, layers, newProgressOutput(&graphtest.Messages{})); err != nil {
 		t.Fatal(err)
 	}
 	want := layers[1].Size + layers[2].Size
@@ -43,9 +43,9 @@ func TestPulledBytesCountLayersRead(t *testing.T) {
 // ending twice counts once.
 func TestPullInFlightIsBalanced(t *testing.T) {
 	obs := &countingObserver{}
-	rs := newRemoteState(Options{Observer: obs})
-	done1 := rs.pullStarted()
-	done2 := rs.pullStarted()
+	bt := newBlobTransfers(Options{Observer: obs})
+	done1 := bt.pullStarted()
+	done2 := bt.pullStarted()
 	if got := obs.inFlight.Load(); got != 2 {
 		t.Fatalf("in flight %d, want 2", got)
 	}
@@ -62,8 +62,8 @@ func TestPullInFlightIsBalanced(t *testing.T) {
 
 func TestPushedBytesCountReads(t *testing.T) {
 	obs := &countingObserver{}
-	rs := newRemoteState(Options{Observer: obs})
-	rc := rs.countPushed(io.NopCloser(bytes.NewReader(make([]byte, 4321))))
+	bt := newBlobTransfers(Options{Observer: obs})
+	rc := bt.countPushed(io.NopCloser(bytes.NewReader(make([]byte, 4321))))
 	if _, err := io.Copy(io.Discard, rc); err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestPushedBytesCountReads(t *testing.T) {
 	}
 	// Without an observer nothing is wrapped.
 	plain := io.NopCloser(bytes.NewReader(nil))
-	if got := newRemoteState(Options{}).countPushed(plain); got != plain {
+	if got := newBlobTransfers(Options{}).countPushed(plain); got != plain {
 		t.Error("countPushed without an observer wrapped the reader")
 	}
 }

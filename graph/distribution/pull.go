@@ -30,7 +30,7 @@ import (
 // errdefs.ErrNotFound the server can answer with 404.
 func (s *Service) PullImage(ctx context.Context, opts types.PullOptions, out types.ProgressWriter) error {
 	// `docker pull -a name` sends fromImage=name: with a trailing colon.
-	defer s.remote.pullStarted()() // wharf_pulls_in_flight (metrics.go)
+	defer s.transfers.pullStarted()() // wharf_pulls_in_flight (metrics.go)
 	tn, err := splitTypedName(strings.TrimSuffix(opts.FromImage, ":"))
 	if err != nil {
 		return err
@@ -193,7 +193,7 @@ func (s *Service) pullResolved(ctx context.Context, res *registry.Resolved, plat
 	dst := leaseIngester{lease}
 	// dockerd shows no layer lines when the image is already complete.
 	if !dst.HasBlob(man.Config.Digest) || !hasAll(dst, man.Layers) {
-		if err := s.remote.downloadLayers(ctx, res.Repository(), dst, man.Layers, po); err != nil {
+		if err := s.transfers.downloadLayers(ctx, res.Repository(), dst, man.Layers, po); err != nil {
 			return false, err
 		}
 	}
@@ -254,19 +254,21 @@ func (li leaseIngester) WriteVerifiedBlob(ctx context.Context, desc ocispec.Desc
 // its digest) the same value. dockerd refuses such pulls when it unpacks;
 // wharf keeps the layers packed, so it checks what it can without
 // decompressing, and a later `wharf load` of its own save would refuse the
-// rest.
+// rest. A config that does not parse or contradicts its manifest is the
+// registry's fault: registry.ErrUpstream (502), as for any other malformed
+// or self-contradictory document.
 func checkDiffIDs(host string, man ocispec.Manifest, config []byte) error {
 	cfg, err := store.ParseImageConfig(config)
 	if err != nil {
-		return fmt.Errorf("registry %s: config %s: %w", host, man.Config.Digest, err)
+		return fmt.Errorf("registry %s: config %s: %w%.0w", host, man.Config.Digest, err, registry.ErrUpstream)
 	}
 	ids := cfg.RootFS.DiffIDs
 	if len(ids) != len(man.Layers) {
-		return fmt.Errorf("registry %s: image config %s lists %d diff IDs for %d layers", host, man.Config.Digest, len(ids), len(man.Layers))
+		return fmt.Errorf("registry %s: image config %s lists %d diff IDs for %d layers%.0w", host, man.Config.Digest, len(ids), len(man.Layers), registry.ErrUpstream)
 	}
 	for i, ld := range man.Layers {
 		if imagespec.IsUncompressedLayer(ld.MediaType) && ld.Digest != ids[i] {
-			return fmt.Errorf("registry %s: layer %s is uncompressed, so its diff ID must be its digest; image config %s says %s", host, ld.Digest, man.Config.Digest, ids[i])
+			return fmt.Errorf("registry %s: layer %s is uncompressed, so its diff ID must be its digest; image config %s says %s%.0w", host, ld.Digest, man.Config.Digest, ids[i], registry.ErrUpstream)
 		}
 	}
 	return nil

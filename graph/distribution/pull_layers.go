@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"sync"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -44,17 +43,19 @@ type layerDownload struct {
 }
 
 // downloadLayers stores every layer of a pull, at most maxDownloads at a
-// time, and reports them as dockerd does: "Already exists" or "Pulling fs
-// layer" for each first, then per layer Waiting / Downloading / Verifying
-// Checksum / Download complete, and "Pull complete" in layer order. On the
-// first failure the other downloads are cancelled and waited for, so no
-// goroutine writes to the stream after it returns. Verified blobs stay in
-// the store for the next attempt.
-func (rs *remoteState) downloadLayers(ctx context.Context, src blobFetcher, dst blobIngester, layers []ocispec.Descriptor, po *progressOutput) error {
+// time (eachBounded, the pool push and copy use), and reports them as
+// dockerd does: "Already exists" or "Pulling fs layer" for each first, then
+// per layer Waiting / Downloading / Verifying Checksum / Download complete,
+// and "Pull complete" in layer order. On the first failure (in layer order)
+// the other downloads are cancelled and waited for, so no goroutine writes
+// to the stream after it returns. Verified blobs stay in the store for the
+// next attempt.
+func (bt *blobTransfers) downloadLayers(ctx context.Context, src blobFetcher, dst blobIngester, layers []ocispec.Descriptor, po *progressOutput) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
 	dls := make([]*layerDownload, len(layers))
+	var missing []*layerDownload
 	for i, l := range layers {
 		dl := &layerDownload{desc: l, id: shortID(l.Digest), done: make(chan struct{})}
 		dls[i] = dl
@@ -69,23 +70,41 @@ func (rs *remoteState) downloadLayers(ctx context.Context, src blobFetcher, dst 
 		if err := po.layer(dl.id, "Pulling fs layer"); err != nil {
 			return err
 		}
+		missing = append(missing, dl)
 	}
 
-	slots := make(chan struct{}, rs.maxDownloads)
-	for _, dl := range dls {
-		if dl.present {
-			continue
-		}
-		go func() {
+	// A failure does not stop the pool (its cancel is a no-op): every layer
+	// keeps downloading until the loop below reaches a failure in layer
+	// order and cancels ctx, which is also the pool's stop, so what was
+	// verified by then stays for the next attempt.
+	finished := make(chan struct{})
+	var poolErr error
+	waiting := func(dl *layerDownload) error { return po.layer(dl.id, "Waiting") }
+	go func() {
+		defer close(finished)
+		poolErr = eachBounded(ctx, func() {}, bt.maxDownloads, waiting, func(dl *layerDownload, release func()) error {
 			defer close(dl.done)
-			dl.err = rs.downloadLayer(ctx, src, dst, dl, slots, po)
-		}()
-	}
+			dl.err = bt.downloadLayer(ctx, src, dst, dl, release, po)
+			return dl.err
+		}, missing)
+	}()
 
 	var firstErr error
 	for _, dl := range dls {
-		<-dl.done
+		select {
+		case <-dl.done:
+		case <-finished: // dl may never have started
+		}
 		if firstErr != nil || dl.present {
+			continue
+		}
+		select {
+		case <-dl.done:
+		default:
+			// Never started: its wait for a slot failed ("Waiting" could
+			// not be written) or ended with ctx; poolErr says which.
+			firstErr = poolErr
+			cancel()
 			continue
 		}
 		if dl.err != nil {
@@ -98,33 +117,18 @@ func (rs *remoteState) downloadLayers(ctx context.Context, src blobFetcher, dst 
 			cancel()
 		}
 	}
+	<-finished
 	return firstErr
 }
 
-// downloadLayer waits for a slot, then shares the download of the blob with
-// any concurrent pull that wants the same digest.
-func (rs *remoteState) downloadLayer(ctx context.Context, src blobFetcher, dst blobIngester, dl *layerDownload, slots chan struct{}, po *progressOutput) error {
-	select {
-	case slots <- struct{}{}:
-	default:
-		if err := po.layer(dl.id, "Waiting"); err != nil {
-			return err
-		}
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+// downloadLayer shares the download of the blob with any concurrent pull
+// that wants the same digest. release gives its pool slot back.
+func (bt *blobTransfers) downloadLayer(ctx context.Context, src blobFetcher, dst blobIngester, dl *layerDownload, release func(), po *progressOutput) error {
 	// The slot bounds downloads, not commits: it is given back as soon as
 	// the body is read whole, so the next layer downloads while this one's
 	// last pages are written out and fsynced (Ingestion.Commit). Without
 	// that, every slot sat idle for the length of an fsync per layer.
-	var once sync.Once
-	release := func() { once.Do(func() { <-slots }) }
-	defer release()
-
-	if err := rs.sharedFetch(ctx, src, dst, dl.desc, dl.id, po, release); err != nil {
+	if err := bt.sharedFetch(ctx, src, dst, dl.desc, dl.id, po, release); err != nil {
 		return err
 	}
 	return po.layer(dl.id, "Download complete")
@@ -139,16 +143,16 @@ func (rs *remoteState) downloadLayer(ctx context.Context, src blobFetcher, dst b
 // another failure).
 //
 // downloaded is called once the leader has read the whole body.
-func (rs *remoteState) sharedFetch(ctx context.Context, src blobFetcher, dst blobIngester, desc ocispec.Descriptor, id string, po *progressOutput, downloaded func()) error {
+func (bt *blobTransfers) sharedFetch(ctx context.Context, src blobFetcher, dst blobIngester, desc ocispec.Descriptor, id string, po *progressOutput, downloaded func()) error {
 	retried := false
 	for {
 		leader := false
-		ch := rs.downloads.DoChan(desc.Digest.String(), func() (any, error) {
+		ch := bt.downloads.DoChan(desc.Digest.String(), func() (any, error) {
 			leader = true
-			return nil, fetchBlobInto(ctx, rs.countPulled(src), dst, desc, id, po, downloaded)
+			return nil, fetchBlobInto(ctx, bt.countPulled(src), dst, desc, id, po, downloaded)
 		})
-		if rs.flightJoined != nil {
-			rs.flightJoined(desc.Digest.String())
+		if bt.flightJoined != nil {
+			bt.flightJoined(desc.Digest.String())
 		}
 		var err error
 		select {

@@ -113,21 +113,21 @@ type flightTest struct {
 	gate   chan struct{}
 	f      *remoteFakeFetcher
 	dst    *remoteFakeIngester
-	rs     *remoteState
+	bt     *blobTransfers
 	joined chan string
 }
 
 func newFlightTest() *flightTest {
-	ft := &flightTest{gate: make(chan struct{}), dst: &remoteFakeIngester{}, rs: newRemoteState(Options{}), joined: make(chan string, 4)}
+	ft := &flightTest{gate: make(chan struct{}), dst: &remoteFakeIngester{}, bt: newBlobTransfers(Options{}), joined: make(chan string, 4)}
 	ft.layers, ft.blobs = remoteTestLayers(1)
 	ft.f = &remoteFakeFetcher{blobs: ft.blobs, gate: map[digest.Digest]chan struct{}{ft.layers[0].Digest: ft.gate}, started: make(chan digest.Digest, 4)}
-	ft.rs.flightJoined = func(key string) { ft.joined <- key }
+	ft.bt.flightJoined = func(key string) { ft.joined <- key }
 	return ft
 }
 
 func TestSharedBlobDownloadsOnce(t *testing.T) {
 	ft := newFlightTest()
-	layers, f, dst, rs := ft.layers, ft.f, ft.dst, ft.rs
+	layers, f, dst, bt := ft.layers, ft.f, ft.dst, ft.bt
 
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
@@ -135,7 +135,7 @@ func TestSharedBlobDownloadsOnce(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		errs[0] = rs.downloadLayers(context.Background(), f, dst, layers, newProgressOutput(outs[0]))
+		errs[0] = bt.downloadLayers(context.Background(), f, dst, layers, newProgressOutput(outs[0]))
 	}()
 	<-f.started // the first pull is inside the fetch, holding the flight
 	<-ft.joined
@@ -144,7 +144,7 @@ func TestSharedBlobDownloadsOnce(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		close(second)
-		errs[1] = rs.downloadLayers(context.Background(), f, dst, layers, newProgressOutput(outs[1]))
+		errs[1] = bt.downloadLayers(context.Background(), f, dst, layers, newProgressOutput(outs[1]))
 	}()
 	<-second
 	// The second pull joins the flight while the only fetch is blocked.
@@ -189,11 +189,11 @@ func TestDownloadLayersBoundsConcurrency(t *testing.T) {
 		gates[l.Digest] = make(chan struct{})
 	}
 	f := &remoteFakeFetcher{blobs: blobs, gate: gates, started: make(chan digest.Digest, len(layers))}
-	rs := newRemoteState(Options{MaxConcurrentDownloads: 2})
+	bt := newBlobTransfers(Options{MaxConcurrentDownloads: 2})
 	out := &graphtest.Messages{}
 	done := make(chan error, 1)
 	go func() {
-		done <- rs.downloadLayers(context.Background(), f, &remoteFakeIngester{}, layers, newProgressOutput(out))
+		done <- bt.downloadLayers(context.Background(), f, &remoteFakeIngester{}, layers, newProgressOutput(out))
 	}()
 	// Release fetches one at a time as they start: never more than two may
 	// be started and unreleased.
@@ -238,7 +238,7 @@ func TestDownloadLayersAlreadyExistsAndFailure(t *testing.T) {
 	boom := errors.New("unknown blob")
 	f := &remoteFakeFetcher{blobs: blobs, fail: map[digest.Digest]error{layers[2].Digest: boom}}
 	out := &graphtest.Messages{}
-	err := newRemoteState(Options{}).downloadLayers(context.Background(), f, dst, layers, newProgressOutput(out))
+	err := newBlobTransfers(Options{}).downloadLayers(context.Background(), f, dst, layers, newProgressOutput(out))
 	if !errors.Is(err, boom) {
 		t.Fatalf("err = %v, want %v", err, boom)
 	}
@@ -258,16 +258,16 @@ func TestDownloadLayersAlreadyExistsAndFailure(t *testing.T) {
 
 func TestSharedFetchRetriesAfterLeaderCancelled(t *testing.T) {
 	ft := newFlightTest()
-	layers, f, dst, rs := ft.layers, ft.f, ft.dst, ft.rs
+	layers, f, dst, bt := ft.layers, ft.f, ft.dst, ft.bt
 	po := newProgressOutput(types.DiscardProgress)
 
 	leaderCtx, cancelLeader := context.WithCancel(context.Background())
 	leaderErr := make(chan error, 1)
-	go func() { leaderErr <- rs.sharedFetch(leaderCtx, f, dst, layers[0], "x", po, nil) }()
+	go func() { leaderErr <- bt.sharedFetch(leaderCtx, f, dst, layers[0], "x", po, nil) }()
 	<-f.started
 	<-ft.joined
 	followerErr := make(chan error, 1)
-	go func() { followerErr <- rs.sharedFetch(context.Background(), f, dst, layers[0], "x", po, nil) }()
+	go func() { followerErr <- bt.sharedFetch(context.Background(), f, dst, layers[0], "x", po, nil) }()
 	ft.waitForFlight()
 	cancelLeader()
 	if err := <-leaderErr; !errors.Is(err, context.Canceled) {
@@ -285,7 +285,7 @@ func TestSharedFetchRetriesAfterLeaderCancelled(t *testing.T) {
 
 func TestSharedFetchFollowerRetriesOwnSourceOnce(t *testing.T) {
 	ft := newFlightTest()
-	layers, dst, rs := ft.layers, ft.dst, ft.rs
+	layers, dst, bt := ft.layers, ft.dst, ft.bt
 	d := layers[0].Digest
 	denied := fmt.Errorf("denied%.0w", errdefs.ErrUnauthenticated)
 	// The first pull's repository refuses the blob; the second's serves it.
@@ -295,11 +295,11 @@ func TestSharedFetchFollowerRetriesOwnSourceOnce(t *testing.T) {
 	po := newProgressOutput(types.DiscardProgress)
 
 	firstErr := make(chan error, 1)
-	go func() { firstErr <- rs.sharedFetch(context.Background(), refusing, dst, layers[0], "x", po, nil) }()
+	go func() { firstErr <- bt.sharedFetch(context.Background(), refusing, dst, layers[0], "x", po, nil) }()
 	<-refusing.started
 	<-ft.joined
 	secondErr := make(chan error, 1)
-	go func() { secondErr <- rs.sharedFetch(context.Background(), serving, dst, layers[0], "x", po, nil) }()
+	go func() { secondErr <- bt.sharedFetch(context.Background(), serving, dst, layers[0], "x", po, nil) }()
 	ft.waitForFlight()
 	close(ft.gate)
 	if err := <-firstErr; !errors.Is(err, denied) {
@@ -349,8 +349,8 @@ func TestDownloadSlotFreedBeforeCommit(t *testing.T) {
 		second <- <-started
 	}()
 	dst := &commitGatedIngester{started: second}
-	rs := newRemoteState(Options{MaxConcurrentDownloads: 1})
-	if err := rs.downloadLayers(context.Background(), f, dst, layers, newProgressOutput(&graphtest.Messages{})); err != nil {
+	bt := newBlobTransfers(Options{MaxConcurrentDownloads: 1})
+	if err := bt.downloadLayers(context.Background(), f, dst, layers, newProgressOutput(&graphtest.Messages{})); err != nil {
 		t.Fatal(err)
 	}
 	if m := f.maxSeen.Load(); m != 1 {
@@ -418,13 +418,44 @@ func TestFetchBlobIntoHashesOnce(t *testing.T) {
 			if tc.metrics {
 				opts.Observer = &countingObserver{}
 			}
-			rs := newRemoteState(opts)
-			if err := rs.downloadLayers(context.Background(), f, dst, layers, newProgressOutput(&graphtest.Messages{})); err != nil {
+			bt := newBlobTransfers(opts)
+			if err := bt.downloadLayers(context.Background(), f, dst, layers, newProgressOutput(&graphtest.Messages{})); err != nil {
 				t.Fatal(err)
 			}
 			if v, h := dst.verified.Load(), dst.hashed.Load(); v != tc.verified || v+h != 2 {
 				t.Fatalf("verified writes %d, hashed writes %d; want %d verified of 2", v, h, tc.verified)
 			}
 		})
+	}
+}
+
+// The pull's answer is the layer that failed by itself, never the
+// "canceled" of a layer stopped while it waited for the one slot, whichever
+// order the layers take the slot in; a layer named twice is downloaded once
+// and reported complete twice.
+func TestDownloadLayersReturnsTheOwnFailure(t *testing.T) {
+	layers, blobs := remoteTestLayers(3)
+	boom := errors.New("boom")
+	for range 50 {
+		f := &remoteFakeFetcher{blobs: blobs, fail: map[digest.Digest]error{layers[1].Digest: boom}}
+		err := newBlobTransfers(Options{MaxConcurrentDownloads: 1}).downloadLayers(context.Background(), f, &remoteFakeIngester{}, layers, newProgressOutput(&graphtest.Messages{}))
+		if !errors.Is(err, boom) {
+			t.Fatalf("err %v, want boom", err)
+		}
+	}
+	twice := []ocispec.Descriptor{layers[0], layers[2], layers[0]}
+	f := &remoteFakeFetcher{blobs: blobs}
+	out := &graphtest.Messages{}
+	if err := newBlobTransfers(Options{}).downloadLayers(context.Background(), f, &remoteFakeIngester{}, twice, newProgressOutput(out)); err != nil {
+		t.Fatal(err)
+	}
+	complete := 0
+	for _, s := range out.Statuses(shortID(layers[0].Digest)) {
+		if s == "Pull complete" {
+			complete++
+		}
+	}
+	if complete != 2 || f.calls.Load() != 2 {
+		t.Fatalf("Pull complete %d times (want 2), %d fetches (want 2)", complete, f.calls.Load())
 	}
 }

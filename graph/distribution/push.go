@@ -79,15 +79,9 @@ func (s *Service) PushImage(ctx context.Context, opts types.PushOptions, out typ
 	return nil
 }
 
-// pushManifest is one manifest to upload with its parsed content.
-type pushManifest struct {
-	desc  ocispec.Descriptor
-	bytes []byte
-	man   ocispec.Manifest
-}
-
-// pushTag uploads one image: layers, config(s), platform manifest(s), and
-// the index when the image was pulled or loaded as one and every platform
+// pushTag uploads one image by running its transfer plan with the store as
+// the source (plan.go): layers and config(s) side by side, then the
+// platform manifest(s), and the index when the image was pulled or loaded as one and every platform
 // of it is stored locally. A pull keeps only the chosen platform, so such an
 // index names manifests this store does not have and a registry would refuse
 // it: then only the platform manifest is pushed, and its digest is the
@@ -101,60 +95,34 @@ func (s *Service) pushTag(ctx context.Context, repo *registry.Repository, repoNa
 	if err := lease.AddImage(img); err != nil {
 		return err
 	}
-	pm, err := s.readPushManifest(img.Manifest)
+	pm, err := s.readStoredManifest(img.Manifest)
 	if err != nil {
 		return err
 	}
-	manifests := []pushManifest{pm}
-	top, topBytes := pm.desc, pm.bytes
+	manifests, top := []planManifest{pm}, pm
 	if !onePlatform && imagespec.IsIndex(img.Target.MediaType) && img.Target.Digest != img.Manifest.Digest {
 		if children, idxBytes, ok := s.localIndex(img.Target); ok {
 			manifests = children
-			top = ocispec.Descriptor{MediaType: img.Target.MediaType, Digest: img.Target.Digest, Size: int64(len(idxBytes))}
-			topBytes = idxBytes
+			top = planManifest{desc: ocispec.Descriptor{MediaType: img.Target.MediaType, Digest: img.Target.Digest, Size: int64(len(idxBytes))}, bytes: idxBytes}
 		}
 	}
-
-	var layers, configs []ocispec.Descriptor
-	seen := map[string]bool{}
-	for _, m := range manifests {
-		for _, l := range m.man.Layers {
-			if !seen[l.Digest.String()] {
-				seen[l.Digest.String()] = true
-				layers = append(layers, l)
-			}
-		}
-		if !seen[m.man.Config.Digest.String()] {
-			seen[m.man.Config.Digest.String()] = true
-			configs = append(configs, m.man.Config)
-		}
-	}
-
-	mountFrom := mountSources(repoName, img)
-	if err := s.pushLayers(ctx, repo, mountFrom, layers, po); err != nil {
+	// Foreign layers too: the store holds them, and the image names them.
+	plan := newTransferPlan(top, manifests, true)
+	if err := plan.run(ctx, transfer{
+		open:      s.openStoredBlob,
+		dst:       repo,
+		mountFrom: mountSources(repoName, img),
+		limit:     maxConcurrentUploads,
+		po:        po,
+		words:     pushWords,
+	}, tag); err != nil {
 		return err
 	}
-	for _, c := range configs {
-		if _, _, err := s.transferBlob(ctx, repo, c, mountFrom, nil); err != nil {
-			return fmt.Errorf("push config %s: %w", c.Digest, err)
-		}
-	}
-	for _, m := range manifests {
-		if m.desc.Digest == top.Digest {
-			continue
-		}
-		if err := repo.PushManifest(ctx, m.desc, m.bytes, ""); err != nil {
-			return fmt.Errorf("push manifest %s: %w", m.desc.Digest, err)
-		}
-	}
-	if err := repo.PushManifest(ctx, top, topBytes, tag); err != nil {
-		return fmt.Errorf("push manifest %s: %w", top.Digest, err)
-	}
 
-	if err := po.status("", fmt.Sprintf("%s: digest: %s size: %d", tag, top.Digest, len(topBytes))); err != nil {
+	if err := po.status("", fmt.Sprintf("%s: digest: %s size: %d", tag, top.desc.Digest, len(top.bytes))); err != nil {
 		return err
 	}
-	aux, err := json.Marshal(types.PushResult{Tag: tag, Digest: top.Digest.String(), Size: len(topBytes)})
+	aux, err := json.Marshal(types.PushResult{Tag: tag, Digest: top.desc.Digest.String(), Size: len(top.bytes)})
 	if err != nil {
 		return err
 	}
@@ -164,7 +132,7 @@ func (s *Service) pushTag(ctx context.Context, repo *registry.Repository, repoNa
 	}
 
 	// The local image now carries the digest the registry knows it by.
-	if c, err := reference.WithDigest(repoName, top.Digest); err == nil {
+	if c, err := reference.WithDigest(repoName, top.desc.Digest); err == nil {
 		_, err := s.st.Update(false, func(tx *store.Txn) error {
 			if tx.Image(img.ID) == nil {
 				return nil // removed while it was pushed: nothing to record
@@ -178,25 +146,18 @@ func (s *Service) pushTag(ctx context.Context, repo *registry.Repository, repoNa
 	return nil
 }
 
-func (s *Service) readPushManifest(desc ocispec.Descriptor) (pushManifest, error) {
+// readStoredManifest reads and parses a manifest from the store.
+func (s *Service) readStoredManifest(desc ocispec.Descriptor) (planManifest, error) {
 	b, err := s.st.ReadBlob(desc.Digest, store.MaxManifestSize)
 	if err != nil {
-		return pushManifest{}, fmt.Errorf("read manifest %s: %w", desc.Digest, err)
+		return planManifest{}, fmt.Errorf("read manifest %s: %w", desc.Digest, err)
 	}
-	var man ocispec.Manifest
-	if err := json.Unmarshal(b, &man); err != nil {
-		return pushManifest{}, fmt.Errorf("parse manifest %s: %w", desc.Digest, err)
-	}
-	mt := desc.MediaType
-	if mt == "" {
-		mt = imagespec.Sniff(b)
-	}
-	return pushManifest{desc: ocispec.Descriptor{MediaType: mt, Digest: desc.Digest, Size: int64(len(b))}, bytes: b, man: man}, nil
+	return parseManifest(desc, b)
 }
 
 // localIndex returns the manifests of index target when each of them, its
 // config and its layers are stored.
-func (s *Service) localIndex(target ocispec.Descriptor) ([]pushManifest, []byte, bool) {
+func (s *Service) localIndex(target ocispec.Descriptor) ([]planManifest, []byte, bool) {
 	b, err := s.st.ReadBlob(target.Digest, store.MaxManifestSize)
 	if err != nil {
 		return nil, nil, false
@@ -205,80 +166,28 @@ func (s *Service) localIndex(target ocispec.Descriptor) ([]pushManifest, []byte,
 	if json.Unmarshal(b, &idx) != nil || len(idx.Manifests) == 0 {
 		return nil, nil, false
 	}
-	var out []pushManifest
+	var out []planManifest
 	for _, d := range idx.Manifests {
 		if imagespec.IsIndex(d.MediaType) || !s.st.HasBlob(d.Digest) {
 			return nil, nil, false // nested indexes are not walked
 		}
-		pm, err := s.readPushManifest(d)
+		pm, err := s.readStoredManifest(d) // its media type is d's, else sniffed
 		if err != nil || !s.st.HasBlob(pm.man.Config.Digest) || !hasAllBlobs(s.st, pm.man.Layers) {
 			return nil, nil, false
-		}
-		pm.desc.MediaType = d.MediaType
-		if pm.desc.MediaType == "" {
-			pm.desc.MediaType = imagespec.Sniff(pm.bytes)
 		}
 		out = append(out, pm)
 	}
 	return out, b, true
 }
 
-// pushLayers uploads layers, at most maxConcurrentUploads at a time
-// (eachBounded): "Preparing" for each, "Waiting" while no slot is free,
-// then "Layer already exists", "Mounted from <repo>" or Pushing… "Pushed".
-func (s *Service) pushLayers(ctx context.Context, repo *registry.Repository, mountFrom []string, layers []ocispec.Descriptor, po *progressOutput) error {
-	for _, l := range layers {
-		if err := po.layer(shortID(l.Digest), "Preparing"); err != nil {
-			return err
-		}
-	}
-	stop, cancel := context.WithCancel(ctx)
-	defer cancel()
-	waiting := func(l ocispec.Descriptor) error { return po.layer(shortID(l.Digest), "Waiting") }
-	return eachBounded(stop, cancel, maxConcurrentUploads, waiting, func(l ocispec.Descriptor) error {
-		return s.pushLayer(ctx, repo, l, mountFrom, po)
-	}, layers)
-}
-
-func (s *Service) pushLayer(ctx context.Context, repo *registry.Repository, l ocispec.Descriptor, mountFrom []string, po *progressOutput) error {
-	id := shortID(l.Digest)
-	how, from, err := s.transferBlob(ctx, repo, l, mountFrom, po)
-	switch {
-	case err != nil:
-		return fmt.Errorf("push layer %s: %w", l.Digest, err)
-	case how == registry.BlobExisted:
-		return po.layer(id, "Layer already exists")
-	case how == registry.BlobMounted:
-		return po.layer(id, "Mounted from "+from)
-	default:
-		return po.layer(id, "Pushed")
-	}
-}
-
-// transferBlob makes the registry have desc through the one blob-transfer
-// path push and copy share (registry.Repository.TransferBlob): nothing when
-// it has it, a cross-repository mount from a repository where the blob is
-// known to be, else an upload streamed from disk, reported as "Pushing"
-// when po is set.
-func (s *Service) transferBlob(ctx context.Context, repo *registry.Repository, desc ocispec.Descriptor, mountFrom []string, po *progressOutput) (how registry.BlobTransfer, from string, err error) {
-	return repo.TransferBlob(ctx, desc, mountFrom, func(context.Context) (io.ReadCloser, error) { return s.openForPush(desc, po) })
-}
-
-// openForPush opens a stored blob for upload, reporting "Pushing" progress
-// when po is given.
-func (s *Service) openForPush(desc ocispec.Descriptor, po *progressOutput) (io.ReadCloser, error) {
+// openStoredBlob opens a stored blob for upload, counted in
+// wharf_pushed_bytes_total (metrics.go): the source of a push.
+func (s *Service) openStoredBlob(_ context.Context, desc ocispec.Descriptor) (io.ReadCloser, error) {
 	f, _, err := s.st.OpenBlob(desc.Digest)
 	if err != nil {
 		return nil, err
 	}
-	rc := s.remote.countPushed(f) // wharf_pushed_bytes_total (metrics.go)
-	if po == nil {
-		return rc, nil
-	}
-	return struct {
-		io.Reader
-		io.Closer
-	}{newProgressReader(rc, po, shortID(desc.Digest), "Pushing", desc.Size), rc}, nil
+	return s.transfers.countPushed(f), nil
 }
 
 // mountSources are the repositories on repoName's registry where img's

@@ -15,9 +15,10 @@ import (
 	"github.com/wharfproject/wharf/registry"
 )
 
-// remoteState is what the registry side of the store shares between
-// concurrent operations.
-type remoteState struct {
+// blobTransfers is what the blob transfers of one Service share across its
+// concurrent pulls and pushes: one download in flight per digest, the bound
+// on downloads per pull, and the observer of pulls and bytes moved.
+type blobTransfers struct {
 	// downloads shares one blob download between concurrent pulls that want
 	// the same digest; the key is the digest.
 	downloads singleflight.Group
@@ -30,16 +31,17 @@ type remoteState struct {
 	obs Observer
 }
 
-// maxConcurrentUploads bounds concurrent layer uploads per push; dockerd's
-// default max-concurrent-uploads is 5.
+// maxConcurrentUploads bounds concurrent uploads per push in each pool of
+// its plan (layers, and configs beside them); dockerd's default
+// max-concurrent-uploads is 5.
 const maxConcurrentUploads = 5
 
-func newRemoteState(opts Options) *remoteState {
+func newBlobTransfers(opts Options) *blobTransfers {
 	n := opts.MaxConcurrentDownloads
 	if n <= 0 {
 		n = 3
 	}
-	return &remoteState{maxDownloads: n, obs: observer(opts.Observer)}
+	return &blobTransfers{maxDownloads: n, obs: observer(opts.Observer)}
 }
 
 func credentials(auth *registrytypes.AuthConfig, meta http.Header) registry.Credentials {

@@ -5,9 +5,12 @@
 // answer that graph turns into an ImageInspect).
 //
 // Files: service.go (this type), remote.go (names as typed, candidates,
-// resolution), pull.go, pull_layers.go (shared, bounded layer downloads),
-// push.go, progress.go (dockerd's progress messages), login.go,
-// distribution.go, remote_inspect.go.
+// resolution), pull.go, pull_layers.go (shared layer downloads),
+// bounded.go (the one bounded pool of blob transfers), plan.go (the
+// transfer plan push and copy run), push.go, copy.go, copy_referrers.go,
+// check_remote.go (the update check's registry side), progress.go
+// (dockerd's progress messages), login.go, distribution.go,
+// remote_inspect.go, tags.go.
 package distribution
 
 import (
@@ -36,16 +39,16 @@ type Options struct {
 
 // Service pulls into and pushes from st.
 type Service struct {
-	st       *store.Store
-	reg      *registry.Service
-	events   store.EventLogger
-	platform ocispec.Platform
-	remote   *remoteState
+	st        *store.Store
+	reg       *registry.Service
+	events    store.EventLogger
+	platform  ocispec.Platform
+	transfers *blobTransfers
 }
 
 // New returns a Service on st.
 func New(st *store.Store, opts Options) *Service {
-	return &Service{st: st, reg: opts.Registry, events: opts.Events, platform: opts.Platform, remote: newRemoteState(opts)}
+	return &Service{st: st, reg: opts.Registry, events: opts.Events, platform: opts.Platform, transfers: newBlobTransfers(opts)}
 }
 
 // registryService is the registry client, or ErrUnavailable when the
