@@ -270,7 +270,7 @@ func (b *uploadBody) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	if b.left <= 0 {
-		b.err = verdict(b.r)
+		b.err = endsAtSize(b.r)
 		return 0, io.EOF
 	}
 	if int64(len(p)) > b.left {
@@ -290,16 +290,16 @@ func (b *uploadBody) Read(p []byte) (int, error) {
 	case err == io.EOF && b.left > 0:
 		b.err = fmt.Errorf("blob source ended %d bytes early: %w%.0w", b.left, io.ErrUnexpectedEOF, errdefs.ErrDataLoss)
 	case err == io.EOF:
-		b.err = verdict(b.r) // nil: a reader at EOF stays there
+		b.err = endsAtSize(b.r) // nil: a reader at EOF stays there
 	case err != nil:
 		b.err = err
 	}
 	return n, nil
 }
 
-// verdict reads r to its end: nil when it ends cleanly there, its error,
+// endsAtSize reads r to its end: nil when it ends cleanly there, its error,
 // or an error when it has more bytes than declared.
-func verdict(r io.Reader) error {
+func endsAtSize(r io.Reader) error {
 	var one [1]byte
 	for {
 		n, err := r.Read(one[:])
