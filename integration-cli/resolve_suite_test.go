@@ -24,7 +24,7 @@ import (
 )
 
 // ResolveSuite holds the regression tests of issue 10: one remote-resolution
-// path (registry.Resolve) for remote inspect, inspect --raw,
+// path (registry.Service.FindImage) for remote inspect, inspect --raw,
 // /distribution/{name}/json and pull, whose caches answer only the scope
 // that read them, whose credentials reach only the registry they are bound
 // to, and whose errors land in the right class. Every test goes through the

@@ -63,7 +63,7 @@ func TestResolveReadsTheConfigurationOnce(t *testing.T) {
 	s := testService(t, ServiceOptions{})
 	var reads atomic.Int64
 	s.configRead = func() { reads.Add(1) }
-	if _, err := s.Resolve(t.Context(), f.host()+"/team/app:1.4", Credentials{}); err != nil {
+	if _, err := s.FindImage(t.Context(), f.host()+"/team/app:1.4", Credentials{}); err != nil {
 		t.Fatal(err)
 	}
 	if n := reads.Load(); n != 1 {

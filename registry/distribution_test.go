@@ -107,9 +107,9 @@ func TestAgainstDistributionRegistry(t *testing.T) {
 	if img.Descriptor.Digest != id.Digest || img.Manifest.Digest != entries[1].Digest || img.Index == nil {
 		t.Errorf("multi: top %s manifest %s", img.Descriptor.Digest, img.Manifest.Digest)
 	}
-	d, err := mustRepo(t, s2, addr+"/real/app").Resolve(ctx, "single-amd64")
+	d, err := mustRepo(t, s2, addr+"/real/app").Descriptor(ctx, "single-amd64")
 	if err != nil || d.Digest != entries[0].Digest {
-		t.Errorf("Resolve single-amd64 = %v %v", d.Digest, err)
+		t.Errorf("Descriptor single-amd64 = %v %v", d.Digest, err)
 	}
 	tags, err := mustRepo(t, s2, addr+"/real/app").Tags(ctx, TagsOptions{})
 	if err != nil || len(tags) != 3 {

@@ -21,7 +21,7 @@ const inspectTimeout = 2 * time.Minute
 
 // Inspect answers a remote inspect.
 //
-// It is Resolve then Image(platform) (see resolve.go for the policy and the
+// It is FindImage then Image(platform) (see resolve.go for the policy and the
 // request budget). Concurrent identical requests — same name, platform,
 // credential identity and meta headers — share one flight.
 func (s *Service) Inspect(ctx context.Context, req InspectRequest) (*RemoteImage, error) {
@@ -62,7 +62,7 @@ func metaKey(h http.Header) string {
 }
 
 func (s *Service) inspect(ctx context.Context, req InspectRequest) (*RemoteImage, error) {
-	res, err := s.Resolve(ctx, req.Name, req.Credentials)
+	res, err := s.FindImage(ctx, req.Name, req.Credentials)
 	if err != nil {
 		return nil, err
 	}

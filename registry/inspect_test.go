@@ -239,9 +239,9 @@ func TestInspectHostileRegistries(t *testing.T) {
 		f.headStatus = 405
 		s := testService(t, ServiceOptions{})
 		r := mustRepo(t, s, f.host()+"/h/nohead")
-		got, err := r.Resolve(ctx, "t")
+		got, err := r.Descriptor(ctx, "t")
 		if err != nil || got.Digest != d.Digest {
-			t.Errorf("Resolve = %v, %v; want %s", got.Digest, err, d.Digest)
+			t.Errorf("Descriptor = %v, %v; want %s", got.Digest, err, d.Digest)
 		}
 	})
 	t.Run("HEAD without digest falls back to GET", func(t *testing.T) {
@@ -249,9 +249,9 @@ func TestInspectHostileRegistries(t *testing.T) {
 		d, _ := f.addImage("h/nodgst", "t", "linux", "amd64", "")
 		f.omitHeadDgst = true
 		r := mustRepo(t, testService(t, ServiceOptions{}), f.host()+"/h/nodgst")
-		got, err := r.Resolve(ctx, "t")
+		got, err := r.Descriptor(ctx, "t")
 		if err != nil || got.Digest != d.Digest {
-			t.Errorf("Resolve = %v, %v; want %s", got.Digest, err, d.Digest)
+			t.Errorf("Descriptor = %v, %v; want %s", got.Digest, err, d.Digest)
 		}
 	})
 	t.Run("both manifest and index", func(t *testing.T) {

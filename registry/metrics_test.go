@@ -178,9 +178,9 @@ func TestObserverOutcomesWithoutAnAnswer(t *testing.T) {
 		<-release
 		return true
 	}
-	// Resolve runs under the caller's context (Inspect shares a flight
+	// FindImage runs under the caller's context (Inspect shares a flight
 	// detached from each caller).
-	if _, err := s.Resolve(ctx, g.host()+"/team/app:1", Credentials{}); err == nil {
+	if _, err := s.FindImage(ctx, g.host()+"/team/app:1", Credentials{}); err == nil {
 		t.Fatal("canceled resolve succeeded")
 	}
 	reqs, _, _ = obs.take()

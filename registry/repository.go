@@ -203,9 +203,9 @@ func parseRef(tagOrDigest string) (tag string, dgst digest.Digest, err error) {
 	return "", "", fmt.Errorf("invalid tag or digest %q%.0w", tagOrDigest, errdefs.ErrInvalidArgument)
 }
 
-// Resolve turns a tag or a digest into the top-level descriptor (HEAD first,
+// Descriptor turns a tag or a digest into the top-level descriptor (HEAD first,
 // GET when HEAD gives no digest). Missing repository or tag: errdefs.ErrNotFound.
-func (r *Repository) Resolve(ctx context.Context, tagOrDigest string) (ocispec.Descriptor, error) {
+func (r *Repository) Descriptor(ctx context.Context, tagOrDigest string) (ocispec.Descriptor, error) {
 	if _, _, err := parseRef(tagOrDigest); err != nil {
 		return ocispec.Descriptor{}, err
 	}

@@ -17,7 +17,7 @@ import (
 // exactly as the registry served it, under the digest the registry names
 // it by. It is the one path every remote operation takes — remote inspect,
 // inspect --raw, /distribution/{name}/json and pull — in the shape of
-// go-containerregistry's remote.Get → Descriptor.Image(): Resolve, then
+// go-containerregistry's remote.Get → Descriptor.Image(): FindImage, then
 // Image(platform) for the manifest, config and layers.
 type Resolved struct {
 	TopLevel
@@ -44,7 +44,7 @@ func (r *Resolved) Ref() reference.Named {
 	return r.Name
 }
 
-// Resolve resolves NAME[:TAG|@DIGEST] as the user typed it. A short name is
+// FindImage finds NAME[:TAG|@DIGEST] as the user typed it. A short name is
 // searched through the candidates (AddRegistries in order, then docker.io);
 // only "not found" moves on to the next candidate — a registry that refuses
 // the credentials, is down or answers garbage is the answer, so a private
@@ -56,7 +56,7 @@ func (r *Resolved) Ref() reference.Named {
 // is empty, as the Docker Go SDK sends them — the first candidate (the
 // registry a fully qualified name names; for a short name, the first
 // registry searched). No other registry ever receives them.
-func (s *Service) Resolve(ctx context.Context, name string, creds Credentials) (*Resolved, error) {
+func (s *Service) FindImage(ctx context.Context, name string, creds Credentials) (*Resolved, error) {
 	var res *Resolved
 	err := s.searchCandidates(name, creds, func(cfg *hosts.Config, c reference.Named, creds Credentials) error {
 		var err error
@@ -115,10 +115,10 @@ func (s *Service) resolveName(ctx context.Context, cfg *hosts.Config, name refer
 	if implicit {
 		tag = "latest"
 	}
-	res, err := repo.fetchTop(ctx, tag, dgst)
+	res, err := repo.fetchTopOf(ctx, tag, dgst)
 	if err != nil && implicit && errdefs.IsNotFound(err) {
 		if tags, terr := repo.Tags(ctx, TagsOptions{Limit: 1}); terr == nil && len(tags) > 0 && tags[0] != "latest" {
-			res, err = repo.fetchTop(ctx, tags[0], "")
+			res, err = repo.fetchTopOf(ctx, tags[0], "")
 		}
 	}
 	if err != nil && errdefs.IsNotFound(err) {
@@ -134,24 +134,24 @@ func (s *Service) resolveName(ctx context.Context, cfg *hosts.Config, name refer
 	return res, err
 }
 
-// ResolveTag resolves a tag or digest on this repository (pull -a walks the
+// FetchTop fetches the top-level document a tag or digest names on this repository (pull -a walks the
 // tags it listed).
-func (r *Repository) ResolveTag(ctx context.Context, tagOrDigest string) (*Resolved, error) {
+func (r *Repository) FetchTop(ctx context.Context, tagOrDigest string) (*Resolved, error) {
 	tag, dgst, err := parseRef(tagOrDigest)
 	if err != nil {
 		return nil, err
 	}
-	return r.fetchTop(ctx, tag, dgst)
+	return r.fetchTopOf(ctx, tag, dgst)
 }
 
-// fetchTop fetches the top-level document of tag or dgst:
+// fetchTopOf fetches the top-level document of tag or dgst:
 //   - a digest: from the content cache when this repository and identity
 //     have read it (0 requests), after one HEAD when another has (1), else
 //     one GET;
 //   - a tag on a repository this identity has read: HEAD, then the body
 //     from the cache when unchanged (1 request);
 //   - a tag otherwise: one GET (digest and body in one trip).
-func (r *Repository) fetchTop(ctx context.Context, tag string, dgst digest.Digest) (*Resolved, error) {
+func (r *Repository) fetchTopOf(ctx context.Context, tag string, dgst digest.Digest) (*Resolved, error) {
 	var (
 		top    ocispec.Descriptor
 		raw    []byte
@@ -165,7 +165,7 @@ func (r *Repository) fetchTop(ctx context.Context, tag string, dgst digest.Diges
 		raw, served, err = r.fetchManifest(ctx, top)
 		top.Size = int64(len(raw))
 	case r.svc.tagWarm(r.scope()): // warm.has, counted (metrics.go)
-		top, err = r.Resolve(ctx, tag)
+		top, err = r.Descriptor(ctx, tag)
 		if err == nil {
 			raw, served, err = r.fetchManifest(ctx, top)
 		}
@@ -293,7 +293,7 @@ func (r *Resolved) Image(ctx context.Context, p ocispec.Platform) (*RemoteImage,
 }
 
 // ListTags lists the tags of a repository named as the user typed it,
-// searching the candidates as Resolve does (docker pull --all-tags, wharf
+// searching the candidates as FindImage does (docker pull --all-tags, wharf
 // tags). It returns the repository that answered. A tag or digest in name
 // is ignored: the repository is listed.
 func (s *Service) ListTags(ctx context.Context, name string, creds Credentials, opts TagsOptions) (*Repository, []string, error) {

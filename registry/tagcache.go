@@ -115,7 +115,7 @@ func (r *Repository) HeadTag(ctx context.Context, tag string, maxAge time.Durati
 		return TagAnswer{Descriptor: te.desc, At: te.at, Cached: true}, nil
 	}
 	at := tags.now()
-	desc, err := r.Resolve(ctx, tag)
+	desc, err := r.Descriptor(ctx, tag)
 	switch {
 	case err == nil:
 		tags.put(r.scope(), tag, desc, false, at)

@@ -35,13 +35,13 @@ func TestConcurrentInspectsShareATokenPastTheFirstCallersDeparture(t *testing.T)
 	firstCtx, leave := context.WithCancel(context.Background())
 	first := make(chan error, 1)
 	go func() {
-		_, err := n.Resolve(firstCtx, "1")
+		_, err := n.Descriptor(firstCtx, "1")
 		first <- err
 	}()
 	<-held
 	second := make(chan error, 1)
 	go func() {
-		_, err := mustRepo(t, s, f.host()+"/team/app").Resolve(context.Background(), "1")
+		_, err := mustRepo(t, s, f.host()+"/team/app").Descriptor(context.Background(), "1")
 		second <- err
 	}()
 	leave()

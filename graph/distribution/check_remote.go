@@ -62,7 +62,7 @@ func (s *Service) LookupRemoteTag(ctx context.Context, ref reference.NamedTagged
 	if slices.Contains(known, ans.Descriptor.Digest) || (!out.IsIndex && ans.Descriptor.MediaType != "") {
 		return out, nil
 	}
-	res, err := repo.ResolveTag(ctx, ans.Descriptor.Digest.String())
+	res, err := repo.FetchTop(ctx, ans.Descriptor.Digest.String())
 	if err != nil {
 		out.IndexErr = err
 		return out, nil

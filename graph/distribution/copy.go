@@ -24,7 +24,7 @@ const maxConcurrentCopies = 4
 
 // CopyImage copies an image from one registry to another without the local
 // store (POST /wharf/images/copy): SRC is resolved on the one resolution
-// path (registry.Service.Resolve); blobs go registry to registry through
+// path (registry.Service.FindImage); blobs go registry to registry through
 // Repository.TransferBlob, the path push takes (HEAD, mount, or a GET
 // streamed into a PUT, verified while it streams); the platform manifests
 // follow their blobs and the top level comes last, so DST never names a
@@ -46,7 +46,7 @@ func (s *Service) CopyImage(ctx context.Context, opts types.CopyOptions, out typ
 	srcCreds := registry.Credentials{Registries: opts.Auth, MetaHeaders: opts.MetaHeaders}
 	dstCreds := srcCreds
 
-	res, err := svc.Resolve(ctx, opts.Source, srcCreds)
+	res, err := svc.FindImage(ctx, opts.Source, srcCreds)
 	if err != nil {
 		return err
 	}

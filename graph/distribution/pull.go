@@ -55,7 +55,7 @@ func (s *Service) PullImage(ctx context.Context, opts types.PullOptions, out typ
 	if tn.pin() == "" {
 		return s.pullAllTags(ctx, svc, tn, creds, platform, po)
 	}
-	res, err := svc.Resolve(ctx, tn.String(), creds)
+	res, err := svc.FindImage(ctx, tn.String(), creds)
 	if err != nil {
 		return pullError(tn, creds, err)
 	}
@@ -118,7 +118,7 @@ func writePullStatus(po *progressOutput, ref string, upToDate bool) error {
 }
 
 // pullAllTags pulls every tag of the repository (docker pull -a), found
-// as Resolve finds a name (registry.Service.ListTags).
+// as FindImage finds a name (registry.Service.ListTags).
 func (s *Service) pullAllTags(ctx context.Context, svc *registry.Service, tn typedName, creds registry.Credentials, platform ocispec.Platform, po *progressOutput) error {
 	repo, tags, err := svc.ListTags(ctx, tn.Repo, creds, registry.TagsOptions{})
 	if err != nil {
@@ -129,7 +129,7 @@ func (s *Service) pullAllTags(ctx context.Context, svc *registry.Service, tn typ
 		if _, err := reference.WithTag(repo.Info().Name, tag); err != nil {
 			continue // a registry listing a malformed tag: skip it, as dockerd does
 		}
-		res, err := repo.ResolveTag(ctx, tag)
+		res, err := repo.FetchTop(ctx, tag)
 		if err != nil {
 			return err
 		}

@@ -23,7 +23,7 @@ func (s *Service) RemoteManifest(ctx context.Context, name string, opts types.Re
 	if err != nil {
 		return nil, ocispec.Descriptor{}, err
 	}
-	res, err := svc.Resolve(ctx, name, credentials(opts.Auth, opts.MetaHeaders))
+	res, err := svc.FindImage(ctx, name, credentials(opts.Auth, opts.MetaHeaders))
 	if err != nil {
 		return nil, ocispec.Descriptor{}, noSuchImage(name, err)
 	}
