@@ -40,22 +40,14 @@ import (
 // data-root is private to its owner (0700/0600), also when an older store
 // had looser modes.
 type StoreDurabilitySuite struct {
+	suiteFixture
 	reg *testregistry.Registry
 }
 
 var _ = check.Suite(&StoreDurabilitySuite{})
 
 func (s *StoreDurabilitySuite) SetUpSuite(c *check.C) {
-	needBinaries(c)
-	var err error
-	s.reg, err = testregistry.Start(testregistry.Options{})
-	c.Assert(err, check.IsNil)
-}
-
-func (s *StoreDurabilitySuite) TearDownSuite(c *check.C) {
-	if s.reg != nil {
-		s.reg.Close()
-	}
+	s.reg = s.startRegistry(c, testregistry.Options{})
 }
 
 // Bounds of the polls below: how long a condition that should hold at once
