@@ -1,8 +1,10 @@
 package daemon
 
 import (
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -236,11 +238,39 @@ func TestParseHost(t *testing.T) {
 	}
 }
 
-func FuzzParseHost(f *testing.F) {
-	for _, s := range []string{"unix:///a", "tcp://1.2.3.4:5", "fd://", "tcp://[::1]:1", "x://"} {
+// FuzzParseListenHost reads -H values (client's FuzzParseHost reads the
+// client side's). Accepted: the scheme given, a clean absolute socket path
+// or a host and a port in range; refused: the error quotes the value.
+func FuzzParseListenHost(f *testing.F) {
+	for _, s := range []string{"unix:///a", "tcp://1.2.3.4:5", "fd://", "tcp://[::1]:1", "x://", "unix://rel", "tcp://h:99999", "unix:///a/../b//c"} {
 		f.Add(s)
 	}
-	f.Fuzz(func(t *testing.T, s string) { _, _ = ParseHost(s) })
+	f.Fuzz(func(t *testing.T, s string) {
+		h, err := ParseHost(s)
+		if err != nil {
+			if !strings.Contains(err.Error(), strconv.Quote(s)) {
+				t.Fatalf("ParseHost(%q): %v, which does not quote the value", s, err)
+			}
+			return
+		}
+		if !strings.HasPrefix(s, h.Proto+"://") {
+			t.Fatalf("ParseHost(%q) = %+v: not the scheme given", s, h)
+		}
+		switch h.Proto {
+		case "unix":
+			if !filepath.IsAbs(h.Addr) || filepath.Clean(h.Addr) != h.Addr {
+				t.Fatalf("ParseHost(%q) = %+v: not a clean absolute path", s, h)
+			}
+		case "tcp":
+			_, port, err := net.SplitHostPort(h.Addr)
+			if p, perr := strconv.Atoi(port); err != nil || perr != nil || p < 0 || p > 65535 {
+				t.Fatalf("ParseHost(%q) = %+v: not a host and a port", s, h)
+			}
+		case "fd":
+		default:
+			t.Fatalf("ParseHost(%q) = %+v: unknown scheme accepted", s, h)
+		}
+	})
 }
 
 func FuzzConfigFile(f *testing.F) {

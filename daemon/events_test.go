@@ -91,7 +91,7 @@ func TestEventsLiveAndClose(t *testing.T) {
 	}
 	e.LogImageEvent(context.Background(), "r/x:1", events.ActionTag, nil)
 	e.LogImageEvent(context.Background(), "r/x:1", events.ActionPush, map[string]string{"name": "r/x"})
-	got := <-live
+	got, _ := receive(t, live)
 	if got.Action != events.ActionPush || got.Actor.Attributes["name"] != "r/x" {
 		t.Errorf("live %+v", got)
 	}
@@ -99,19 +99,52 @@ func TestEventsLiveAndClose(t *testing.T) {
 		t.Errorf("subscribers %d", e.Subscribers())
 	}
 	e.Close()
-	if _, ok := <-live; ok {
+	if _, ok := receive(t, live); ok {
 		t.Error("Close must close live channels")
 	}
 	cancel() // after Close: must not panic
 	e.LogImageEvent(context.Background(), "r/x:1", events.ActionPush, nil)
 }
 
+// A subscriber that reads nothing gets its backlog, and publishing to it
+// returns: the surplus is dropped, no image operation waits for it.
 func TestEventsSlowSubscriberDoesNotBlock(t *testing.T) {
 	e := NewEvents()
-	_, _, cancel := e.SubscribeEvents(time.Time{}, time.Time{}, nil)
-	defer cancel()
-	for i := 0; i < subscriberBuffer*2; i++ {
-		e.LogImageEvent(context.Background(), "x", events.ActionPull, nil)
+	// No deferred cancel: it takes the lock that a blocked publish holds,
+	// and would turn the failure below back into a hang.
+	_, live, cancel := e.SubscribeEvents(time.Time{}, time.Time{}, nil)
+	published := make(chan struct{})
+	go func() {
+		defer close(published)
+		for i := 0; i < subscriberBuffer*2; i++ {
+			e.LogImageEvent(context.Background(), "x", events.ActionPull, nil)
+		}
+	}()
+	select {
+	case <-published:
+	case <-time.After(eventWait):
+		t.Fatalf("publishing %d events to a subscriber that reads nothing had not returned after %s: a slow subscriber blocks the daemon", subscriberBuffer*2, eventWait)
+	}
+	if n := len(live); n != subscriberBuffer {
+		t.Errorf("the slow subscriber's backlog holds %d events, want %d (the rest dropped)", n, subscriberBuffer)
+	}
+	cancel()
+}
+
+// eventWait bounds a wait for something that takes microseconds: running
+// out of it is a failure, never a slow machine.
+const eventWait = 10 * time.Second
+
+// receive is the next value on ch, failing the test (instead of hanging
+// it) when none comes within eventWait; ok is false when ch is closed.
+func receive(t *testing.T, ch <-chan types.EventMessage) (ev types.EventMessage, ok bool) {
+	t.Helper()
+	select {
+	case ev, ok = <-ch:
+		return ev, ok
+	case <-time.After(eventWait):
+		t.Fatalf("no event and no close on the live channel within %s", eventWait)
+		return ev, false
 	}
 }
 

@@ -10,12 +10,12 @@ import (
 	"github.com/wharfproject/wharf/graph/store"
 )
 
-// FuzzReferenceParsing feeds client-supplied names to tag creation (repo,
+// FuzzParseNewTag feeds client-supplied names to tag creation (repo,
 // tag) and to graph's lookup. Nothing may panic; an accepted tag must print
 // as a reference that parses back to itself; errors are classified (a 400
 // or 404, never a 500). (graph/store's FuzzReferenceParsing covers the
 // store's normalisation and lookup.)
-func FuzzReferenceParsing(f *testing.F) {
+func FuzzParseNewTag(f *testing.F) {
 	for _, seed := range [][2]string{
 		{"busybox", "latest"}, {"docker.io/library/busybox:1.36", ""}, {"localhost:5000/a/b", "v1"},
 		{"UPPER", "x"}, {"a::b", ""}, {"sha256", "x"}, {"a@sha256:" + strings.Repeat("0", 64), ""},

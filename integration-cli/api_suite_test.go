@@ -16,14 +16,13 @@ import (
 // APISuite drives wharfd's Engine API with plain net/http over the socket.
 // One daemon serves the suite; tests use their own repository names.
 type APISuite struct {
+	suiteFixture
 	d *Daemon
 }
 
 var _ = check.Suite(&APISuite{})
 
-func (s *APISuite) SetUpSuite(c *check.C)    { s.d = StartDaemon(c) }
-func (s *APISuite) TearDownSuite(c *check.C) { s.d.Stop(c) }
-
+func (s *APISuite) SetUpSuite(c *check.C) { s.d = s.startDaemon(c) }
 func filtersQuery(f map[string][]string) string {
 	m := map[string]map[string]bool{}
 	for k, vs := range f {

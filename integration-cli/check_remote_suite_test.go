@@ -16,6 +16,7 @@ import (
 // `wharf images --check-remote` and POST /wharf/images/check-remote against
 // the real registry with token auth, counted at its proxy.
 type CheckRemoteSuite struct {
+	suiteFixture
 	tok, anon, dead *testregistry.Registry
 	d               *Daemon
 
@@ -31,15 +32,10 @@ var _ = check.Suite(&CheckRemoteSuite{})
 var pulledPlatform = ocispec.Platform{OS: "linux", Architecture: "amd64"}
 
 func (s *CheckRemoteSuite) SetUpSuite(c *check.C) {
-	needBinaries(c)
-	var err error
-	s.tok, err = testregistry.Start(testregistry.Options{Auth: testregistry.AuthToken})
-	c.Assert(err, check.IsNil)
-	s.anon, err = testregistry.Start(testregistry.Options{})
-	c.Assert(err, check.IsNil)
-	s.dead, err = testregistry.Start(testregistry.Options{})
-	c.Assert(err, check.IsNil)
-	s.d = StartDaemon(c)
+	s.tok = s.startRegistry(c, testregistry.Options{Auth: testregistry.AuthToken})
+	s.anon = s.startRegistry(c, testregistry.Options{})
+	s.dead = s.startRegistry(c, testregistry.Options{})
+	s.d = s.startDaemon(c)
 	d, tok := s.d, s.tok
 	login := d.WharfIn(c, []byte(tok.Password+"\n"), "login", tok.Host, "-u", tok.Username, "--password-stdin")
 	c.Assert(login.ExitCode, check.Equals, 0, check.Commentf("%s", login))
@@ -81,17 +77,6 @@ func (s *CheckRemoteSuite) SetUpSuite(c *check.C) {
 	s.ixMoved = indexWith(c, nil, ix.Images[1]) // a new manifest for the pulled platform
 	c.Assert(tok.Client().PushIndex(ctx, "cr/mp", "moved", s.ixMoved), check.IsNil)
 	s.dead.Close() // its port now refuses connections
-}
-
-func (s *CheckRemoteSuite) TearDownSuite(c *check.C) {
-	if s.d != nil {
-		s.d.Stop(c)
-	}
-	for _, r := range []*testregistry.Registry{s.tok, s.anon, s.dead} {
-		if r != nil {
-			r.Close()
-		}
-	}
 }
 
 // indexWith is a two-platform index (linux/amd64, linux/arm64/v8) with the

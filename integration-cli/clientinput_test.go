@@ -12,13 +12,13 @@ import (
 // ClientInputSuite: hostile or broken input from API clients gets a 4xx with
 // a message, writes nothing outside the store, and leaves wharfd serving.
 type ClientInputSuite struct {
+	suiteFixture
 	d *Daemon
 }
 
 var _ = check.Suite(&ClientInputSuite{})
 
-func (s *ClientInputSuite) SetUpSuite(c *check.C)    { s.d = StartDaemon(c) }
-func (s *ClientInputSuite) TearDownSuite(c *check.C) { s.d.Stop(c) }
+func (s *ClientInputSuite) SetUpSuite(c *check.C) { s.d = s.startDaemon(c) }
 
 // TearDownTest: whatever a test sent, the daemon still answers and the
 // store is clean.

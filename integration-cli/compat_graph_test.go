@@ -15,6 +15,7 @@ import (
 // CompatGraphSuite: issue 11's image-side differences from dockerd, checked
 // through wharfd with the docker CLI where a user meets them.
 type CompatGraphSuite struct {
+	suiteFixture
 	reg *testregistry.Registry
 	d   *Daemon
 }
@@ -22,20 +23,8 @@ type CompatGraphSuite struct {
 var _ = check.Suite(&CompatGraphSuite{})
 
 func (s *CompatGraphSuite) SetUpSuite(c *check.C) {
-	needBinaries(c)
-	var err error
-	s.reg, err = testregistry.Start(testregistry.Options{})
-	c.Assert(err, check.IsNil)
-	s.d = StartDaemon(c)
-}
-
-func (s *CompatGraphSuite) TearDownSuite(c *check.C) {
-	if s.d != nil {
-		s.d.Stop(c)
-	}
-	if s.reg != nil {
-		s.reg.Close()
-	}
+	s.reg = s.startRegistry(c, testregistry.Options{})
+	s.d = s.startDaemon(c)
 }
 
 // events returns the image events between since and now+1s with the

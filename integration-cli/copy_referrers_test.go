@@ -21,6 +21,7 @@ import (
 // cosign's tags are what carry them; between two go-containerregistry
 // registries (with the API) the destination indexes them itself.
 type CopyReferrersSuite struct {
+	suiteFixture
 	src, dst     *testregistry.Registry
 	rrSrc, rrDst *testregistry.ReferrersRegistry
 	d            *Daemon
@@ -29,33 +30,11 @@ type CopyReferrersSuite struct {
 var _ = check.Suite(&CopyReferrersSuite{})
 
 func (s *CopyReferrersSuite) SetUpSuite(c *check.C) {
-	needBinaries(c)
-	var err error
-	s.src, err = testregistry.Start(testregistry.Options{})
-	c.Assert(err, check.IsNil)
-	s.dst, err = testregistry.Start(testregistry.Options{})
-	c.Assert(err, check.IsNil)
-	s.rrSrc, err = testregistry.StartReferrersRegistry()
-	c.Assert(err, check.IsNil)
-	s.rrDst, err = testregistry.StartReferrersRegistry()
-	c.Assert(err, check.IsNil)
-	s.d = StartDaemon(c)
-}
-
-func (s *CopyReferrersSuite) TearDownSuite(c *check.C) {
-	if s.d != nil {
-		s.d.Stop(c)
-	}
-	for _, r := range []*testregistry.Registry{s.src, s.dst} {
-		if r != nil {
-			r.Close()
-		}
-	}
-	for _, r := range []*testregistry.ReferrersRegistry{s.rrSrc, s.rrDst} {
-		if r != nil {
-			r.Close()
-		}
-	}
+	s.src = s.startRegistry(c, testregistry.Options{})
+	s.dst = s.startRegistry(c, testregistry.Options{})
+	s.rrSrc = s.startReferrersRegistry(c)
+	s.rrDst = s.startReferrersRegistry(c)
+	s.d = s.startDaemon(c)
 }
 
 // copy runs POST /wharf/images/copy (anonymous registries).

@@ -25,6 +25,7 @@ import (
 // two real registries — src with token auth, dst anonymous — through the
 // daemon without its store (issue 13).
 type CopySuite struct {
+	suiteFixture
 	src, dst *testregistry.Registry
 	d        *Daemon
 }
@@ -32,24 +33,9 @@ type CopySuite struct {
 var _ = check.Suite(&CopySuite{})
 
 func (s *CopySuite) SetUpSuite(c *check.C) {
-	needBinaries(c)
-	var err error
-	s.src, err = testregistry.Start(testregistry.Options{Auth: testregistry.AuthToken})
-	c.Assert(err, check.IsNil)
-	s.dst, err = testregistry.Start(testregistry.Options{})
-	c.Assert(err, check.IsNil)
-	s.d = StartDaemon(c)
-}
-
-func (s *CopySuite) TearDownSuite(c *check.C) {
-	if s.d != nil {
-		s.d.Stop(c)
-	}
-	for _, r := range []*testregistry.Registry{s.src, s.dst} {
-		if r != nil {
-			r.Close()
-		}
-	}
+	s.src = s.startRegistry(c, testregistry.Options{Auth: testregistry.AuthToken})
+	s.dst = s.startRegistry(c, testregistry.Options{})
+	s.d = s.startDaemon(c)
 }
 
 // copyAPI runs POST /wharf/images/copy with src's credentials in

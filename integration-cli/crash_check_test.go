@@ -11,20 +11,14 @@ import (
 
 // CrashSuite: the store check, start-up check and SIGKILL during writes.
 type CrashSuite struct {
+	suiteFixture
 	regs *registries
 }
 
 var _ = check.Suite(&CrashSuite{})
 
 func (s *CrashSuite) SetUpSuite(c *check.C) {
-	needBinaries(c)
-	s.regs = startRegistries(c)
-}
-
-func (s *CrashSuite) TearDownSuite(c *check.C) {
-	if s.regs != nil {
-		s.regs.close()
-	}
+	s.regs = s.startRegistries(c)
 }
 
 // systemCheck runs `wharf system check --json` and returns the report and

@@ -4,5 +4,9 @@
 // registries (internal/testregistry), and drive everything through plain HTTP,
 // the wharf CLI, the docker CLI and the Docker Go SDK.
 //
+// A suite embeds suiteFixture (fixture_test.go) and starts its registries,
+// daemons and servers through it; the fixture's TearDownSuite takes them
+// down. What only a poll can see is waited for with waitFor (wait_test.go).
+//
 // Run: go test ./integration-cli/ [-check.f 'RemoteInspectSuite'] [-check.v]
 package integration

@@ -15,6 +15,7 @@ import (
 
 // DockerCLISuite drives wharfd with the real docker CLI (DOCKER_HOST=unix://…).
 type DockerCLISuite struct {
+	suiteFixture
 	d    *Daemon
 	regs *registries
 }
@@ -23,17 +24,8 @@ var _ = check.Suite(&DockerCLISuite{})
 
 func (s *DockerCLISuite) SetUpSuite(c *check.C) {
 	dockerPath(c)
-	s.d = StartDaemon(c)
-	s.regs = startRegistries(c)
-}
-
-func (s *DockerCLISuite) TearDownSuite(c *check.C) {
-	if s.d != nil {
-		s.d.Stop(c)
-	}
-	if s.regs != nil {
-		s.regs.close()
-	}
+	s.d = s.startDaemon(c)
+	s.regs = s.startRegistries(c)
 }
 
 func (s *DockerCLISuite) TestDockerVersionAndInfo(c *check.C) {

@@ -26,6 +26,7 @@ import (
 // the hosts.toml in its own --certs-dir. The upstream's requests are
 // counted.
 type FleetSuite struct {
+	suiteFixture
 	front  *testregistry.Front // the upstream's one host: registry and tokens
 	up     *testregistry.Registry
 	proxy  *testregistry.Registry
@@ -49,10 +50,9 @@ const (
 
 func (s *FleetSuite) SetUpSuite(c *check.C) {
 	needBinaries(c)
-	var err error
 	s.front = testregistry.NewFront()
-	s.up, err = testregistry.Start(testregistry.Options{Auth: testregistry.AuthToken, TokenRealm: s.front.URL + "/token"})
-	c.Assert(err, check.IsNil)
+	s.closeAtEnd(s.front.Close)
+	s.up = s.startRegistry(c, testregistry.Options{Auth: testregistry.AuthToken, TokenRealm: s.front.URL + "/token"})
 	// Registry and tokens through their counters: every upstream request counted.
 	c.Assert(s.front.Route(s.up.URL, s.up.TokenCounter.URL), check.IsNil)
 	s.app = pushImage(c, s.up, "fleet/app", "1", testregistry.ImageOptions{Layers: 3, LayerSize: 64 << 10})
@@ -64,6 +64,7 @@ func (s *FleetSuite) SetUpSuite(c *check.C) {
 		ProxyPassword:  s.up.Password,
 		ProxyTTL:       fleetTTL,
 	}
+	var err error
 	s.redis, err = testregistry.StartRedis(c.MkDir())
 	switch {
 	case errors.Is(err, testregistry.ErrNoRedis):
@@ -71,10 +72,10 @@ func (s *FleetSuite) SetUpSuite(c *check.C) {
 	case err != nil:
 		c.Fatal(err)
 	default:
+		s.closeAtEnd(s.redis.Close)
 		opts.Redis = s.redis.Addr
 	}
-	s.proxy, err = testregistry.Start(opts)
-	c.Assert(err, check.IsNil)
+	s.proxy = s.startRegistry(c, opts)
 
 	for i := 0; i < fleetNodes; i++ {
 		d := NewDaemon(c)
@@ -85,25 +86,9 @@ server = "http://%s"
 [host."http://%s"]
   capabilities = ["pull", "resolve"]
 `, s.front.Host, s.proxy.Host))
+		s.killAtEnd(d)
 		d.Start(c, "--certs-dir", certs)
 		s.nodes = append(s.nodes, d)
-	}
-}
-
-func (s *FleetSuite) TearDownSuite(c *check.C) {
-	for _, d := range s.nodes {
-		d.Kill()
-	}
-	for _, r := range []*testregistry.Registry{s.proxy, s.up} {
-		if r != nil {
-			r.Close()
-		}
-	}
-	if s.redis != nil {
-		s.redis.Close()
-	}
-	if s.front != nil {
-		s.front.Close()
 	}
 }
 

@@ -143,20 +143,6 @@ func (d *Daemon) infoGoroutines(c *check.C) int {
 	return info.NGoroutines
 }
 
-// waitFor polls cond every 50 ms until it holds or timeout passes.
-func waitFor(timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // pathEscape keeps a ref readable in a URL path.
 func pathEscape(ref string) string { return strings.ReplaceAll(url.PathEscape(ref), "%2F", "/") }
 

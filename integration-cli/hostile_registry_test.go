@@ -20,6 +20,7 @@ import (
 // error that names the registry and the problem, store nothing, and leave
 // wharfd serving with bounded memory.
 type HostileRegistrySuite struct {
+	suiteFixture
 	d    *Daemon
 	base leakBaseline
 }
@@ -37,17 +38,16 @@ const hostileTimeout = 2 * time.Second
 const maxHWMKiB = 160 << 10
 
 func (s *HostileRegistrySuite) SetUpSuite(c *check.C) {
-	needBinaries(c)
-	s.d = StartDaemon(c, "--registry-timeout", hostileTimeout.String())
+	s.d = s.startDaemon(c, "--registry-timeout", hostileTimeout.String())
 	s.base = s.d.leakBaseline(c)
 }
 
 func (s *HostileRegistrySuite) TearDownSuite(c *check.C) {
+	defer s.suiteFixture.TearDownSuite(c)
 	if s.d != nil {
 		// Every hostile server is closed by now: whatever wharfd still
 		// holds (goroutines, sockets, files) is a leak of an error path.
 		s.d.checkBackToBaseline(c, s.base)
-		s.d.Stop(c)
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 // LoadSuite runs hundreds of concurrent clients against one wharfd while a
 // proxy in front of a real registry breaks a share of the requests.
 type LoadSuite struct {
+	suiteFixture
 	reg   *testregistry.Registry
 	proxy *hostile.FaultProxy
 	d     *Daemon
@@ -42,25 +43,12 @@ const (
 )
 
 func (s *LoadSuite) SetUpSuite(c *check.C) {
-	needBinaries(c)
+	s.reg = s.startRegistry(c, testregistry.Options{})
 	var err error
-	s.reg, err = testregistry.Start(testregistry.Options{})
-	c.Assert(err, check.IsNil)
 	s.proxy, err = hostile.NewFaultProxy(s.reg.DirectURL, loadFaultRate)
 	c.Assert(err, check.IsNil)
-	s.d = StartDaemon(c)
-}
-
-func (s *LoadSuite) TearDownSuite(c *check.C) {
-	if s.d != nil {
-		s.d.Stop(c)
-	}
-	if s.proxy != nil {
-		s.proxy.Close()
-	}
-	if s.reg != nil {
-		s.reg.Close()
-	}
+	s.closeAtEnd(s.proxy.Close)
+	s.d = s.startDaemon(c)
 }
 
 // loadResult is one client's outcome.

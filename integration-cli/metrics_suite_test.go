@@ -23,6 +23,7 @@ import (
 // after real registry traffic (token auth) shows every family with the
 // values that traffic implies (issue 15).
 type MetricsSuite struct {
+	suiteFixture
 	reg *testregistry.Registry
 	d   *Daemon
 	url string // http://127.0.0.1:PORT/metrics
@@ -37,25 +38,13 @@ const metricsStageTimeout = time.Minute
 var metricsListening = regexp.MustCompile(`metrics listening on (http://127\.0\.0\.1:[0-9]+/metrics)`)
 
 func (s *MetricsSuite) SetUpSuite(c *check.C) {
-	needBinaries(c)
-	var err error
-	s.reg, err = testregistry.Start(testregistry.Options{Auth: testregistry.AuthToken})
-	c.Assert(err, check.IsNil)
+	s.reg = s.startRegistry(c, testregistry.Options{Auth: testregistry.AuthToken})
 	// Port 0: wharfd takes a free port and logs it (before the API
 	// answers, so the log has it once StartDaemon returns).
-	s.d = StartDaemon(c, "--metrics-addr", "127.0.0.1:0")
+	s.d = s.startDaemon(c, "--metrics-addr", "127.0.0.1:0")
 	m := metricsListening.FindStringSubmatch(s.d.Log())
 	c.Assert(m, check.NotNil, check.Commentf("no metrics address in the log:\n%s", s.d.Log()))
 	s.url = m[1]
-}
-
-func (s *MetricsSuite) TearDownSuite(c *check.C) {
-	if s.d != nil {
-		s.d.Stop(c)
-	}
-	if s.reg != nil {
-		s.reg.Close()
-	}
 }
 
 // scrape GETs /metrics and parses it as Prometheus text.

@@ -15,6 +15,7 @@ import (
 // 13's push defect: 40 local names on the registry made 80 mount POSTs for
 // a 2-blob image and left 80 abandoned _uploads).
 type PushMountSuite struct {
+	suiteFixture
 	reg *testregistry.Registry
 	d   *Daemon
 }
@@ -22,20 +23,8 @@ type PushMountSuite struct {
 var _ = check.Suite(&PushMountSuite{})
 
 func (s *PushMountSuite) SetUpSuite(c *check.C) {
-	needBinaries(c)
-	var err error
-	s.reg, err = testregistry.Start(testregistry.Options{})
-	c.Assert(err, check.IsNil)
-	s.d = StartDaemon(c)
-}
-
-func (s *PushMountSuite) TearDownSuite(c *check.C) {
-	if s.d != nil {
-		s.d.Stop(c)
-	}
-	if s.reg != nil {
-		s.reg.Close()
-	}
+	s.reg = s.startRegistry(c, testregistry.Options{})
+	s.d = s.startDaemon(c)
 }
 
 // openUploads counts the upload sessions the registry holds open (see

@@ -17,6 +17,7 @@ import (
 // must not see the blob reported as pushed (issue 10, finding 11). The
 // registry is the real one behind a proxy that rewrites that one header.
 type PushReceiptSuite struct {
+	suiteFixture
 	reg   *testregistry.Registry
 	proxy *http.Server
 	host  string
@@ -29,10 +30,7 @@ var _ = check.Suite(&PushReceiptSuite{})
 const otherDigest = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
 
 func (s *PushReceiptSuite) SetUpSuite(c *check.C) {
-	needBinaries(c)
-	var err error
-	s.reg, err = testregistry.Start(testregistry.Options{})
-	c.Assert(err, check.IsNil)
+	s.reg = s.startRegistry(c, testregistry.Options{})
 	target, err := url.Parse(s.reg.DirectURL)
 	c.Assert(err, check.IsNil)
 	rp := httputil.NewSingleHostReverseProxy(target)
@@ -48,19 +46,8 @@ func (s *PushReceiptSuite) SetUpSuite(c *check.C) {
 	s.host = ln.Addr().String()
 	s.proxy = &http.Server{Handler: rp}
 	go s.proxy.Serve(ln)
-	s.d = StartDaemon(c)
-}
-
-func (s *PushReceiptSuite) TearDownSuite(c *check.C) {
-	if s.d != nil {
-		s.d.Stop(c)
-	}
-	if s.proxy != nil {
-		s.proxy.Close()
-	}
-	if s.reg != nil {
-		s.reg.Close()
-	}
+	s.closeAtEnd(func() { s.proxy.Close() })
+	s.d = s.startDaemon(c)
 }
 
 func (s *PushReceiptSuite) TestBlobReceiptWithAnotherDigestFailsThePush(c *check.C) {

@@ -19,6 +19,7 @@ import (
 // prints a summary. Once with the version the SDK negotiates, once pinned
 // to 1.24, as old scripts pin it.
 type PythonSDKSuite struct {
+	suiteFixture
 	d   *Daemon
 	reg *testregistry.Registry
 }
@@ -27,19 +28,8 @@ var _ = check.Suite(&PythonSDKSuite{})
 
 func (s *PythonSDKSuite) SetUpSuite(c *check.C) {
 	pythonsWithDockerSDK(c)
-	s.d = StartDaemon(c)
-	var err error
-	s.reg, err = testregistry.Start(testregistry.Options{})
-	c.Assert(err, check.IsNil)
-}
-
-func (s *PythonSDKSuite) TearDownSuite(c *check.C) {
-	if s.d != nil {
-		s.d.Stop(c)
-	}
-	if s.reg != nil {
-		s.reg.Close()
-	}
+	s.d = s.startDaemon(c)
+	s.reg = s.startRegistry(c, testregistry.Options{})
 }
 
 // pythonsWithDockerSDK are the python3 interpreters that import the docker

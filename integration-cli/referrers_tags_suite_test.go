@@ -28,6 +28,7 @@ import (
 // the API (tag-schema fallback, token auth). The API is exercised against
 // go-containerregistry's registry, which serves it.
 type ReferrersTagsSuite struct {
+	suiteFixture
 	token *testregistry.Registry
 	rr    *testregistry.ReferrersRegistry
 	d     *Daemon
@@ -36,25 +37,9 @@ type ReferrersTagsSuite struct {
 var _ = check.Suite(&ReferrersTagsSuite{})
 
 func (s *ReferrersTagsSuite) SetUpSuite(c *check.C) {
-	needBinaries(c)
-	var err error
-	s.token, err = testregistry.Start(testregistry.Options{Auth: testregistry.AuthToken})
-	c.Assert(err, check.IsNil)
-	s.rr, err = testregistry.StartReferrersRegistry()
-	c.Assert(err, check.IsNil)
-	s.d = StartDaemon(c)
-}
-
-func (s *ReferrersTagsSuite) TearDownSuite(c *check.C) {
-	if s.d != nil {
-		s.d.Stop(c)
-	}
-	if s.token != nil {
-		s.token.Close()
-	}
-	if s.rr != nil {
-		s.rr.Close()
-	}
+	s.token = s.startRegistry(c, testregistry.Options{Auth: testregistry.AuthToken})
+	s.rr = s.startReferrersRegistry(c)
+	s.d = s.startDaemon(c)
 }
 
 // inspectReferrers is a remote inspect with referrers=1 (and extra query).

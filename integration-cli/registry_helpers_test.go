@@ -20,26 +20,6 @@ type registries struct {
 	anon, basic, token *testregistry.Registry
 }
 
-func startRegistries(c *check.C) *registries {
-	r := &registries{}
-	var err error
-	r.anon, err = testregistry.Start(testregistry.Options{})
-	c.Assert(err, check.IsNil)
-	r.basic, err = testregistry.Start(testregistry.Options{Auth: testregistry.AuthBasic})
-	c.Assert(err, check.IsNil)
-	r.token, err = testregistry.Start(testregistry.Options{Auth: testregistry.AuthToken})
-	c.Assert(err, check.IsNil)
-	return r
-}
-
-func (r *registries) close() {
-	for _, reg := range []*testregistry.Registry{r.anon, r.basic, r.token} {
-		if reg != nil {
-			reg.Close()
-		}
-	}
-}
-
 // auth is the X-Registry-Auth for reg's default user; "" for an anonymous registry.
 func auth(reg *testregistry.Registry) string {
 	if reg.Auth == testregistry.AuthNone {

@@ -19,6 +19,7 @@ import (
 // RegistrySuite moves images between wharfd and real distribution registries:
 // anonymous, htpasswd basic, token auth, and a pull-through cache.
 type RegistrySuite struct {
+	suiteFixture
 	regs *registries
 	d    *Daemon
 }
@@ -26,18 +27,8 @@ type RegistrySuite struct {
 var _ = check.Suite(&RegistrySuite{})
 
 func (s *RegistrySuite) SetUpSuite(c *check.C) {
-	needBinaries(c)
-	s.regs = startRegistries(c)
-	s.d = StartDaemon(c)
-}
-
-func (s *RegistrySuite) TearDownSuite(c *check.C) {
-	if s.d != nil {
-		s.d.Stop(c)
-	}
-	if s.regs != nil {
-		s.regs.close()
-	}
+	s.regs = s.startRegistries(c)
+	s.d = s.startDaemon(c)
 }
 
 func (s *RegistrySuite) TestImportPushRmiPullKeepsIDAndDigests(c *check.C) {

@@ -20,6 +20,7 @@ import (
 // RemoteInspectSuite is the reason wharf exists: GET /images/NAME/json?remote=1
 // and `wharf inspect --remote` against real registries.
 type RemoteInspectSuite struct {
+	suiteFixture
 	regs *registries
 	d    *Daemon
 
@@ -31,23 +32,13 @@ type RemoteInspectSuite struct {
 var _ = check.Suite(&RemoteInspectSuite{})
 
 func (s *RemoteInspectSuite) SetUpSuite(c *check.C) {
-	needBinaries(c)
-	s.regs = startRegistries(c)
+	s.regs = s.startRegistries(c)
 	a := s.regs.anon
 	s.ociIndex = pushIndex(c, a, "ri/oci-index", "1.0", testregistry.IndexOptions{Attestation: true, Labels: map[string]string{"kind": "oci-index"}})
 	s.dockerList = pushIndex(c, a, "ri/docker-list", "1.0", testregistry.IndexOptions{Docker: true})
 	s.ociImg = pushImage(c, a, "ri/oci", "1.0", testregistry.ImageOptions{Labels: map[string]string{"kind": "oci"}, Annotations: map[string]string{"org.opencontainers.image.title": "oci-fixture"}})
 	s.dockerImg = pushImage(c, a, "ri/schema2", "1.0", testregistry.ImageOptions{Docker: true, Labels: map[string]string{"kind": "schema2"}, Layers: 2})
-	s.d = StartDaemon(c)
-}
-
-func (s *RemoteInspectSuite) TearDownSuite(c *check.C) {
-	if s.d != nil {
-		s.d.Stop(c)
-	}
-	if s.regs != nil {
-		s.regs.close()
-	}
+	s.d = s.startDaemon(c)
 }
 
 // remote is GET /images/NAME/json?remote=1[&extra] with X-Registry-Auth.

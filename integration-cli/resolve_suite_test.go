@@ -33,6 +33,7 @@ import (
 // hand-written registry of internal/hostile serves only the malformed
 // manifest.
 type ResolveSuite struct {
+	suiteFixture
 	regs *registries
 	// alice is an htpasswd registry whose only user is aliceUser: credentials
 	// that can belong to nothing else.
@@ -51,28 +52,13 @@ const (
 )
 
 func (s *ResolveSuite) SetUpSuite(c *check.C) {
-	needBinaries(c)
-	s.regs = startRegistries(c)
-	var err error
-	s.alice, err = testregistry.Start(testregistry.Options{Auth: testregistry.AuthBasic, Users: map[string]string{aliceUser: alicePassword}})
-	c.Assert(err, check.IsNil)
-	s.pub, err = testregistry.Start(testregistry.Options{
+	s.regs = s.startRegistries(c)
+	s.alice = s.startRegistry(c, testregistry.Options{Auth: testregistry.AuthBasic, Users: map[string]string{aliceUser: alicePassword}})
+	s.pub = s.startRegistry(c, testregistry.Options{
 		Auth:          testregistry.AuthToken,
 		AnonymousPull: true,
 		Users:         map[string]string{testregistry.DefaultUsername: testregistry.DefaultPassword, aliceUser: alicePassword},
 	})
-	c.Assert(err, check.IsNil)
-}
-
-func (s *ResolveSuite) TearDownSuite(c *check.C) {
-	for _, r := range []*testregistry.Registry{s.alice, s.pub} {
-		if r != nil {
-			r.Close()
-		}
-	}
-	if s.regs != nil {
-		s.regs.close()
-	}
 }
 
 // rsRemote is GET /images/NAME/json?remote=1[&extra] with an optional X-Registry-Auth.

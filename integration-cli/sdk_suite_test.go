@@ -19,6 +19,7 @@ import (
 // SDKSuite drives wharfd with the Docker Go SDK (github.com/moby/moby/client),
 // once at API 1.50 and once pinned to 1.41, as old SDK users are.
 type SDKSuite struct {
+	suiteFixture
 	version string
 	d       *Daemon
 	regs    *registries
@@ -31,23 +32,12 @@ var (
 )
 
 func (s *SDKSuite) SetUpSuite(c *check.C) {
-	s.d = StartDaemon(c)
-	s.regs = startRegistries(c)
+	s.d = s.startDaemon(c)
+	s.regs = s.startRegistries(c)
 	var err error
 	s.cli, err = client.New(client.WithHost(s.d.Host), client.WithVersion(s.version))
 	c.Assert(err, check.IsNil)
-}
-
-func (s *SDKSuite) TearDownSuite(c *check.C) {
-	if s.cli != nil {
-		s.cli.Close()
-	}
-	if s.d != nil {
-		s.d.Stop(c)
-	}
-	if s.regs != nil {
-		s.regs.close()
-	}
+	s.closeAtEnd(func() { s.cli.Close() })
 }
 
 func sdkCtx() (context.Context, context.CancelFunc) {

@@ -12,20 +12,14 @@ import (
 // SecuritySuite: the defaults that keep people out (TLS on tcp://, file
 // modes, credentials out of logs).
 type SecuritySuite struct {
+	suiteFixture
 	regs *registries
 }
 
 var _ = check.Suite(&SecuritySuite{})
 
 func (s *SecuritySuite) SetUpSuite(c *check.C) {
-	needBinaries(c)
-	s.regs = startRegistries(c)
-}
-
-func (s *SecuritySuite) TearDownSuite(c *check.C) {
-	if s.regs != nil {
-		s.regs.close()
-	}
+	s.regs = s.startRegistries(c)
 }
 
 func (s *SecuritySuite) TestTCPWithTLSVerifyRefusesClientsWithoutCertificate(c *check.C) {

@@ -16,6 +16,7 @@ import (
 // checks the old API versions and both directions of the docker archive
 // format against a client we do not control (issue 11 #1).
 type SkopeoSuite struct {
+	suiteFixture
 	d   *Daemon
 	reg *testregistry.Registry
 }
@@ -24,19 +25,8 @@ var _ = check.Suite(&SkopeoSuite{})
 
 func (s *SkopeoSuite) SetUpSuite(c *check.C) {
 	skopeoPath(c)
-	s.d = StartDaemon(c)
-	var err error
-	s.reg, err = testregistry.Start(testregistry.Options{})
-	c.Assert(err, check.IsNil)
-}
-
-func (s *SkopeoSuite) TearDownSuite(c *check.C) {
-	if s.d != nil {
-		s.d.Stop(c)
-	}
-	if s.reg != nil {
-		s.reg.Close()
-	}
+	s.d = s.startDaemon(c)
+	s.reg = s.startRegistry(c, testregistry.Options{})
 }
 
 func skopeoPath(c *check.C) string { return requireClient(c, "skopeo", "skopeo (apt)") }

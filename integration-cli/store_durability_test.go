@@ -20,7 +20,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -41,22 +40,14 @@ import (
 // data-root is private to its owner (0700/0600), also when an older store
 // had looser modes.
 type StoreDurabilitySuite struct {
+	suiteFixture
 	reg *testregistry.Registry
 }
 
 var _ = check.Suite(&StoreDurabilitySuite{})
 
 func (s *StoreDurabilitySuite) SetUpSuite(c *check.C) {
-	needBinaries(c)
-	var err error
-	s.reg, err = testregistry.Start(testregistry.Options{})
-	c.Assert(err, check.IsNil)
-}
-
-func (s *StoreDurabilitySuite) TearDownSuite(c *check.C) {
-	if s.reg != nil {
-		s.reg.Close()
-	}
+	s.reg = s.startRegistry(c, testregistry.Options{})
 }
 
 // Bounds of the polls below: how long a condition that should hold at once
@@ -66,20 +57,6 @@ const (
 	gcTimeout    = 5 * time.Second
 	stageTimeout = 20 * time.Second
 )
-
-// pollUntil checks cond until it holds or timeout passes; it yields between
-// tries instead of sleeping (the conditions are files appearing or going
-// away). It returns whether cond held.
-func pollUntil(timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		runtime.Gosched()
-	}
-	return true
-}
 
 // ---- what the store holds, computed independently of the store check ----
 
@@ -184,7 +161,7 @@ func extraBlobs(c *check.C, root string, used map[string]bool) ([]string, int64)
 // collection after a failed operation or at start-up).
 func orphanReport(c *check.C, d *Daemon, timeout time.Duration) string {
 	used := usedBlobs(c, d)
-	pollUntil(timeout, func() bool {
+	waitFor(timeout, func() bool {
 		extra, _ := extraBlobs(c, d.Root, used)
 		return len(extra) == 0
 	})
@@ -517,7 +494,7 @@ func (s *StoreDurabilitySuite) TestKill9DuringLoadLeavesNoOrphans(c *check.C) {
 		}
 		return true
 	}
-	c.Assert(pollUntil(stageTimeout, allStaged), check.Equals, true,
+	c.Assert(waitFor(stageTimeout, allStaged), check.Equals, true,
 		check.Commentf("the load did not stage its blobs %v within %s\n%s", staged, stageTimeout, d.Log()))
 	d.Kill()
 	pw.CloseWithError(errors.New("wharfd killed"))
@@ -569,7 +546,7 @@ func (s *StoreDurabilitySuite) TestStartupReclaimsBlobsOfRemovedImage(c *check.C
 
 	d.Start(c, d.Args...)
 	var left []string
-	pollUntil(gcTimeout, func() bool {
+	waitFor(gcTimeout, func() bool {
 		left = left[:0]
 		for _, h := range planted {
 			if fileExists(filepath.Join(d.Root, "blobs", "sha256", h)) {
@@ -687,7 +664,7 @@ func (s *StoreDurabilitySuite) TestFailedPullLeavesNoOrphans(c *check.C) {
 		}
 		return true
 	}
-	c.Assert(pollUntil(stageTimeout, stored), check.Equals, true, check.Commentf("layers 1 and 2 not stored\n%s", d.Log()))
+	c.Assert(waitFor(stageTimeout, stored), check.Equals, true, check.Commentf("layers 1 and 2 not stored\n%s", d.Log()))
 	reg.Stop()
 	close(proxy.release)
 	var msg string

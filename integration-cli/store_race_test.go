@@ -40,6 +40,7 @@ import (
 // layers and each has one layer of its own. Every round starts from a known
 // state, then releases the two operations together through a channel.
 type StoreRaceSuite struct {
+	suiteFixture
 	reg *testregistry.Registry
 	d   *Daemon
 	cl  *http.Client // keep-alive client on wharfd's socket, safe in goroutines
@@ -69,11 +70,8 @@ const (
 )
 
 func (s *StoreRaceSuite) SetUpSuite(c *check.C) {
-	needBinaries(c)
-	var err error
-	s.reg, err = testregistry.Start(testregistry.Options{})
-	c.Assert(err, check.IsNil)
-	s.d = StartDaemon(c)
+	s.reg = s.startRegistry(c, testregistry.Options{})
+	s.d = s.startDaemon(c)
 	sock := s.d.Sock
 	s.cl = &http.Client{
 		Timeout: raceOpTimeout,
@@ -107,12 +105,7 @@ func (s *StoreRaceSuite) TearDownSuite(c *check.C) {
 	if s.cl != nil {
 		s.cl.CloseIdleConnections()
 	}
-	if s.d != nil {
-		s.d.Stop(c)
-	}
-	if s.reg != nil {
-		s.reg.Close()
-	}
+	s.suiteFixture.TearDownSuite(c)
 }
 
 // --- fixtures ---------------------------------------------------------------

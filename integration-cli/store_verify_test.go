@@ -36,22 +36,14 @@ import (
 // client leaves. Every refusal leaves nothing behind: no image, and no blob
 // that no image uses.
 type StoreVerifySuite struct {
+	suiteFixture
 	reg *testregistry.Registry
 }
 
 var _ = check.Suite(&StoreVerifySuite{})
 
 func (s *StoreVerifySuite) SetUpSuite(c *check.C) {
-	needBinaries(c)
-	var err error
-	s.reg, err = testregistry.Start(testregistry.Options{})
-	c.Assert(err, check.IsNil)
-}
-
-func (s *StoreVerifySuite) TearDownSuite(c *check.C) {
-	if s.reg != nil {
-		s.reg.Close()
-	}
+	s.reg = s.startRegistry(c, testregistry.Options{})
 }
 
 // Media types of uncompressed layers, whose digest is their diff ID.

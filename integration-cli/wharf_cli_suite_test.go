@@ -14,14 +14,13 @@ import (
 
 // WharfCLISuite drives wharfd with wharf's own CLI, docker's flags and output.
 type WharfCLISuite struct {
+	suiteFixture
 	d *Daemon
 }
 
 var _ = check.Suite(&WharfCLISuite{})
 
-func (s *WharfCLISuite) SetUpSuite(c *check.C)    { s.d = StartDaemon(c) }
-func (s *WharfCLISuite) TearDownSuite(c *check.C) { s.d.Stop(c) }
-
+func (s *WharfCLISuite) SetUpSuite(c *check.C) { s.d = s.startDaemon(c) }
 func (s *WharfCLISuite) importFile(c *check.C, ref string, args ...string) string {
 	tarb, err := testregistry.RandomTar("f.bin", 150)
 	c.Assert(err, check.IsNil)

@@ -3,67 +3,18 @@ package registry
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"net"
-	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"testing"
-	"time"
 
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/wharfproject/wharf/internal/testregistry"
 )
 
-// startDistribution runs the real CNCF registry built to .cache/bin, or
-// skips when it is not there.
-func startDistribution(t *testing.T) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	bin := filepath.Join(filepath.Dir(file), "..", ".cache", "bin", "registry")
-	if _, err := os.Stat(bin); err != nil {
-		t.Skip("distribution registry binary not built (.cache/bin/registry)")
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	dir := t.TempDir()
-	cfg := fmt.Sprintf("version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: %s\n", filepath.Join(dir, "data"), addr)
-	cfgPath := filepath.Join(dir, "config.yml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "serve", cfgPath)
-	cmd.Env = append(os.Environ(), "OTEL_TRACES_EXPORTER=none")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := http.Get("http://" + addr + "/v2/")
-		if err == nil {
-			resp.Body.Close()
-			return addr
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("registry did not start: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond) // polling readiness of a child process
-	}
-}
-
 func TestAgainstDistributionRegistry(t *testing.T) {
-	addr := startDistribution(t)
+	// The real registry, started the one way the tests start it.
+	addr := startTestRegistry(t, testregistry.Options{}).Host
 	ctx := context.Background()
 	s := testService(t, ServiceOptions{})
 	r := mustRepo(t, s, addr+"/real/app")

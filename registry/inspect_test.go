@@ -120,13 +120,26 @@ func TestInspectConcurrentIdenticalShareOneFlight(t *testing.T) {
 	f := newFakeRegistry(t)
 	f.tokenAuth = true
 	f.addImage("a/b", "t", "linux", "amd64", "")
+	// The token request parks in the handler until released. A failed
+	// wait below still releases it: srv.Close waits for its handlers.
 	release := make(chan struct{})
+	var releaseOnce sync.Once
+	letGo := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(letGo)
+	atToken := make(chan struct{}, 1)
 	f.hook = func(w http.ResponseWriter, r *http.Request) bool {
 		if r.URL.Path == "/token" {
+			select {
+			case atToken <- struct{}{}:
+			default:
+			}
 			<-release
 		}
 		return false
 	}
+	// A wait that ends here is a failure, not a slow machine: the flight
+	// needs a ping and a token, milliseconds of work.
+	const stuck = 30 * time.Second
 	s := testService(t, ServiceOptions{})
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
@@ -139,11 +152,19 @@ func TestInspectConcurrentIdenticalShareOneFlight(t *testing.T) {
 		}()
 	}
 	// Wait until the flight is blocked on the token, then let it go.
-	for f.count() < 2 {
-		time.Sleep(time.Millisecond)
+	select {
+	case <-atToken:
+	case <-time.After(stuck):
+		t.Fatalf("no token request within %s of 16 inspects; the registry saw %v", stuck, f.reset())
 	}
-	close(release)
-	wg.Wait()
+	letGo()
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(stuck):
+		t.Fatalf("the 16 inspects had not returned %s after the token was let through", stuck)
+	}
 	close(errs)
 	for err := range errs {
 		if err != nil {

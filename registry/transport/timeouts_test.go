@@ -85,20 +85,47 @@ func TestSlowBodyEndsATrickle(t *testing.T) {
 	}
 }
 
-// A body faster than the rule passes whole, across several windows.
+// A body faster than the rule passes whole, across several windows. The
+// test closes each window itself (the timer's tick, with a window far too
+// long to fire on its own) after a piece of 4 KiB has been read: the rule
+// is checked at the same points on every machine, not against a writer's
+// pace on a loaded one.
 func TestSlowBodyPassesAFastBody(t *testing.T) {
+	const windows, piece = 10, 4 << 10
 	pr, pw := io.Pipe()
 	go func() {
-		chunk := make([]byte, 4<<10)
-		for i := 0; i < 10; i++ {
+		chunk := make([]byte, piece)
+		for i := 0; i < windows; i++ {
 			pw.Write(chunk)
-			time.Sleep(30 * time.Millisecond)
 		}
 		pw.Close()
 	}()
-	body := newSlowBody(pr, "h", 50*time.Millisecond)
-	n, err := io.Copy(io.Discard, body)
-	if err != nil || n != 40<<10 {
-		t.Fatalf("n=%d err=%v", n, err)
+	body := newSlowBody(pr, "h", time.Hour)
+	defer body.Close()
+	buf := make([]byte, piece)
+	for i := 0; i < windows; i++ {
+		if _, err := io.ReadFull(body, buf); err != nil {
+			t.Fatalf("window %d: %v", i, err)
+		}
+		body.tick() // the window ends with a piece received
+		body.mu.Lock()
+		killed, n := body.killed, body.n
+		body.mu.Unlock()
+		if killed || n != 0 {
+			t.Fatalf("window %d: %d bytes received, killed %v, counted %d after the tick; want alive, a new window at 0", i, piece, killed, n)
+		}
+	}
+	if n, err := io.Copy(io.Discard, body); err != nil || n != 0 {
+		t.Fatalf("after %d pieces: %d more bytes, %v; want EOF", windows, n, err)
+	}
+	// The same rule ends a window with too little in it.
+	short := newSlowBody(io.NopCloser(strings.NewReader("x")), "h", time.Hour)
+	defer short.Close()
+	if _, err := short.Read(make([]byte, 1)); err != nil {
+		t.Fatal(err)
+	}
+	short.tick()
+	if _, err := short.Read(make([]byte, 1)); err == nil || !errdefs.IsUnavailable(err) {
+		t.Errorf("a window with 1 byte: %v, want unavailable", err)
 	}
 }

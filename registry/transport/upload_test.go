@@ -3,8 +3,8 @@ package transport
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -88,46 +88,19 @@ func TestUploadWithoutAnAnswerEnds(t *testing.T) {
 	}
 }
 
-// A slow registry that keeps reading (16 KiB every 20 ms: a 32 KiB piece
-// in 40 ms, well within the 200 ms window) gets the whole upload, across
-// several windows, and its answer body is readable after the guard has
-// stepped aside. 32 KiB socket buffers on both ends make the sender follow
-// the reader's pace (smaller ones make loopback TCP crawl on delayed ACKs).
+// A slow registry that keeps reading gets the whole upload, across many
+// windows, and its answer body is readable after the guard has stepped
+// aside. The registry is in-process (steadyRegistry): it takes the body in
+// 16 KiB pieces and ends the guard's window itself after each (the
+// timer's tick; the windows are far too long to end on their own), so the
+// rule is checked at the same points on every machine, loaded or not.
 func TestSlowButSteadyUploadPasses(t *testing.T) {
 	const size = 1 << 20
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var n int64
-		buf := make([]byte, 16<<10)
-		for {
-			k, err := io.ReadFull(r.Body, buf)
-			n += int64(k)
-			if err != nil {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		w.WriteHeader(http.StatusCreated)
-		io.WriteString(w, strings.Repeat("y", int(n/1024)))
-	}))
-	srv.Config.ConnState = func(c net.Conn, s http.ConnState) {
-		if tc, ok := c.(*net.TCPConn); ok && s == http.StateNew {
-			tc.SetReadBuffer(32 << 10)
-		}
-	}
-	srv.Start()
-	defer srv.Close()
-	small := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-		if tc, ok := c.(*net.TCPConn); ok {
-			tc.SetWriteBuffer(32 << 10)
-		}
-		return c, err
-	}}
 	tm := uploadTimeouts()
-	tm.header = time.Second // the registry drains the socket buffers (~128 KiB) before it answers
-	tr := newHostTransports(hostsConfig(t), tm, small)
-	t0 := time.Now()
-	resp, err := put(t, tr, srv.URL+"/v2/a/blobs/uploads/1", io.LimitReader(endless{}, size))
+	tm.window, tm.header = time.Hour, time.Hour
+	reg := &steadyRegistry{piece: 16 << 10}
+	tr := newHostTransports(hostsConfig(t), tm, reg)
+	resp, err := put(t, tr, "http://127.0.0.1:1/v2/a/blobs/uploads/1", io.LimitReader(endless{}, size))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,9 +110,56 @@ func TestSlowButSteadyUploadPasses(t *testing.T) {
 		t.Errorf("status %d, %d bytes, %v", resp.StatusCode, len(b), err)
 	}
 	// The upload spanned several windows, or this proves nothing.
-	if d := time.Since(t0); d < 3*uploadTimeouts().window {
-		t.Errorf("upload took only %s", d)
+	if want := size / reg.piece; reg.windows < want {
+		t.Errorf("the upload spanned %d windows, want at least %d", reg.windows, want)
 	}
+}
+
+// steadyRegistry is a registry in the transport's place: it reads an
+// upload a piece at a time, ending the upload guard's window after each,
+// and answers 201 with a body of a byte per KiB received, readable only
+// while the request's context lives.
+type steadyRegistry struct {
+	piece   int
+	windows int // windows ended during the upload
+}
+
+func (s *steadyRegistry) RoundTrip(req *http.Request) (*http.Response, error) {
+	defer req.Body.Close()
+	gb, ok := req.Body.(*guardedBody)
+	if !ok {
+		return nil, fmt.Errorf("the upload body is a %T, not under the upload guard", req.Body)
+	}
+	buf := make([]byte, s.piece)
+	var n int64
+	for {
+		k, err := io.ReadFull(req.Body, buf)
+		n += int64(k)
+		gb.g.tick() // the window ends here
+		s.windows++
+		if cause := context.Cause(req.Context()); cause != nil {
+			return nil, cause
+		}
+		if err != nil {
+			break
+		}
+	}
+	body := &ctxReader{ctx: req.Context(), r: strings.NewReader(strings.Repeat("y", int(n/1024)))}
+	return &http.Response{StatusCode: http.StatusCreated, Header: http.Header{}, Body: io.NopCloser(body), Request: req}, nil
+}
+
+// ctxReader fails once ctx is done, as a response body on a closed
+// connection does.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c *ctxReader) Read(p []byte) (int, error) {
+	if err := context.Cause(c.ctx); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }
 
 // The caller's own context still ends an upload at once.

@@ -1,0 +1,276 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/containerd/errdefs"
+	"github.com/opencontainers/go-digest"
+	"oras.land/oras-go/v2/registry/remote/errcode"
+)
+
+// Fuzz targets for what a registry sends that no other target reads: the
+// v1 protocol's JSON, an upload session's Location and error bodies. Each
+// asserts more than "no panic": what is accepted is what was served, and
+// what is refused is refused with a typed error.
+
+// v1Registry answers the v1 protocol, as a registry without a v2 API: a
+// tag list and one image JSON, whatever the repository. A fuzz worker runs
+// one input at a time, so one registry serves them all in turn.
+type v1Registry struct {
+	mu          sync.Mutex
+	tags, image []byte
+}
+
+func (v *v1Registry) serve(tags, image []byte) {
+	v.mu.Lock()
+	v.tags, v.image = tags, image
+	v.mu.Unlock()
+}
+
+func (v *v1Registry) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	v.mu.Lock()
+	tags, image := v.tags, v.image
+	v.mu.Unlock()
+	p := r.URL.Path
+	switch {
+	case p == "/v1/_ping":
+		w.Write([]byte("true"))
+	case strings.HasPrefix(p, "/v1/repositories/") && strings.HasSuffix(p, "/images"):
+		w.Write([]byte("[]"))
+	case strings.HasPrefix(p, "/v1/repositories/") && strings.HasSuffix(p, "/tags"):
+		w.Write(tags)
+	case strings.HasPrefix(p, "/v1/images/") && strings.HasSuffix(p, "/json"):
+		w.Write(image)
+	default:
+		http.NotFound(w, r) // no v2 API
+	}
+}
+
+// FuzzV1TagsAndImage serves a v1 tag list and image JSON to a remote
+// inspect. Accepted: the image is the tag's (or, without a tag, the first
+// tag's) and its config is the image JSON byte for byte. Refused: the
+// error is NotFound (no such tag) or ErrUpstream (a document that is not
+// what v1 promises), never an untyped one. A valid tag list naming a
+// valid id with a valid image JSON is always accepted.
+func FuzzV1TagsAndImage(f *testing.F) {
+	id := strings.Repeat("ab", 32)
+	f.Add([]byte(`{"latest":"`+id+`"}`), []byte(`{"id":"`+id+`","os":"linux"}`), "latest")
+	f.Add([]byte(`{"v1":"`+id+`","v2":"`+id+`"}`), []byte(`{}`), "")
+	f.Add([]byte(`[{"layer":"`+id+`","name":"old"}]`), []byte(`{"os":"linux"}`), "old")
+	f.Add([]byte(`{"latest":"nothex"}`), []byte(`{}`), "latest")
+	f.Add([]byte(`{"latest":"`+id+`"}`), []byte(`{"os":`), "latest")
+	f.Add([]byte(`not json`), []byte(`{}`), "latest")
+	reg := &v1Registry{}
+	srv := httptest.NewServer(reg)
+	f.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	// One service for every input; each inspects a repository of its own,
+	// so that nothing an input left in the caches answers for another.
+	var s *Service
+	var n atomic.Int64
+	f.Fuzz(func(t *testing.T, tags, image []byte, tag string) {
+		if tag != "" && !tagPattern(tag) {
+			return // not a reference this request can carry
+		}
+		if s == nil {
+			s = testService(t, ServiceOptions{})
+		}
+		reg.serve(tags, image)
+		name := fmt.Sprintf("%s/legacy/app%d", host, n.Add(1))
+		if tag != "" {
+			name += ":" + tag
+		}
+		img, err := s.Inspect(context.Background(), InspectRequest{Name: name, Platform: linuxAmd64()})
+
+		served := map[string]string{}
+		validTags := json.Unmarshal(tags, &served) == nil
+		want := tag
+		if want == "" {
+			want = "latest"
+		}
+		if err != nil {
+			if !errdefs.IsNotFound(err) && !errors.Is(err, ErrUpstream) {
+				t.Fatalf("refused with an untyped error: %v", err)
+			}
+			if validTags && v1ImageID.MatchString(served[want]) && json.Valid(image) {
+				t.Fatalf("tag %q names a valid id and the image JSON is valid, yet: %v", want, err)
+			}
+			return
+		}
+		if !img.V1 || !bytes.Equal(img.ConfigBytes, image) || !json.Valid(img.ConfigBytes) {
+			t.Fatalf("accepted: V1 %v, config %q, want the image JSON %q", img.V1, img.ConfigBytes, image)
+		}
+		if img.Config.Digest != digest.FromBytes(image) || img.Config.Size != int64(len(image)) {
+			t.Fatalf("accepted: config descriptor %v does not describe the image JSON", img.Config)
+		}
+		if tag != "" && img.Tag != tag {
+			t.Fatalf("asked for %q, got the image of %q", tag, img.Tag)
+		}
+		if validTags {
+			if got, ok := served[img.Tag]; !ok || !v1ImageID.MatchString(got) {
+				t.Fatalf("accepted tag %q, which the tag list maps to %q", img.Tag, got)
+			}
+		}
+	})
+}
+
+// tagPattern is the reference grammar's tag.
+func tagPattern(s string) bool {
+	if len(s) == 0 || len(s) > 128 {
+		return false
+	}
+	for i, c := range s {
+		ok := c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && (c == '.' || c == '-')
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// FuzzUploadLocation reads an upload session's Location as a registry
+// may send it. Accepted: an http or https URL, and a Location that is a
+// path stays on the registry that sent it. Refused: the error says what
+// was wrong with the Location. No Location is always refused.
+func FuzzUploadLocation(f *testing.F) {
+	for _, l := range []string{
+		"/v2/a/blobs/uploads/5f0c?_state=abc",
+		"http://127.0.0.1:5000/v2/a/blobs/uploads/1",
+		"https://storage.example.com/upload?sig=x",
+		"uploads/relative",
+		"//other.example.com/v2/a/blobs/uploads/1",
+		"ftp://x/y",
+		"javascript:alert(1)",
+		"http://[::1",
+		"",
+	} {
+		f.Add(l)
+	}
+	base, err := url.Parse("http://registry.test:5000/v2/a/blobs/uploads/")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, loc string) {
+		resp := &http.Response{Header: http.Header{}, Request: &http.Request{Method: http.MethodPost, URL: base}}
+		if loc != "" {
+			resp.Header["Location"] = []string{loc}
+		}
+		u, err := sessionURL(resp)
+		if err != nil {
+			if u != nil {
+				t.Fatalf("refused %q but returned %v", loc, u)
+			}
+			if !strings.Contains(err.Error(), "Location") {
+				t.Fatalf("refused %q with %q, which does not name the Location", loc, err)
+			}
+			return
+		}
+		if loc == "" {
+			t.Fatal("accepted an answer without a Location")
+		}
+		if u.Scheme != "http" && u.Scheme != "https" {
+			t.Fatalf("accepted %q as %v: scheme %q", loc, u, u.Scheme)
+		}
+		if strings.HasPrefix(loc, "/") && !strings.HasPrefix(loc, "//") && u.Host != base.Host {
+			t.Fatalf("the path %q resolved to host %q, not the registry's %q", loc, u.Host, base.Host)
+		}
+		if *base != (url.URL{Scheme: "http", Host: "registry.test:5000", Path: "/v2/a/blobs/uploads/"}) {
+			t.Fatalf("resolving %q changed the request's URL to %v", loc, base)
+		}
+	})
+}
+
+// FuzzErrorBody classifies an error answer with any status and body, as
+// every call that meets the wire does. The class follows the status and
+// the registry's codes as errors.go documents: a 404 or a *_UNKNOWN code
+// is NotFound, then 401 and 403 are ErrUnauthorized (Unauthenticated), 429
+// and 5xx Unavailable, 400 InvalidArgument; any other status keeps the
+// registry's answer (status included) under the host's name.
+func FuzzErrorBody(f *testing.F) {
+	for _, s := range []struct {
+		status int
+		body   string
+	}{
+		{404, `{"errors":[{"code":"MANIFEST_UNKNOWN","message":"manifest unknown"}]}`},
+		{401, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required","detail":[{"Type":"repository","Name":"a","Action":"pull"}]}]}`},
+		{403, `{"errors":[{"code":"DENIED","message":"requested access to the resource is denied"}]}`},
+		{401, `{"errors":[{"code":"NAME_UNKNOWN","message":"repository name not known to registry"}]}`},
+		{429, `{"errors":[{"code":"TOOMANYREQUESTS","message":"slow down"}]}`},
+		{503, `<html>Service Unavailable</html>`},
+		{400, `{"errors":[{"code":"DIGEST_INVALID","message":"digest invalid"}]}`},
+		{409, `{"errors":[]}`},
+		{418, ``},
+		{500, `{"errors":[{"code":5}]}`},
+	} {
+		f.Add(s.status, []byte(s.body))
+	}
+	const host = "registry.test:5000"
+	u, err := url.Parse("http://" + host + "/v2/a/manifests/1")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, status int, body []byte) {
+		if status < 400 || status > 599 {
+			return // not an error answer
+		}
+		resp := &http.Response{StatusCode: status, Header: http.Header{}, Request: &http.Request{Method: http.MethodGet, URL: u}}
+		err := classify(responseError(http.MethodGet, resp, body), host)
+		if err == nil {
+			t.Fatal("an error answer classified as no error")
+		}
+		// The codes, read as responseError reads them.
+		var doc struct {
+			Errors []struct {
+				Code    string `json:"code"`
+				Message string `json:"message"`
+				Detail  any    `json:"detail,omitempty"`
+			} `json:"errors"`
+		}
+		unknown := false
+		if json.Unmarshal(body, &doc) == nil {
+			for _, e := range doc.Errors {
+				switch e.Code {
+				case errcode.ErrorCodeNameUnknown, errcode.ErrorCodeManifestUnknown, errcode.ErrorCodeBlobUnknown:
+					unknown = true
+				}
+			}
+		}
+		switch {
+		case status == http.StatusNotFound || unknown:
+			if !errdefs.IsNotFound(err) {
+				t.Fatalf("%d (unknown code %v): %v, want NotFound", status, unknown, err)
+			}
+		case status == http.StatusUnauthorized || status == http.StatusForbidden:
+			if !errors.Is(err, ErrUnauthorized) || !errdefs.IsUnauthorized(err) || !strings.Contains(err.Error(), host) {
+				t.Fatalf("%d: %v, want ErrUnauthorized naming %s", status, err, host)
+			}
+			if status == http.StatusForbidden && !errors.Is(err, ErrDenied) {
+				t.Fatalf("403: %v, want ErrDenied", err)
+			}
+		case status == http.StatusTooManyRequests || status >= 500:
+			if !errdefs.IsUnavailable(err) || !strings.Contains(err.Error(), host) {
+				t.Fatalf("%d: %v, want Unavailable naming %s", status, err, host)
+			}
+		case status == http.StatusBadRequest:
+			if !errdefs.IsInvalidArgument(err) {
+				t.Fatalf("400: %v, want InvalidArgument", err)
+			}
+		default:
+			var er *errcode.ErrorResponse
+			if !errors.As(err, &er) || er.StatusCode != status || !strings.Contains(err.Error(), host) {
+				t.Fatalf("%d: %v, want the registry's answer under %s", status, err, host)
+			}
+		}
+	})
+}
