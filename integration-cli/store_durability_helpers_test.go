@@ -19,7 +19,9 @@ import (
 	"github.com/wharfproject/wharf/api/types"
 )
 
-// StoreDurabilitySuite's machinery: what the store holds on disk and says it uses, save and load, and a tmpfs filled to a given free size.
+// StoreDurabilitySuite's machinery: what the store holds on disk and says
+// it uses, save and load, and a tmpfs filled to a given free size.
+
 // storeCheck is GET /wharf/system/check (full) decoded into api/types.
 func storeCheck(c *check.C, d *Daemon) types.CheckReport {
 	r := d.Get(c, "/v1.50/wharf/system/check")

@@ -26,7 +26,10 @@ import (
 	"github.com/wharfproject/wharf/internal/testregistry"
 )
 
-// StoreRaceSuite's machinery: its images and layers, the API calls it races, the tally of rounds and the judgement of each, and the archive it corrupts.
+// StoreRaceSuite's machinery: its images and layers, the API calls it
+// races, the tally of rounds and the judgement of each, and the archive it
+// corrupts.
+
 // raceLayer is one gzip layer and its DiffID.
 type raceLayer struct {
 	blob   testregistry.Blob

@@ -17,7 +17,9 @@ import (
 	"github.com/wharfproject/wharf/internal/testregistry"
 )
 
-// StoreVerifySuite's machinery: what is on disk and referenced, the images it pushes and the refusals it asserts.
+// StoreVerifySuite's machinery: what is on disk and referenced, the images
+// it pushes and the refusals it asserts.
+
 // verifyCheckReport is `wharf system check --json` with the orphan counts.
 type verifyCheckReport struct {
 	Full              bool
