@@ -237,8 +237,9 @@ func (t *hostTransports) remember(e *hostEntry) {
 // checkRedirect is installed on every registry http.Client. net/http strips
 // Authorization only when the host name changes and follows https→http; a
 // registry may not downgrade the scheme nor receive credentials meant for
-// another host:port, so both are enforced here (oras-go's auth.Client strips
-// on origin change too; this also covers requests that bypass it).
+// another host:port, so both are enforced here (Client.Do
+// hands back a 401 from another origin without credentials; sendToken
+// guards token requests the same way).
 func checkRedirect(req *http.Request, via []*http.Request) error {
 	if len(via) >= maxRedirects {
 		return fmt.Errorf("stopped after %d redirects", maxRedirects)
