@@ -19,7 +19,6 @@ import (
 	registrytypes "github.com/moby/moby/api/types/registry"
 	"github.com/wharfproject/wharf/registry/hosts"
 	"github.com/wharfproject/wharf/registry/transport"
-	"oras.land/oras-go/v2/registry/remote/auth"
 )
 
 // credentialIdentity names a credential without holding it in clear: it
@@ -41,10 +40,10 @@ func credentialIdentity(ac *registrytypes.AuthConfig) string {
 // identity token the registry issued, if any. Wrong credentials are
 // errdefs.ErrUnauthenticated with the registry's reason.
 //
-// Own code rather than oras-go: auth.Client returns only the access token
-// of a token response, and login needs the refresh_token (the identity
-// token docker stores), offline_token=true, and the status of the
-// credential check itself rather than of a later request.
+// Own requests rather than transport.Client's: login needs the
+// refresh_token of the token response (the identity token docker stores),
+// offline_token=true, and the status of the credential check itself
+// rather than of a later request.
 func (s *Service) Login(ctx context.Context, ac *registrytypes.AuthConfig) (string, error) {
 	if ac == nil {
 		return "", fmt.Errorf("no credentials%.0w", errdefs.ErrInvalidArgument)
@@ -73,28 +72,32 @@ func (s *Service) Login(ctx context.Context, ac *registrytypes.AuthConfig) (stri
 	ep := eps[len(eps)-1]
 	host := ep.host
 	base := ep.apiBase() + "/"
-	resp, err := s.loginGet(ctx, base, nil)
-	if err != nil {
-		return "", classify(err, host)
-	}
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	resp.Body.Close()
-	switch resp.StatusCode {
-	case http.StatusOK:
-		return "", nil // the registry needs no credentials
-	case http.StatusUnauthorized:
-	case http.StatusNotFound:
-		return "", fmt.Errorf("login to %s: the registry has no v2 API%.0w", host, errdefs.ErrUnavailable)
-	default:
-		return "", classify(responseError(http.MethodGet, resp, body), host)
-	}
-	c, ok := transport.PreferredChallenge(resp.Header.Values("Www-Authenticate"))
+	// A registry whose bearer challenge is remembered is not asked for it
+	// again: its unauthenticated GET /v2/ could only answer that 401.
+	c, ok := s.http.RememberedChallenge(host)
 	if !ok {
-		var offered []string
-		for _, c := range transport.ParseChallenges(resp.Header.Values("Www-Authenticate")) {
-			offered = append(offered, c.Scheme)
+		resp, err := s.loginGet(ctx, base, nil)
+		if err != nil {
+			return "", classify(err, host)
 		}
-		return "", fmt.Errorf("login to %s: no supported auth scheme offered (%s; wharfd speaks Bearer and Basic)%.0w", host, strings.Join(offered, ", "), errdefs.ErrUnavailable)
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		resp.Body.Close()
+		switch resp.StatusCode {
+		case http.StatusOK:
+			return "", nil // the registry needs no credentials
+		case http.StatusUnauthorized:
+		case http.StatusNotFound:
+			return "", fmt.Errorf("login to %s: the registry has no v2 API%.0w", host, errdefs.ErrUnavailable)
+		default:
+			return "", classify(responseError(http.MethodGet, resp, body), host)
+		}
+		if c, ok = transport.PreferredChallenge(resp.Header.Values("Www-Authenticate")); !ok {
+			var offered []string
+			for _, c := range transport.ParseChallenges(resp.Header.Values("Www-Authenticate")) {
+				offered = append(offered, c.Scheme)
+			}
+			return "", fmt.Errorf("login to %s: no supported auth scheme offered (%s; wharfd speaks Bearer and Basic)%.0w", host, strings.Join(offered, ", "), errdefs.ErrUnavailable)
+		}
 	}
 	params := c.Params
 	switch c.Scheme {
@@ -117,7 +120,7 @@ func (s *Service) Login(ctx context.Context, ac *registrytypes.AuthConfig) (stri
 	}
 }
 
-// loginGet sends a GET outside auth.Client (the challenge is what we want).
+// loginGet sends a GET outside transport.Client (the challenge is what we want).
 func (s *Service) loginGet(ctx context.Context, u string, h http.Header) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
@@ -234,8 +237,8 @@ func loginError(u string, status int, body []byte) error {
 	return errors.New(msg)
 }
 
-// checkRealmHost applies oras-go's realm denylist (its check is not
-// exported) to the realm login sends the password to: a registry must not
+// checkRealmHost applies the realm denylist of transport.Client to the
+// realm login sends the password to: a registry must not
 // point it at link-local or cloud-metadata addresses, nor, unless the
 // registry is itself on this machine, at loopback.
 func checkRealmHost(ctx context.Context, realm *url.URL, registryHost string) error {
@@ -243,9 +246,9 @@ func checkRealmHost(ctx context.Context, realm *url.URL, registryHost string) er
 	if strings.EqualFold(host, hosts.HostOnly(registryHost)) {
 		return nil
 	}
-	prefixes := auth.DefaultBlockedRealmPrefixes()
+	prefixes := transport.DefaultBlockedRealmPrefixes()
 	if hosts.IsLoopbackHost(registryHost) {
-		prefixes = loopbackRealmPrefixes()
+		prefixes = transport.LoopbackRealmPrefixes()
 	}
 	var addrs []netip.Addr
 	if a, err := netip.ParseAddr(host); err == nil {

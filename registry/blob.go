@@ -5,25 +5,28 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"net/http"
 
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/wharfproject/wharf/registry/transport"
 )
 
 // FetchBlob streams a blob; the reader fails (before EOF) when the bytes do
 // not match desc.Size and desc.Digest.
 //
-// Own verifying reader rather than oras-go's content.VerifyReader: that one
-// returns io.EOF at the size limit and verifies only when Verify is called,
-// so a consumer that stops at EOF accepts unverified bytes.
+// The reader verifies as it streams (go-containerregistry's
+// verify.ReadCloser), so a consumer that stops at EOF never has unverified
+// bytes.
 func (r *Repository) FetchBlob(ctx context.Context, desc ocispec.Descriptor) (io.ReadCloser, error) {
 	if err := validateDescriptor(desc); err != nil {
 		return nil, err
 	}
 	var out io.ReadCloser
 	err := r.readEach(ctx, func(ep *repoEndpoint) error {
-		rc, err := ep.oras.Blobs().Fetch(ctx, desc)
+		rc, err := r.getBlob(ctx, ep, desc)
 		if err != nil {
 			return err
 		}
@@ -38,6 +41,87 @@ func (r *Repository) FetchBlob(ctx context.Context, desc ocispec.Descriptor) (io
 		return nil
 	})
 	return out, err
+}
+
+func (r *Repository) blobURL(ep *repoEndpoint, d digest.Digest) string {
+	return ep.baseURL() + "/v2/" + r.path + "/blobs/" + d.String()
+}
+
+// getBlob GETs a blob (following a redirect to its store): the body,
+// once the answer's Content-Length and Docker-Content-Digest, when given,
+// agree with desc. Missing: errdefs.ErrNotFound.
+func (r *Repository) getBlob(ctx context.Context, ep *repoEndpoint, desc ocispec.Descriptor) (io.ReadCloser, error) {
+	ctx = transport.WithRepositoryScope(ctx, ep.host, r.path, transport.ActionPull)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.blobURL(ep, desc.Digest), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := ep.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	switch resp.StatusCode {
+	case http.StatusOK:
+		if resp.ContentLength != -1 && resp.ContentLength != desc.Size {
+			resp.Body.Close()
+			return nil, fmt.Errorf("%s %q: mismatch Content-Length", resp.Request.Method, resp.Request.URL.Redacted())
+		}
+		if err := checkContentDigest(resp, desc.Digest); err != nil {
+			resp.Body.Close()
+			return nil, err
+		}
+		return resp.Body, nil
+	case http.StatusNotFound:
+		resp.Body.Close()
+		return nil, fmt.Errorf("%s: not found%.0w", desc.Digest, errdefs.ErrNotFound)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	return nil, responseError(http.MethodGet, resp, body)
+}
+
+// headBlob asks (HEAD) whether the repository has blob d: its size when
+// it has. Missing: errdefs.ErrNotFound.
+func (r *Repository) headBlob(ctx context.Context, ep *repoEndpoint, d digest.Digest) (int64, error) {
+	ctx = transport.WithRepositoryScope(ctx, ep.host, r.path, transport.ActionPull)
+	req, err := http.NewRequestWithContext(ctx, http.MethodHead, r.blobURL(ep, d), nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := ep.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+		if resp.ContentLength == -1 {
+			return 0, fmt.Errorf("%s %q: unknown response Content-Length", resp.Request.Method, resp.Request.URL.Redacted())
+		}
+		if err := checkContentDigest(resp, d); err != nil {
+			return 0, err
+		}
+		return resp.ContentLength, nil
+	case http.StatusNotFound:
+		return 0, fmt.Errorf("%s: not found%.0w", d, errdefs.ErrNotFound)
+	}
+	return 0, responseError(http.MethodHead, resp, nil)
+}
+
+// checkContentDigest: a Docker-Content-Digest, when given, names want.
+func checkContentDigest(resp *http.Response, want digest.Digest) error {
+	h := resp.Header.Get("Docker-Content-Digest")
+	if h == "" {
+		return nil
+	}
+	got, err := digest.Parse(h)
+	if err != nil {
+		return fmt.Errorf("%s %q: invalid response header: `Docker-Content-Digest: %s`", resp.Request.Method, resp.Request.URL.Redacted(), h)
+	}
+	if got != want {
+		return fmt.Errorf("%s %q: invalid response; digest mismatch in Docker-Content-Digest: received %q when expecting %q", resp.Request.Method, resp.Request.URL.Redacted(), got, want)
+	}
+	return nil
 }
 
 // onEOF calls fn once when r ends cleanly (after the verifying reader

@@ -1,15 +1,13 @@
 package registry
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"sort"
 
 	registrytypes "github.com/moby/moby/api/types/registry"
-	"oras.land/oras-go/v2/registry/remote/auth"
-
 	"github.com/wharfproject/wharf/registry/hosts"
+	"github.com/wharfproject/wharf/registry/transport"
 )
 
 // Which credentials go to which host is decided here and nowhere else.
@@ -20,7 +18,8 @@ import (
 //     A search binds to its first candidate; a repository to its index.
 //   - For says whether a bound set goes to a registry: only to the one its
 //     ServerAddress names.
-//   - sendOnlyTo hands a set to oras-go for the requests to one API host.
+//   - sendOnlyTo hands a set to a transport.Client for the requests to one
+//     API host.
 //
 // The upstream of an index gets the index's set (also when hosts.toml's
 // server names another host: the user chose it as the index's registry); a
@@ -82,25 +81,25 @@ func pick(configs map[string]registrytypes.AuthConfig, index string) *registryty
 	return nil
 }
 
-// sendOnlyTo gives ac to oras-go for the requests to apiHost and no other
-// (a token realm, a redirect to a blob store, another registry); nil sends
-// nothing.
-func sendOnlyTo(ac *registrytypes.AuthConfig, apiHost string) auth.CredentialFunc {
+// sendOnlyTo gives ac to a transport.Client for the requests to apiHost
+// and no other (a token realm, a redirect to a blob store, another
+// registry); nil sends nothing.
+func sendOnlyTo(ac *registrytypes.AuthConfig, apiHost string) transport.CredentialFunc {
 	if ac == nil {
 		return nil
 	}
-	cred := auth.Credential{
+	cred := transport.Credential{
 		Username:     ac.Username,
 		Password:     ac.Password,
 		RefreshToken: ac.IdentityToken,
 		AccessToken:  ac.RegistryToken,
 	}
 	want := hosts.NormaliseIndexName(apiHost)
-	return func(_ context.Context, hostport string) (auth.Credential, error) {
+	return func(hostport string) transport.Credential {
 		if hosts.NormaliseIndexName(hostport) == want {
-			return cred, nil
+			return cred
 		}
-		return auth.EmptyCredential, nil
+		return transport.Credential{}
 	}
 }
 

@@ -88,7 +88,7 @@ func (s *Service) endpointsFor(ctx context.Context, cfg *hosts.Config, index str
 }
 
 // rootRewrite sends the /v2/… requests of one host to its API root
-// (oras-go builds every URL as scheme://host/v2/…). Other hosts (a token
+// (every URL is built as scheme://host/v2/…). Other hosts (a token
 // realm, a redirect to a blob store) are left alone.
 type rootRewrite struct {
 	host string

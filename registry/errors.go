@@ -2,7 +2,6 @@ package registry
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,9 +13,6 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/wharfproject/wharf/imagespec"
 	"github.com/wharfproject/wharf/registry/transport"
-	"oras.land/oras-go/v2/errdef"
-	"oras.land/oras-go/v2/registry/remote/auth"
-	"oras.land/oras-go/v2/registry/remote/errcode"
 )
 
 // maxErrorBody caps an error body (transport.MaxErrorBody).
@@ -53,16 +49,10 @@ func blockedError(index string) error {
 	return fmt.Errorf("registry %s is blocked%.0w%.0w", index, ErrBlocked, errdefs.ErrPermissionDenied)
 }
 
-// responseError builds oras-go's error type from a response we read ourselves.
+// responseError is the error of a response of 400 or more whose body
+// (read, capped) may hold a distribution error document.
 func responseError(method string, resp *http.Response, body []byte) error {
-	e := &errcode.ErrorResponse{Method: method, URL: resp.Request.URL, StatusCode: resp.StatusCode}
-	var b struct {
-		Errors errcode.Errors `json:"errors"`
-	}
-	if json.Unmarshal(body, &b) == nil {
-		e.Errors = b.Errors
-	}
-	return e
+	return transport.ResponseError(method, resp, body)
 }
 
 // isClassified reports whether err already carries an errdefs class.
@@ -83,14 +73,14 @@ func classify(err error, host string) error {
 	if errors.Is(err, context.Canceled) {
 		return err
 	}
-	var er *errcode.ErrorResponse
+	var er *transport.ErrorResponse
 	if errors.As(err, &er) {
 		msg := errorsMessage(er.Errors)
 		if len(er.Errors) == 0 {
 			msg = strings.ToLower(http.StatusText(er.StatusCode))
 		}
 		switch {
-		case er.StatusCode == http.StatusNotFound || hasCode(er.Errors, errcode.ErrorCodeNameUnknown, errcode.ErrorCodeManifestUnknown, errcode.ErrorCodeBlobUnknown):
+		case er.StatusCode == http.StatusNotFound || hasCode(er.Errors, transport.CodeNameUnknown, transport.CodeManifestUnknown, transport.CodeBlobUnknown):
 			return fmt.Errorf("%s%.0w", msg, errdefs.ErrNotFound)
 		case er.StatusCode == http.StatusUnauthorized || er.StatusCode == http.StatusForbidden:
 			if len(er.Errors) == 0 {
@@ -99,7 +89,7 @@ func classify(err error, host string) error {
 					msg = "access denied"
 				}
 			}
-			if er.StatusCode == http.StatusForbidden || hasCode(er.Errors, errcode.ErrorCodeDenied, errcode.ErrorCodeNameUnknown) {
+			if er.StatusCode == http.StatusForbidden || hasCode(er.Errors, transport.CodeDenied, transport.CodeNameUnknown) {
 				return fmt.Errorf("registry %s: %s%.0w%.0w%.0w", host, msg, ErrDenied, ErrUnauthorized, errdefs.ErrUnauthenticated)
 			}
 			return fmt.Errorf("registry %s: %s%.0w%.0w", host, msg, ErrUnauthorized, errdefs.ErrUnauthenticated)
@@ -110,10 +100,7 @@ func classify(err error, host string) error {
 		}
 		return fmt.Errorf("registry %s: %w", host, err)
 	}
-	if errors.Is(err, errdef.ErrNotFound) {
-		return fmt.Errorf("%w%.0w", err, errdefs.ErrNotFound)
-	}
-	if errors.Is(err, auth.ErrBasicCredentialNotFound) {
+	if errors.Is(err, transport.ErrNoBasicCredential) {
 		return fmt.Errorf("registry %s: authentication required%.0w%.0w", host, ErrUnauthorized, errdefs.ErrUnauthenticated)
 	}
 	var ne net.Error
@@ -131,7 +118,7 @@ func classify(err error, host string) error {
 	return fmt.Errorf("registry %s: %w", host, err)
 }
 
-func hasCode(errs errcode.Errors, codes ...string) bool {
+func hasCode(errs transport.Errors, codes ...string) bool {
 	for _, e := range errs {
 		for _, c := range codes {
 			if e.Code == c {
@@ -155,7 +142,7 @@ func digestMismatch(host, what string, want, got fmt.Stringer) error {
 
 // errorsMessage words registry errors as "code: message" without their
 // detail (a structure dump, e.g. the scope that was refused).
-func errorsMessage(errs errcode.Errors) string {
+func errorsMessage(errs transport.Errors) string {
 	parts := make([]string, 0, len(errs))
 	for _, e := range errs {
 		e.Detail = nil

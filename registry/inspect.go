@@ -105,6 +105,9 @@ func (r *Repository) hasNoV2(ctx context.Context) bool {
 	if r.upstream.rooted {
 		return false // a hosts.toml server under a path is a v2 API by its configuration
 	}
+	if _, ok := r.svc.http.RememberedRealm(r.upstream.host); ok {
+		return false // its /v2/ challenged us: it has the API
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.upstream.baseURL()+"/v2/", nil)
 	if err != nil {
 		return false
@@ -116,6 +119,9 @@ func (r *Repository) hasNoV2(ctx context.Context) bool {
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
 	resp.Body.Close()
+	if resp.StatusCode == http.StatusUnauthorized {
+		r.svc.http.LearnChallenge(r.upstream.host, resp.Header.Values("Www-Authenticate"))
+	}
 	return resp.StatusCode == http.StatusNotFound
 }
 

@@ -13,11 +13,11 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/wharfproject/wharf/imagespec"
-	"oras.land/oras-go/v2/registry/remote/auth"
+	"github.com/wharfproject/wharf/registry/transport"
 )
 
-// Own manifest GET/HEAD on top of oras-go's auth.Client, because oras-go's
-// manifest store cannot meet these targets:
+// Own manifest GET/HEAD, not a library's manifest store, because oras-go's
+// (the one wharf used before) cannot meet these targets:
 //   - Resolve fails when HEAD has no Docker-Content-Digest or answers 405
 //     (no GET fallback);
 //   - FetchReference trusts Docker-Content-Digest without hashing the body,
@@ -26,7 +26,8 @@ import (
 //   - Fetch requires Content-Type to equal the descriptor's media type and
 //     does not verify the body, so a schema1 or mislabelled manifest fails
 //     and a lying registry is believed.
-// Auth, tokens, retries and redirects still go through oras-go's client.
+// Auth and tokens go through transport.Client; retries and redirects
+// through the transport.Stack below it.
 
 // Size caps. containerd caps manifests at 4 MiB (its MaxManifestSize): a
 // manifest with 1000 layers is ~200 KiB, so 4 MiB is generous; configs carry
@@ -44,7 +45,7 @@ func (r *Repository) manifestURL(ep *repoEndpoint, ref string) string {
 }
 
 func (r *Repository) newManifestRequest(ctx context.Context, ep *repoEndpoint, method, ref string) (*http.Request, error) {
-	ctx = auth.AppendRepositoryScope(ctx, ep.oras.Reference, auth.ActionPull)
+	ctx = transport.WithRepositoryScope(ctx, ep.host, r.path, transport.ActionPull)
 	req, err := http.NewRequestWithContext(ctx, method, r.manifestURL(ep, ref), nil)
 	if err != nil {
 		return nil, err
@@ -256,7 +257,7 @@ func (r *Repository) FetchConfig(ctx context.Context, desc ocispec.Descriptor) (
 	if b, _, ok, authorized := r.svc.content.get(desc.Digest, r.scope()); ok {
 		if !authorized {
 			if err := r.readEach(ctx, func(ep *repoEndpoint) error {
-				_, err := ep.oras.Blobs().Resolve(ctx, desc.Digest.String())
+				_, err := r.headBlob(ctx, ep, desc.Digest)
 				return err
 			}); err != nil {
 				return nil, err
@@ -267,7 +268,7 @@ func (r *Repository) FetchConfig(ctx context.Context, desc ocispec.Descriptor) (
 	}
 	var data []byte
 	err := r.readEach(ctx, func(ep *repoEndpoint) error {
-		rc, err := ep.oras.Blobs().Fetch(ctx, desc)
+		rc, err := r.getBlob(ctx, ep, desc)
 		if err != nil {
 			return err
 		}

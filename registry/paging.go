@@ -9,7 +9,7 @@ import (
 	"net/url"
 	"strings"
 
-	"oras.land/oras-go/v2/registry/remote/auth"
+	"github.com/wharfproject/wharf/registry/transport"
 )
 
 // Paged answers (the tag list, the referrers API) continue in a Link header
@@ -34,7 +34,7 @@ var errStopPaging = errors.New("stop paging")
 // b, handing each page's response and body (read whole, capped) to fn.
 // A page other than 200 is the error responseError makes of it.
 func (r *Repository) getPages(ctx context.Context, ep *repoEndpoint, u *url.URL, accept string, b pageBounds, fn func(resp *http.Response, body []byte) error) error {
-	ctx = auth.AppendRepositoryScope(ctx, ep.oras.Reference, auth.ActionPull)
+	ctx = transport.WithRepositoryScope(ctx, ep.host, r.path, transport.ActionPull)
 	var total int64
 	for page := 1; ; page++ {
 		if page > b.maxPages {

@@ -12,9 +12,9 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sync/errgroup"
-	"oras.land/oras-go/v2/registry/remote/errcode"
 
 	"github.com/wharfproject/wharf/imagespec"
+	"github.com/wharfproject/wharf/registry/transport"
 )
 
 // Referrers: what refers to an image — signatures, SBOMs, attestations —
@@ -193,7 +193,7 @@ func (r *Repository) referrersIndex(ctx context.Context, subject digest.Digest, 
 // never answers it with 404; distribution v3.1 does), or a front end's 405
 // or 501 for a route it does not know.
 func noReferrersAPI(err error) bool {
-	var er *errcode.ErrorResponse
+	var er *transport.ErrorResponse
 	if !errors.As(err, &er) {
 		return false
 	}

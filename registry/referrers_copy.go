@@ -12,8 +12,8 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/wharfproject/wharf/registry/transport"
 	"golang.org/x/sync/errgroup"
-	"oras.land/oras-go/v2/registry/remote/auth"
 )
 
 // Referrers copied registry to registry (wharf copy --with-referrers): the
@@ -151,11 +151,11 @@ func (r *Repository) PushReferrer(ctx context.Context, desc ocispec.Descriptor, 
 }
 
 // putManifest is PUT /v2/<name>/manifests/<ref>, returning the answer's
-// OCI-Subject header (oras-go's Push does not pass it on, and wharf's oras
-// repositories declare the API present so that oras-go indexes nothing).
+// OCI-Subject header. PushManifest is this PUT too: like docker, wharf
+// does no client-side referrers indexing when it pushes a manifest.
 func (r *Repository) putManifest(ctx context.Context, desc ocispec.Descriptor, content []byte, ref string) (string, error) {
 	ep := r.upstream
-	ctx = auth.AppendRepositoryScope(ctx, ep.oras.Reference, auth.ActionPull, auth.ActionPush)
+	ctx = transport.WithRepositoryScope(ctx, ep.host, r.path, transport.ActionPull, transport.ActionPush)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPut, r.manifestURL(ep, ref), bytes.NewReader(content))
 	if err != nil {
 		return "", err

@@ -1,8 +1,8 @@
 // Package registry is wharf's registry client: reference resolution
 // (RepositoryInfo / IndexInfo, candidates), which credentials go where
 // (credentials.go), login, the protocol (manifests, blobs, transfers, tags,
-// paging, referrers; v2 on top of oras-go, the v1 fallback), the caches and
-// the typed errors. Below it, and never importing it:
+// paging, referrers; v2 written here on transport.Client, the v1
+// fallback), the caches and the typed errors. Below it, and never importing it:
 //
 //	registry ──► registry/transport ──► registry/hosts
 //	    └───────────────────────────────────┘

@@ -1,12 +1,11 @@
 package registry
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
-	"net/netip"
 	"regexp"
+	"strings"
 	"sync/atomic"
 
 	"github.com/containerd/errdefs"
@@ -16,14 +15,22 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/wharfproject/wharf/registry/hosts"
 	"github.com/wharfproject/wharf/registry/transport"
-	"oras.land/oras-go/v2/registry"
-	"oras.land/oras-go/v2/registry/remote"
-	"oras.land/oras-go/v2/registry/remote/auth"
 )
 
 const oauthClientID = "wharf"
 
 var anchoredTag = regexp.MustCompile(`^[\w][\w.-]{0,127}$`)
+
+// repositoryPath is the distribution spec's repository name: path
+// components of lower-case alphanumerics joined by '.', '_', '__' or '-'s.
+var repositoryPath = regexp.MustCompile(`^[a-z0-9]+(?:(?:[._]|__|[-]*)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|[-]*)[a-z0-9]+)*)*$`)
+
+func validateRepositoryPath(path string) error {
+	if !repositoryPath.MatchString(path) {
+		return fmt.Errorf("invalid reference: invalid repository %q%.0w", path, errdefs.ErrInvalidArgument)
+	}
+	return nil
+}
 
 // Repository is a client for one repository on one registry.
 type Repository struct {
@@ -40,11 +47,11 @@ type Repository struct {
 	served    atomic.Pointer[string] // host of the last endpoint that answered a read
 }
 
-// repoEndpoint is one endpoint with its oras-go repository client.
+// repoEndpoint is one endpoint with the client that authorizes its
+// requests (transport.Client: tokens of this repository's identity).
 type repoEndpoint struct {
 	*endpoint
-	client *auth.Client
-	oras   *remote.Repository
+	client *transport.Client
 }
 
 // Repository returns a client for one repository (mirrors first for docker.io).
@@ -96,42 +103,30 @@ func (s *Service) newRepoEndpoint(ep *endpoint, path, index string, creds Creden
 	if s.opts.UserAgent != "" {
 		header.Set("User-Agent", s.opts.UserAgent)
 	}
-	client := s.client
-	if ep.rooted {
-		client = &http.Client{Transport: rootRewrite{host: ep.host, root: ep.root, next: s.client.Transport}, CheckRedirect: transport.CheckRedirect}
+	if err := validateRepositoryPath(path); err != nil {
+		return nil, err
 	}
-	ac := &auth.Client{
-		Client:   client,
+	cfg := transport.ClientConfig{
 		Header:   header,
-		Cache:    s.http.Tokens(credentialIdentity(creds.Auth)),
+		Identity: credentialIdentity(creds.Auth),
 		ClientID: oauthClientID,
+		// A hosts.toml root off /v2 is not the API the realm memo knows.
+		NoRealmMemo: ep.rooted && ep.root != "/v2" && !strings.HasPrefix(ep.root, "/v2/"),
+	}
+	if ep.rooted {
+		cfg.HTTP = &http.Client{Transport: rootRewrite{host: ep.host, root: ep.root, next: s.client.Transport}, CheckRedirect: transport.CheckRedirect}
 	}
 	if hosts.IsLoopbackHost(ep.host) {
-		ac.BlockedRealmPrefixes = loopbackRealmPrefixes()
+		cfg.BlockedRealmPrefixes = transport.LoopbackRealmPrefixes()
 	}
 	// Credentials go to the host they belong to only (credentials.go): the
 	// upstream gets the index's, a mirror only a set stored for itself.
 	if !ep.mirror {
-		ac.Credential = sendOnlyTo(creds.For(index), ep.host)
+		cfg.Credential = sendOnlyTo(creds.For(index), ep.host)
 	} else {
-		ac.Credential = sendOnlyTo(creds.For(ep.host), ep.host)
+		cfg.Credential = sendOnlyTo(creds.For(ep.host), ep.host)
 	}
-	or := &remote.Repository{
-		Client:           ac,
-		Reference:        registry.Reference{Registry: ep.host, Repository: path},
-		PlainHTTP:        ep.plainHTTP,
-		MaxMetadataBytes: maxManifestSize,
-		SkipReferrersGC:  true,
-	}
-	if err := or.Reference.ValidateRepository(); err != nil {
-		return nil, fmt.Errorf("%w%.0w", err, errdefs.ErrInvalidArgument)
-	}
-	// wharf pushes manifests as docker does, without client-side referrers
-	// indexing: declaring the referrers API present makes oras-go PUT the
-	// manifest and nothing else (absent would make it rewrite a
-	// sha256-<subject> tag index for every manifest with a subject).
-	_ = or.SetReferrersCapability(true)
-	return &repoEndpoint{endpoint: ep, client: ac, oras: or}, nil
+	return &repoEndpoint{endpoint: ep, client: s.http.NewClient(cfg)}, nil
 }
 
 // creds returns the credentials of this repository's index (bound, For).
@@ -242,11 +237,14 @@ func (r *Repository) BlobExists(ctx context.Context, desc ocispec.Descriptor) (b
 	if err := validateDescriptor(desc); err != nil {
 		return false, err
 	}
-	ok, err := r.upstream.oras.Blobs().Exists(ctx, desc)
-	if err != nil {
+	_, err := r.headBlob(ctx, r.upstream, desc.Digest)
+	switch {
+	case errdefs.IsNotFound(err):
+		return false, nil
+	case err != nil:
 		return false, classify(err, r.upstream.host)
 	}
-	return ok, nil
+	return true, nil
 }
 
 // PushManifest uploads a manifest or index and, when tag is not empty, tags it.
@@ -260,37 +258,16 @@ func (r *Repository) PushManifest(ctx context.Context, desc ocispec.Descriptor, 
 	if len(content) > maxManifestSize {
 		return fmt.Errorf("manifest %s is larger than %d bytes%.0w", desc.Digest, maxManifestSize, errdefs.ErrInvalidArgument)
 	}
-	ms := r.upstream.oras.Manifests()
-	var err error
+	ref := desc.Digest.String()
 	if tag != "" {
 		if !anchoredTag.MatchString(tag) {
 			return fmt.Errorf("invalid tag %q%.0w", tag, errdefs.ErrInvalidArgument)
 		}
-		err = ms.PushReference(ctx, desc, bytes.NewReader(content), tag)
-	} else {
-		err = ms.Push(ctx, desc, bytes.NewReader(content))
+		ref = tag
 	}
-	if err != nil {
-		return classify(err, r.upstream.host)
+	if _, err := r.putManifest(ctx, desc, content, ref); err != nil {
+		return err
 	}
-	r.svc.content.put(desc.Digest, desc.MediaType, content, r.scope())
 	r.svc.warm.add(r.scope())
 	return nil
-}
-
-// loopbackRealmPrefixes is oras-go's realm denylist without loopback, for
-// registries on this machine: oras-go refuses a bearer realm on a loopback
-// address unless its host name equals the registry's, which breaks a local
-// registry at localhost:5000 whose token server is 127.0.0.1:5001. A
-// loopback registry sending us to a loopback realm gains nothing; metadata
-// and link-local addresses stay refused.
-func loopbackRealmPrefixes() []netip.Prefix {
-	var out []netip.Prefix
-	for _, p := range auth.DefaultBlockedRealmPrefixes() {
-		if p.Addr().IsLoopback() {
-			continue
-		}
-		out = append(out, p)
-	}
-	return out
 }

@@ -13,8 +13,8 @@ import (
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
-	"oras.land/oras-go/v2/registry"
-	"oras.land/oras-go/v2/registry/remote/auth"
+
+	"github.com/wharfproject/wharf/registry/transport"
 )
 
 // The one blob-transfer path of push (bytes from the local store) and copy
@@ -23,9 +23,9 @@ import (
 // destination registry → a cross-repository mount; else an upload of the
 // bytes the caller opens.
 //
-// Own requests on oras-go's auth.Client rather than oras-go's
-// Blobs().Push/Mount: those open an upload session and, when the PUT
-// fails, leave it open on the registry (oras-go never sends DELETE), and a
+// Own requests rather than a library's blob push (oras-go's
+// Blobs().Push/Mount, which wharf used before: those open an upload session and, when the PUT
+// fails, leave it open on the registry (oras-go never sends DELETE)), and a
 // refused mount's session can only carry the upload, so a second mount
 // source cannot be tried without abandoning it. Here every session opened
 // is either completed or cancelled with DELETE.
@@ -79,12 +79,12 @@ func (r *Repository) TransferBlob(ctx context.Context, desc ocispec.Descriptor, 
 		return BlobExisted, "", nil
 	}
 	ep := r.upstream
-	base := auth.AppendRepositoryScope(ctx, ep.oras.Reference, auth.ActionPull, auth.ActionPush)
+	base := transport.WithRepositoryScope(ctx, ep.host, r.path, transport.ActionPull, transport.ActionPush)
 	uctx := base
 	var session *url.URL
 	sources := r.mountSources(desc.Digest, mountFrom)
 	for i, src := range sources {
-		mctx := auth.AppendRepositoryScope(base, registry.Reference{Registry: ep.host, Repository: src}, auth.ActionPull)
+		mctx := transport.WithRepositoryScope(base, ep.host, src, transport.ActionPull)
 		mounted, loc, err := r.startUpload(mctx, ep, desc.Digest, src)
 		if err != nil {
 			return 0, "", err
@@ -122,7 +122,7 @@ func (r *Repository) mountSources(d digest.Digest, callers []string) []string {
 		if len(out) == maxMountSources {
 			break
 		}
-		if !seen[p] && (registry.Reference{Registry: r.upstream.host, Repository: p}).ValidateRepository() == nil {
+		if !seen[p] && validateRepositoryPath(p) == nil {
 			seen[p] = true
 			out = append(out, p)
 		}

@@ -79,32 +79,6 @@ func TestPreferredChallenge(t *testing.T) {
 	}
 }
 
-// A 401 offering Negotiate first reaches oras-go as the Bearer challenge
-// alone; the realm is remembered.
-func TestChallengeMemoRewritesSeveralChallenges(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Add("Www-Authenticate", "Negotiate")
-		w.Header().Add("Www-Authenticate", `Bearer realm="http://`+r.Host+`/token",service="reg"`)
-		w.WriteHeader(http.StatusUnauthorized)
-	}))
-	defer srv.Close()
-	m := newChallengeMemo(http.DefaultTransport)
-	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/v2/a/manifests/1", nil)
-	resp, err := m.RoundTrip(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	host := strings.TrimPrefix(srv.URL, "http://")
-	want := `Bearer realm="http://` + host + `/token",service="reg"`
-	if got := resp.Header.Values("Www-Authenticate"); len(got) != 1 || got[0] != want {
-		t.Errorf("WWW-Authenticate %q, want %q", got, want)
-	}
-	if c, ok := m.known(host); !ok || c.service != "reg" {
-		t.Errorf("realm not remembered: %+v %v", c, ok)
-	}
-}
-
 func TestTokenLifetime(t *testing.T) {
 	for in, want := range map[string]time.Duration{
 		``:                     defaultTokenLifetime,
@@ -133,8 +107,8 @@ func TestTokenLifetime(t *testing.T) {
 }
 
 // A token whose expires_in would overflow a Duration is kept (until the
-// cap), not counted as expired.
-func TestCapturedTokenExpiry(t *testing.T) {
+// cap), not counted as expired; the lifetime is read from the response.
+func TestTokenResponseExpiry(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		expiresIn string
@@ -144,16 +118,18 @@ func TestCapturedTokenExpiry(t *testing.T) {
 		{`300`, now.Add(300*time.Second - tokenExpiryMargin)},
 		{`2`, now.Add(2*time.Second - tokenExpiryMargin)},
 	} {
-		m := newChallengeMemo(nil)
-		m.now = func() time.Time { return now }
 		body := `{"token":"t-` + tc.expiresIn + `","expires_in":` + tc.expiresIn + `}`
 		req := httptest.NewRequest(http.MethodGet, "http://auth.example/token", nil)
-		resp := &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader(body)), Request: req}
-		if _, err := m.captureToken(resp); err != nil {
+		f, err := readTokenResponse(&http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader(body)), Request: req}, false)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if got := m.expiry("t-" + tc.expiresIn); !got.Equal(tc.want) {
-			t.Errorf("expires_in %s: until %s, want %s", tc.expiresIn, got, tc.want)
+		c := newTokenCache(time.Minute, nil)
+		c.now = func() time.Time { return now }
+		c.store("reg.example", schemeBearer, "k", f)
+		got, _ := c.tokens.Peek(tokenKey("reg.example", schemeBearer, "k"))
+		if got.token != "t-"+tc.expiresIn || !got.until.Equal(tc.want) {
+			t.Errorf("expires_in %s: %q until %s, want until %s", tc.expiresIn, got.token, got.until, tc.want)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
@@ -82,4 +83,84 @@ func mustLRU[K comparable, V any](size int) *simplelru.LRU[K, V] {
 		panic(err)
 	}
 	return c
+}
+
+// ErrorResponse is an answer of 400 or more from a registry or its token
+// server: the request, the status and the distribution error document
+// ({"errors":[…]}) it carried, if any.
+type ErrorResponse struct {
+	Method     string
+	URL        *url.URL
+	StatusCode int
+	Errors     Errors
+}
+
+// ErrorCode is one entry of a distribution error document.
+type ErrorCode struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Detail  any    `json:"detail,omitempty"`
+}
+
+// Errors is the "errors" list of a distribution error document.
+type Errors []ErrorCode
+
+// The distribution error codes wharf tells apart.
+const (
+	CodeBlobUnknown     = "BLOB_UNKNOWN"
+	CodeManifestUnknown = "MANIFEST_UNKNOWN"
+	CodeNameUnknown     = "NAME_UNKNOWN"
+	CodeUnauthorized    = "UNAUTHORIZED"
+	CodeDenied          = "DENIED"
+)
+
+// Error is "code: message[: detail]", the code in lower case with spaces.
+func (e ErrorCode) Error() string {
+	code := strings.ToLower(strings.ReplaceAll(e.Code, "_", " "))
+	switch {
+	case e.Message == "":
+		return code
+	case e.Detail == nil:
+		return code + ": " + e.Message
+	}
+	return fmt.Sprintf("%s: %s: %v", code, e.Message, e.Detail)
+}
+
+func (errs Errors) Error() string {
+	if len(errs) == 0 {
+		return "<nil>"
+	}
+	parts := make([]string, 0, len(errs))
+	for _, e := range errs {
+		parts = append(parts, e.Error())
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (e *ErrorResponse) Error() string {
+	msg := http.StatusText(e.StatusCode)
+	if len(e.Errors) > 0 {
+		msg = e.Errors.Error()
+	}
+	u := ""
+	if e.URL != nil {
+		u = e.URL.Redacted()
+	}
+	return fmt.Sprintf("%s %q: response status code %d: %s", e.Method, u, e.StatusCode, msg)
+}
+
+// ResponseError is the error of resp, whose body (read, capped, by the
+// caller) may hold a distribution error document.
+func ResponseError(method string, resp *http.Response, body []byte) error {
+	e := &ErrorResponse{Method: method, StatusCode: resp.StatusCode}
+	if resp.Request != nil {
+		e.URL = resp.Request.URL
+	}
+	var b struct {
+		Errors Errors `json:"errors"`
+	}
+	if json.Unmarshal(body, &b) == nil {
+		e.Errors = b.Errors
+	}
+	return e
 }

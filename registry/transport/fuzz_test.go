@@ -2,6 +2,9 @@ package transport
 
 import (
 	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
@@ -65,6 +68,41 @@ func FuzzTokenLifetime(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		if d := tokenLifetime(json.RawMessage(s)); d <= 0 || d > maxTokenLifetime {
 			t.Errorf("tokenLifetime(%q) = %s", s, d)
+		}
+	})
+}
+
+// FuzzTokenResponse: any token server body parses without panic; a token
+// comes back only non-empty and with a lifetime in (0, a day]; a body over
+// the cap is the registry's fault (ErrUpstream), never a token.
+func FuzzTokenResponse(f *testing.F) {
+	for _, s := range []string{
+		`{"token":"t","expires_in":300}`,
+		`{"access_token":"a","token":"t","expires_in":"60","issued_at":"2026-01-01T00:00:00Z"}`,
+		`{"access_token":"a","refresh_token":"r"}`,
+		`{"token":""}`,
+		`{"token":"t","expires_in":1e400}`,
+		`{"token":"t"} trailing`,
+		`[]`,
+		``,
+	} {
+		f.Add([]byte(s), false)
+		f.Add([]byte(s), true)
+	}
+	req := httptest.NewRequest(http.MethodGet, "https://auth.example/token?scope=repository:a:pull", nil)
+	f.Fuzz(func(t *testing.T, body []byte, oauth2 bool) {
+		got, err := parseTokenResponse(req, body, oauth2)
+		if len(body) > maxTokenBody {
+			if !errors.Is(err, ErrUpstream) {
+				t.Fatalf("a body of %d bytes: %v, want ErrUpstream", len(body), err)
+			}
+			return
+		}
+		if err != nil {
+			return
+		}
+		if got.token == "" || got.lifetime <= 0 || got.lifetime > maxTokenLifetime {
+			t.Errorf("%q: token %q lifetime %s", body, got.token, got.lifetime)
 		}
 	})
 }

@@ -1,11 +1,8 @@
 package transport
 
 import (
-	"context"
 	"net/http"
 	"time"
-
-	"oras.land/oras-go/v2/registry/remote/auth"
 )
 
 // Observer is told of every request (every attempt: retries count again)
@@ -53,24 +50,4 @@ func (t *hostTransports) roundTrip(e *hostEntry, req *http.Request) (*http.Respo
 		o.RegistryRequest(e.host, req.Method, resp.StatusCode, OutcomeOK, d)
 	}
 	return resp, err
-}
-
-// observedTokens counts the token look-ups oras-go's auth.Client makes
-// before each request: a hit is a token still valid for the scope.
-type observedTokens struct {
-	*tokenCache
-	obs Observer
-}
-
-func observed(c *tokenCache, o Observer) auth.Cache {
-	if o == nil {
-		return c
-	}
-	return observedTokens{c, o}
-}
-
-func (o observedTokens) GetToken(ctx context.Context, registry string, scheme auth.Scheme, key string) (string, error) {
-	t, err := o.tokenCache.GetToken(ctx, registry, scheme, key)
-	o.obs.CacheLookup(CacheToken, err == nil)
-	return t, err
 }

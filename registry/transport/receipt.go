@@ -12,8 +12,7 @@ import (
 // completes an upload (…/blobs/uploads/…?digest=D) and a cross-repository
 // mount (POST …/blobs/uploads/?mount=D) answered 201 must name the same
 // digest in Docker-Content-Digest when they name one. A registry that
-// stores something else and says so must not be reported as "Pushed";
-// oras-go checks only the manifest's digest.
+// stores something else and says so must not be reported as "Pushed".
 type uploadCheck struct{ next http.RoundTripper }
 
 func (u uploadCheck) RoundTrip(req *http.Request) (*http.Response, error) {

@@ -2,23 +2,25 @@
 // of package registry — manifests, blobs, uploads, tokens, pings, v1 —
 // goes through the http.Client of one Stack. It owns the per-host set-ups
 // (TLS from registry/hosts, the scheme probe of insecure registries), the
-// timeouts, the retries, the challenge memo, the token responses and the
-// token caches. It knows no protocol beyond what those need, and imports
-// no wharf package but registry/hosts.
+// timeouts, the retries, the auth (challenges, the realm memo, the token
+// fetch and the token caches). It knows no protocol beyond what those
+// need, and imports no wharf package but registry/hosts.
 //
-// A request goes down this chain (oras-go's auth.Client, made per
-// repository by package registry with a token cache of Stack.Tokens, sits
-// above it and adds Authorization):
+// A request goes down this chain:
 //
+//	Client                 auth, per repository endpoint and credential
+//	   │                   identity (client.go): the cached token for the
+//	   │                   request's host and scopes, or one fetched first
+//	   │                   from a remembered realm (challenge.go); on a 401
+//	   │                   of its own origin the challenge (wwwauth.go), the
+//	   │                   token fetch with its realm safeguards
+//	   │                   (tokenfetch.go, tokenbody.go), one retry
 //	http.Client            CheckRedirect: no https→http downgrade, no
 //	   │                   credentials to another host:port (transport.go)
 //	uploadCheck            a blob's receipt names the digest sent (receipt.go)
 //	   │
-//	idempotentRetry        retries GET/HEAD on 5xx, 429 and network errors,
-//	   │                   honouring Retry-After up to a cap (transport.go)
-//	challengeMemo          auth: answers a known registry's 401 locally,
-//	   │                   learns realms, reads token lifetimes and refusals
-//	   │                   (challenge.go, tokenbody.go, wwwauth.go)
+//	idempotentRetry        retries GET/HEAD on 408, 429, 5xx and network
+//	   │                   errors, honouring Retry-After up to a cap (retry.go)
 //	current hostTransports the configuration's per-host set-ups, swapped
 //	   │                   whole by Reload
 //	hostTransports         per-host set-up (secure or not, certs dir,
@@ -30,6 +32,9 @@
 //	   │
 //	slowBody               body watchdog: every response body must move
 //	                       1 KiB per window (timeouts.go)
+//
+// A token request leaves Client for the same http.Client, under a
+// CheckRedirect that validates every hop as the realm was.
 package transport
 
 import (
@@ -40,7 +45,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
-	"oras.land/oras-go/v2/registry/remote/auth"
 
 	"github.com/wharfproject/wharf/registry/hosts"
 )
@@ -95,9 +99,9 @@ func New(cfg *hosts.Config, opts Options) (*Stack, error) {
 	}
 	s := &Stack{tm: tm, override: opts.Transport, obs: opts.Observer, tokens: mustLRU[string, *tokenCache](maxCredentialIdentities)}
 	s.hosts.Store(s.newHosts(cfg))
-	s.memo = newChallengeMemo(currentHosts{s})
+	s.memo = newChallengeMemo()
 	s.client = &http.Client{
-		Transport:     uploadCheck{newIdempotentRetry(s.memo, newRetryPolicy(maxWait))},
+		Transport:     uploadCheck{newIdempotentRetry(currentHosts{s}, newRetryPolicy(maxWait))},
 		CheckRedirect: checkRedirect,
 	}
 	return s, nil
@@ -158,17 +162,17 @@ func (s *Stack) Scheme(ctx context.Context, host string, ping bool) (plainHTTP b
 	return scheme == schemeHTTP, nil
 }
 
-// Tokens is the token cache of one credential identity (tokens of
-// different users never mix), for oras-go's auth.Client.
-func (s *Stack) Tokens(identity string) auth.Cache {
+// tokensOf is the token cache of one credential identity (tokens of
+// different users never mix).
+func (s *Stack) tokensOf(identity string) *tokenCache {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	c, ok := s.tokens.Get(identity)
 	if !ok {
-		c = newTokenCache(s.memo, s.tm.shared())
+		c = newTokenCache(s.tm.shared(), s.obs)
 		s.tokens.Add(identity, c)
 	}
-	s.mu.Unlock()
-	return observed(c, s.obs)
+	return c
 }
 
 // RememberChallenge records that host wants a bearer token from realm
@@ -177,6 +181,10 @@ func (s *Stack) RememberChallenge(host, realm, service string) {
 	s.memo.remember(host, bearerChallenge{realm: realm, service: service})
 }
 
+// LearnChallenge records the challenges of a 401 that host's /v2/ API
+// sent a request made outside Client (a bearer realm is remembered).
+func (s *Stack) LearnChallenge(host string, values []string) { s.memo.learn(host, values) }
+
 // CheckRedirect is the redirect policy of every registry http.Client.
 func CheckRedirect(req *http.Request, via []*http.Request) error { return checkRedirect(req, via) }
 
@@ -184,4 +192,19 @@ func CheckRedirect(req *http.Request, via []*http.Request) error { return checkR
 func (s *Stack) RememberedRealm(host string) (string, bool) {
 	c, ok := s.memo.known(host)
 	return c.realm, ok
+}
+
+// RememberedChallenge is the bearer challenge the memo holds for host, as
+// the registry would send it: a caller about to send an unauthenticated
+// GET /v2/ only to read the challenge need not.
+func (s *Stack) RememberedChallenge(host string) (Challenge, bool) {
+	c, ok := s.memo.known(host)
+	if !ok {
+		return Challenge{}, false
+	}
+	p := map[string]string{"realm": c.realm}
+	if c.service != "" {
+		p["service"] = c.service
+	}
+	return Challenge{Scheme: schemeBearer, Params: p}, true
 }

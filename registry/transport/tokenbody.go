@@ -12,10 +12,8 @@ import (
 	"time"
 )
 
-// Token responses, read on their way to oras-go: captureToken learns a
-// token's lifetime (expires_in, which oras-go drops) for tokenCache, and
-// reasonAsErrors turns a token server's refusal into the error document
-// oras-go reads.
+// Token responses (distribution's token spec, and its OAuth2 form): the
+// token, its lifetime, and a refusal's reason.
 
 // MaxTokenBody caps a token response: a token must fit in an HTTP header
 // (~16 KiB) and the response may hold it twice plus a refresh token.
@@ -36,42 +34,44 @@ const (
 	defaultTokenLifetime = 60 * time.Second
 	maxTokenLifetime     = 24 * time.Hour
 	tokenExpiryMargin    = 5 * time.Second
-	maxRememberedTokens  = 4096
 )
 
-// captureToken reads a token response (capped) to learn its lifetime and
-// hands an identical body on to oras-go.
-func (m *challengeMemo) captureToken(resp *http.Response) (*http.Response, error) {
-	defer resp.Body.Close()
+// tokenResponse is a token server's answer: the token in "token" or
+// "access_token" (identical when both are given; the OAuth2 form has only
+// the second), and its lifetime in seconds.
+type tokenResponse struct {
+	Token       string          `json:"token"`
+	AccessToken string          `json:"access_token"`
+	ExpiresIn   json.RawMessage `json:"expires_in"`
+}
+
+// readTokenResponse reads a 200 answer of a token server (capped): the
+// token and its lifetime. oauth2: only access_token counts.
+func readTokenResponse(resp *http.Response, oauth2 bool) (fetched, error) {
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxTokenBody+1))
 	if err != nil {
-		return nil, fmt.Errorf("reading token response from %s: %w", resp.Request.URL.Host, err)
+		return fetched{}, fmt.Errorf("reading token response from %s: %w", resp.Request.URL.Host, err)
 	}
+	return parseTokenResponse(resp.Request, body, oauth2)
+}
+
+func parseTokenResponse(req *http.Request, body []byte, oauth2 bool) (fetched, error) {
 	if len(body) > maxTokenBody {
 		// A malformed answer of the registry's token server: 502 (ErrUpstream).
-		return nil, InvalidDocument(resp.Request.URL.Host, "token response is larger than %d bytes", maxTokenBody)
+		return fetched{}, InvalidDocument(req.URL.Host, "token response is larger than %d bytes", maxTokenBody)
 	}
-	var tr struct {
-		Token       string          `json:"token"`
-		AccessToken string          `json:"access_token"`
-		ExpiresIn   json.RawMessage `json:"expires_in"`
+	var tr tokenResponse
+	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&tr); err != nil {
+		return fetched{}, fmt.Errorf("%s %q: failed to decode response: %w", req.Method, req.URL.Redacted(), err)
 	}
-	if json.Unmarshal(body, &tr) == nil {
-		lifetime := tokenLifetime(tr.ExpiresIn)
-		// issued_at is the server's clock; counting from our own receipt
-		// time is never later than the truth by more than the trip.
-		until := m.now().Add(lifetime - tokenExpiryMargin)
-		m.mu.Lock()
-		for _, t := range []string{tr.Token, tr.AccessToken} {
-			if t != "" {
-				m.expires.Add(t, until)
-			}
-		}
-		m.mu.Unlock()
+	token := tr.AccessToken
+	if token == "" && !oauth2 {
+		token = tr.Token
 	}
-	resp.Body = io.NopCloser(bytes.NewReader(body))
-	resp.ContentLength = int64(len(body))
-	return resp, nil
+	if token == "" {
+		return fetched{}, fmt.Errorf("%s %q: empty token returned", req.Method, req.URL.Redacted())
+	}
+	return fetched{token: token, lifetime: tokenLifetime(tr.ExpiresIn)}, nil
 }
 
 // tokenLifetime reads expires_in: a number of seconds (a numeric string is
@@ -95,29 +95,24 @@ func tokenLifetime(raw json.RawMessage) time.Duration {
 	return defaultTokenLifetime // under a nanosecond: zero
 }
 
-// reasonAsErrors rewrites a refused token request's body into the
-// distribution {"errors":[…]} form, which is the only one oras-go reads:
-// token servers (Docker Hub's among them) say why in {"details": "…"}, and
-// the user should see "incorrect username or password", not a bare 401.
-func reasonAsErrors(resp *http.Response) (*http.Response, error) {
-	defer resp.Body.Close()
+// tokenRefusal is the error of a token server's answer of 400 or more,
+// with its reason: token servers (Docker Hub's among them) say why in
+// {"details": "…"} rather than the distribution {"errors":[…]}, and the
+// user should see "incorrect username or password", not a bare 401.
+func tokenRefusal(resp *http.Response) error {
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	if err != nil {
-		return nil, fmt.Errorf("reading token error from %s: %w", resp.Request.URL.Host, err)
+		return fmt.Errorf("reading token error from %s: %w", resp.Request.URL.Host, err)
 	}
-	var probe struct {
-		Errors json.RawMessage `json:"errors"`
-	}
-	if json.Unmarshal(body, &probe) != nil || (len(probe.Errors) == 0 || string(probe.Errors) == "null") {
+	e := ResponseError(resp.Request.Method, resp, body).(*ErrorResponse)
+	if len(e.Errors) == 0 {
 		if reason := Reason(body); reason != "" {
-			code := "UNAUTHORIZED"
+			code := CodeUnauthorized
 			if resp.StatusCode == http.StatusForbidden {
-				code = "DENIED"
+				code = CodeDenied
 			}
-			body, _ = json.Marshal(map[string]any{"errors": []map[string]string{{"code": code, "message": reason}}})
+			e.Errors = Errors{{Code: code, Message: reason}}
 		}
 	}
-	resp.Body = io.NopCloser(bytes.NewReader(body))
-	resp.ContentLength = int64(len(body))
-	return resp, nil
+	return e
 }

@@ -7,33 +7,31 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"oras.land/oras-go/v2/registry/remote/auth"
 )
 
 // The first caller's context ending does not end the shared fetch: a caller
 // that asks for the same token while it runs gets it, without a second
 // fetch; the caller that left gets an error naming the registry.
 func TestTokenFetchOutlivesTheCallerThatStartedIt(t *testing.T) {
-	c := newTokenCache(nil, time.Minute)
+	c := newTokenCache(time.Minute, nil)
 	joined := make(chan string, 2)
 	c.flight.joined = func(key string) { joined <- key }
 	started, release := make(chan struct{}), make(chan struct{})
 	var fetches atomic.Int32
-	fetch := func(ctx context.Context) (string, error) {
+	fetch := func(ctx context.Context) (fetched, error) {
 		fetches.Add(1)
 		close(started)
 		select {
 		case <-release:
-			return "tok", nil
+			return fetched{token: "tok"}, nil
 		case <-ctx.Done():
-			return "", ctx.Err()
+			return fetched{}, ctx.Err()
 		}
 	}
 	firstCtx, leave := context.WithCancel(context.Background())
 	first := make(chan error, 1)
 	go func() {
-		_, err := c.Set(firstCtx, "reg.example:5000", auth.SchemeBearer, "repository:a:pull", fetch)
+		_, err := c.fetch(firstCtx, "reg.example:5000", schemeBearer, "repository:a:pull", true, fetch)
 		first <- err
 	}()
 	<-started
@@ -46,9 +44,9 @@ func TestTokenFetchOutlivesTheCallerThatStartedIt(t *testing.T) {
 	// The fetch is still running: a second caller joins it.
 	second := make(chan string, 1)
 	go func() {
-		tok, err := c.Set(context.Background(), "reg.example:5000", auth.SchemeBearer, "repository:a:pull", func(context.Context) (string, error) {
+		tok, err := c.fetch(context.Background(), "reg.example:5000", schemeBearer, "repository:a:pull", true, func(context.Context) (fetched, error) {
 			t.Error("a second fetch was started")
-			return "", errors.New("second fetch")
+			return fetched{}, errors.New("second fetch")
 		})
 		if err != nil {
 			t.Error(err)
@@ -60,8 +58,8 @@ func TestTokenFetchOutlivesTheCallerThatStartedIt(t *testing.T) {
 	if tok := <-second; tok != "tok" {
 		t.Errorf("second caller got %q", tok)
 	}
-	if got, err := c.GetToken(context.Background(), "reg.example:5000", auth.SchemeBearer, "repository:a:pull"); err != nil || got != "tok" {
-		t.Errorf("cached: %q %v", got, err)
+	if got, ok := c.get("reg.example:5000", schemeBearer, "repository:a:pull"); !ok || got != "tok" {
+		t.Errorf("cached: %q %v", got, ok)
 	}
 	if n := fetches.Load(); n != 1 {
 		t.Errorf("%d fetches", n)
@@ -70,10 +68,10 @@ func TestTokenFetchOutlivesTheCallerThatStartedIt(t *testing.T) {
 
 // The shared fetch has a bound of its own.
 func TestTokenFetchHasItsOwnTimeout(t *testing.T) {
-	c := newTokenCache(nil, 50*time.Millisecond)
-	_, err := c.Set(context.Background(), "reg.example", auth.SchemeBearer, "k", func(ctx context.Context) (string, error) {
+	c := newTokenCache(50*time.Millisecond, nil)
+	_, err := c.fetch(context.Background(), "reg.example", schemeBearer, "k", true, func(ctx context.Context) (fetched, error) {
 		<-ctx.Done()
-		return "", ctx.Err()
+		return fetched{}, ctx.Err()
 	})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("err %v, want the fetch's own deadline", err)

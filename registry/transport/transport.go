@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"github.com/wharfproject/wharf/registry/hosts"
-	"oras.land/oras-go/v2/registry/remote/retry"
 )
 
 // Transport tuning. 64 concurrent remote inspects against one registry must
@@ -239,8 +237,9 @@ func (t *hostTransports) remember(e *hostEntry) {
 // checkRedirect is installed on every registry http.Client. net/http strips
 // Authorization only when the host name changes and follows https→http; a
 // registry may not downgrade the scheme nor receive credentials meant for
-// another host:port, so both are enforced here (oras-go's auth.Client strips
-// on origin change too; this also covers requests that bypass it).
+// another host:port, so both are enforced here (Client.Do
+// hands back a 401 from another origin without credentials; sendToken
+// guards token requests the same way).
 func checkRedirect(req *http.Request, via []*http.Request) error {
 	if len(via) >= maxRedirects {
 		return fmt.Errorf("stopped after %d redirects", maxRedirects)
@@ -270,56 +269,4 @@ func canonicalHostPort(scheme, host string) string {
 		p = map[string]string{"https": "443", "http": "80"}[scheme]
 	}
 	return scheme + "://" + strings.ToLower(h) + ":" + p
-}
-
-// idempotentRetry retries GET, HEAD and replayable PUT requests through
-// oras-go's retry.Transport; POST and PATCH (upload sessions) are never
-// replayed because the registry may have acted on the first attempt.
-type idempotentRetry struct {
-	retry *retry.Transport
-	next  http.RoundTripper
-}
-
-func newIdempotentRetry(next http.RoundTripper, policy retry.Policy) *idempotentRetry {
-	return &idempotentRetry{
-		retry: &retry.Transport{Base: next, Policy: func() retry.Policy { return policy }},
-		next:  next,
-	}
-}
-
-func (t *idempotentRetry) RoundTrip(req *http.Request) (*http.Response, error) {
-	switch req.Method {
-	case http.MethodGet, http.MethodHead:
-		return t.retry.RoundTrip(req)
-	case http.MethodPut:
-		if req.Body == nil || req.Body == http.NoBody || req.GetBody != nil {
-			return t.retry.RoundTrip(req)
-		}
-	}
-	return t.next.RoundTrip(req)
-}
-
-// newRetryPolicy is oras-go's GenericPolicy with our bounds and a backoff
-// that honours Retry-After on 503 as well as 429 (oras-go's default only on
-// 429), capped at maxWait.
-func newRetryPolicy(maxWait time.Duration) retry.Policy {
-	exp := retry.ExponentialBackoff(250*time.Millisecond, 2, 0.1)
-	return &retry.GenericPolicy{
-		Retryable: retry.DefaultPredicate,
-		Backoff: func(attempt int, resp *http.Response) time.Duration {
-			if resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
-				v := strings.TrimSpace(resp.Header.Get("Retry-After"))
-				if s, err := strconv.ParseInt(v, 10, 64); err == nil && s >= 0 {
-					return time.Duration(s) * time.Second
-				}
-				if at, err := http.ParseTime(v); err == nil {
-					return time.Until(at) // clamped to [MinWait, MaxWait] by GenericPolicy
-				}
-			}
-			return exp(attempt, resp)
-		},
-		MinWait:  retryMinWait,
-		MaxWait:  maxWait,
-		MaxRetry: retryAttempts,
-	}
 }

@@ -57,9 +57,12 @@ func TestRetryPolicyHonoursRetryAfterWithinCap(t *testing.T) {
 		{mk(429, "1"), retryAttempts, -1, -1},
 	}
 	for i, tc := range tests {
-		d, err := p.Retry(tc.attempt, tc.resp, nil)
+		d, ok, err := p.retry(tc.attempt, tc.resp, nil)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if !ok {
+			d = -1
 		}
 		if tc.max < 0 {
 			if d >= 0 {

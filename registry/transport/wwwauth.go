@@ -15,8 +15,8 @@ type Challenge struct {
 	Token68 string            // the token68 form (Negotiate, NTLM), when given instead of params
 }
 
-// String is c as a header value that oras-go's parser reads: the scheme,
-// then the params sorted by name, each quoted (only `"` and `\` escaped).
+// String is c as a header value: the scheme, then the params sorted by
+// name, each quoted (only `"` and `\` escaped).
 func (c Challenge) String() string {
 	var b strings.Builder
 	switch c.Scheme {
@@ -50,9 +50,8 @@ func (c Challenge) String() string {
 // preferredChallenge picks the challenge wharfd answers among every one
 // the response carries: Bearer with a realm, else Basic. A registry behind
 // a front end may offer Negotiate or NTLM first (as a header of its own or
-// first in one header); oras-go reads only the first header's first
-// challenge, so a 401 offering more than one is rewritten to the chosen
-// one (challengeMemo.RoundTrip). ok is false when neither is offered.
+// first in one header): Client answers the chosen one. ok is false when
+// neither is offered.
 func PreferredChallenge(values []string) (c Challenge, ok bool) {
 	var basic *Challenge
 	for _, ch := range ParseChallenges(values) {
