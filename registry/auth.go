@@ -78,7 +78,7 @@ func (s *Service) Login(ctx context.Context, ac *registrytypes.AuthConfig) (stri
 	if !ok {
 		resp, err := s.loginGet(ctx, base, nil)
 		if err != nil {
-			return "", classify(err, host)
+			return "", err
 		}
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		resp.Body.Close()
@@ -89,7 +89,7 @@ func (s *Service) Login(ctx context.Context, ac *registrytypes.AuthConfig) (stri
 		case http.StatusNotFound:
 			return "", fmt.Errorf("login to %s: the registry has no v2 API%.0w", host, errdefs.ErrUnavailable)
 		default:
-			return "", classify(responseError(http.MethodGet, resp, body), host)
+			return "", transport.StatusError(http.MethodGet, resp, body, host)
 		}
 		if c, ok = transport.PreferredChallenge(resp.Header.Values("Www-Authenticate")); !ok {
 			var offered []string
@@ -106,7 +106,7 @@ func (s *Service) Login(ctx context.Context, ac *registrytypes.AuthConfig) (stri
 		h.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(ac.Username+":"+ac.Password)))
 		resp, err := s.loginGet(ctx, base, h)
 		if err != nil {
-			return "", classify(err, host)
+			return "", err
 		}
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		resp.Body.Close()
@@ -130,7 +130,7 @@ func (s *Service) loginGet(ctx context.Context, u string, h http.Header) (*http.
 		req.Header[k] = v
 	}
 	s.setUserAgent(req)
-	return s.client.Do(req)
+	return s.http.Do(req)
 }
 
 // loginToken asks the realm for a token with the credentials (GET with basic
@@ -178,14 +178,14 @@ func (s *Service) loginToken(ctx context.Context, ep *endpoint, base, realm, ser
 		req.SetBasicAuth(ac.Username, ac.Password)
 	}
 	s.setUserAgent(req)
-	resp, err := s.client.Do(req)
+	resp, err := s.http.Do(req)
 	if err != nil {
-		return "", classify(err, ru.Host)
+		return "", err
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, transport.MaxTokenBody+1))
 	resp.Body.Close()
 	if err != nil {
-		return "", classify(err, ru.Host)
+		return "", err
 	}
 	if resp.StatusCode != http.StatusOK {
 		return "", loginError(base, resp.StatusCode, body)
@@ -212,7 +212,7 @@ func (s *Service) loginToken(ctx context.Context, ep *endpoint, base, realm, ser
 	h.Set("Authorization", "Bearer "+token)
 	resp, err = s.loginGet(ctx, base, h)
 	if err != nil {
-		return "", classify(err, ep.host)
+		return "", err
 	}
 	body, _ = io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	resp.Body.Close()

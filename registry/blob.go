@@ -77,7 +77,7 @@ func (r *Repository) getBlob(ctx context.Context, ep *repoEndpoint, desc ocispec
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	return nil, responseError(http.MethodGet, resp, body)
+	return nil, transport.StatusError(http.MethodGet, resp, body, ep.host)
 }
 
 // headBlob asks (HEAD) whether the repository has blob d: its size when
@@ -105,7 +105,7 @@ func (r *Repository) headBlob(ctx context.Context, ep *repoEndpoint, d digest.Di
 	case http.StatusNotFound:
 		return 0, fmt.Errorf("%s: not found%.0w", d, errdefs.ErrNotFound)
 	}
-	return 0, responseError(http.MethodHead, resp, nil)
+	return 0, transport.StatusError(http.MethodHead, resp, nil, ep.host)
 }
 
 // checkContentDigest: a Docker-Content-Digest, when given, names want.

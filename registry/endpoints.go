@@ -55,7 +55,7 @@ func (e *endpoint) apiBase() string {
 func (s *Service) endpointFor(ctx context.Context, host string, mirror, ping bool) (*endpoint, error) {
 	plain, err := s.http.Scheme(ctx, host, ping)
 	if err != nil {
-		return nil, classify(err, host)
+		return nil, err
 	}
 	return &endpoint{host: host, mirror: mirror, caps: hosts.CapAll, plainHTTP: plain}, nil
 }
@@ -79,7 +79,7 @@ func (s *Service) endpointsFor(ctx context.Context, cfg *hosts.Config, index str
 		}
 		if !d.Mirror {
 			if err := s.http.SetUp(ctx, d.Host); err != nil {
-				return nil, classify(err, d.Host)
+				return nil, err
 			}
 		}
 		eps = append(eps, &endpoint{host: d.Host, plainHTTP: d.PlainHTTP, mirror: d.Mirror, root: d.Root, rooted: d.Rooted, caps: d.Caps, header: d.Header})

@@ -113,7 +113,7 @@ func (r *Repository) hasNoV2(ctx context.Context) bool {
 		return false
 	}
 	r.svc.setUserAgent(req)
-	resp, err := r.svc.client.Do(req)
+	resp, err := r.svc.http.Do(req)
 	if err != nil {
 		return false
 	}

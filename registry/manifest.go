@@ -73,9 +73,9 @@ func (r *Repository) headManifest(ctx context.Context, ep *repoEndpoint, ref str
 		return ocispec.Descriptor{}, false, nil
 	case http.StatusNotFound:
 		// A HEAD answer has no body; word it as the GET would have been.
-		return ocispec.Descriptor{}, false, responseError(http.MethodHead, resp, []byte(`{"errors":[{"code":"MANIFEST_UNKNOWN","message":"manifest unknown"}]}`))
+		return ocispec.Descriptor{}, false, transport.StatusError(http.MethodHead, resp, []byte(`{"errors":[{"code":"MANIFEST_UNKNOWN","message":"manifest unknown"}]}`), ep.host)
 	default:
-		return ocispec.Descriptor{}, false, responseError(http.MethodHead, resp, nil)
+		return ocispec.Descriptor{}, false, transport.StatusError(http.MethodHead, resp, nil, ep.host)
 	}
 	h := resp.Header.Get("Docker-Content-Digest")
 	if h == "" {
@@ -118,7 +118,7 @@ func (r *Repository) getManifest(ctx context.Context, ep *repoEndpoint, ref stri
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		return ocispec.Descriptor{}, nil, responseError(http.MethodGet, resp, body)
+		return ocispec.Descriptor{}, nil, transport.StatusError(http.MethodGet, resp, body, ep.host)
 	}
 	if resp.ContentLength > maxManifestSize {
 		return ocispec.Descriptor{}, nil, invalidDocument(ep.host, "manifest %s is larger than %d bytes", ref, maxManifestSize)

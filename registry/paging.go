@@ -32,7 +32,7 @@ var errStopPaging = errors.New("stop paging")
 
 // getPages GETs u and then every next page the registry links to, within
 // b, handing each page's response and body (read whole, capped) to fn.
-// A page other than 200 is the error responseError makes of it.
+// A page other than 200 is the error transport.StatusError makes of it.
 func (r *Repository) getPages(ctx context.Context, ep *repoEndpoint, u *url.URL, accept string, b pageBounds, fn func(resp *http.Response, body []byte) error) error {
 	ctx = transport.WithRepositoryScope(ctx, ep.host, r.path, transport.ActionPull)
 	var total int64
@@ -79,7 +79,7 @@ func readPage(resp *http.Response, r *Repository, b pageBounds, total int64, hos
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		return nil, responseError(http.MethodGet, resp, body)
+		return nil, transport.StatusError(http.MethodGet, resp, body, host)
 	}
 	limit := min(b.maxPage, b.maxTotal-total)
 	if resp.ContentLength > limit {

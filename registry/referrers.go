@@ -160,7 +160,7 @@ func (r *Repository) referrersIndex(ctx context.Context, subject digest.Digest, 
 	if !r.svc.noReferrersAPI.has(r.upstream.host) {
 		refs, err := r.referrersAPI(ctx, subject, opts)
 		if !noReferrersAPI(err) {
-			return refs, classify(err, r.upstream.host)
+			return refs, err
 		}
 		r.svc.noReferrersAPI.add(r.upstream.host)
 	}
@@ -170,7 +170,7 @@ func (r *Repository) referrersIndex(ctx context.Context, subject digest.Digest, 
 	}
 	desc, body, err := r.getManifest(ctx, r.upstream, tag, "")
 	if err != nil {
-		if err = classify(err, r.upstream.host); errdefs.IsNotFound(err) {
+		if errdefs.IsNotFound(err) {
 			return nil, nil
 		}
 		return nil, err
@@ -205,7 +205,8 @@ func noReferrersAPI(err error) bool {
 }
 
 // referrersAPI is GET /v2/<name>/referrers/<digest>, every page. The error
-// is left unclassified so that the caller can tell a 404 (no API).
+// is classified with the registry's answer in its chain, so that the
+// caller can tell a 404 (no API).
 func (r *Repository) referrersAPI(ctx context.Context, subject digest.Digest, opts ReferrersOptions) ([]Referrer, error) {
 	ep := r.upstream
 	u, err := url.Parse(ep.baseURL() + "/v2/" + r.path + "/referrers/" + subject.String())
@@ -279,7 +280,7 @@ func referrersFromIndex(host string, subject digest.Digest, entries []ocispec.De
 func (r *Repository) cosignReferrer(ctx context.Context, subject digest.Digest, tag string) (Referrer, bool, error) {
 	desc, body, err := r.getManifest(ctx, r.upstream, tag, "")
 	if err != nil {
-		if err = classify(err, r.upstream.host); errdefs.IsNotFound(err) {
+		if errdefs.IsNotFound(err) {
 			return Referrer{}, false, nil
 		}
 		return Referrer{}, false, err

@@ -134,7 +134,7 @@ func (r *Repository) PushReferrer(ctx context.Context, desc ocispec.Descriptor, 
 		case noReferrersAPI(err):
 			r.svc.noReferrersAPI.add(host)
 		case err != nil:
-			return 0, classify(err, host)
+			return 0, err
 		case slices.ContainsFunc(refs, func(ref Referrer) bool { return ref.Descriptor.Digest == desc.Digest }):
 			return ReferrerIndexedByRegistry, nil
 		}
@@ -164,12 +164,12 @@ func (r *Repository) putManifest(ctx context.Context, desc ocispec.Descriptor, c
 	req.Header.Set("Content-Type", desc.MediaType)
 	resp, err := ep.client.Do(req)
 	if err != nil {
-		return "", classify(err, ep.host)
+		return "", err
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	if resp.StatusCode != http.StatusCreated {
-		return "", classify(responseError(http.MethodPut, resp, body), ep.host)
+		return "", transport.StatusError(http.MethodPut, resp, body, ep.host)
 	}
 	if h := resp.Header.Get("Docker-Content-Digest"); h != "" && h != desc.Digest.String() {
 		return "", digestMismatch(ep.host, "manifest", desc.Digest, digest.Digest(h))
@@ -190,7 +190,7 @@ func (r *Repository) addToTagSchema(ctx context.Context, subject digest.Digest, 
 	desc, body, err := r.getManifest(ctx, r.upstream, tag, "")
 	switch {
 	case err != nil:
-		if err = classify(err, r.upstream.host); !errdefs.IsNotFound(err) {
+		if !errdefs.IsNotFound(err) {
 			return false, err
 		}
 	case desc.MediaType != ocispec.MediaTypeImageIndex || desc.Digest == subject:

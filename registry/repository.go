@@ -168,7 +168,6 @@ func (r *Repository) tryEach(ctx context.Context, want hosts.Capabilities, fn fu
 			r.served.Store(&ep.host)
 			return nil
 		}
-		err = classify(err, ep.host)
 		if ctx.Err() != nil {
 			return err
 		}
@@ -242,7 +241,7 @@ func (r *Repository) BlobExists(ctx context.Context, desc ocispec.Descriptor) (b
 	case errdefs.IsNotFound(err):
 		return false, nil
 	case err != nil:
-		return false, classify(err, r.upstream.host)
+		return false, err
 	}
 	return true, nil
 }

@@ -148,7 +148,7 @@ func (r *Repository) startUpload(ctx context.Context, ep *repoEndpoint, d digest
 	}
 	resp, err := ep.client.Do(req)
 	if err != nil {
-		return false, nil, classify(err, ep.host)
+		return false, nil, err
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
@@ -157,7 +157,7 @@ func (r *Repository) startUpload(ctx context.Context, ep *repoEndpoint, d digest
 		return true, nil, nil
 	case resp.StatusCode == http.StatusAccepted:
 	default:
-		return false, nil, classify(responseError(http.MethodPost, resp, body), ep.host)
+		return false, nil, transport.StatusError(http.MethodPost, resp, body, ep.host)
 	}
 	loc, err = sessionURL(resp)
 	if err != nil {
@@ -217,7 +217,7 @@ func (r *Repository) upload(ctx context.Context, ep *repoEndpoint, session *url.
 		if src.err != nil {
 			return session, src.err
 		}
-		return session, classify(err, ep.host)
+		return session, err
 	}
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	resp.Body.Close()
@@ -225,7 +225,7 @@ func (r *Repository) upload(ctx context.Context, ep *repoEndpoint, session *url.
 		if src.err != nil {
 			return session, src.err
 		}
-		return session, classify(responseError(http.MethodPatch, resp, b), ep.host)
+		return session, transport.StatusError(http.MethodPatch, resp, b, ep.host)
 	}
 	if next, err := sessionURL(resp); err == nil {
 		session = next
@@ -244,12 +244,12 @@ func (r *Repository) upload(ctx context.Context, ep *repoEndpoint, session *url.
 	}
 	resp, err = ep.client.Do(req)
 	if err != nil {
-		return session, classify(err, ep.host)
+		return session, err
 	}
 	defer resp.Body.Close()
 	b, _ = io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	if resp.StatusCode != http.StatusCreated {
-		return session, classify(responseError(http.MethodPut, resp, b), ep.host)
+		return session, transport.StatusError(http.MethodPut, resp, b, ep.host)
 	}
 	return session, nil
 }

@@ -17,6 +17,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/wharfproject/wharf/imagespec"
 	"github.com/wharfproject/wharf/registry/hosts"
+	"github.com/wharfproject/wharf/registry/transport"
 )
 
 // The v1 registry protocol, read-only, for remote inspect of registries that
@@ -91,9 +92,9 @@ func (s *v1Session) do(ctx context.Context, u string, h http.Header) (*http.Resp
 		req.Header[k] = v
 	}
 	s.r.svc.setUserAgent(req)
-	resp, err := s.r.svc.client.Do(req)
+	resp, err := s.r.svc.http.Do(req)
 	if err != nil {
-		return nil, classify(err, req.URL.Host)
+		return nil, err
 	}
 	return resp, nil
 }
@@ -112,11 +113,11 @@ func (s *v1Session) get(ctx context.Context, u string, max int64) ([]byte, error
 	host := resp.Request.URL.Host
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		return nil, classify(responseError(http.MethodGet, resp, body), host)
+		return nil, transport.StatusError(http.MethodGet, resp, body, host)
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
 	if err != nil {
-		return nil, classify(err, host)
+		return nil, err
 	}
 	if int64(len(b)) > max {
 		return nil, invalidDocument(host, "v1 response from %s is larger than %d bytes", resp.Request.URL.Path, max)
@@ -152,7 +153,7 @@ func (s *v1Session) images(ctx context.Context) error {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return classify(responseError(http.MethodGet, resp, body), s.r.upstream.host)
+		return transport.StatusError(http.MethodGet, resp, body, s.r.upstream.host)
 	}
 	s.token = resp.Header.Get("X-Docker-Token")
 	s.endpoint = s.base

@@ -110,14 +110,20 @@ func (c *Client) send(req *http.Request) (*http.Response, error) {
 // Do sends req with the credentials its host wants; a request that already
 // carries Authorization is sent as it is.
 func (c *Client) Do(orig *http.Request) (*http.Response, error) {
-	if orig.Header.Get("Authorization") != "" {
-		return c.send(orig)
-	}
-	ctx := orig.Context()
 	host := orig.Host
 	if host == "" {
 		host = orig.URL.Host
 	}
+	resp, err := c.do(orig, host)
+	return resp, classify(err, host) // classify.go: the one place
+}
+
+// do is Do before its error is classified.
+func (c *Client) do(orig *http.Request, host string) (*http.Response, error) {
+	if orig.Header.Get("Authorization") != "" {
+		return c.send(orig)
+	}
+	ctx := orig.Context()
 	scopes := scopesFor(ctx, host)
 	key := strings.Join(scopes, " ")
 	req := orig.Clone(ctx)

@@ -124,6 +124,13 @@ func (c currentHosts) RoundTrip(req *http.Request) (*http.Response, error) {
 // Client is the http.Client every registry request goes through.
 func (s *Stack) Client() *http.Client { return s.client }
 
+// Do sends req through the stack without a token client (login, v1, a
+// token server's realm) and classifies its error (classify.go).
+func (s *Stack) Do(req *http.Request) (*http.Response, error) {
+	resp, err := s.client.Do(req)
+	return resp, classify(err, req.URL.Host)
+}
+
 // Reload sets the hosts up again from cfg, each on its next use. Requests
 // already running finish on the old set-ups, whose idle connections are
 // closed, so a changed certificate is used from the next connection on.
@@ -135,7 +142,7 @@ func (s *Stack) Reload(cfg *hosts.Config) {
 // SetUp sets host up (secure or not, its TLS) unless it is already.
 func (s *Stack) SetUp(ctx context.Context, host string) error {
 	_, err := s.hosts.Load().forHost(ctx, host)
-	return err
+	return classify(err, host)
 }
 
 // Scheme sets host up and says whether it speaks plain HTTP: a secure host
@@ -146,7 +153,7 @@ func (s *Stack) Scheme(ctx context.Context, host string, ping bool) (plainHTTP b
 	t := s.hosts.Load()
 	e, err := t.forHost(ctx, host)
 	if err != nil {
-		return false, err
+		return false, classify(err, host)
 	}
 	if e.secure {
 		return false, nil
@@ -157,7 +164,7 @@ func (s *Stack) Scheme(ctx context.Context, host string, ping bool) (plainHTTP b
 	}
 	scheme, err := t.schemeOf(ctx, e, memo)
 	if err != nil {
-		return false, err
+		return false, classify(err, host)
 	}
 	return scheme == schemeHTTP, nil
 }

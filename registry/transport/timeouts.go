@@ -115,6 +115,9 @@ func (b *slowBody) Read(p []byte) (int, error) {
 		b.done = true
 		b.timer.Stop()
 	}
+	if err != nil && err != io.EOF {
+		err = classify(err, b.host) // a body cut mid-answer: classify.go
+	}
 	return n, err
 }
 
