@@ -3,7 +3,7 @@ package client
 import (
 	"os"
 
-	"github.com/wharfproject/wharf/internal/sockdir"
+	"github.com/wharfproject/wharf/internal/privdir"
 )
 
 // HostEnv is the environment variable naming the daemon address.
@@ -36,7 +36,7 @@ func ResolveHost(flag string, env Environment) string {
 }
 
 // DefaultSocket is the socket path wharfd listens on by default (the one
-// rule is internal/sockdir's).
+// rule is internal/privdir's).
 func DefaultSocket(env Environment) string {
-	return sockdir.DefaultPath(env.Geteuid(), env.Getenv)
+	return privdir.DefaultPath(env.Geteuid(), env.Getenv)
 }

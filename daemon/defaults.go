@@ -4,7 +4,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/wharfproject/wharf/internal/sockdir"
+	"github.com/wharfproject/wharf/internal/privdir"
 )
 
 // Env is what the defaults depend on: the effective user and the XDG
@@ -44,8 +44,8 @@ func (e Env) defaultRoot() string {
 
 // defaultSocket is /run/wharf/wharf.sock for root, else
 // $XDG_RUNTIME_DIR/wharf/wharf.sock (/tmp/wharf-UID/wharf.sock without one):
-// internal/sockdir's rule, which the CLI dials by.
-func (e Env) defaultSocket() string { return sockdir.DefaultPath(e.EUID, e.getenv) }
+// internal/privdir's rule, which the CLI dials by.
+func (e Env) defaultSocket() string { return privdir.DefaultPath(e.EUID, e.getenv) }
 
 // defaultConfigFile is /etc/wharf/daemon.json for root, else
 // $XDG_CONFIG_HOME/wharf/daemon.json (~/.config/wharf/daemon.json), as

@@ -16,7 +16,7 @@ import (
 	"github.com/coreos/go-systemd/v22/activation"
 	"github.com/sirupsen/logrus"
 
-	"github.com/wharfproject/wharf/internal/sockdir"
+	"github.com/wharfproject/wharf/internal/privdir"
 )
 
 // Host is one parsed API listen address.
@@ -128,8 +128,8 @@ func listen(hosts []string, tlsCfg *tls.Config, allowInsecureTCP bool, log *logr
 // stale socket (nobody answering) is removed first; a live one is an error.
 func listenUnix(path string, log *logrus.Entry) (net.Listener, error) {
 	// A directory another user owns or may write to lets them swap the
-	// socket for theirs (internal/sockdir): refuse to listen there.
-	if err := sockdir.Prepare(filepath.Dir(path), os.Geteuid()); err != nil {
+	// socket for theirs (internal/privdir): refuse to listen there.
+	if err := privdir.Prepare(filepath.Dir(path), os.Geteuid()); err != nil {
 		return nil, err
 	}
 	if fi, err := os.Lstat(path); err == nil {

@@ -2,12 +2,16 @@ package daemon
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 
 	"github.com/gofrs/flock"
+
+	"github.com/wharfproject/wharf/internal/privdir"
 )
 
 // rootLock is the exclusive lock on a data-root: two daemons writing one OCI
@@ -20,6 +24,17 @@ type rootLock struct {
 // lockRoot takes <root>/wharf.lock without waiting and writes our pid into
 // it so that a second daemon can say who holds it.
 func lockRoot(root string) (*rootLock, error) {
+	if _, err := os.Lstat(root); errors.Is(err, fs.ErrNotExist) {
+		// A data-root wharfd creates goes only where no other user could
+		// rename it away and put theirs in its place (internal/privdir).
+		parent := filepath.Dir(root)
+		if err := os.MkdirAll(parent, 0o700); err != nil {
+			return nil, fmt.Errorf("creating data-root: %w", err)
+		}
+		if err := privdir.CheckRootParent(parent, os.Geteuid()); err != nil {
+			return nil, err
+		}
+	}
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, fmt.Errorf("creating data-root: %w", err)
 	}

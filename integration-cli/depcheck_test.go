@@ -67,7 +67,7 @@ func TestDependencyBoundaries(t *testing.T) {
 		{pkg: "graph/archive", allowed: []string{"api/types", "imagespec", "graph/store"}},
 		{pkg: "graph/distribution", allowed: []string{"api/types", "imagespec", "graph/store", "registry", "registry/hosts", "registry/transport"}},
 		{pkg: "imagespec", allowed: nil},
-		{pkg: "client", allowed: []string{"api/types", "internal/sockdir"}},
+		{pkg: "client", allowed: []string{"api/types", "internal/privdir"}},
 		// The metrics implement the observers of registry, graph and
 		// api/server structurally: they import none of them.
 		{pkg: "daemon/metrics", allowed: nil},

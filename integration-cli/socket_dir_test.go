@@ -141,10 +141,54 @@ func TestDaemonRefusesSocketDirOfAnotherUser(t *testing.T) {
 		<-done
 		t.Fatalf("wharfd is still running %s after start with its socket in a directory of uid %d:\n%s", daemonReadyTimeout, attackerUID, out.String())
 	}
-	if !strings.Contains(out.String(), sockDir) || !strings.Contains(out.String(), "owned by uid") {
-		t.Fatalf("the error does not name the directory and its owner:\n%s", out.String())
+	if !strings.Contains(out.String(), sockDir) || !strings.Contains(out.String(), "owned by uid") || !strings.Contains(out.String(), "XDG_RUNTIME_DIR") {
+		t.Fatalf("the error does not name the directory, its owner and the fix:\n%s", out.String())
 	}
 	if _, err := os.Lstat(filepath.Join(sockDir, "w.sock")); err == nil {
 		t.Fatalf("wharfd created its socket in %s", sockDir)
+	}
+}
+
+// TestDaemonRefusesDataRootInAnotherUsersDirectory: a data-root wharfd
+// creates must not sit where another user could rename it away.
+func TestDaemonRefusesDataRootInAnotherUsersDirectory(t *testing.T) {
+	needRootAndBinaries(t)
+	tmp := shareableDir(t)
+	parent := filepath.Join(tmp, "theirs")
+	if err := os.Mkdir(parent, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(parent, attackerUID, attackerUID); err != nil {
+		t.Fatal(err)
+	}
+	sockDir := filepath.Join(tmp, "s")
+	if err := os.Mkdir(sockDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bins.Wharfd, "-H", "unix://"+filepath.Join(sockDir, "w.sock"), "--data-root", filepath.Join(parent, "root"))
+	cmd.Env = append(os.Environ(), "HOME="+tmp, "XDG_CONFIG_HOME="+filepath.Join(tmp, ".config"))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatalf("wharfd exited 0:\n%s", out.String())
+		}
+	case <-time.After(daemonReadyTimeout):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("wharfd is still running %s after start with its data-root in a directory of uid %d:\n%s", daemonReadyTimeout, attackerUID, out.String())
+	}
+	if !strings.Contains(out.String(), parent) || !strings.Contains(out.String(), "owned by uid") || !strings.Contains(out.String(), "--data-root") {
+		t.Fatalf("the error does not name the directory, its owner and the fix:\n%s", out.String())
+	}
+	if _, err := os.Lstat(filepath.Join(parent, "root")); err == nil {
+		t.Fatalf("wharfd created its data-root in %s", parent)
 	}
 }

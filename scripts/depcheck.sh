@@ -25,12 +25,12 @@ allowed() {
 	graph/store) echo "api/types imagespec" ;;
 	graph/archive) echo "api/types imagespec graph/store" ;;
 	graph/distribution) echo "api/types imagespec graph/store registry" ;;
-	daemon) echo "api/server api/types graph registry daemon/metrics internal/sockdir" ;;
+	daemon) echo "api/server api/types graph registry daemon/metrics internal/privdir" ;;
 	daemon/metrics) echo "" ;;
-	client) echo "api/types internal/sockdir" ;;
-	internal/sockdir) echo "" ;;
+	client) echo "api/types internal/privdir" ;;
+	internal/privdir) echo "" ;;
 	cmd/wharfd) echo "daemon" ;;
-	cmd/wharf) echo "client api/types imagespec internal/sockdir" ;;
+	cmd/wharf) echo "client api/types imagespec internal/privdir" ;;
 	internal/testregistry) echo "" ;;
 	internal/hostile) echo "internal/testregistry" ;;
 	graph/internal/graphtest) echo "api/types graph/store" ;;

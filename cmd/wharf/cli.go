@@ -17,7 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/wharfproject/wharf/client"
-	"github.com/wharfproject/wharf/internal/sockdir"
+	"github.com/wharfproject/wharf/internal/privdir"
 )
 
 // version is the CLI's version, set at build time with
@@ -83,9 +83,9 @@ func (c *cli) client() (*client.Client, error) {
 	if host == "unix://"+client.DefaultSocket(cenv) {
 		// The default socket may sit in a directory under the shared temp
 		// dir: dial it only when no other user controls that directory
-		// (internal/sockdir), since requests carry registry credentials. A
+		// (internal/privdir), since requests carry registry credentials. A
 		// directory that does not exist yet is left to the dial's error.
-		if err := sockdir.Check(filepath.Dir(client.DefaultSocket(cenv)), c.env.Geteuid()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := privdir.Check(filepath.Dir(client.DefaultSocket(cenv)), c.env.Geteuid()); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, err
 		}
 	}

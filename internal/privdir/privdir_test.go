@@ -1,4 +1,4 @@
-package sockdir
+package privdir
 
 import (
 	"errors"
