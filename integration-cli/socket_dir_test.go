@@ -121,29 +121,8 @@ func TestDaemonRefusesSocketDirOfAnotherUser(t *testing.T) {
 	if err := os.Chown(sockDir, attackerUID, attackerUID); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bins.Wharfd, "-H", "unix://"+filepath.Join(sockDir, "w.sock"), "--data-root", filepath.Join(tmp, "root"))
-	cmd.Env = append(os.Environ(), "HOME="+tmp, "XDG_CONFIG_HOME="+filepath.Join(tmp, ".config"))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err == nil {
-			t.Fatalf("wharfd exited 0:\n%s", out.String())
-		}
-	case <-time.After(daemonReadyTimeout):
-		cmd.Process.Kill()
-		<-done
-		t.Fatalf("wharfd is still running %s after start with its socket in a directory of uid %d:\n%s", daemonReadyTimeout, attackerUID, out.String())
-	}
-	if !strings.Contains(out.String(), sockDir) || !strings.Contains(out.String(), "owned by uid") || !strings.Contains(out.String(), "XDG_RUNTIME_DIR") {
-		t.Fatalf("the error does not name the directory, its owner and the fix:\n%s", out.String())
-	}
+	wharfdRefuses(t, tmp, []string{"-H", "unix://" + filepath.Join(sockDir, "w.sock"), "--data-root", filepath.Join(tmp, "root")},
+		sockDir, "owned by uid", "XDG_RUNTIME_DIR")
 	if _, err := os.Lstat(filepath.Join(sockDir, "w.sock")); err == nil {
 		t.Fatalf("wharfd created its socket in %s", sockDir)
 	}
@@ -165,8 +144,21 @@ func TestDaemonRefusesDataRootInAnotherUsersDirectory(t *testing.T) {
 	if err := os.Mkdir(sockDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bins.Wharfd, "-H", "unix://"+filepath.Join(sockDir, "w.sock"), "--data-root", filepath.Join(parent, "root"))
-	cmd.Env = append(os.Environ(), "HOME="+tmp, "XDG_CONFIG_HOME="+filepath.Join(tmp, ".config"))
+	wharfdRefuses(t, tmp, []string{"-H", "unix://" + filepath.Join(sockDir, "w.sock"), "--data-root", filepath.Join(parent, "root")},
+		parent, "owned by uid", "--data-root")
+	if _, err := os.Lstat(filepath.Join(parent, "root")); err == nil {
+		t.Fatalf("wharfd created its data-root in %s", parent)
+	}
+}
+
+// wharfdRefuses starts wharfd with args and wants it to exit non-zero on
+// its own, its output naming every one of want (the directory, what is
+// wrong with it, the fix). A wharfd still running after daemonReadyTimeout
+// (it started where it should have refused) fails the test.
+func wharfdRefuses(t *testing.T, home string, args []string, want ...string) {
+	t.Helper()
+	cmd := exec.Command(bins.Wharfd, args...)
+	cmd.Env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -183,12 +175,11 @@ func TestDaemonRefusesDataRootInAnotherUsersDirectory(t *testing.T) {
 	case <-time.After(daemonReadyTimeout):
 		cmd.Process.Kill()
 		<-done
-		t.Fatalf("wharfd is still running %s after start with its data-root in a directory of uid %d:\n%s", daemonReadyTimeout, attackerUID, out.String())
+		t.Fatalf("wharfd is still running %s after start in a directory of uid %d:\n%s", daemonReadyTimeout, attackerUID, out.String())
 	}
-	if !strings.Contains(out.String(), parent) || !strings.Contains(out.String(), "owned by uid") || !strings.Contains(out.String(), "--data-root") {
-		t.Fatalf("the error does not name the directory, its owner and the fix:\n%s", out.String())
-	}
-	if _, err := os.Lstat(filepath.Join(parent, "root")); err == nil {
-		t.Fatalf("wharfd created its data-root in %s", parent)
+	for _, w := range want {
+		if !strings.Contains(out.String(), w) {
+			t.Fatalf("the error does not say %q:\n%s", w, out.String())
+		}
 	}
 }
