@@ -2,14 +2,17 @@ package integration
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 	"sync/atomic"
 
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"gopkg.in/check.v1"
 
 	"github.com/wharfproject/wharf/internal/hostile"
+	"github.com/wharfproject/wharf/internal/testregistry"
 )
 
 // BoundedMemorySuite: what a hostile source can make wharfd hold, measured
@@ -126,4 +129,85 @@ func longTagPage() []byte {
 	}
 	b.WriteString("]}")
 	return b.Bytes()
+}
+
+// maxIndexFloodHWMKiB bounds wharfd's peak memory through a copy of an
+// index of 32 distinct 4 MiB platform manifests: before the bound wharfd
+// held them all, parsed, before the first blob (16 MB to 457 MB in the
+// red team's run, issue 20, finding 1).
+const maxIndexFloodHWMKiB = 128 << 10
+
+// A source index of 32 distinct platform manifests of 4 MiB each (the cap
+// of one) makes wharf copy fail with 502 naming the registry and the
+// bound, before a platform manifest is fetched, and wharfd's peak memory
+// stays bounded.
+func (s *BoundedMemorySuite) TestCopyOfAHugeIndexIsBoundedInMemory(c *check.C) {
+	d := s.startDaemon(c)
+	dst := s.startRegistry(c, testregistry.Options{})
+	r, err := hostile.Start(hostile.Options{})
+	c.Assert(err, check.IsNil)
+	defer r.Close()
+	total := serveFatIndex(c, r, 32, 4<<20-2048)
+	before := procStatus(c, d.pid(), "VmHWM")
+
+	res := d.Wharf(c, "copy", r.Ref(), dst.Host+"/flood/app:1")
+	hwm := procStatus(c, d.pid(), "VmHWM")
+	fetched := r.Count(hostile.KindManifest) - 1
+	c.Logf("index flood: %s; %d manifest GETs; VmHWM %d KiB -> %d KiB", res, fetched, before, hwm)
+	c.Check(res.ExitCode, check.Not(check.Equals), 0)
+	c.Check(res.Stderr, check.Matches, `(?s).*registry `+r.Host+`.*index .* lists 32 manifests of `+fmt.Sprint(total)+` bytes.*at most 1000 manifests and 16777216 bytes.*--platform.*`)
+	c.Check(fetched, check.Equals, 0, check.Commentf("%d manifest requests after the index", fetched))
+	c.Check(dstDigest(c, dst, "flood/app", "1"), check.Equals, "")
+	c.Check(hwm < maxIndexFloodHWMKiB, check.Equals, true, check.Commentf("wharfd VmHWM %d KiB (bound %d KiB)", hwm, maxIndexFloodHWMKiB))
+	d.ping(c)
+}
+
+// serveFatIndex makes r serve, under its tag, an index of n distinct
+// platform manifests of about size bytes each (an annotation pads them);
+// total is the sum of their sizes.
+func serveFatIndex(c *check.C, r *hostile.Registry, n, size int) (total int64) {
+	img := r.Image
+	idx := ocispec.Index{MediaType: ocispec.MediaTypeImageIndex}
+	idx.SchemaVersion = 2
+	pad := strings.Repeat("p", size)
+	for i := range n {
+		m := ocispec.Manifest{MediaType: ocispec.MediaTypeImageManifest, Config: img.Config.Descriptor(),
+			Layers: []ocispec.Descriptor{img.Layers[0].Descriptor()}, Annotations: map[string]string{"pad": pad, "n": fmt.Sprint(i)}}
+		m.SchemaVersion = 2
+		b, err := json.Marshal(m)
+		c.Assert(err, check.IsNil)
+		blob := testregistry.NewBlob(ocispec.MediaTypeImageManifest, b)
+		r.ServeBlob(blob)
+		desc := blob.Descriptor()
+		total += desc.Size
+		desc.Platform = &ocispec.Platform{OS: "linux", Architecture: "amd64", OSVersion: fmt.Sprint(i)}
+		idx.Manifests = append(idx.Manifests, desc)
+	}
+	b, err := json.Marshal(idx)
+	c.Assert(err, check.IsNil)
+	r.ServeManifest(ocispec.MediaTypeImageIndex, b)
+	return total
+}
+
+// maxIndexAtBudgetHWMKiB bounds wharfd's peak memory through the largest
+// index a copy takes: 16 MiB of platform manifests, held as bytes and
+// parsed, and sent to DST.
+const maxIndexAtBudgetHWMKiB = 128 << 10
+
+// An index at the budget — 4 platform manifests of ~4 MiB, 16 MiB in
+// all — is copied, and wharfd's peak memory says what the budget costs.
+func (s *BoundedMemorySuite) TestCopyOfAnIndexAtTheBudget(c *check.C) {
+	d := s.startDaemon(c)
+	dst := s.startRegistry(c, testregistry.Options{})
+	r, err := hostile.Start(hostile.Options{})
+	c.Assert(err, check.IsNil)
+	defer r.Close()
+	total := serveFatIndex(c, r, 4, 4<<20-4096)
+	before := procStatus(c, d.pid(), "VmHWM")
+	res := d.Wharf(c, "copy", r.Ref(), dst.Host+"/fat/app:1")
+	hwm := procStatus(c, d.pid(), "VmHWM")
+	c.Logf("index at the budget (%d bytes of manifests): exit %d; VmHWM %d KiB -> %d KiB", total, res.ExitCode, before, hwm)
+	c.Assert(res.ExitCode, check.Equals, 0, check.Commentf("%s", res))
+	c.Check(dstDigest(c, dst, "fat/app", "1"), check.Not(check.Equals), "")
+	c.Check(hwm < maxIndexAtBudgetHWMKiB, check.Equals, true, check.Commentf("wharfd VmHWM %d KiB (bound %d KiB)", hwm, maxIndexAtBudgetHWMKiB))
 }
