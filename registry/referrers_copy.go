@@ -66,6 +66,32 @@ func (r *Resolved) ReferrersOfSubjects(ctx context.Context, subjects []digest.Di
 	return out, nil
 }
 
+// CheckReferrerSubject refuses a referrer whose manifest does not refer to
+// the subject it was listed for: subject is the manifest's own (nil when
+// it has none). A manifest's subject is what a registry indexes it under
+// (its PUT answers OCI-Subject) and what PushReferrer adds it to the tag
+// schema of, so copying a referrer of M that names V attaches it to V at
+// the destination — an image the copy never touched (issue 20, finding
+// 3). Listed through the API or the tag schema, a referrer must name the
+// subject; under a cosign tag (ref.Tag, derived from the subject) it may
+// name none, as cosign writes them, but not another. The source served
+// a listing its own manifest contradicts: ErrUpstream (502), naming it.
+func (r *Resolved) CheckReferrerSubject(ref Referrer, subject *ocispec.Descriptor) error {
+	return checkReferrerSubject(r.repo.upstream.host, ref, subject)
+}
+
+func checkReferrerSubject(host string, ref Referrer, subject *ocispec.Descriptor) error {
+	switch {
+	case subject == nil && ref.Tag != "":
+		return nil
+	case subject == nil:
+		return invalidDocument(host, "referrer %s listed for %s names no subject: not copied", ref.Descriptor.Digest, ref.Subject)
+	case subject.Digest != ref.Subject:
+		return invalidDocument(host, "referrer %s listed for %s refers to %s: not copied", ref.Descriptor.Digest, ref.Subject, subject.Digest)
+	}
+	return nil
+}
+
 // ReferrerIndexing says how the destination came to list a referrer.
 type ReferrerIndexing int
 

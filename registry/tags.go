@@ -28,6 +28,23 @@ const (
 	maxTagListBytes = 64 << 20
 	// maxTagPageBytes caps one page: 4 MiB, as a manifest.
 	maxTagPageBytes = maxManifestSize
+	// maxTags bounds the tags one listing holds, because the byte cap
+	// bounds what is read, not what it becomes: a one-letter tag is 4
+	// bytes of JSON ("a",) and 17 in memory (a 16-byte string header and
+	// its byte), so 64 MiB of them took wharfd from 16 MB to 1.1 GB
+	// (issue 20, finding 2). 1,000,000 is what 1,000 pages of the default
+	// 1,000 hold: 16 MiB of headers, and the tags' bytes within the 64 MiB
+	// read. It is checked after each page, whose decoding the page cap
+	// bounds: 4 MiB holds at most ~1,050,000 tags (16 MiB of headers).
+	maxTags = 1_000_000
+	// maxTagMemory bounds the memory the decoded tags take, each counted
+	// as its length plus its 16-byte string header: 32 MiB, 1,000,000 tags
+	// of 16 characters, or 230,000 of the longest (128). Without it the
+	// 64 MiB read of the longest tags took wharfd to 331 MiB; the answer
+	// is encoded again as JSON, so what is held shows about twice.
+	maxTagMemory = 32 << 20
+	// tagHeaderBytes is what a Go string header costs (pointer, length).
+	tagHeaderBytes = 16
 )
 
 // TagsOptions shape one tag listing.
@@ -52,8 +69,9 @@ func (r *Repository) Tags(ctx context.Context, opts TagsOptions) ([]string, erro
 		n = opts.Limit // one request for a small --limit
 	}
 	var tags []string
+	var held int64 // the tags' memory, as maxTagMemory counts it
 	err := r.resolveEach(ctx, func(ep *repoEndpoint) error {
-		tags = tags[:0]
+		tags, held = tags[:0], 0
 		u, err := url.Parse(ep.baseURL() + "/v2/" + r.path + "/tags/list?n=" + strconv.Itoa(n))
 		if err != nil {
 			return err
@@ -66,9 +84,15 @@ func (r *Repository) Tags(ctx context.Context, opts TagsOptions) ([]string, erro
 			if err := json.Unmarshal(body, &page); err != nil {
 				return invalidDocument(ep.host, "tag list of %s: %v", r.path, err)
 			}
+			if len(tags)+len(page.Tags) > maxTags {
+				return invalidDocument(ep.host, "tag list of %s: more than %d tags", r.path, maxTags)
+			}
 			for _, t := range page.Tags {
 				if !anchoredTag.MatchString(t) {
 					return invalidDocument(ep.host, "tag list of %s: invalid tag %q", r.path, t)
+				}
+				if held += int64(len(t)) + tagHeaderBytes; held > maxTagMemory {
+					return invalidDocument(ep.host, "tag list of %s: its tags take more than %d bytes in memory", r.path, maxTagMemory)
 				}
 			}
 			tags = append(tags, page.Tags...)

@@ -78,3 +78,61 @@ func TestTagsPagesLimitAndBadTags(t *testing.T) {
 		t.Errorf("invalid tag: %v", err)
 	}
 }
+
+// A listing is bounded in the memory its tags take, not only in the bytes
+// read (issue 20, finding 2): 1,000,000 tags, and 32 MiB counted as each
+// tag's length plus its 16-byte header. Both fit within one 4 MiB page
+// and the 64 MiB read; each fails with ErrUpstream naming the bound.
+func TestTagsBoundedInMemory(t *testing.T) {
+	ctx := context.Background()
+	f := newFakeRegistry(t)
+	f.addImage("tags/app", "1", "linux", "amd64", "")
+	s := testService(t, ServiceOptions{})
+	r := mustRepo(t, s, f.host()+"/tags/app")
+	page := func(tag string, n int) []byte {
+		var b strings.Builder
+		b.WriteString(`{"name":"tags/app","tags":[`)
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(`"` + tag + `"`)
+		}
+		b.WriteString("]}")
+		return []byte(b.String())
+	}
+	long := strings.Repeat("t", 128)
+	for _, tc := range []struct {
+		name  string
+		tag   string
+		n     int // tags a page
+		pages int
+		want  string // "" = accepted
+	}{
+		{"one-letter tags at the count", "a", 500_000, 2, ""},
+		{"one-letter tags past the count", "a", 500_001, 2, "more than 1000000 tags"},
+		{"long tags within the memory budget", long, 29_000, 8, ""},
+		{"long tags past the memory budget", long, 29_000, 9, "more than 33554432 bytes in memory"},
+	} {
+		body := page(tc.tag, tc.n)
+		served := 0
+		f.hook = func(w http.ResponseWriter, hr *http.Request) bool {
+			if !strings.HasSuffix(hr.URL.Path, "/tags/list") {
+				return false
+			}
+			if served++; served < tc.pages {
+				w.Header().Set("Link", fmt.Sprintf(`</v2/tags/app/tags/list?last=p%d>; rel="next"`, served))
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(body)
+			return true
+		}
+		tags, err := r.Tags(ctx, TagsOptions{})
+		switch {
+		case tc.want == "" && (err != nil || len(tags) != tc.n*tc.pages):
+			t.Errorf("%s: %d tags, %v", tc.name, len(tags), err)
+		case tc.want != "" && (!errors.Is(err, ErrUpstream) || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v, want ErrUpstream with %q", tc.name, err, tc.want)
+		}
+	}
+}

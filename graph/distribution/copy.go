@@ -22,6 +22,23 @@ import (
 // registries busy without opening more connections per side than crane.
 const maxConcurrentCopies = 4
 
+// Bounds of the platform manifests a whole-index copy holds, every one
+// read and parsed before the first blob moves (the blobs go first, the
+// manifests after them, so that DST never names a blob it lacks). Only
+// the index's 4 MiB cap bounded them before: room for ~27,000 children,
+// and 32 distinct manifests of 4 MiB took wharfd from 16 MB to 457 MB
+// (issue 20, finding 1). A real multi-platform index lists tens of
+// manifests of a few KiB (an image of 8 platforms with their buildx
+// attestations: 16, ~30 KiB in all), so 16 MiB — 4 manifests at the
+// 4 MiB cap, as the referrers path allows 16 in its 64 MiB — and 1,000
+// manifests (1,000 GETs) leave orders of magnitude to spare. The index's
+// declared sizes are checked before any is fetched; FetchManifest
+// verifies each one against its size.
+const (
+	maxPlatformManifests     = 1000
+	maxPlatformManifestBytes = 16 << 20
+)
+
 // CopyImage copies an image from one registry to another without the local
 // store (POST /wharf/images/copy): SRC is resolved on the one resolution
 // path (registry.Service.FindImage); blobs go registry to registry through
@@ -140,6 +157,9 @@ func (s *Service) copyPlan(ctx context.Context, res *registry.Resolved, opts typ
 		}
 		return newTransferPlan(m, []planManifest{m}, opts.IncludeForeign), nil
 	}
+	if err := checkIndexBudget(res); err != nil {
+		return nil, err
+	}
 	top := planManifest{desc: res.Descriptor, bytes: res.Raw}
 	out := []planManifest{top}
 	for _, d := range res.Index.Manifests {
@@ -157,6 +177,24 @@ func (s *Service) copyPlan(ctx context.Context, res *registry.Resolved, opts typ
 		out = append(out, m)
 	}
 	return newTransferPlan(top, out, opts.IncludeForeign), nil
+}
+
+// checkIndexBudget refuses an index whose platform manifests a copy could
+// not hold within maxPlatformManifests and maxPlatformManifestBytes. The
+// class is ErrUpstream (502, naming the registry), as for every bound on
+// what a registry serves (tag lists, referrers): the source served it and
+// the user's arguments are not at fault, though --platform, which fetches
+// one manifest, copies what is wanted of such an index.
+func checkIndexBudget(res *registry.Resolved) error {
+	var total int64
+	for _, d := range res.Index.Manifests {
+		total += d.Size
+	}
+	if n := len(res.Index.Manifests); n > maxPlatformManifests || total > maxPlatformManifestBytes {
+		return fmt.Errorf("registry %s: index %s lists %d manifests of %d bytes in all: a copy holds at most %d manifests and %d bytes of them (copy one platform with --platform)%.0w",
+			res.Registry, res.Descriptor.Digest, n, total, maxPlatformManifests, maxPlatformManifestBytes, registry.ErrUpstream)
+	}
+	return nil
 }
 
 // parseRemoteManifest parses a manifest read at SRC: schema1 is refused

@@ -102,6 +102,16 @@ func (s *Service) copyReferrers(ctx context.Context, res *registry.Resolved, dst
 	for _, m := range order {
 		manifests[m.desc.Digest] = m
 	}
+	// Every (subject, referrer) pair is checked before any referrer's
+	// blob moves: one that names another subject would be attached to it
+	// at DST. The copy fails rather than skipping it with a warning: the
+	// user asked for the referrers, and a source that lies must not make
+	// a copy look complete.
+	for _, ref := range refs {
+		if err := res.CheckReferrerSubject(ref, manifests[ref.Descriptor.Digest].man.Subject); err != nil {
+			return err
+		}
+	}
 	if err := po.status("", fmt.Sprintf("Copying %d referrers of %d manifests", len(order), len(subjects))); err != nil {
 		return err
 	}
