@@ -206,4 +206,3 @@ func (s *RateLimitSuite) TestConcurrentInspectsShareOneBackoff(c *check.C) {
 	fams := (&MetricsSuite{url: s.url}).scrape(c)
 	c.Check(fams.value(c, "wharf_registry_ratelimit_remaining", map[string]string{"host": s.proxy.Host}), check.Equals, 76.0)
 }
-
