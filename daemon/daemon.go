@@ -165,6 +165,9 @@ func Run(ctx context.Context, cfg *Config, opts Options) error {
 		mt.WatchStore(store.BlobUsage)
 	}
 	d := &Daemon{imageStore: store, events: evs, registry: reg, cfg: cfg, opts: opts, id: id, metrics: mt}
+	if mt != nil {
+		mt.WatchRateLimits(d.rateLimitSamples)
+	}
 	for _, w := range cfg.warnings {
 		log.Warn(w)
 	}

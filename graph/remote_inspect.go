@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/distribution/reference"
 	"github.com/moby/moby/api/types/events"
@@ -55,6 +56,9 @@ func (s *Store) LookupRemote(ctx context.Context, name string, opts types.Remote
 	}
 	if opts.Referrers != nil {
 		out.Referrers = remoteReferrers(ri.Referrers)
+	}
+	if rl := ri.RateLimit; rl != nil {
+		out.RateLimit = &types.RateLimit{Limit: rl.Limit, Remaining: rl.Remaining, Window: int64(rl.Window / time.Second), Host: rl.Host, Seen: rl.Seen}
 	}
 
 	actor := out.ID

@@ -75,6 +75,7 @@ func (s *Service) inspect(ctx context.Context, req InspectRequest) (*RemoteImage
 			return nil, err
 		}
 	}
+	img.RateLimit = res.repo.rateLimit()
 	s.log.WithField("registry", img.Registry).Debugf("Inspecting image %s", describeImage(img))
 	return img, nil
 }

@@ -151,4 +151,8 @@ type RemoteImage struct {
 
 	// Referrers are set when InspectRequest.Referrers asked for them.
 	Referrers []Referrer
+
+	// RateLimit is what the registry that answered last said of its rate
+	// limit to this identity (RateLimit-* headers); nil when it sent none.
+	RateLimit *RateLimit
 }

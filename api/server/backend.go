@@ -67,6 +67,9 @@ type RegistryBackend interface {
 // SystemBackend answers the system endpoints.
 type SystemBackend interface {
 	SystemInfo(ctx context.Context) (*system.Info, error)
+	// RegistryStatus is /info's WharfRegistries: per registry host, its
+	// rate limit as last seen and its back-off, if any.
+	RegistryStatus(ctx context.Context) []types.RegistryStatus
 	SystemVersion(ctx context.Context) system.VersionResponse
 	// SystemDiskUsage returns the images part of /system/df in the API 1.50
 	// shape (LayersSize, Images).

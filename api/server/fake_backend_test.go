@@ -19,6 +19,7 @@ import (
 type fakeBackend struct {
 	images         func(types.ImageListOptions) ([]image.Summary, error)
 	inspect        func(string, types.InspectOptions) (*types.ImageInspect, error)
+	registryStatus []types.RegistryStatus
 	history        func(string, *ocispec.Platform) ([]image.HistoryResponseItem, error)
 	tag            func(name, repo, tag string) error
 	del            func(string, bool, bool) ([]image.DeleteResponse, error)
@@ -164,6 +165,9 @@ func (f *fakeBackend) SystemCheck(_ context.Context, full bool) (*CheckReport, e
 }
 func (f *fakeBackend) SystemInfo(context.Context) (*system.Info, error) {
 	return &system.Info{ID: "fake", OSType: "linux"}, nil
+}
+func (f *fakeBackend) RegistryStatus(context.Context) []types.RegistryStatus {
+	return f.registryStatus
 }
 func (f *fakeBackend) SystemVersion(context.Context) system.VersionResponse {
 	return system.VersionResponse{Version: "test", APIVersion: types.DefaultAPIVersion}

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/containerd/errdefs"
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
@@ -203,6 +204,7 @@ func TestRemoteInspect(t *testing.T) {
 			return &types.RemoteImageInspect{
 				ImageInspect: *sampleInspect(), Registry: "r.example", Digest: "sha256:dddd", Tag: "1.0",
 				PlatformManifestDigest: "sha256:cccc", ManifestAnnotations: map[string]string{"a": "b"},
+				RateLimit: &types.RateLimit{Limit: 100, Remaining: 76, Window: 21600, Host: "r.example", Seen: time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)},
 			}, nil
 		},
 		remoteManifest: func(string, types.RemoteInspectOptions) ([]byte, ocispec.Descriptor, error) {
@@ -216,6 +218,10 @@ func TestRemoteInspect(t *testing.T) {
 		rec := do(t, b, "GET", "/v"+v+"/images/x/json?remote=1", nil, map[string]string{"X-Registry-Auth": auth, "X-Meta-Trace": "t1"})
 		if rec.Code != 200 {
 			t.Fatalf("%s: %d %s", v, rec.Code, rec.Body)
+		}
+		// RateLimit is wharf's last field, after Referrers, in every version.
+		if want := `,"RateLimit":{"Limit":100,"Remaining":76,"Window":21600,"Host":"r.example","Seen":"2026-12-04T10:00:00Z"}}`; !strings.HasSuffix(strings.TrimSpace(rec.Body.String()), want) {
+			t.Errorf("%s: answer does not end with %s: %s", v, want, rec.Body)
 		}
 		remote := decodeObject(t, rec.Body.Bytes())
 		for _, k := range []string{"GraphDriver", "Metadata", "VirtualSize"} {

@@ -14,7 +14,7 @@ var inspectOrder = []string{
 	"Container", "ContainerConfig", "DockerVersion", "Author", "Config",
 	"Architecture", "Variant", "Os", "OsVersion", "Size", "VirtualSize",
 	"GraphDriver", "RootFS", "Metadata", "Descriptor", "Manifests", "Identity",
-	"Registry", "ServedBy", "Digest", "Tag", "PlatformManifestDigest", "ManifestAnnotations", "Referrers",
+	"Registry", "ServedBy", "Digest", "Tag", "PlatformManifestDigest", "ManifestAnnotations", "Referrers", "RateLimit",
 }
 
 // configOrder is the field order of the image Config (container.Config in

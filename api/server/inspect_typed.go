@@ -61,6 +61,7 @@ type gatedInspect struct {
 	PlatformManifestDigest string            `json:",omitempty"`
 	ManifestAnnotations    map[string]string `json:",omitempty"`
 	Referrers              *types.Referrers  `json:",omitempty"`
+	RateLimit              *types.RateLimit  `json:",omitempty"`
 }
 
 // gatedConfig is the image Config in configOrder with the keys dockerd
@@ -130,6 +131,7 @@ func gateInspectTyped(v any, legacy types.LegacyImageFields, version string) ([]
 		g.PlatformManifestDigest = remote.PlatformManifestDigest
 		g.ManifestAnnotations = remote.ManifestAnnotations
 		g.Referrers = remote.Referrers
+		g.RateLimit = remote.RateLimit
 	} else {
 		g.GraphDriver = r.GraphDriver
 		g.Metadata = &r.Metadata

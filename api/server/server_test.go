@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/image"
@@ -214,8 +215,26 @@ func TestInfoLegacyFields(t *testing.T) {
 	if rec.Code != 200 || strings.Contains(rec.Body.String(), "BridgeNf") {
 		t.Errorf("1.50 info: %d %s", rec.Code, rec.Body)
 	}
+	if strings.Contains(rec.Body.String(), "WharfRegistries") {
+		t.Errorf("1.50 info without rate limits: %s", rec.Body)
+	}
 	rec = do(t, &fakeBackend{}, "GET", "/v1.50/images/search?term=x", nil, nil)
 	if rec.Code != 501 {
 		t.Errorf("search: %d", rec.Code)
+	}
+}
+
+// /info's WharfRegistries comes after Docker's fields, which it leaves as
+// they are, at old and new API versions alike.
+func TestInfoWharfRegistriesAfterDockersFields(t *testing.T) {
+	seen := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
+	b := &fakeBackend{registryStatus: []types.RegistryStatus{{Host: "r.example", RateLimit: &types.RateLimit{Limit: 100, Remaining: 76, Window: 21600, Host: "r.example", Seen: seen}}}}
+	want := `,"WharfRegistries":[{"Host":"r.example","RateLimit":{"Limit":100,"Remaining":76,"Window":21600,"Host":"r.example","Seen":"2026-12-04T10:00:00Z"}}]}`
+	for _, v := range []string{"1.41", "1.50"} {
+		rec := do(t, b, "GET", "/v"+v+"/info", nil, nil)
+		body := strings.TrimSpace(rec.Body.String())
+		if rec.Code != 200 || !strings.HasPrefix(body, `{"ID":"fake"`) || !strings.HasSuffix(body, want) {
+			t.Errorf("%s info: %d %s", v, rec.Code, body)
+		}
 	}
 }

@@ -5,6 +5,7 @@ package types
 
 import (
 	"net/http"
+	"time"
 
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	"github.com/moby/moby/api/types/image"
@@ -57,6 +58,35 @@ type RemoteImageInspect struct {
 	ManifestAnnotations map[string]string `json:",omitempty"`
 	// Referrers lists what refers to the image, with referrers=1 only.
 	Referrers *Referrers `json:",omitempty"`
+	// RateLimit is what the registry that answered said last of its rate
+	// limit to this identity; absent when it never sent RateLimit headers.
+	RateLimit *RateLimit `json:",omitempty"`
+}
+
+// RateLimit is a registry's rate limit as its RateLimit-Limit and
+// RateLimit-Remaining headers said it last (Docker Hub: "100;w=21600").
+type RateLimit struct {
+	// Limit is the requests allowed per Window; 0 when not said.
+	Limit int64
+	// Remaining is the requests left in the current window.
+	Remaining int64
+	// Window is the window in seconds (";w="); 0 when not said.
+	Window int64
+	// Host is the registry API host (host[:port]) that said it.
+	Host string
+	// Seen is when the answer carrying it arrived.
+	Seen time.Time
+}
+
+// RegistryStatus is one registry host in /info's WharfRegistries (a
+// wharf key beside Docker's fields): its rate limit as last seen (by
+// whichever identity) and, while a 429 or 503 with Retry-After backs it
+// off, when the gate opens and when the registry said the limit resets.
+type RegistryStatus struct {
+	Host         string
+	RateLimit    *RateLimit `json:",omitempty"`
+	BackoffUntil *time.Time `json:",omitempty"`
+	LimitResets  *time.Time `json:",omitempty"`
 }
 
 // InspectOptions are the query options of GET /images/{name}/json.

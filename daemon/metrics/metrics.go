@@ -17,6 +17,7 @@
 //	wharf_api_requests_total{route,method,status}               counter
 //	wharf_api_request_duration_seconds{route,method}            histogram (to the end of the response)
 //	wharf_store_size_bytes, wharf_store_blobs                   gauges, read from the store at scrape time
+//	wharf_registry_ratelimit_remaining{host}                    gauge, read from the registry client at scrape time
 //
 // plus the standard go_* and process_* collectors.
 package metrics

@@ -98,6 +98,10 @@ func classify(err error, host string) error {
 		}
 		return &hostError{fmt.Errorf("registry %s: %w", host, err)}
 	}
+	var be *BackoffError
+	if errors.As(err, &be) {
+		return fmt.Errorf("registry %s is unavailable: %w%.0w", host, be, errdefs.ErrUnavailable)
+	}
 	if errors.Is(err, ErrNoBasicCredential) {
 		return fmt.Errorf("registry %s: authentication required%.0w%.0w", host, ErrUnauthorized, errdefs.ErrUnauthenticated)
 	}

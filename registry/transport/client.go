@@ -36,6 +36,8 @@ type Client struct {
 	memo     *challengeMemo // nil: neither used nor taught
 	clientID string
 	blocked  []netip.Prefix
+	identity string // ClientConfig.Identity: rate limits are kept by it
+	limits   *rateLimits
 }
 
 // Credential is what a Client may present to one registry host: a
@@ -79,7 +81,8 @@ var ErrNoBasicCredential = errors.New("basic credential not found")
 
 // NewClient is a Client over the Stack's token cache of cfg.Identity.
 func (s *Stack) NewClient(cfg ClientConfig) *Client {
-	c := &Client{http: cfg.HTTP, header: cfg.Header, cred: cfg.Credential, tokens: s.tokensOf(cfg.Identity), memo: s.memo, clientID: cfg.ClientID, blocked: cfg.BlockedRealmPrefixes}
+	c := &Client{http: cfg.HTTP, header: cfg.Header, cred: cfg.Credential, tokens: s.tokensOf(cfg.Identity), memo: s.memo, clientID: cfg.ClientID, blocked: cfg.BlockedRealmPrefixes,
+		identity: cfg.Identity, limits: s.limits}
 	if c.http == nil {
 		c.http = s.client
 	}
@@ -114,8 +117,16 @@ func (c *Client) Do(orig *http.Request) (*http.Response, error) {
 	if host == "" {
 		host = orig.URL.Host
 	}
+	// The retry layer records the answer's rate limit under this identity.
+	orig = orig.WithContext(withIdentity(orig.Context(), c.identity))
 	resp, err := c.do(orig, host)
 	return resp, classify(err, host) // classify.go: the one place
+}
+
+// RateLimit is the rate limit host's answers to this Client's identity
+// said last; ok is false when none carried one.
+func (c *Client) RateLimit(host string) (RateLimit, bool) {
+	return c.limits.get(host, c.identity)
 }
 
 // do is Do before its error is classified.

@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -17,32 +16,67 @@ import (
 // 429, 5xx, timeouts and reset connections (oras-go's retry.Transport and
 // DefaultPredicate, which it replaces); POST and PATCH (upload sessions)
 // are never replayed because the registry may have acted on the first
-// attempt.
+// attempt. Every request, replayed or not, first passes its host's gate
+// (gate.go): a 429 or 503 with Retry-After backs the host off once for all
+// of them, and the retry then waits at the gate, not on a timer of its
+// own. Every answer's RateLimit headers are recorded (ratelimit.go).
 type idempotentRetry struct {
 	next   http.RoundTripper
 	policy retryPolicy
+	gates  *hostGates
+	limits *rateLimits
 }
 
-func newIdempotentRetry(next http.RoundTripper, policy retryPolicy) *idempotentRetry {
-	return &idempotentRetry{next: next, policy: policy}
+func newIdempotentRetry(next http.RoundTripper, policy retryPolicy, gates *hostGates, limits *rateLimits) *idempotentRetry {
+	return &idempotentRetry{next: next, policy: policy, gates: gates, limits: limits}
 }
 
 func (t *idempotentRetry) RoundTrip(req *http.Request) (*http.Response, error) {
 	switch req.Method {
 	case http.MethodGet, http.MethodHead:
-		return t.retry(req)
+		return t.retry(req, true)
 	case http.MethodPut:
 		if req.Body == nil || req.Body == http.NoBody || req.GetBody != nil {
-			return t.retry(req)
+			return t.retry(req, true)
 		}
 	}
-	return t.next.RoundTrip(req)
+	return t.retry(req, false)
 }
 
-func (t *idempotentRetry) retry(req *http.Request) (*http.Response, error) {
+// send is one attempt through host's gate, its rate limit recorded;
+// closed says the answer backed the host off.
+func (t *idempotentRetry) send(req *http.Request, host string, tk ticket) (resp *http.Response, closed bool, err error) {
+	resp, err = t.next.RoundTrip(req)
+	if err == nil {
+		t.limits.observe(host, identityOf(req.Context()), resp)
+	}
+	return resp, t.gates.done(req.Context(), host, tk, resp, err), err
+}
+
+func (t *idempotentRetry) retry(req *http.Request, replay bool) (*http.Response, error) {
 	ctx := req.Context()
+	host := strings.ToLower(req.URL.Host)
 	for attempt := 0; ; attempt++ {
-		resp, err := t.next.RoundTrip(req)
+		tk, err := t.gates.enter(ctx, host)
+		if err != nil {
+			closeBody(req)
+			return nil, err
+		}
+		// The back-offs waited through are answers this request shares:
+		// past its retries, it does not probe again. A gate that opened
+		// (the probe was answered) is still worth one last attempt.
+		if attempt += tk.waited; replay && attempt > t.policy.maxRetry {
+			if tk.probe {
+				t.gates.release(tk)
+				closeBody(req)
+				return nil, t.gates.backoffAfter(tk)
+			}
+			attempt = t.policy.maxRetry
+		}
+		resp, closed, err := t.send(req, host, tk)
+		if !replay {
+			return resp, err
+		}
 		wait, ok, perr := t.policy.retry(attempt, resp, err)
 		if perr != nil {
 			if err == nil {
@@ -66,6 +100,9 @@ func (t *idempotentRetry) retry(req *http.Request) (*http.Response, error) {
 		if err == nil {
 			resp.Body.Close()
 		}
+		if closed {
+			continue // the next attempt waits at the gate, with the others
+		}
 		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -73,6 +110,12 @@ func (t *idempotentRetry) retry(req *http.Request) (*http.Response, error) {
 			return nil, ctx.Err()
 		case <-timer.C:
 		}
+	}
+}
+
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		req.Body.Close()
 	}
 }
 
@@ -110,14 +153,8 @@ func retryableStatus(code int) bool {
 }
 
 func (p retryPolicy) backoff(attempt int, resp *http.Response) time.Duration {
-	if resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
-		v := strings.TrimSpace(resp.Header.Get("Retry-After"))
-		if s, err := strconv.ParseInt(v, 10, 64); err == nil && s >= 0 {
-			return time.Duration(s) * time.Second
-		}
-		if at, err := http.ParseTime(v); err == nil {
-			return time.Until(at) // clamped to [minWait, maxWait] by retry
-		}
+	if wait, ok := retryAfter(resp); ok { // gate.go
+		return wait // clamped to [minWait, maxWait] by retry
 	}
 	const base, factor, jitter = 250 * time.Millisecond, 2.0, 0.1
 	d := float64(base) * math.Pow(factor, float64(attempt))

@@ -19,8 +19,11 @@
 //	   │                   credentials to another host:port (transport.go)
 //	uploadCheck            a blob's receipt names the digest sent (receipt.go)
 //	   │
-//	idempotentRetry        retries GET/HEAD on 408, 429, 5xx and network
-//	   │                   errors, honouring Retry-After up to a cap (retry.go)
+//	idempotentRetry        the host's gate: one back-off per host for a 429
+//	   │                   or 503 with Retry-After, one probe (gate.go);
+//	   │                   RateLimit headers recorded (ratelimit.go);
+//	   │                   retries GET/HEAD on 408, 429, 5xx and network
+//	   │                   errors, Retry-After capped (retry.go)
 //	current hostTransports the configuration's per-host set-ups, swapped
 //	   │                   whole by Reload
 //	hostTransports         per-host set-up (secure or not, certs dir,
@@ -81,6 +84,9 @@ type Stack struct {
 
 	mu     sync.Mutex
 	tokens *simplelru.LRU[string, *tokenCache] // credential identity → its tokens
+
+	gates  *hostGates  // per-host back-off (gate.go)
+	limits *rateLimits // RateLimit headers per host and identity (ratelimit.go)
 }
 
 // maxCredentialIdentities bounds the per-credential token caches; beyond
@@ -97,11 +103,12 @@ func New(cfg *hosts.Config, opts Options) (*Stack, error) {
 	if maxWait == 0 {
 		maxWait = retryMaxWait
 	}
-	s := &Stack{tm: tm, override: opts.Transport, obs: opts.Observer, tokens: mustLRU[string, *tokenCache](maxCredentialIdentities)}
+	s := &Stack{tm: tm, override: opts.Transport, obs: opts.Observer, tokens: mustLRU[string, *tokenCache](maxCredentialIdentities),
+		gates: newHostGates(maxWait), limits: newRateLimits()}
 	s.hosts.Store(s.newHosts(cfg))
 	s.memo = newChallengeMemo()
 	s.client = &http.Client{
-		Transport:     uploadCheck{newIdempotentRetry(currentHosts{s}, newRetryPolicy(maxWait))},
+		Transport:     uploadCheck{newIdempotentRetry(currentHosts{s}, newRetryPolicy(maxWait), s.gates, s.limits)},
 		CheckRedirect: checkRedirect,
 	}
 	return s, nil
@@ -215,3 +222,11 @@ func (s *Stack) RememberedChallenge(host string) (Challenge, bool) {
 	}
 	return Challenge{Scheme: schemeBearer, Params: p}, true
 }
+
+// RateLimits is, per registry host, the rate limit its answers said last
+// (to whichever identity), sorted by host.
+func (s *Stack) RateLimits() []RateLimit { return s.limits.latest() }
+
+// Backoffs lists the hosts backed off now by a 429 or 503 with
+// Retry-After (gate.go), sorted by host.
+func (s *Stack) Backoffs() []HostBackoff { return s.gates.closedNow() }
