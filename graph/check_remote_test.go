@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -185,5 +186,28 @@ func TestCheckRemoteNamesAndLocalImages(t *testing.T) {
 	stop := errors.New("client gone")
 	if err := s.CheckRemote(ctx, types.RemoteCheckOptions{}, func(types.RemoteCheckResult) error { return stop }); !errors.Is(err, stop) {
 		t.Errorf("emit error: %v", err)
+	}
+}
+
+func TestWorkerSharesGiveEveryRegistryItsOwn(t *testing.T) {
+	for _, tc := range []struct {
+		tags   []int
+		budget int
+		want   []int
+	}{
+		{tags: []int{20, 5}, budget: 8, want: []int{4, 4}},
+		{tags: []int{1, 100}, budget: 8, want: []int{1, 7}},
+		{tags: []int{20}, budget: 8, want: []int{8}},
+		{tags: []int{3}, budget: 8, want: []int{3}},
+		{tags: []int{2, 2, 2}, budget: 8, want: []int{2, 2, 2}},
+		{tags: []int{9, 9, 9}, budget: 8, want: []int{3, 3, 2}},
+		// More registries than workers: one each, none left waiting.
+		{tags: []int{5, 5, 5, 5, 5, 5, 5, 5, 5, 5}, budget: 8, want: []int{1, 1, 1, 1, 1, 1, 1, 1, 1, 1}},
+		{tags: nil, budget: 8, want: []int{}},
+	} {
+		got := workerShares(tc.tags, tc.budget)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("workerShares(%v, %d) = %v, want %v", tc.tags, tc.budget, got, tc.want)
+		}
 	}
 }

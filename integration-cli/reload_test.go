@@ -155,3 +155,65 @@ func (s *ReloadSuite) TestSIGHUPDuringALoadDoesNotAbortIt(c *check.C) {
 	c.Assert(d.Inspect(c, "reload/load:1")["Id"], check.Equals, id)
 	d.Stop(c)
 }
+
+// TestSIGHUPRefusesAHostsTomlHeaderWithCRLF (issue 20, red team finding
+// 6): a hosts.toml whose header value holds CR/LF was taken by a reload
+// that logged "nothing changed", and every request to that mirror then
+// failed (Go's transport refuses the header) and fell back to the
+// upstream. Now the file is refused when it is read: the reload logs an
+// error naming it, and requests keep the previous configuration — the
+// mirror and its valid header.
+func (s *ReloadSuite) TestSIGHUPRefusesAHostsTomlHeaderWithCRLF(c *check.C) {
+	up, err := testregistry.Start(testregistry.Options{})
+	c.Assert(err, check.IsNil)
+	defer up.Close()
+	mirror, err := testregistry.Start(testregistry.Options{ProxyRemoteURL: up.DirectURL})
+	c.Assert(err, check.IsNil)
+	defer mirror.Close()
+	pushImage(c, up, "reload/hdr", "1", testregistry.ImageOptions{})
+	name := up.Host + "/reload/hdr:1"
+
+	d := NewDaemon(c)
+	certs := filepath.Join(d.Home, "certs.d")
+	hostPart, port, _ := strings.Cut(up.Host, ":")
+	dir := hostPart + "_" + port + "_"
+	hostsToml := func(header string) string {
+		return fmt.Sprintf(`
+server = "http://%s"
+
+[host."http://%s"]
+  capabilities = ["pull", "resolve"]
+  [host."http://%s".header]
+    x-wharf-mirror = %s
+`, up.Host, mirror.Host, mirror.Host, header)
+	}
+	writeHostsToml(c, certs, dir, hostsToml(`"one"`))
+	d.Start(c, "--certs-dir", certs)
+	defer d.Kill()
+
+	servedWithHeader := func(when string) {
+		mirror.Counter.Reset()
+		c.Assert(remoteServedBy(c, d, name), check.Equals, mirror.Host, check.Commentf("%s\n%s", when, logTail(d)))
+		vals := mirror.Counter.HeaderValues("X-Wharf-Mirror")
+		c.Assert(vals, check.Not(check.HasLen), 0, check.Commentf("%s: no request reached the mirror", when))
+		for _, v := range vals {
+			c.Check(v, check.Equals, "one", check.Commentf("%s: %v", when, vals))
+		}
+		for _, v := range mirror.Counter.HeaderValues("X-Injected") {
+			c.Check(v, check.Equals, "", check.Commentf("%s: a header was injected", when))
+		}
+	}
+	servedWithHeader("before the reload")
+
+	// A value with CR/LF (TOML's escapes), then a name that is no token:
+	// each reload fails naming the file, and the mirror keeps its header.
+	file := filepath.Join(certs, dir, "hosts.toml")
+	for _, bad := range []string{hostsToml(`"one\r\nX-Injected: yes"`), strings.Replace(hostsToml(`"one"`), "x-wharf-mirror", `"x wharf"`, 1)} {
+		writeHostsToml(c, certs, dir, bad)
+		named := strings.Count(d.Log(), file)
+		hup(c, d, "reload failed")
+		c.Assert(strings.Count(d.Log(), file) > named, check.Equals, true, check.Commentf("the reload's error names %s\n%s", file, logTail(d)))
+		servedWithHeader("after a refused reload")
+	}
+	d.Stop(c)
+}

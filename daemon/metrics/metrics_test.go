@@ -173,3 +173,31 @@ func TestHandlerServesOnlyMetrics(t *testing.T) {
 		}
 	}
 }
+
+func TestRegistryStatusLabelIsBounded(t *testing.T) {
+	for _, tc := range []struct {
+		status int
+		want   string
+	}{
+		{0, "none"}, {-1, "none"},
+		{200, "200"}, {206, "206"}, {307, "307"}, {401, "401"}, {404, "404"}, {429, "429"}, {503, "503"},
+		{203, "2xx"}, {299, "2xx"}, {304, "3xx"}, {399, "3xx"}, {418, "4xx"}, {499, "4xx"}, {505, "5xx"}, {599, "5xx"},
+		{101, "1xx"}, {99, "other"}, {600, "other"}, {999, "other"}, {1000, "other"},
+	} {
+		if got := registryStatusLabel(tc.status); got != tc.want {
+			t.Errorf("registryStatusLabel(%d) = %q, want %q", tc.status, got, tc.want)
+		}
+	}
+	// Every code a registry can send, for one host: a bounded set of series.
+	m := New()
+	for code := 0; code <= 999; code++ {
+		m.RegistryRequest("reg.example", "GET", code, "http_error", time.Millisecond)
+	}
+	fams := scrape(t, m, &quietLog{})
+	if n := len(fams["wharf_registry_requests_total"].Metric); n > 30 {
+		t.Errorf("%d series for one host, method and outcome, want at most 30", n)
+	}
+	if got := value(t, fams, "wharf_registry_requests_total", map[string]string{"status": "4xx"}); got != 100-8 {
+		t.Errorf("4xx = %v, want %d (the 4xx codes but the 8 wharf acts on)", got, 100-8)
+	}
+}

@@ -21,6 +21,15 @@ func Diff(a, b *Config) []string {
 	add("block-registry", a.blockedStrings(), b.blockedStrings())
 	add("certs-dirs", a.certsDirs, b.certsDirs)
 	add("hosts.toml", a.hostsStrings(), b.hostsStrings())
+	// A change the line above cannot show (a header, a capability, a
+	// certificate path) is still a change: name the file, not what is in
+	// it (a header value may be a credential).
+	for _, index := range sortedKeys(a.hosts) {
+		x, y := a.hosts[index], b.hosts[index]
+		if y != nil && x.sum != y.sum && slices.Equal(x.hostStrings(), y.hostStrings()) {
+			out = append(out, fmt.Sprintf("hosts.toml: %s changed", y.file))
+		}
+	}
 	return out
 }
 
@@ -45,15 +54,19 @@ func (c *Config) blockedStrings() []string {
 func (c *Config) hostsStrings() []string {
 	var out []string
 	for _, index := range sortedKeys(c.hosts) {
-		rh := c.hosts[index]
-		var hs []string
-		for _, m := range rh.mirrors {
-			hs = append(hs, m.scheme+"://"+m.host+m.path)
-		}
-		if rh.server != nil {
-			hs = append(hs, rh.server.scheme+"://"+rh.server.host+rh.server.path)
-		}
-		out = append(out, index+"="+strings.Join(hs, ","))
+		out = append(out, index+"="+strings.Join(c.hosts[index].hostStrings(), ","))
 	}
 	return out
+}
+
+// hostStrings are one registry's API hosts in order, as URLs.
+func (rh *registryHosts) hostStrings() []string {
+	var hs []string
+	for _, m := range rh.mirrors {
+		hs = append(hs, m.scheme+"://"+m.host+m.path)
+	}
+	if rh.server != nil {
+		hs = append(hs, rh.server.scheme+"://"+rh.server.host+rh.server.path)
+	}
+	return hs
 }

@@ -1,6 +1,7 @@
 package hosts
 
 import (
+	"crypto/sha256"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 // to try first, in order, and the upstream (the server).
 type registryHosts struct {
 	file    string        // the hosts.toml it came from
+	sum     [32]byte      // its SHA-256: a reload names a file whose content changed (Diff)
 	mirrors []*apiHostDef // [host."…"] entries, in file order
 	server  *apiHostDef   // the upstream; nil = https://<host> (docker.io: registry-1.docker.io)
 	// serverTLS is the top level's ca/client/skip_verify when server is
@@ -123,7 +125,7 @@ func newRegistryHosts(file string, b []byte) (*registryHosts, error) {
 	if err != nil {
 		return nil, err
 	}
-	rh := &registryHosts{file: file}
+	rh := &registryHosts{file: file, sum: sha256.Sum256(b)}
 	for i, hc := range hcs {
 		conf, err := hostTLS(hc)
 		if err != nil {

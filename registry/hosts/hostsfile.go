@@ -236,18 +236,22 @@ func parseHostSection(server, baseDir string, sec hostFileSection) (hostConfig, 
 	if len(sec.Header) > 0 {
 		hc.header = http.Header{}
 		for k, v := range sec.Header {
+			var vals []string
 			switch v := v.(type) {
 			case string:
-				hc.header[http.CanonicalHeaderKey(k)] = []string{v}
+				vals = []string{v}
 			case []any:
-				vals, err := stringList(v, nil)
-				if err != nil {
+				var err error
+				if vals, err = stringList(v, nil); err != nil {
 					return hc, fmt.Errorf("header %q: %w", k, err)
 				}
-				hc.header[http.CanonicalHeaderKey(k)] = vals
 			default:
 				return hc, fmt.Errorf("header %q: want a string or a list of strings", k)
 			}
+			if err := checkHeader(k, vals); err != nil {
+				return hc, err
+			}
+			hc.header[http.CanonicalHeaderKey(k)] = vals
 		}
 	}
 	return hc, nil
