@@ -245,6 +245,13 @@ func (r *Repository) upload(ctx context.Context, ep *repoEndpoint, session *url.
 		if !resumablePatch(ctx, status, perr) || patches == maxPatchesPerBlob {
 			return session, perr
 		}
+		// Wait first, then ask: distribution writes what it kept of the
+		// broken PATCH when its handler ends, which may be after the
+		// answer the proxy or the connection gave.
+		if err := sleepCtx(ctx, wait); err != nil {
+			return session, perr
+		}
+		wait = min(2*wait, resumeMaxWait)
 		st, serr := r.uploadStatusOf(ctx, ep, session, desc.Size)
 		if serr != nil {
 			r.svc.log.WithError(serr).Debug("asking an upload's offset failed")
@@ -264,10 +271,6 @@ func (r *Repository) upload(ctx context.Context, ep *repoEndpoint, session *url.
 		}
 		r.svc.log.WithError(perr).Debugf("resuming the upload of %s at %d of %d bytes", desc.Digest, st.offset, desc.Size)
 		acked, resumed = st.offset, true
-		if err := sleepCtx(ctx, wait); err != nil {
-			return session, perr
-		}
-		wait = min(2*wait, resumeMaxWait)
 	}
 	if got := sum.digest(); got != desc.Digest {
 		return session, fmt.Errorf("blob source: %w", digestMismatch(ep.host, "uploaded blob", desc.Digest, got))
