@@ -48,14 +48,17 @@ type cuttingProxy struct {
 	*hostile.HookProxy
 	mu      sync.Mutex
 	cuts    int
+	after   int64 // bytes of a cut PATCH let through
 	lieOnce bool
-	cut     map[string]int // session id → PATCHes cut
-	sent    int64          // PATCH body bytes read by the proxy
-	patches int
+	// lostOnce: the first status GET is answered 404 (the status is lost).
+	lostOnce bool
+	cut      map[string]int // session id → PATCHes cut
+	sent     int64          // PATCH body bytes read by the proxy
+	patches  int
 }
 
 func (s *UploadResumeSuite) startCuttingProxy(c *check.C, cuts int, lieOnce bool) *cuttingProxy {
-	p := &cuttingProxy{cuts: cuts, lieOnce: lieOnce, cut: map[string]int{}}
+	p := &cuttingProxy{cuts: cuts, after: cutAfter, lieOnce: lieOnce, cut: map[string]int{}}
 	var err error
 	p.HookProxy, err = hostile.NewHookProxy(s.dst.URL, p.before, nil)
 	c.Assert(err, check.IsNil)
@@ -78,10 +81,15 @@ func (p *cuttingProxy) before(w http.ResponseWriter, r *http.Request) bool {
 		cb := &countingBody{r: r.Body, p: p, limit: -1}
 		if p.cut[id] < p.cuts {
 			p.cut[id]++
-			cb.limit = cutAfter
+			cb.limit = p.after
 		}
 		r.Body = cb
 	case http.MethodGet:
+		if p.lostOnce {
+			p.lostOnce = false
+			hostile.WriteError(w, http.StatusNotFound, "BLOB_UPLOAD_UNKNOWN", "status lost by the test proxy")
+			return true
+		}
 		if p.lieOnce {
 			p.lieOnce = false
 			w.Header().Set("Range", "0-"+itoa(layerSize-1))
@@ -214,4 +222,31 @@ func (s *UploadResumeSuite) TestAnOffsetPastWhatWasSentRestartsTheSession(c *che
 	sent, _ := p.counts()
 	// The first session's 2 MiB, then the whole blob again.
 	c.Check(sent >= blobBytes(img)+cutAfter/2, check.Equals, true, check.Commentf("%d bytes sent: no restart", sent))
+}
+
+// A registry that takes nothing of any PATCH: three PATCHes per session
+// (maxStalledPatches), then the push fails naming the registry, and every
+// session is cancelled.
+func (s *UploadResumeSuite) TestAPatchThatNeverMovesGivesUpAfterThree(c *check.C) {
+	p := s.startCuttingProxy(c, 1000, false)
+	p.after = 0
+	_, msg := s.pushThrough(c, p, "resume/stuck")
+	c.Check(msg, check.Matches, `(?s)push (layer|config) sha256:.*`+regexpQuote(p.Host)+`.*502.*`)
+	p.mu.Lock()
+	for id, n := range p.cut {
+		c.Check(n, check.Equals, 3, check.Commentf("session %s: %d PATCHes", id, n))
+	}
+	p.mu.Unlock()
+	c.Check(openUploads(s.dst), check.Equals, 0, check.Commentf("upload sessions left open"))
+}
+
+// A cut PATCH whose status cannot be read (404): the push fails with the
+// PATCH's error, and the session — whose Location still names offset 0,
+// which distribution refuses for a DELETE — is cancelled all the same.
+func (s *UploadResumeSuite) TestALostStatusFailsAndLeavesNoSession(c *check.C) {
+	p := s.startCuttingProxy(c, 1, false)
+	p.lostOnce = true
+	_, msg := s.pushThrough(c, p, "resume/lost")
+	c.Check(msg, check.Matches, `(?s)push layer sha256:.*502.*`)
+	c.Check(openUploads(s.dst), check.Equals, 0, check.Commentf("upload sessions left open"))
 }
