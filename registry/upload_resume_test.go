@@ -153,3 +153,60 @@ func TestHashCheckpointsRewind(t *testing.T) {
 		}
 	}
 }
+
+// A copy's source reopened at an offset: a 206 must start there, a 200
+// (Range ignored) has its head dropped, anything else is refused.
+func TestFetchBlobFrom(t *testing.T) {
+	blob := []byte("0123456789abcdef")
+	desc := ocispec.Descriptor{Digest: digest.FromBytes(blob), Size: int64(len(blob))}
+	for _, tc := range []struct {
+		name   string
+		status int
+		cr     string // Content-Range of a 206
+		body   []byte
+		want   string // "" when refused
+	}{
+		{name: "206 from the offset", status: 206, cr: "bytes 10-15/16", body: blob[10:], want: "abcdef"},
+		{name: "206 with an unknown total", status: 206, cr: "bytes 10-15/*", body: blob[10:], want: "abcdef"},
+		{name: "200: Range ignored", status: 200, body: blob, want: "abcdef"},
+		{name: "206 from elsewhere", status: 206, cr: "bytes 0-15/16", body: blob},
+		{name: "206 without Content-Range", status: 206, body: blob[10:]},
+		{name: "206 ending early", status: 206, cr: "bytes 10-12/16", body: blob[10:13]},
+		{name: "416", status: 416},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeRegistry(t)
+			f.hook = func(w http.ResponseWriter, r *http.Request) bool {
+				if !strings.Contains(r.URL.Path, "/blobs/sha256:") {
+					return false
+				}
+				if got := r.Header.Get("Range"); got != "bytes=10-" {
+					t.Errorf("Range = %q", got)
+				}
+				if tc.cr != "" {
+					w.Header().Set("Content-Range", tc.cr)
+				}
+				w.WriteHeader(tc.status)
+				w.Write(tc.body)
+				return true
+			}
+			r := transferRepo(t, testService(t, ServiceOptions{}), f, "src/app")
+			rc, err := r.FetchBlobFrom(context.Background(), desc, 10)
+			if tc.want == "" {
+				if err == nil {
+					rc.Close()
+					t.Fatal("accepted")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rc.Close()
+			b, err := io.ReadAll(rc)
+			if err != nil || string(b) != tc.want {
+				t.Fatalf("read %q, %v; want %q", b, err, tc.want)
+			}
+		})
+	}
+}
