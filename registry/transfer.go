@@ -273,7 +273,8 @@ func (r *Repository) upload(ctx context.Context, ep *repoEndpoint, session *url.
 		acked, resumed = st.offset, true
 	}
 	if got := sum.digest(); got != desc.Digest {
-		return session, fmt.Errorf("blob source: %w", digestMismatch(ep.host, "uploaded blob", desc.Digest, got))
+		// The source's fault (a store file or SRC's bytes), not DST's.
+		return session, fmt.Errorf("blob source: the bytes read for %s hash to %s%.0w%.0w", desc.Digest, got, ErrDigestMismatch, errdefs.ErrDataLoss)
 	}
 
 	u := *session

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/wharfproject/wharf/registry/transport"
 )
 
 // The upload status answer (GET on a session) as registries send it: the
@@ -208,5 +211,26 @@ func TestFetchBlobFrom(t *testing.T) {
 				t.Fatalf("read %q, %v; want %q", b, err, tc.want)
 			}
 		})
+	}
+}
+
+// A source that does not verify itself (a store file) and whose bytes are
+// not the blob's: TransferBlob's own hash stops it before the PUT, the
+// session is cancelled, and the error blames the source, not DST.
+func TestTransferBlobHashesWhatItSends(t *testing.T) {
+	f := newFakeRegistry(t)
+	r := transferRepo(t, testService(t, ServiceOptions{}), f, "dst/app")
+	blob := []byte("the real bytes")
+	desc := ocispec.Descriptor{Digest: digest.FromBytes(blob), Size: int64(len(blob))}
+	f.reset()
+	_, _, err := r.TransferBlob(context.Background(), desc, nil, opener([]byte("the fake bytes")))
+	if !errors.Is(err, ErrDigestMismatch) || errors.Is(err, transport.ErrUpstream) || !strings.Contains(err.Error(), "blob source") {
+		t.Fatalf("err = %v, want the source's digest mismatch", err)
+	}
+	if reqs := f.reset(); countPrefix(reqs, "PUT ") != 0 {
+		t.Errorf("committed:\n%s", strings.Join(reqs, "\n"))
+	}
+	if n := f.openSessions(); n != 0 {
+		t.Errorf("%d upload sessions left open", n)
 	}
 }
