@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"path"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -232,5 +234,53 @@ func TestTransferBlobHashesWhatItSends(t *testing.T) {
 	}
 	if n := f.openSessions(); n != 0 {
 		t.Errorf("%d upload sessions left open", n)
+	}
+}
+
+// A registry that keeps 2 bytes of every PATCH and fails it: the offset
+// moves each time, so the stall count never trips, and maxPatchesPerBlob
+// ends it; the session is cancelled and nothing is committed.
+func TestTransferBlobPatchesAreBoundedWhateverTheProgress(t *testing.T) {
+	f := newFakeRegistry(t)
+	patches := 0
+	f.hook = func(w http.ResponseWriter, r *http.Request) bool {
+		if !strings.Contains(r.URL.Path, "/blobs/uploads/u") {
+			return false
+		}
+		id := path.Base(r.URL.Path)
+		switch r.Method {
+		case http.MethodPatch:
+			body, _ := io.ReadAll(r.Body)
+			f.mu.Lock()
+			patches++
+			f.sessions[id] = append(f.sessions[id], body[:min(2, len(body))]...)
+			f.mu.Unlock()
+			w.WriteHeader(http.StatusInternalServerError)
+			return true
+		case http.MethodGet:
+			f.mu.Lock()
+			n := len(f.sessions[id])
+			f.mu.Unlock()
+			w.Header().Set("Range", "0-"+strconv.Itoa(max(n-1, 0)))
+			w.Header().Set("Location", r.URL.Path)
+			w.WriteHeader(http.StatusNoContent)
+			return true
+		}
+		return false
+	}
+	r := transferRepo(t, testService(t, ServiceOptions{}), f, "dst/app")
+	blob := bytes.Repeat([]byte("x"), 100)
+	desc := ocispec.Descriptor{Digest: digest.FromBytes(blob), Size: int64(len(blob))}
+	_, _, err := r.TransferBlob(context.Background(), desc, nil, opener(blob))
+	if err == nil {
+		t.Fatal("a registry failing every PATCH took the blob")
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if patches != maxPatchesPerBlob {
+		t.Errorf("%d PATCHes, want %d", patches, maxPatchesPerBlob)
+	}
+	if len(f.sessions) != 0 || f.blobs[desc.Digest] != nil {
+		t.Errorf("%d sessions open, blob stored: %v", len(f.sessions), f.blobs[desc.Digest] != nil)
 	}
 }
