@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -52,12 +53,15 @@ const (
 	BlobUploaded                     // the bytes were uploaded
 )
 
-// BlobOpener opens the bytes of a blob for upload. TransferBlob calls it at
-// most once, and only when the registry needs the bytes. The reader must
-// fail (not end) when the bytes do not match the descriptor: FetchBlob's
-// reader does, and the destination verifies the digest again (the PUT
-// names it).
-type BlobOpener func(ctx context.Context) (io.ReadCloser, error)
+// BlobOpener opens the bytes of a blob for upload from offset on (0: the
+// whole blob). TransferBlob calls it only when the registry needs the
+// bytes: once from 0, and again from a later offset when a PATCH broke and
+// the upload resumes (upload_resume.go) — the store's file seeks there,
+// SRC's blob is asked with Range (FetchBlobFrom). TransferBlob hashes the
+// whole stream and checks the digest before it commits, and the
+// destination checks it again (the PUT names it); a reader that fails when
+// its bytes do not match (FetchBlob's) stops the upload sooner.
+type BlobOpener func(ctx context.Context, offset int64) (io.ReadCloser, error)
 
 // TransferBlob makes this repository hold desc. mountFrom are repository
 // paths on this registry the caller knows hold the blob (copy: the source
@@ -99,14 +103,22 @@ func (r *Repository) TransferBlob(ctx context.Context, desc ocispec.Descriptor, 
 		}
 		session, uctx = loc, mctx // the last refusal's session carries the upload
 	}
-	if session == nil {
-		if _, session, err = r.startUpload(uctx, ep, "", ""); err != nil {
+	for restarts := 0; ; restarts++ {
+		if session == nil {
+			if _, session, err = r.startUpload(uctx, ep, "", ""); err != nil {
+				return 0, "", err
+			}
+		}
+		last, err := r.upload(uctx, ep, session, desc, open)
+		if err == nil {
+			break
+		}
+		r.cancelUpload(uctx, ep, last)
+		if !errors.Is(err, errRestartUpload) || restarts == maxUploadRestarts || ctx.Err() != nil {
 			return 0, "", err
 		}
-	}
-	if last, err := r.upload(uctx, ep, session, desc, open); err != nil {
-		r.cancelUpload(uctx, ep, last)
-		return 0, "", err
+		r.svc.log.WithError(err).Debugf("starting the upload of %s over", desc.Digest)
+		session = nil
 	}
 	r.svc.blobs.add(desc.Digest, r.info.Index.Name, r.path)
 	return BlobUploaded, "", nil
@@ -182,13 +194,19 @@ func sessionURL(resp *http.Response) (*url.URL, error) {
 	return u, nil
 }
 
-// upload sends the blob into the session and completes it: one PATCH
+// upload sends the blob into the session and completes it: a PATCH
 // streaming the bytes from open (chunked: memory stays at net/http's copy
 // buffer whatever the blob's size, and nothing is written locally), then a
 // PUT naming the digest, which the registry checks before it commits. It
 // returns the session as the registry last named it: a registry that keeps
 // its offset in the Location (distribution's _state) refuses a DELETE
 // made with an older one.
+//
+// A PATCH that breaks is resumed (upload_resume.go): the registry is asked
+// for its offset, the source reopened there, and another PATCH sends the
+// rest — at most maxStalledPatches in a row that move nothing, at most
+// maxPatchesPerBlob in all. An answer that cannot be trusted returns
+// errRestartUpload: the caller cancels this session and starts another.
 //
 // PATCH then PUT rather than one PUT with the body, as docker, crane and
 // skopeo upload: a source that breaks or lies (its verifying reader fails
@@ -200,58 +218,112 @@ func (r *Repository) upload(ctx context.Context, ep *repoEndpoint, session *url.
 	if open == nil {
 		return session, fmt.Errorf("registry %s lacks blob %s and no content was given%.0w", ep.host, desc.Digest, errdefs.ErrFailedPrecondition)
 	}
-	rc, err := open(ctx)
+	sum, err := newHashCheckpoints(desc)
 	if err != nil {
 		return session, err
 	}
-	defer rc.Close()
-	src := &uploadBody{r: rc, left: desc.Size}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPatch, session.String(), src)
-	if err != nil {
-		return session, err
-	}
-	req.ContentLength = -1 // chunked: a failing source ends the request cleanly
-	req.Header.Set("Content-Type", "application/octet-stream")
-	resp, err := ep.client.Do(req)
-	if err != nil {
-		if src.err != nil {
-			return session, src.err
+	var acked int64 // the offset the registry last reported
+	stalls, wait, resumed := 0, resumeMinWait, false
+	for patches := 1; ; patches++ {
+		rc, err := openAt(ctx, open, sum, acked)
+		if err != nil {
+			return session, err
 		}
-		return session, err
-	}
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted && resp.StatusCode != http.StatusNoContent {
-		if src.err != nil {
-			return session, src.err
+		src := &uploadBody{r: rc, left: desc.Size - acked, h: sum}
+		next, status, perr := r.patch(ctx, ep, session, src)
+		srcErr := src.detach()
+		rc.Close()
+		if next != nil {
+			session = next
 		}
-		return session, transport.StatusError(http.MethodPatch, resp, b, ep.host)
+		if srcErr != nil {
+			return session, srcErr // the source's failure: nothing is committed
+		}
+		if perr == nil {
+			break
+		}
+		if !resumablePatch(ctx, status, perr) || patches == maxPatchesPerBlob {
+			return session, perr
+		}
+		// Wait first, then ask: distribution writes what it kept of the
+		// broken PATCH when its handler ends, which may be after the
+		// answer the proxy or the connection gave.
+		if err := sleepCtx(ctx, wait); err != nil {
+			return session, perr
+		}
+		wait = min(2*wait, resumeMaxWait)
+		st, serr := r.uploadStatusOf(ctx, ep, session, desc.Size)
+		if serr != nil {
+			r.svc.log.WithError(serr).Debug("asking an upload's offset failed")
+			return session, perr
+		}
+		if st.location != nil {
+			session = st.location
+		}
+		if sent := sum.n; st.offset < acked || st.offset > sent {
+			return session, fmt.Errorf("registry %s: upload of %s at offset %d after a failed PATCH, with %d kept before and %d sent: %w%.0w",
+				ep.host, desc.Digest, st.offset, acked, sent, perr, errRestartUpload)
+		}
+		if st.offset > acked {
+			stalls, wait = 0, resumeMinWait
+		} else if stalls++; stalls == maxStalledPatches {
+			return session, perr
+		}
+		r.svc.log.WithError(perr).Debugf("resuming the upload of %s at %d of %d bytes", desc.Digest, st.offset, desc.Size)
+		acked, resumed = st.offset, true
 	}
-	if next, err := sessionURL(resp); err == nil {
-		session = next
-	}
-	if src.err != nil {
-		return session, src.err // the source's failure: nothing is committed
+	if got := sum.digest(); got != desc.Digest {
+		// The source's fault (a store file or SRC's bytes), not DST's.
+		return session, fmt.Errorf("blob source: the bytes read for %s hash to %s%.0w%.0w", desc.Digest, got, ErrDigestMismatch, errdefs.ErrDataLoss)
 	}
 
 	u := *session
 	q := u.Query()
 	q.Set("digest", desc.Digest.String())
 	u.RawQuery = q.Encode()
-	req, err = http.NewRequestWithContext(ctx, http.MethodPut, u.String(), http.NoBody)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, u.String(), http.NoBody)
 	if err != nil {
 		return session, err
 	}
-	resp, err = ep.client.Do(req)
+	resp, err := ep.client.Do(req)
 	if err != nil {
 		return session, err
 	}
 	defer resp.Body.Close()
-	b, _ = io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	if resp.StatusCode != http.StatusCreated {
-		return session, transport.StatusError(http.MethodPut, resp, b, ep.host)
+		err := transport.StatusError(http.MethodPut, resp, b, ep.host)
+		if resumed && resp.StatusCode == http.StatusBadRequest {
+			// The bytes were verified as sent: a registry that refuses
+			// them after a resume put some twice (an offset one byte
+			// short, as distribution's "0-0" allows) or lost some.
+			return session, fmt.Errorf("after a resumed upload: %w%.0w", err, errRestartUpload)
+		}
+		return session, err
 	}
 	return session, nil
+}
+
+// patch sends src into session: the session as the answer names it (nil
+// when it names none), the answer's status (0 without one) and the error.
+func (r *Repository) patch(ctx context.Context, ep *repoEndpoint, session *url.URL, src *uploadBody) (*url.URL, int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPatch, session.String(), src)
+	if err != nil {
+		return nil, 0, err
+	}
+	req.ContentLength = -1 // chunked: a failing source ends the request cleanly
+	req.Header.Set("Content-Type", "application/octet-stream")
+	resp, err := ep.client.Do(req)
+	if err != nil {
+		return nil, 0, err
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted && resp.StatusCode != http.StatusNoContent {
+		return nil, resp.StatusCode, transport.StatusError(http.MethodPatch, resp, b, ep.host)
+	}
+	next, _ := sessionURL(resp)
+	return next, resp.StatusCode, nil
 }
 
 // uploadBody passes at most size bytes of the source and ends cleanly
@@ -259,14 +331,33 @@ func (r *Repository) upload(ctx context.Context, ep *repoEndpoint, session *url.
 // breaks, ends early, or has more bytes, or whose verifying reader refuses
 // the bytes at the end. The caller then cancels the session instead of
 // committing it.
+//
+// net/http may still read a body after the request returned (RoundTrip's
+// contract): detach ends the reads, waiting for one under way, before the
+// caller looks at what was sent or closes the source.
 type uploadBody struct {
 	r    io.Reader
 	left int64
+	h    io.Writer // every byte passed on, in order (hashCheckpoints)
 	err  error
+
+	mu       sync.Mutex
+	detached bool
+}
+
+// detach makes every later Read end at once, and returns the source's
+// failure, if any.
+func (b *uploadBody) detach() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.detached = true
+	return b.err
 }
 
 func (b *uploadBody) Read(p []byte) (int, error) {
-	if b.err != nil {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.err != nil || b.detached {
 		return 0, io.EOF
 	}
 	if b.left <= 0 {
@@ -286,6 +377,7 @@ func (b *uploadBody) Read(p []byte) (int, error) {
 		n += m
 	}
 	b.left -= int64(n)
+	b.h.Write(p[:n])
 	switch {
 	case err == io.EOF && b.left > 0:
 		b.err = fmt.Errorf("blob source ended %d bytes early: %w%.0w", b.left, io.ErrUnexpectedEOF, errdefs.ErrDataLoss)
@@ -316,24 +408,39 @@ func endsAtSize(r io.Reader) error {
 
 // cancelUpload DELETEs a session that will not be completed, so that no
 // upload is left open on the registry. Best effort: the registry's own
-// purge removes what this misses.
+// purge removes what this misses. distribution refuses (416) a DELETE
+// whose Location names an older offset than the session's — a PATCH that
+// broke moved it without saying — so a refusal asks the session's
+// Location (GET) and tries once more.
 func (r *Repository) cancelUpload(ctx context.Context, ep *repoEndpoint, session *url.URL) {
 	if session == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelUploadTimeout)
 	defer cancel()
+	status := r.deleteUpload(ctx, ep, session)
+	if status == 0 || status < 300 || status == http.StatusNotFound {
+		return
+	}
+	if loc := r.currentLocation(ctx, ep, session); loc != nil {
+		r.deleteUpload(ctx, ep, loc)
+	}
+}
+
+// deleteUpload sends the DELETE: the answer's status, 0 without one.
+func (r *Repository) deleteUpload(ctx context.Context, ep *repoEndpoint, session *url.URL) int {
 	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, session.String(), nil)
 	if err != nil {
-		return
+		return 0
 	}
 	resp, err := ep.client.Do(req)
 	if err != nil {
 		r.svc.log.WithError(err).Debug("cancelling an upload session failed")
-		return
+		return 0
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
 	resp.Body.Close()
+	return resp.StatusCode
 }
 
 // blobLocations is the distribution metadata dockerd keeps per blob: the

@@ -19,7 +19,9 @@ func transferRepo(t *testing.T, s *Service, f *fakeRegistry, path string) *Repos
 }
 
 func opener(b []byte) BlobOpener {
-	return func(context.Context) (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	return func(_ context.Context, off int64) (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(b[off:])), nil
+	}
 }
 
 func countPrefix(reqs []string, prefix string) int {
@@ -71,7 +73,7 @@ func TestTransferBlobLyingSourceCommitsNothing(t *testing.T) {
 	blob := []byte("the real bytes")
 	desc := ocispec.Descriptor{Digest: digest.FromBytes(blob), Size: int64(len(blob))}
 	forged := []byte("the fake bytes")
-	open := func(context.Context) (io.ReadCloser, error) {
+	open := func(context.Context, int64) (io.ReadCloser, error) {
 		return io.NopCloser(newVerifyingReader(bytes.NewReader(forged), desc, "src.example")), nil
 	}
 	f.reset()

@@ -85,9 +85,9 @@ func newTransferPlan(top planManifest, manifests []planManifest, includeForeign 
 // transfer is how one run moves a plan: where blobs are read, where they
 // go, how many at a time, and how progress is worded.
 type transfer struct {
-	// open reads a blob at the source: the store (push) or SRC's
-	// repository (copy).
-	open      func(ctx context.Context, desc ocispec.Descriptor) (io.ReadCloser, error)
+	// open reads a blob at the source from an offset (an upload resumed
+	// after a broken PATCH): the store (push) or SRC's repository (copy).
+	open      func(ctx context.Context, desc ocispec.Descriptor, offset int64) (io.ReadCloser, error)
 	dst       *registry.Repository
 	mountFrom []string
 	// limit bounds the blobs under way in each pool (layers, configs).
@@ -192,15 +192,17 @@ func (t *transfer) reported(b planBlob) bool { return !b.config || !t.words.quie
 // REPO", or byte progress then the done word.
 func (t *transfer) moveBlob(ctx context.Context, b planBlob, mu *sync.Mutex) error {
 	id, report := shortID(b.desc.Digest), t.reported(b)
-	open := func(ctx context.Context) (io.ReadCloser, error) {
-		rc, err := t.open(ctx, b.desc)
+	open := func(ctx context.Context, offset int64) (io.ReadCloser, error) {
+		rc, err := t.open(ctx, b.desc, offset)
 		if err != nil || !report {
 			return rc, err
 		}
+		pr := newProgressReader(rc, t.po, id, t.words.moving, b.desc.Size)
+		pr.current = offset // a resumed upload goes on from where the registry is
 		return struct {
 			io.Reader
 			io.Closer
-		}{newProgressReader(rc, t.po, id, t.words.moving, b.desc.Size), rc}, nil
+		}{pr, rc}, nil
 	}
 	how, from, err := t.dst.TransferBlob(ctx, b.desc, t.mountFrom, open)
 	if err != nil {

@@ -180,11 +180,16 @@ func (s *Service) localIndex(target ocispec.Descriptor) ([]planManifest, []byte,
 	return out, b, true
 }
 
-// openStoredBlob opens a stored blob for upload, counted in
-// wharf_pushed_bytes_total (metrics.go): the source of a push.
-func (s *Service) openStoredBlob(_ context.Context, desc ocispec.Descriptor) (io.ReadCloser, error) {
+// openStoredBlob opens a stored blob for upload from offset (a resumed
+// upload), counted in wharf_pushed_bytes_total (metrics.go): the source of
+// a push.
+func (s *Service) openStoredBlob(_ context.Context, desc ocispec.Descriptor, offset int64) (io.ReadCloser, error) {
 	f, _, err := s.st.OpenBlob(desc.Digest)
 	if err != nil {
+		return nil, err
+	}
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		f.Close()
 		return nil, err
 	}
 	return s.transfers.countPushed(f), nil
