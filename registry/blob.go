@@ -47,7 +47,7 @@ func (r *Repository) FetchBlobFrom(ctx context.Context, desc ocispec.Descriptor,
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF
 			}
-			return nil, fmt.Errorf("blob %s: read the %d bytes kept: %w", desc.Digest, n, err)
+			return nil, fmt.Errorf("blob %s: read the %d bytes kept: %w%.0w", desc.Digest, n, err, errdefs.ErrDataLoss)
 		}
 	}
 	var out io.ReadCloser

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
@@ -160,7 +161,7 @@ func (l *Lease) Release() int64 {
 		}
 		candidates = append(candidates, d)
 	}
-	return s.collectLocked(s.st, candidates)
+	return s.collectLocked(s.st, candidates) + s.collectPartialsLocked(time.Now())
 }
 
 // collectLocked removes those of candidates that neither st's records nor a
@@ -233,6 +234,7 @@ func (s *Store) CollectAll(ctx context.Context) (int, int64, error) {
 			os.Remove(filepath.Join(s.root, ingestDir, e.Name()))
 		}
 	}
+	freed += s.collectPartialsLocked(time.Now())
 	return n, freed, nil
 }
 
