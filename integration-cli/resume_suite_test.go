@@ -2,8 +2,13 @@ package integration
 
 import (
 	"fmt"
+	"io/fs"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"time"
 
 	"gopkg.in/check.v1"
 
@@ -82,11 +87,85 @@ func (s *ResumeSuite) TestPullThroughCuts(c *check.C) {
 	assertStoreClean(c, s.d, "after the cut table")
 }
 
-// imageID is the ID wharfd has for ref.
-func (s *ResumeSuite) imageID(c *check.C, ref string) string {
-	var insp struct{ ID string `json:"Id"` }
-	r := s.d.oneShot(c, http.MethodGet, "/v1.50/images/"+ref+"/json")
+// imageID is the ID the suite's wharfd has for ref.
+func (s *ResumeSuite) imageID(c *check.C, ref string) string { return s.imageIDOn(c, s.d, ref) }
+
+func (s *ResumeSuite) imageIDOn(c *check.C, d *Daemon, ref string) string {
+	var insp struct {
+		ID string `json:"Id"`
+	}
+	r := d.oneShot(c, http.MethodGet, "/v1.50/images/"+ref+"/json")
 	c.Assert(r.Status, check.Equals, http.StatusOK, check.Commentf("%s", r))
 	r.JSON(c, &insp)
 	return insp.ID
+}
+
+// partialBytes is what d keeps under partial/ (graph/store/partial.go).
+func partialBytes(d *Daemon) int64 {
+	var n int64
+	_ = filepath.WalkDir(filepath.Join(d.Root, "partial"), func(_ string, e fs.DirEntry, err error) error {
+		if err == nil && e.Type().IsRegular() {
+			if fi, err := e.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// TestPullKilledAt60PercentResumesAfterRestart: wharfd is killed (-9)
+// once 60 % of the image has passed the proxy and been written; started
+// again, it shows the partial downloads, and the same pull downloads at
+// most half the image.
+func (s *ResumeSuite) TestPullKilledAt60PercentResumesAfterRestart(c *check.C) {
+	d := NewDaemon(c)
+	d.Start(c)
+	s.killAtEnd(d)
+	img := pushImage(c, s.reg, "resume/kill", "1", testregistry.ImageOptions{Layers: resumeLayers, LayerSize: resumeLayerSize})
+	ref := s.proxy.Host + "/resume/kill:1"
+	s.proxy.SetCuts(0, 0, false)
+	hold := img.Size() * 6 / 10
+	s.proxy.Hold(hold)
+	defer s.proxy.Release()
+
+	// The pull's client; its outcome does not matter: wharfd dies under it.
+	pulled := make(chan struct{})
+	go func() {
+		defer close(pulled)
+		cmd := exec.Command(bins.Wharf, "-H", d.Host, "pull", ref)
+		cmd.Env = append(os.Environ(), d.cliEnv()...)
+		_ = cmd.Run()
+	}()
+	// Held at 60 %: every byte the proxy sent is in a partial (the config,
+	// fetched whole before the layers, is the difference).
+	config := int64(len(img.Config.Data))
+	ok := waitFor(2*time.Minute, func() bool {
+		return s.proxy.BlobBytes.Load() == hold && partialBytes(d) >= hold-config
+	})
+	c.Assert(ok, check.Equals, true, check.Commentf("proxy sent %d of %d, partials %d\n%s", s.proxy.BlobBytes.Load(), hold, partialBytes(d), d.Log()))
+	kept := partialBytes(d)
+	d.Kill()
+	<-pulled
+	s.proxy.Release()
+
+	d.Start(c)
+	var du struct{ PartialDownloads, PartialDownloadsSize int64 }
+	r := d.oneShot(c, http.MethodGet, "/v1.50/system/df")
+	r.JSON(c, &du)
+	c.Assert(du.PartialDownloadsSize, check.Equals, kept, check.Commentf("%s", r))
+	c.Assert(du.PartialDownloads, check.Equals, int64(resumeLayers), check.Commentf("%s", r))
+	rep, _ := systemCheck(c, d)
+	c.Assert(rep.Problems, check.HasLen, 0, check.Commentf("%s", rep))
+
+	s.proxy.SetCuts(0, 0, false)
+	res := d.Wharf(c, "pull", ref)
+	c.Assert(res.ExitCode, check.Equals, 0, check.Commentf("%s\n%s", res, d.Log()))
+	got := s.proxy.BlobBytes.Load()
+	c.Logf("killed at %d of %d bytes (%d kept); the pull after the restart downloaded %d (%.3f of the image)",
+		hold, img.Size(), kept, got, float64(got)/float64(img.Size()))
+	c.Assert(float64(got) <= 0.5*float64(img.Size()), check.Equals, true, check.Commentf("downloaded %d of %d after the restart", got, img.Size()))
+	c.Assert(partialBytes(d), check.Equals, int64(0))
+	c.Assert(s.imageIDOn(c, d, ref), check.Equals, img.ID())
+	assertStoreClean(c, d, "after the resumed pull")
 }
