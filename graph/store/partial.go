@@ -87,6 +87,14 @@ func (l *Lease) WriteResumableBlob(ctx context.Context, desc ocispec.Descriptor,
 		return fail(fmt.Errorf("write blob %s: %w", desc.Digest, err))
 	}
 	_, created, err := w.Commit(desc.Size, desc.Digest)
+	if err == nil && created {
+		l.s.leaseMu.Lock()
+		if l.downloaded == nil {
+			l.downloaded = map[digest.Digest]bool{}
+		}
+		l.downloaded[desc.Digest] = true
+		l.s.leaseMu.Unlock()
+	}
 	return created, err
 }
 
@@ -151,6 +159,28 @@ func (w *Ingestion) abortPartial() {
 	delete(s.ingests, w.key)
 	s.collectPartialsLocked(time.Now())
 	s.leaseMu.Unlock()
+}
+
+// keepAsPartialLocked moves the stored blob d, which no record and no
+// lease uses, into partial/ as a complete partial download: the next pull
+// of d hashes it and downloads nothing. Its lease starts now. It reports
+// whether d was moved (else the caller removes it). Called with mu and
+// leaseMu held.
+func (s *Store) keepAsPartialLocked(d digest.Digest) bool {
+	if ValidateDigest(d) != nil || s.ingests[partialKey(d)] {
+		return false
+	}
+	p := s.partialPath(d)
+	if err := os.MkdirAll(filepath.Dir(p), dirMode); err != nil {
+		return false
+	}
+	if err := os.Rename(s.blobPath(d), p); err != nil {
+		return false
+	}
+	now := time.Now()
+	_ = os.Chtimes(p, now, now)
+	s.forget(d)
+	return true
 }
 
 // partialFile is one partial download on disk.

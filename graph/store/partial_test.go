@@ -154,3 +154,45 @@ func TestPartialsExpireAndAreCapped(t *testing.T) {
 		t.Fatalf("expired partials after a restart: %d, %d bytes", n, b)
 	}
 }
+
+// A blob the failed operation completed is not deleted with its lease but
+// kept as a complete partial, and so is an orphan at start-up: the next
+// attempt hashes it and downloads nothing.
+func TestCompletedDownloadOfAFailedPullIsKept(t *testing.T) {
+	root := t.TempDir()
+	s := openTestStore(t, root)
+	blob := make([]byte, 100<<10)
+	rand.Read(blob)
+	desc := ocispec.Descriptor{Digest: digest.FromBytes(blob), Size: int64(len(blob))}
+	var asked []int64
+	l := s.NewLease()
+	if _, err := l.WriteResumableBlob(context.Background(), desc, cutSource(t, blob, -1, &asked), keepUnlessWrong); err != nil {
+		t.Fatal(err)
+	}
+	l.Release() // no record: the pull failed on another layer
+	if s.HasBlob(desc.Digest) {
+		t.Fatal("an unrecorded blob stayed in blobs/")
+	}
+	if n, b := s.PartialUsage(); n != 1 || b != desc.Size {
+		t.Fatalf("partials: %d, %d bytes", n, b)
+	}
+	l = s.NewLease()
+	if _, err := l.WriteResumableBlob(context.Background(), desc, cutSource(t, blob, -1, &asked), keepUnlessWrong); err != nil {
+		t.Fatal(err)
+	}
+	// Unrecorded again, and the daemon dies with it in blobs/: start-up
+	// moves it to partial/.
+	s.Close()
+	s = openTestStore(t, root)
+	if s.HasBlob(desc.Digest) {
+		t.Fatal("an orphan stayed in blobs/ after a restart")
+	}
+	l = s.NewLease()
+	defer l.Release()
+	if _, err := l.WriteResumableBlob(context.Background(), desc, cutSource(t, blob, -1, &asked), keepUnlessWrong); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(asked) != fmt.Sprint([]int64{0, desc.Size, desc.Size}) {
+		t.Fatalf("asked from %v", asked)
+	}
+}

@@ -233,12 +233,15 @@ func (s *Store) open(ctx context.Context) error {
 		return err
 	}
 	// No lease can exist yet: whatever no record uses is an orphan left by a
-	// crash (a load killed after staging blobs, an rmi killed between its
-	// record write and its collection) and goes now.
-	if n, freed, err := s.CollectAll(ctx); err != nil {
+	// crash (a pull killed after some layers were complete, a load killed
+	// after staging blobs, an rmi killed between its record write and its
+	// collection). It leaves blobs/ now, into partial/: a pull's next
+	// attempt downloads nothing of it, and the partial lease (24 h, 8 GiB)
+	// removes the rest.
+	if n, freed, err := s.collectAll(ctx, true); err != nil {
 		return fmt.Errorf("graph: collect unreferenced blobs: %w", err)
 	} else if n > 0 {
-		s.log.WithFields(logrus.Fields{"blobs": n, "bytes": freed}).Info("removed unreferenced blobs left by an earlier run")
+		s.log.WithFields(logrus.Fields{"blobs": n, "bytes": freed}).Info("unreferenced blobs left by an earlier run moved to the partial downloads")
 	}
 	return nil
 }
