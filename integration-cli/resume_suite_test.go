@@ -185,3 +185,17 @@ func (s *ResumeSuite) TestPullKilledAt60PercentResumesAfterRestart(c *check.C) {
 	c.Assert(s.imageIDOn(c, d, ref), check.Equals, img.ID())
 	assertStoreClean(c, d, "after the resumed pull")
 }
+
+// TestCopyThroughCuts: the source side of `wharf copy` reads blobs through
+// the same resuming reader: 3 cuts per blob at the source, every byte of
+// the image read about once, and the destination holds the image.
+func (s *ResumeSuite) TestCopyThroughCuts(c *check.C) {
+	dst := s.startRegistry(c, testregistry.Options{})
+	img := pushImage(c, s.reg, "resume/copy", "1", testregistry.ImageOptions{Layers: resumeLayers, LayerSize: resumeLayerSize})
+	s.proxy.SetCuts(3, resumeCutAfter, false)
+	r := s.d.Wharf(c, "copy", s.proxy.Host+"/resume/copy:1", dst.Host+"/resume/copy:1")
+	c.Assert(r.ExitCode, check.Equals, 0, check.Commentf("%s\n%s", r, s.d.Log()))
+	got := s.proxy.BlobBytes.Load()
+	c.Check(float64(got) <= 1.10*float64(img.Size()), check.Equals, true, check.Commentf("read %d for an image of %d", got, img.Size()))
+	c.Check(dstDigest(c, dst, "resume/copy", "1"), check.Equals, img.Manifest.Digest)
+}
