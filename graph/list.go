@@ -279,11 +279,14 @@ func (s *Store) DiskUsage(ctx context.Context) (*types.DiskUsage, error) {
 		}
 		imgs[i].SharedSize = shared
 	}
+	partials, partialBytes := s.st.PartialUsage()
 	return &types.DiskUsage{
-		LayersSize: total,
-		Images:     imgs,
-		Containers: []struct{}{},
-		Volumes:    []struct{}{},
-		BuildCache: []struct{}{},
+		PartialDownloads:     partials,
+		PartialDownloadsSize: partialBytes,
+		LayersSize:           total,
+		Images:               imgs,
+		Containers:           []struct{}{},
+		Volumes:              []struct{}{},
+		BuildCache:           []struct{}{},
 	}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"hash"
 	"io"
 	"net/http"
+	"strconv"
 
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
@@ -19,25 +20,61 @@ import (
 //
 // The reader verifies as it streams (go-containerregistry's
 // verify.ReadCloser), so a consumer that stops at EOF never has unverified
-// bytes.
+// bytes. A body that breaks is reopened where it broke (blob_resume.go).
 func (r *Repository) FetchBlob(ctx context.Context, desc ocispec.Descriptor) (io.ReadCloser, error) {
+	return r.FetchBlobFrom(ctx, desc, nil, 0)
+}
+
+// FetchBlobFrom is FetchBlob for a consumer that holds the first n bytes of
+// the blob already (a partial download the store kept, graph/store
+// partial.go): have yields them, they are hashed first, and the reader
+// delivers the blob from byte n on. Its io.EOF still means the whole blob —
+// have's bytes and the rest — is desc: the bytes kept are checked, not
+// trusted. A have that ends short of n fails with io.ErrUnexpectedEOF.
+func (r *Repository) FetchBlobFrom(ctx context.Context, desc ocispec.Descriptor, have io.Reader, n int64) (io.ReadCloser, error) {
 	if err := validateDescriptor(desc); err != nil {
 		return nil, err
 	}
+	if n < 0 || n > desc.Size {
+		return nil, fmt.Errorf("blob %s: cannot resume at byte %d of %d%.0w", desc.Digest, n, desc.Size, errdefs.ErrInvalidArgument)
+	}
+	if !desc.Digest.Algorithm().Available() {
+		return nil, fmt.Errorf("unsupported digest algorithm in %q%.0w", desc.Digest, errdefs.ErrInvalidArgument)
+	}
+	h := desc.Digest.Algorithm().Hash()
+	if n > 0 {
+		if _, err := io.CopyN(h, have, n); err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, fmt.Errorf("blob %s: read the %d bytes kept: %w%.0w", desc.Digest, n, err, errdefs.ErrDataLoss)
+		}
+	}
 	var out io.ReadCloser
 	err := r.readEach(ctx, func(ep *repoEndpoint) error {
-		rc, err := r.getBlob(ctx, ep, desc)
-		if err != nil {
-			return err
+		open := func(ctx context.Context, off int64) (io.ReadCloser, int64, error) {
+			return r.getBlob(ctx, ep, desc, off)
+		}
+		var body io.ReadCloser
+		start := n
+		// Asked unless the kept bytes are the whole blob: a blob declared
+		// 0 bytes is still read, so one served endlessly fails as "larger".
+		if n == 0 || n < desc.Size {
+			var err error
+			if body, start, err = open(ctx, n); err != nil {
+				return err
+			}
 		}
 		// The body is under the slow-body rule already (transport/timeouts.go).
-		var vr io.Reader = newVerifyingReader(rc, desc, ep.host)
+		rb := newResumingBody(ctx, open, desc, ep.host, body, n, start)
+		rb.backoff = r.svc.blobBackoff
+		var vr io.Reader = &verifyingReader{r: rb, desc: desc, host: ep.host, h: h, n: n, strict: true}
 		if !ep.mirror {
 			// A verified read proves the blob is in this repository: a
 			// later push or copy to this registry may mount it from here.
 			vr = &onEOF{r: vr, fn: func() { r.svc.blobs.add(desc.Digest, r.info.Index.Name, r.path) }}
 		}
-		out = &verifiedBlob{readCloser: readCloser{Reader: vr, Closer: rc}, dgst: desc.Digest}
+		out = &verifiedBlob{readCloser: readCloser{Reader: vr, Closer: rb}, dgst: desc.Digest, body: rb}
 		return nil
 	})
 	return out, err
@@ -47,37 +84,58 @@ func (r *Repository) blobURL(ep *repoEndpoint, d digest.Digest) string {
 	return ep.baseURL() + "/v2/" + r.path + "/blobs/" + d.String()
 }
 
-// getBlob GETs a blob (following a redirect to its store): the body,
-// once the answer's Content-Length and Docker-Content-Digest, when given,
-// agree with desc. Missing: errdefs.ErrNotFound.
-func (r *Repository) getBlob(ctx context.Context, ep *repoEndpoint, desc ocispec.Descriptor) (io.ReadCloser, error) {
+// getBlob GETs a blob (following a redirect to its store) from byte off:
+// the body and the offset of its first byte, once the answer's
+// Content-Length, Content-Range and Docker-Content-Digest, when given, agree
+// with desc. off > 0 asks with `Range: bytes=off-`; a 200 to it (the whole
+// blob: a registry that ignores Range) starts at 0, a 206 must start at off
+// (else ErrUpstream). Missing: errdefs.ErrNotFound.
+func (r *Repository) getBlob(ctx context.Context, ep *repoEndpoint, desc ocispec.Descriptor, off int64) (io.ReadCloser, int64, error) {
 	ctx = transport.WithRepositoryScope(ctx, ep.host, r.path, transport.ActionPull)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.blobURL(ep, desc.Digest), nil)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
+	}
+	if off > 0 {
+		req.Header.Set("Range", "bytes="+strconv.FormatInt(off, 10)+"-")
 	}
 	resp, err := ep.client.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	switch resp.StatusCode {
-	case http.StatusOK:
-		if resp.ContentLength != -1 && resp.ContentLength != desc.Size {
+	switch {
+	case resp.StatusCode == http.StatusOK || (off > 0 && resp.StatusCode == http.StatusPartialContent):
+		var start int64
+		want := desc.Size
+		if resp.StatusCode == http.StatusPartialContent {
+			first, last, total, err := parseContentRange(resp.Header.Get("Content-Range"))
+			if err == nil && (first != off || last >= desc.Size || (total != -1 && total != desc.Size)) {
+				err = fmt.Errorf("Content-Range %q, asked for bytes=%d- of %d", truncate(resp.Header.Get("Content-Range"), 64), off, desc.Size)
+			}
+			if err != nil {
+				resp.Body.Close()
+				return nil, 0, invalidDocument(ep.host, "blob %s: %v", desc.Digest, err)
+			}
+			// A shorter range than asked is a truncation: the reader asks
+			// again from where it ends.
+			start, want = first, last+1-first
+		}
+		if resp.ContentLength != -1 && resp.ContentLength != want {
 			resp.Body.Close()
-			return nil, fmt.Errorf("%s %q: mismatch Content-Length", resp.Request.Method, resp.Request.URL.Redacted())
+			return nil, 0, fmt.Errorf("%s %q: mismatch Content-Length", resp.Request.Method, resp.Request.URL.Redacted())
 		}
 		if err := checkContentDigest(resp, desc.Digest); err != nil {
 			resp.Body.Close()
-			return nil, err
+			return nil, 0, err
 		}
-		return resp.Body, nil
-	case http.StatusNotFound:
+		return resp.Body, start, nil
+	case resp.StatusCode == http.StatusNotFound:
 		resp.Body.Close()
-		return nil, fmt.Errorf("%s: not found%.0w", desc.Digest, errdefs.ErrNotFound)
+		return nil, 0, fmt.Errorf("%s: not found%.0w", desc.Digest, errdefs.ErrNotFound)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	return nil, transport.StatusError(http.MethodGet, resp, body, ep.host)
+	return nil, 0, transport.StatusError(http.MethodGet, resp, body, ep.host)
 }
 
 // headBlob asks (HEAD) whether the repository has blob d: its size when
@@ -144,6 +202,7 @@ func (o *onEOF) Read(p []byte) (int, error) {
 type verifiedBlob struct {
 	readCloser
 	dgst digest.Digest
+	body *resumingBody
 }
 
 // VerifiedDigest tells a consumer that this reader returns an error in

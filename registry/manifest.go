@@ -268,7 +268,7 @@ func (r *Repository) FetchConfig(ctx context.Context, desc ocispec.Descriptor) (
 	}
 	var data []byte
 	err := r.readEach(ctx, func(ep *repoEndpoint) error {
-		rc, err := r.getBlob(ctx, ep, desc)
+		rc, _, err := r.getBlob(ctx, ep, desc, 0)
 		if err != nil {
 			return err
 		}

@@ -32,6 +32,7 @@ type Service struct {
 	reloadMu    sync.Mutex    // one Reload at a time
 	mirrorDown  sync.Map      // mirror host → *mirrorState (mirrors.go)
 	mirrorRetry time.Duration // mirrorRetryAfter; tests shorten it
+	blobBackoff time.Duration // blobReopenBackoff; tests shorten it (blob_resume.go)
 	// configRead, when set, is called after every read of the
 	// configuration: tests reload in the middle of a decision with it.
 	configRead func()
@@ -81,6 +82,7 @@ func newService(opts ServiceOptions, maxWait time.Duration) (*Service, error) {
 		tags:           newTagCache(maxTagAnswers),
 		blobs:          newBlobLocations(),
 		mirrorRetry:    mirrorRetryAfter,
+		blobBackoff:    blobReopenBackoff,
 	}
 	s.state.Store(&serviceState{cfg: cfg})
 	s.setObserver(opts.Observer)

@@ -57,7 +57,7 @@ const (
 // whole blob). TransferBlob calls it only when the registry needs the
 // bytes: once from 0, and again from a later offset when a PATCH broke and
 // the upload resumes (upload_resume.go) — the store's file seeks there,
-// SRC's blob is asked with Range (FetchBlobFrom). TransferBlob hashes the
+// SRC's blob is asked with Range (OpenBlobAt). TransferBlob hashes the
 // whole stream and checks the digest before it commits, and the
 // destination checks it again (the PUT names it); a reader that fails when
 // its bytes do not match (FetchBlob's) stops the upload sooner.

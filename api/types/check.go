@@ -27,6 +27,11 @@ type CheckReport struct {
 	// Blobs (each is also listed in Problems as unreferenced-blob).
 	UnreferencedBlobs int
 	UnreferencedBytes int64
+	// PartialDownloads and PartialBytes count the partial downloads kept
+	// for the next pull (under partial/, not blobs/; they expire 24 h after
+	// their last write). Not problems.
+	PartialDownloads int   `json:",omitempty"`
+	PartialBytes     int64 `json:",omitempty"`
 	// Problems is empty (not nil) for a healthy store.
 	Problems []CheckProblem
 }

@@ -182,6 +182,11 @@ type DiskUsage struct {
 	// sends it and newer dockerd omits it when 0; clients written against
 	// the older answer read it without checking (Python's df()["BuilderSize"]).
 	BuilderSize int64
+	// PartialDownloads and PartialDownloadsSize are wharf's own: the partial
+	// downloads kept for the next pull of their blob, not in LayersSize
+	// (docs/reliability.md).
+	PartialDownloads     int   `json:",omitempty"`
+	PartialDownloadsSize int64 `json:",omitempty"`
 }
 
 // CopyOptions are the options of POST /wharf/images/copy (wharf's own): copy

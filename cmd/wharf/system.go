@@ -56,6 +56,9 @@ func newSystemCheckCommand(c *cli) *cobra.Command {
 					what = "verified"
 				}
 				fmt.Fprintf(c.err, "%s %d images and %d blobs: %d problem(s)\n", what, rep.Images, rep.Blobs, len(rep.Problems))
+				if rep.PartialDownloads > 0 {
+					fmt.Fprintf(c.err, "%d partial download(s) kept for the next pull: %d bytes\n", rep.PartialDownloads, rep.PartialBytes)
+				}
 			}
 			if len(rep.Problems) > 0 {
 				return &statusError{status: 1}

@@ -214,7 +214,7 @@ func parseRemoteManifest(desc ocispec.Descriptor, b []byte) (planManifest, error
 // verifying reader), maxConcurrentCopies at a time, each counted in result.
 func copyTransfer(src, dst *registry.Repository, mountFrom []string, po *progressOutput, result *types.CopyResult) transfer {
 	return transfer{
-		open:      src.FetchBlobFrom,
+		open:      src.OpenBlobAt,
 		dst:       dst,
 		mountFrom: mountFrom,
 		limit:     maxConcurrentCopies,

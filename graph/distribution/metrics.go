@@ -57,7 +57,26 @@ func (bt *blobTransfers) countPulled(src blobFetcher) blobFetcher {
 	if !bt.observed() {
 		return src
 	}
-	return countingFetcher{src, bt.obs.PulledBytes}
+	cf := countingFetcher{src, bt.obs.PulledBytes}
+	if rf, ok := src.(rangeFetcher); ok {
+		return countingRangeFetcher{cf, rf}
+	}
+	return cf
+}
+
+// countingRangeFetcher is countingFetcher for a source that resumes:
+// counting must not hide that it can.
+type countingRangeFetcher struct {
+	countingFetcher
+	rf rangeFetcher
+}
+
+func (f countingRangeFetcher) FetchBlobFrom(ctx context.Context, desc ocispec.Descriptor, have io.Reader, n int64) (io.ReadCloser, error) {
+	rc, err := f.rf.FetchBlobFrom(ctx, desc, have, n)
+	if err != nil {
+		return nil, err
+	}
+	return &countingReader{ReadCloser: rc, add: f.add}, nil
 }
 
 // countPushed makes rc report the bytes read from it.

@@ -244,6 +244,11 @@ func (li leaseIngester) WriteBlob(ctx context.Context, desc ocispec.Descriptor, 
 	return err
 }
 
+func (li leaseIngester) WriteResumableBlob(ctx context.Context, desc ocispec.Descriptor, open store.ResumeFunc, keep func(error) bool) error {
+	_, err := li.l.WriteResumableBlob(ctx, desc, open, keep)
+	return err
+}
+
 func (li leaseIngester) WriteVerifiedBlob(ctx context.Context, desc ocispec.Descriptor, r io.Reader) error {
 	_, err := li.l.WriteVerifiedBlob(ctx, desc, r)
 	return err

@@ -5,8 +5,12 @@ import (
 	"errors"
 	"io"
 
+	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/wharfproject/wharf/graph/store"
+	"github.com/wharfproject/wharf/registry"
 )
 
 // blobFetcher is what a pull needs from a registry repository.
@@ -25,6 +29,19 @@ type blobIngester interface {
 // checks the digest itself, without hashing it again (store.Lease).
 type verifiedIngester interface {
 	WriteVerifiedBlob(ctx context.Context, desc ocispec.Descriptor, r io.Reader) error
+}
+
+// rangeFetcher is a blobFetcher that can resume: have yields the first n
+// bytes of the blob, kept from a failed download, and the reader delivers
+// the rest, verified over the whole blob (registry.FetchBlobFrom).
+type rangeFetcher interface {
+	FetchBlobFrom(ctx context.Context, desc ocispec.Descriptor, have io.Reader, n int64) (io.ReadCloser, error)
+}
+
+// resumableIngester is a blobIngester that keeps partial downloads
+// (store.Lease.WriteResumableBlob).
+type resumableIngester interface {
+	WriteResumableBlob(ctx context.Context, desc ocispec.Descriptor, open store.ResumeFunc, keep func(error) bool) error
 }
 
 // digestVerifier is a fetched blob's reader that fails in place of io.EOF
@@ -180,18 +197,35 @@ func fetchBlobInto(ctx context.Context, src blobFetcher, dst blobIngester, desc 
 	if dst.HasBlob(desc.Digest) {
 		return nil // a pull that finished just before us stored it
 	}
+	progress := func(rc io.Reader, from int64) *progressReader {
+		pr := newProgressReader(rc, po, id, "Downloading", desc.Size)
+		// From the bytes a failed download kept: the bar never goes back.
+		pr.current, pr.lastBytes = from, from
+		pr.onEOF = func() {
+			_ = po.layer(id, "Verifying Checksum")
+			if downloaded != nil {
+				downloaded()
+			}
+		}
+		return pr
+	}
+	if rf, ok := src.(rangeFetcher); ok {
+		if ri, ok := dst.(resumableIngester); ok {
+			return ri.WriteResumableBlob(ctx, desc, func(have io.Reader, n int64) (io.ReadCloser, error) {
+				rc, err := rf.FetchBlobFrom(ctx, desc, have, n)
+				if err != nil {
+					return nil, err
+				}
+				return readCloser{progress(rc, n), rc}, nil
+			}, keepPartial)
+		}
+	}
 	rc, err := src.FetchBlob(ctx, desc)
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
-	pr := newProgressReader(rc, po, id, "Downloading", desc.Size)
-	pr.onEOF = func() {
-		_ = po.layer(id, "Verifying Checksum")
-		if downloaded != nil {
-			downloaded()
-		}
-	}
+	pr := progress(rc, 0)
 	// Verified once: by the registry client's reader when it says it checks
 	// this very digest, and the store then only checks the size; else by
 	// the store.
@@ -201,4 +235,17 @@ func fetchBlobInto(ctx context.Context, src blobFetcher, dst blobIngester, desc 
 		}
 	}
 	return dst.WriteBlob(ctx, desc, pr)
+}
+
+// keepPartial: a failed download keeps its bytes for the next pull unless
+// they are proven wrong — a digest or size mismatch, or an answer that
+// contradicts itself (ErrUpstream: a Content-Range elsewhere) — so a
+// registry serving bad bytes costs one wasted download, not one per pull.
+func keepPartial(err error) bool {
+	return !errdefs.IsDataLoss(err) && !errdefs.IsInvalidArgument(err) && !errors.Is(err, registry.ErrUpstream)
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
 }

@@ -102,6 +102,9 @@ func (s *Store) Check(ctx context.Context, full bool) (*CheckReport, error) {
 		return nil, err
 	}
 	rep.Blobs = n
+	// Partial downloads are no problem: they are kept on purpose, under
+	// their own expiry (partial.go), and shown so their disk is accounted.
+	rep.PartialDownloads, rep.PartialBytes = l.PartialUsage()
 	sort.SliceStable(rep.Problems, func(i, j int) bool {
 		a, b := rep.Problems[i], rep.Problems[j]
 		if a.Image != b.Image {

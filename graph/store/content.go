@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
@@ -118,6 +119,10 @@ type Ingestion struct {
 	// verified is the digest the source reader checks itself (see
 	// Lease.WriteVerifiedBlob); digester is nil then.
 	verified digest.Digest
+	// partial: the file is a partial download (partial.go), kept on
+	// Abort when keep is set; key is its name among s.ingests.
+	partial, keep bool
+	key           string
 }
 
 // Write hashes and writes p, and starts the writeback of every full chunk.
@@ -198,7 +203,11 @@ func (w *Ingestion) Commit(size int64, want digest.Digest) (digest.Digest, bool,
 		return "", false, err
 	}
 	w.done = true
-	s.endIngest(w.f.Name())
+	if w.partial {
+		s.endIngest(w.key)
+	} else {
+		s.endIngest(w.f.Name())
+	}
 	return got, !existed, nil
 }
 
@@ -228,6 +237,11 @@ func (w *Ingestion) Abort() {
 	if w.done {
 		return
 	}
+	w.done = true
+	if w.partial {
+		w.abortPartial()
+		return
+	}
 	w.f.Close()
 	os.Remove(w.f.Name())
 	w.lease.s.endIngest(w.f.Name())
@@ -235,8 +249,11 @@ func (w *Ingestion) Abort() {
 }
 
 func (s *Store) endIngest(name string) {
+	if !strings.HasPrefix(name, "partial/") {
+		name = filepath.Base(name)
+	}
 	s.leaseMu.Lock()
-	delete(s.ingests, filepath.Base(name))
+	delete(s.ingests, name)
 	s.leaseMu.Unlock()
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
@@ -26,6 +27,11 @@ type Lease struct {
 	s        *Store
 	pinned   map[digest.Digest]bool
 	released bool
+	// downloaded: blobs this lease stored through WriteResumableBlob. If
+	// no record uses them at Release (the pull failed after they were
+	// complete), they become partial downloads instead of being deleted
+	// (partial.go): a pull that fails at 99 % keeps 99 %.
+	downloaded map[digest.Digest]bool
 }
 
 // NewLease starts a lease. The caller must Release it.
@@ -160,7 +166,15 @@ func (l *Lease) Release() int64 {
 		}
 		candidates = append(candidates, d)
 	}
-	return s.collectLocked(s.st, candidates)
+	if len(l.downloaded) > 0 {
+		live := s.liveSet(s.st)
+		for d := range l.downloaded {
+			if !live[d] && s.pins[d] <= 0 {
+				s.keepAsPartialLocked(d)
+			}
+		}
+	}
+	return s.collectLocked(s.st, candidates) + s.collectPartialsLocked(time.Now())
 }
 
 // collectLocked removes those of candidates that neither st's records nor a
@@ -207,6 +221,13 @@ func (s *Store) liveSet(st *state) map[digest.Digest]bool {
 // and every ingest temp file no live ingestion owns. It returns the number
 // of blobs removed and the bytes freed.
 func (s *Store) CollectAll(ctx context.Context) (int, int64, error) {
+	return s.collectAll(ctx, false)
+}
+
+// collectAll is CollectAll; keep moves the orphans into partial/ instead
+// (start-up: a pull killed after some of its layers were complete keeps
+// them for the next pull, under the partial lease).
+func (s *Store) collectAll(ctx context.Context, keep bool) (int, int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.leaseMu.Lock()
@@ -218,6 +239,10 @@ func (s *Store) CollectAll(ctx context.Context) (int, int64, error) {
 	var n int
 	var freed int64
 	for _, o := range orphans {
+		if keep && s.keepAsPartialLocked(o.Digest) {
+			n++
+			continue
+		}
 		b, err := s.removeBlob(o.Digest)
 		if err != nil {
 			s.log.WithError(err).WithField("digest", o.Digest).Warn("remove unreferenced blob")
@@ -233,6 +258,7 @@ func (s *Store) CollectAll(ctx context.Context) (int, int64, error) {
 			os.Remove(filepath.Join(s.root, ingestDir, e.Name()))
 		}
 	}
+	freed += s.collectPartialsLocked(time.Now())
 	return n, freed, nil
 }
 

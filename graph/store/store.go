@@ -19,6 +19,11 @@
 //	│       └── <hex>               manifests, indexes, configs, layers; each
 //	│                               verified against its digest before it appears
 //	├── ingest/                     temp files of blobs being written; emptied at start
+//	├── partial/
+//	│   └── sha256/
+//	│       └── <hex>               partial downloads of the blob <hex>, kept for
+//	│                               the next pull; removed 24 h after their last
+//	│                               write, or past 8 GiB in all (partial.go)
 //	└── wharf/
 //	    ├── images.json             the image records (ID, target, manifest, tags,
 //	    │                           digests): the source of truth
@@ -53,6 +58,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/containerd/errdefs"
 	"github.com/gofrs/flock"
@@ -88,6 +94,10 @@ const maxRecordsSize = 256 << 20
 type Options struct {
 	Root   string
 	Logger *logrus.Entry
+	// PartialTTL and PartialMaxBytes bound the partial downloads kept
+	// (partial.go); 0 means PartialTTL and PartialMaxBytes.
+	PartialTTL      time.Duration
+	PartialMaxBytes int64
 }
 
 // Store is the OCI layout on disk, the leases, and the in-memory image
@@ -103,7 +113,10 @@ type Store struct {
 
 	leaseMu sync.Mutex
 	pins    map[digest.Digest]int // digest → number of live leases pinning it
-	ingests map[string]bool       // temp files of live ingestions (ingest/ names)
+	ingests map[string]bool       // temp files of live ingestions (ingest/ names, partialKey)
+
+	partialTTL time.Duration // PartialTTL unless Options say otherwise
+	partialMax int64         // PartialMaxBytes unless Options say otherwise
 
 	// pendDirs are the blob directories a rename went into since the last
 	// records update, whose fsync that update owes (syncPendingDirs).
@@ -158,8 +171,17 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		pins:     map[digest.Digest]int{},
 		ingests:  map[string]bool{},
 		pendDirs: map[string]bool{},
-		meta:     map[digest.Digest]*ImageMeta{},
-		refs:     map[digest.Digest][]digest.Digest{},
+
+		partialTTL: PartialTTL,
+		partialMax: PartialMaxBytes,
+		meta:       map[digest.Digest]*ImageMeta{},
+		refs:       map[digest.Digest][]digest.Digest{},
+	}
+	if opts.PartialTTL > 0 {
+		s.partialTTL = opts.PartialTTL
+	}
+	if opts.PartialMaxBytes > 0 {
+		s.partialMax = opts.PartialMaxBytes
 	}
 	s.flock = flock.New(filepath.Join(root, wharfDir, lockFile))
 	locked, err := s.flock.TryLock()
@@ -188,6 +210,13 @@ func (s *Store) open(ctx context.Context) error {
 	if err := os.MkdirAll(filepath.Join(s.root, ingestDir), dirMode); err != nil {
 		return err
 	}
+	// partial/ is the one exception: a partial download is written by
+	// appending and verified whole before it is used, so a crash leaves it
+	// usable or detectably wrong, never trusted (partial.go). Expired ones
+	// go now.
+	s.leaseMu.Lock()
+	s.collectPartialsLocked(time.Now())
+	s.leaseMu.Unlock()
 	if _, err := os.Stat(filepath.Join(s.root, layoutFile)); errors.Is(err, os.ErrNotExist) {
 		b, _ := json.Marshal(ocispec.ImageLayout{Version: ocispec.ImageLayoutVersion})
 		if err := s.writeFileAtomic(s.root, layoutFile, b); err != nil {
@@ -204,12 +233,15 @@ func (s *Store) open(ctx context.Context) error {
 		return err
 	}
 	// No lease can exist yet: whatever no record uses is an orphan left by a
-	// crash (a load killed after staging blobs, an rmi killed between its
-	// record write and its collection) and goes now.
-	if n, freed, err := s.CollectAll(ctx); err != nil {
+	// crash (a pull killed after some layers were complete, a load killed
+	// after staging blobs, an rmi killed between its record write and its
+	// collection). It leaves blobs/ now, into partial/: a pull's next
+	// attempt downloads nothing of it, and the partial lease (24 h, 8 GiB)
+	// removes the rest.
+	if n, freed, err := s.collectAll(ctx, true); err != nil {
 		return fmt.Errorf("graph: collect unreferenced blobs: %w", err)
 	} else if n > 0 {
-		s.log.WithFields(logrus.Fields{"blobs": n, "bytes": freed}).Info("removed unreferenced blobs left by an earlier run")
+		s.log.WithFields(logrus.Fields{"blobs": n, "bytes": freed}).Info("unreferenced blobs left by an earlier run moved to the partial downloads")
 	}
 	return nil
 }
