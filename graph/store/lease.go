@@ -109,15 +109,21 @@ func (l *Lease) WriteBlob(ctx context.Context, desc ocispec.Descriptor, r io.Rea
 	return l.writeBlob(ctx, desc, r, false)
 }
 
-func (l *Lease) writeBlob(ctx context.Context, desc ocispec.Descriptor, r io.Reader, verified bool) (bool, error) {
+// needsBlob says whether desc is a well-formed descriptor of a blob the
+// store does not have yet (a write of one it has is a no-op).
+func (l *Lease) needsBlob(desc ocispec.Descriptor) (bool, error) {
 	if err := ValidateDigest(desc.Digest); err != nil {
 		return false, err
 	}
 	if desc.Size < 0 {
 		return false, fmt.Errorf("blob %s: negative size %d%.0w", desc.Digest, desc.Size, errdefs.ErrInvalidArgument)
 	}
-	if l.Has(desc.Digest) {
-		return false, nil
+	return !l.Has(desc.Digest), nil
+}
+
+func (l *Lease) writeBlob(ctx context.Context, desc ocispec.Descriptor, r io.Reader, verified bool) (bool, error) {
+	if need, err := l.needsBlob(desc); !need {
+		return false, err
 	}
 	w, err := l.Ingest(desc.Digest.Algorithm())
 	if err != nil {

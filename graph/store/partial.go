@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
@@ -59,14 +58,8 @@ type ResumeFunc func(have io.Reader, n int64) (io.ReadCloser, error)
 // another ingestion is writing is left alone: this one starts from zero in
 // a temp file of its own.
 func (l *Lease) WriteResumableBlob(ctx context.Context, desc ocispec.Descriptor, open ResumeFunc, keep func(error) bool) (bool, error) {
-	if err := ValidateDigest(desc.Digest); err != nil {
+	if need, err := l.needsBlob(desc); !need {
 		return false, err
-	}
-	if desc.Size < 0 {
-		return false, fmt.Errorf("blob %s: negative size %d%.0w", desc.Digest, desc.Size, errdefs.ErrInvalidArgument)
-	}
-	if l.Has(desc.Digest) {
-		return false, nil
 	}
 	w, err := l.ingestPartial(desc)
 	if err != nil {
