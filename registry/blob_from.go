@@ -11,12 +11,14 @@ import (
 
 // OpenBlobAt streams a blob from offset on: the BlobOpener of a copy, whose
 // upload to DST may resume mid-blob (TransferBlob). From 0 it is FetchBlob
-// (verified as it streams). From an offset it is the same GET with Range
+// (verified as it streams, and saying so: TransferBlob then hashes
+// nothing itself). From an offset it is the same GET with Range
 // and the same resuming body as FetchBlob's (getBlob, blob_resume.go): a
 // 206 must start at offset, a 200 (a registry that ignores Range) has its
 // head dropped, a body that breaks is asked again from where it broke. The
 // bytes are not verified here — the first offset bytes are not read —
-// TransferBlob hashes the whole stream before it commits.
+// TransferBlob, once an upload resumed, hashes the whole stream (the first
+// offset bytes reread from 0) before it commits.
 func (r *Repository) OpenBlobAt(ctx context.Context, desc ocispec.Descriptor, offset int64) (io.ReadCloser, error) {
 	if offset == 0 {
 		return r.FetchBlob(ctx, desc)

@@ -57,10 +57,14 @@ const (
 // whole blob). TransferBlob calls it only when the registry needs the
 // bytes: once from 0, and again from a later offset when a PATCH broke and
 // the upload resumes (upload_resume.go) — the store's file seeks there,
-// SRC's blob is asked with Range (OpenBlobAt). TransferBlob hashes the
-// whole stream and checks the digest before it commits, and the
-// destination checks it again (the PUT names it); a reader that fails when
-// its bytes do not match (FetchBlob's) stops the upload sooner.
+// SRC's blob is asked with Range (OpenBlobAt). No byte is committed (PUT)
+// before the whole stream is verified to be desc, and the destination
+// checks it again (the PUT names it). The reader opened at 0 verifies
+// itself when it says VerifiedDigest() == desc.Digest (FetchBlob's: it
+// returns an error in place of io.EOF unless its bytes are desc), and
+// TransferBlob then hashes nothing: one SHA-256 pass for a copy. Any other
+// source (the store's file) is hashed as it is sent, and so is every
+// source once an upload resumed (upload_resume.go).
 type BlobOpener func(ctx context.Context, offset int64) (io.ReadCloser, error)
 
 // TransferBlob makes this repository hold desc. mountFrom are repository
@@ -208,6 +212,11 @@ func sessionURL(resp *http.Response) (*url.URL, error) {
 // maxPatchesPerBlob in all. An answer that cannot be trusted returns
 // errRestartUpload: the caller cancels this session and starts another.
 //
+// The bytes are verified once before the PUT: by the source itself when it
+// verifies itself (verifiesItself), else by hashing them as they are sent
+// (hashCheckpoints); a resume of a self-verifying source hashes its first
+// bytes, read again, then everything sent (hashPrefix).
+//
 // PATCH then PUT rather than one PUT with the body, as docker, crane and
 // skopeo upload: a source that breaks or lies (its verifying reader fails
 // at the end) then ends the PATCH cleanly and the blob is never committed.
@@ -224,15 +233,24 @@ func (r *Repository) upload(ctx context.Context, ep *repoEndpoint, session *url.
 	}
 	var acked int64 // the offset the registry last reported
 	stalls, wait, resumed := 0, resumeMinWait, false
+	// selfVerified: the source opened at 0 proves desc at its end, so sum
+	// hashes nothing (one SHA-256 pass, the source's); the first resume
+	// ends it. ended: the last PATCH's source was read to its clean end.
+	var selfVerified, ended bool
 	for patches := 1; ; patches++ {
 		rc, err := openAt(ctx, open, sum, acked)
 		if err != nil {
 			return session, err
 		}
 		src := &uploadBody{r: rc, left: desc.Size - acked, h: sum}
+		if patches == 1 && verifiesItself(rc, desc.Digest) {
+			selfVerified, src.h = true, nil
+		}
 		next, status, perr := r.patch(ctx, ep, session, src)
 		srcErr := src.detach()
 		rc.Close()
+		sent := desc.Size - src.left // bytes handed to the PATCHes so far
+		ended = src.ended
 		if next != nil {
 			session = next
 		}
@@ -260,7 +278,7 @@ func (r *Repository) upload(ctx context.Context, ep *repoEndpoint, session *url.
 		if st.location != nil {
 			session = st.location
 		}
-		if sent := sum.n; st.offset < acked || st.offset > sent {
+		if st.offset < acked || st.offset > sent {
 			return session, fmt.Errorf("registry %s: upload of %s at offset %d after a failed PATCH, with %d kept before and %d sent: %w%.0w",
 				ep.host, desc.Digest, st.offset, acked, sent, perr, errRestartUpload)
 		}
@@ -271,10 +289,28 @@ func (r *Repository) upload(ctx context.Context, ep *repoEndpoint, session *url.
 		}
 		r.svc.log.WithError(perr).Debugf("resuming the upload of %s at %d of %d bytes", desc.Digest, st.offset, desc.Size)
 		acked, resumed = st.offset, true
+		if selfVerified {
+			// What the registry kept of the self-verified reader was
+			// never verified (the reader broke before its end): the
+			// source's first acked bytes are read again and hashed, not
+			// sent, and from now on sum hashes the whole stream.
+			if err := hashPrefix(ctx, open, sum, acked); err != nil {
+				return session, err
+			}
+			selfVerified = false
+		}
 	}
-	if got := sum.digest(); got != desc.Digest {
-		// The source's fault (a store file or SRC's bytes), not DST's.
-		return session, fmt.Errorf("blob source: the bytes read for %s hash to %s%.0w%.0w", desc.Digest, got, ErrDigestMismatch, errdefs.ErrDataLoss)
+	switch {
+	case selfVerified && !ended:
+		// The registry answered before the body's end: the source's
+		// check at its end never ran.
+		return session, fmt.Errorf("registry %s took the upload of %s before its end%.0w", ep.host, desc.Digest, transport.ErrUpstream)
+	case selfVerified:
+	default:
+		if got := sum.digest(); got != desc.Digest {
+			// The source's fault (a store file or SRC's bytes), not DST's.
+			return session, fmt.Errorf("blob source: the bytes read for %s hash to %s%.0w%.0w", desc.Digest, got, ErrDigestMismatch, errdefs.ErrDataLoss)
+		}
 	}
 
 	u := *session
@@ -336,10 +372,11 @@ func (r *Repository) patch(ctx context.Context, ep *repoEndpoint, session *url.U
 // contract): detach ends the reads, waiting for one under way, before the
 // caller looks at what was sent or closes the source.
 type uploadBody struct {
-	r    io.Reader
-	left int64
-	h    io.Writer // every byte passed on, in order (hashCheckpoints)
-	err  error
+	r     io.Reader
+	left  int64
+	h     io.Writer // every byte passed on, in order (hashCheckpoints); nil: r verifies itself
+	err   error
+	ended bool // r ended cleanly at left == 0
 
 	mu       sync.Mutex
 	detached bool
@@ -362,6 +399,7 @@ func (b *uploadBody) Read(p []byte) (int, error) {
 	}
 	if b.left <= 0 {
 		b.err = endsAtSize(b.r)
+		b.ended = b.err == nil
 		return 0, io.EOF
 	}
 	if int64(len(p)) > b.left {
@@ -377,16 +415,27 @@ func (b *uploadBody) Read(p []byte) (int, error) {
 		n += m
 	}
 	b.left -= int64(n)
-	b.h.Write(p[:n])
+	if b.h != nil {
+		b.h.Write(p[:n])
+	}
 	switch {
 	case err == io.EOF && b.left > 0:
 		b.err = fmt.Errorf("blob source ended %d bytes early: %w%.0w", b.left, io.ErrUnexpectedEOF, errdefs.ErrDataLoss)
 	case err == io.EOF:
 		b.err = endsAtSize(b.r) // nil: a reader at EOF stays there
+		b.ended = b.err == nil
 	case err != nil:
 		b.err = err
 	}
 	return n, nil
+}
+
+// verifiesItself says whether rc returns an error in place of io.EOF
+// unless its bytes are exactly the blob d (FetchBlob's reader, whose
+// VerifiedDigest pull's content store relies on the same way).
+func verifiesItself(rc io.Reader, d digest.Digest) bool {
+	v, ok := rc.(interface{ VerifiedDigest() digest.Digest })
+	return ok && v.VerifiedDigest() == d
 }
 
 // endsAtSize reads r to its end: nil when it ends cleanly there, its error,

@@ -204,6 +204,10 @@ type hashCheckpoints struct {
 	saved []checkpoint
 }
 
+// uploadHash makes the hashes of hashCheckpoints (a test counts what they
+// hash: one pass over a blob, not two).
+var uploadHash = func(a digest.Algorithm) hash.Hash { return a.Hash() }
+
 type checkpoint struct {
 	at    int64
 	state []byte
@@ -214,7 +218,7 @@ func newHashCheckpoints(desc ocispec.Descriptor) (*hashCheckpoints, error) {
 	if !alg.Available() {
 		return nil, fmt.Errorf("unsupported digest algorithm in %q%.0w", desc.Digest, errdefs.ErrInvalidArgument)
 	}
-	return &hashCheckpoints{alg: alg, h: alg.Hash(), every: max(minCheckpointEvery, desc.Size/maxCheckpoints)}, nil
+	return &hashCheckpoints{alg: alg, h: uploadHash(alg), every: max(minCheckpointEvery, desc.Size/maxCheckpoints)}, nil
 }
 
 func (c *hashCheckpoints) Write(p []byte) (int, error) {
@@ -239,22 +243,25 @@ func (c *hashCheckpoints) Write(p []byte) (int, error) {
 	return written, nil
 }
 
-// rewind puts the hash back at the last checkpoint at or before off (0 at
-// worst) and forgets those after it: the source is to be reread from the
-// returned offset.
+// rewind puts the hash back at off when it is there, else at the last
+// checkpoint at or before off (0 at worst), and forgets those after it:
+// the source is to be reread from the returned offset.
 func (c *hashCheckpoints) rewind(off int64) int64 {
+	if c.n == off {
+		return off // the hash stands at off already
+	}
 	for i := len(c.saved) - 1; i >= 0; i-- {
 		cp := c.saved[i]
 		if cp.at > off {
 			continue
 		}
-		h := c.alg.Hash()
+		h := uploadHash(c.alg)
 		if u, ok := h.(encoding.BinaryUnmarshaler); ok && u.UnmarshalBinary(cp.state) == nil {
 			c.h, c.n, c.saved = h, cp.at, c.saved[:i+1]
 			return cp.at
 		}
 	}
-	c.h, c.n, c.saved = c.alg.Hash(), 0, nil
+	c.h, c.n, c.saved = uploadHash(c.alg), 0, nil
 	return 0
 }
 
@@ -276,4 +283,24 @@ func openAt(ctx context.Context, open BlobOpener, sum *hashCheckpoints, off int6
 		return nil, err
 	}
 	return rc, nil
+}
+
+// hashPrefix hashes the source's first off bytes into sum, sending none:
+// the first resume of a source that verified itself (TransferBlob hashed
+// none of what it sent). The source is read from 0 up to off only; openAt
+// then opens it at off for the rest (copy: a Range GET). The prefix is
+// read twice, on a resume only.
+func hashPrefix(ctx context.Context, open BlobOpener, sum *hashCheckpoints, off int64) error {
+	rc, err := open(ctx, 0)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	if n, err := io.CopyN(sum, rc, off); err != nil {
+		if err == io.EOF {
+			err = fmt.Errorf("blob source ended at %d bytes, resuming at %d: %w%.0w", n, off, io.ErrUnexpectedEOF, errdefs.ErrDataLoss)
+		}
+		return err
+	}
+	return nil
 }

@@ -191,20 +191,8 @@ func (t *transfer) reported(b planBlob) bool { return !b.config || !t.words.quie
 // moveBlob moves one blob and reports it: the existed word, "Mounted from
 // REPO", or byte progress then the done word.
 func (t *transfer) moveBlob(ctx context.Context, b planBlob, mu *sync.Mutex) error {
-	id, report := shortID(b.desc.Digest), t.reported(b)
-	open := func(ctx context.Context, offset int64) (io.ReadCloser, error) {
-		rc, err := t.open(ctx, b.desc, offset)
-		if err != nil || !report {
-			return rc, err
-		}
-		pr := newProgressReader(rc, t.po, id, t.words.moving, b.desc.Size)
-		pr.current = offset // a resumed upload goes on from where the registry is
-		return struct {
-			io.Reader
-			io.Closer
-		}{pr, rc}, nil
-	}
-	how, from, err := t.dst.TransferBlob(ctx, b.desc, t.mountFrom, open)
+	id := shortID(b.desc.Digest)
+	how, from, err := t.dst.TransferBlob(ctx, b.desc, t.mountFrom, t.opener(b))
 	if err != nil {
 		noun := t.words.layer
 		if b.config {
@@ -217,7 +205,7 @@ func (t *transfer) moveBlob(ctx context.Context, b planBlob, mu *sync.Mutex) err
 		t.moved(how, b.desc.Size)
 		mu.Unlock()
 	}
-	if !report {
+	if !t.reported(b) {
 		return nil
 	}
 	switch how {
@@ -227,5 +215,39 @@ func (t *transfer) moveBlob(ctx context.Context, b planBlob, mu *sync.Mutex) err
 		return t.po.layer(id, "Mounted from "+from)
 	default:
 		return t.po.layer(id, t.words.done)
+	}
+}
+
+// verifiedProgress is the progress of a reader that verifies itself, still
+// saying which digest it verifies (VerifiedDigest).
+type verifiedProgress struct {
+	io.Reader
+	io.Closer
+	dgst digest.Digest
+}
+
+func (v verifiedProgress) VerifiedDigest() digest.Digest { return v.dgst }
+
+// opener opens b for TransferBlob, reporting byte progress when b is
+// reported.
+func (t *transfer) opener(b planBlob) registry.BlobOpener {
+	id, report := shortID(b.desc.Digest), t.reported(b)
+	return func(ctx context.Context, offset int64) (io.ReadCloser, error) {
+		rc, err := t.open(ctx, b.desc, offset)
+		if err != nil || !report {
+			return rc, err
+		}
+		pr := newProgressReader(rc, t.po, id, t.words.moving, b.desc.Size)
+		pr.current = offset // a resumed upload goes on from where the registry is
+		if v, ok := rc.(digestVerifier); ok {
+			// Progress passes errors through: a reader that verifies
+			// itself (copy's from 0) still does, and TransferBlob need
+			// not hash it a second time.
+			return verifiedProgress{pr, rc, v.VerifiedDigest()}, nil
+		}
+		return struct {
+			io.Reader
+			io.Closer
+		}{pr, rc}, nil
 	}
 }
