@@ -68,11 +68,12 @@ var campaignOdds = hostile.FaultOdds{
 	// registry" — the blob is at the registry, and the error does not name
 	// it. So a PUT's reset comes before the registry sees it.
 	ResetAfter: func(r *http.Request) bool { return r.Method == http.MethodPatch },
-	// Left out, bug (found by this campaign, seed 2): cancelUpload
-	// (registry/transfer.go) sends one DELETE and, on a reset, gives up:
-	// a failed push or copy whose cancelling DELETE meets a fault leaves
-	// its session open at the registry. So the DELETE of an upload session
-	// is never faulted.
+	// Left out, bug (found by this campaign: seed 2 left a session open):
+	// cancelUpload (registry/transfer.go) sends one DELETE and gives up
+	// when it is reset (status 0). Reproduced alone: a push whose blob PUT
+	// is refused (400) and whose cancelling DELETEs are reset leaves 2
+	// sessions open at the registry. So the DELETE of an upload session is
+	// never faulted.
 	Spare: func(r *http.Request) bool {
 		return r.Method == http.MethodDelete && strings.Contains(r.URL.Path, "/blobs/uploads/")
 	},
