@@ -327,6 +327,17 @@ func (r *Repository) upload(ctx context.Context, ep *repoEndpoint, session *url.
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	if resp.StatusCode == http.StatusNotFound {
+		// A PUT whose answer was lost after the registry committed the
+		// blob is sent again by the transport (a bodiless PUT is
+		// idempotent to it), and the replay finds the session closed:
+		// 404 BLOB_UPLOAD_UNKNOWN. The blob may well be there, under its
+		// digest, which the registry checked at the first PUT: one HEAD
+		// says (the fault campaign found this failing a push).
+		if size, herr := r.headBlob(ctx, ep, desc.Digest); herr == nil && size == desc.Size {
+			return session, nil
+		}
+	}
 	if resp.StatusCode != http.StatusCreated {
 		err := transport.StatusError(http.MethodPut, resp, b, ep.host)
 		if resumed && resp.StatusCode == http.StatusBadRequest {

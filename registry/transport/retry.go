@@ -12,11 +12,14 @@ import (
 	"time"
 )
 
-// idempotentRetry retries GET, HEAD and replayable PUT requests on 408,
+// idempotentRetry retries GET, HEAD, DELETE and replayable PUT requests on 408,
 // 429, 5xx, timeouts and reset connections (oras-go's retry.Transport and
 // DefaultPredicate, which it replaces); POST and PATCH (upload sessions)
 // are never replayed because the registry may have acted on the first
-// attempt. Every request, replayed or not, first passes its host's gate
+// attempt. DELETE is idempotent (RFC 9110 §9.2.2): the one wharf sends
+// cancels an upload session, and a reset one left the session open (the
+// fault campaign found it); a replay of one that did act answers 404,
+// which the canceller takes as done. Every request, replayed or not, first passes its host's gate
 // (gate.go): a 429 or 503 with Retry-After backs the host off once for all
 // of them, and the retry then waits at the gate, not on a timer of its
 // own. Every answer's RateLimit headers are recorded (ratelimit.go).
@@ -33,7 +36,7 @@ func newIdempotentRetry(next http.RoundTripper, policy retryPolicy, gates *hostG
 
 func (t *idempotentRetry) RoundTrip(req *http.Request) (*http.Response, error) {
 	switch req.Method {
-	case http.MethodGet, http.MethodHead:
+	case http.MethodGet, http.MethodHead, http.MethodDelete:
 		return t.retry(req, true)
 	case http.MethodPut:
 		if req.Body == nil || req.Body == http.NoBody || req.GetBody != nil {
