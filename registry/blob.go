@@ -52,22 +52,12 @@ func (r *Repository) FetchBlobFrom(ctx context.Context, desc ocispec.Descriptor,
 	}
 	var out io.ReadCloser
 	err := r.readEach(ctx, func(ep *repoEndpoint) error {
-		open := func(ctx context.Context, off int64) (io.ReadCloser, int64, error) {
-			return r.getBlob(ctx, ep, desc, off)
-		}
-		var body io.ReadCloser
-		start := n
 		// Asked unless the kept bytes are the whole blob: a blob declared
 		// 0 bytes is still read, so one served endlessly fails as "larger".
-		if n == 0 || n < desc.Size {
-			var err error
-			if body, start, err = open(ctx, n); err != nil {
-				return err
-			}
+		rb, err := r.openResuming(ctx, ep, desc, n, n == 0 || n < desc.Size)
+		if err != nil {
+			return err
 		}
-		// The body is under the slow-body rule already (transport/timeouts.go).
-		rb := newResumingBody(ctx, open, desc, ep.host, body, n, start)
-		rb.backoff = r.svc.blobBackoff
 		var vr io.Reader = &verifyingReader{r: rb, desc: desc, host: ep.host, h: h, n: n, strict: true}
 		if !ep.mirror {
 			// A verified read proves the blob is in this repository: a
@@ -78,6 +68,27 @@ func (r *Repository) FetchBlobFrom(ctx context.Context, desc ocispec.Descriptor,
 		return nil
 	})
 	return out, err
+}
+
+// openResuming opens desc on ep from byte off under the resuming reader of
+// blob_resume.go (reopened where it breaks); ask false sends no request
+// until a read needs one. The body is under the slow-body rule already
+// (transport/timeouts.go). FetchBlobFrom and OpenBlobAt both read through it.
+func (r *Repository) openResuming(ctx context.Context, ep *repoEndpoint, desc ocispec.Descriptor, off int64, ask bool) (*resumingBody, error) {
+	open := func(ctx context.Context, off int64) (io.ReadCloser, int64, error) {
+		return r.getBlob(ctx, ep, desc, off)
+	}
+	var body io.ReadCloser
+	start := off
+	if ask {
+		var err error
+		if body, start, err = open(ctx, off); err != nil {
+			return nil, err
+		}
+	}
+	rb := newResumingBody(ctx, open, desc, ep.host, body, off, start)
+	rb.backoff = r.svc.blobBackoff
+	return rb, nil
 }
 
 func (r *Repository) blobURL(ep *repoEndpoint, d digest.Digest) string {

@@ -31,15 +31,10 @@ func (r *Repository) OpenBlobAt(ctx context.Context, desc ocispec.Descriptor, of
 	}
 	var out io.ReadCloser
 	err := r.readEach(ctx, func(ep *repoEndpoint) error {
-		open := func(ctx context.Context, off int64) (io.ReadCloser, int64, error) {
-			return r.getBlob(ctx, ep, desc, off)
-		}
-		body, start, err := open(ctx, offset)
+		rb, err := r.openResuming(ctx, ep, desc, offset, true)
 		if err != nil {
 			return err
 		}
-		rb := newResumingBody(ctx, open, desc, ep.host, body, offset, start)
-		rb.backoff = r.svc.blobBackoff
 		out = rb
 		return nil
 	})
