@@ -275,11 +275,8 @@ func openAt(ctx context.Context, open BlobOpener, sum *hashCheckpoints, off int6
 	if err != nil {
 		return nil, err
 	}
-	if n, err := io.CopyN(sum, rc, off-from); err != nil {
+	if err := hashUpTo(sum, rc, from, off); err != nil {
 		rc.Close()
-		if err == io.EOF {
-			err = fmt.Errorf("blob source ended at %d bytes, resuming at %d: %w%.0w", from+n, off, io.ErrUnexpectedEOF, errdefs.ErrDataLoss)
-		}
 		return nil, err
 	}
 	return rc, nil
@@ -296,11 +293,15 @@ func hashPrefix(ctx context.Context, open BlobOpener, sum *hashCheckpoints, off 
 		return err
 	}
 	defer rc.Close()
-	if n, err := io.CopyN(sum, rc, off); err != nil {
-		if err == io.EOF {
-			err = fmt.Errorf("blob source ended at %d bytes, resuming at %d: %w%.0w", n, off, io.ErrUnexpectedEOF, errdefs.ErrDataLoss)
-		}
-		return err
+	return hashUpTo(sum, rc, 0, off)
+}
+
+// hashUpTo hashes rc, which stands at byte from of the source, up to byte
+// off into sum, sending none; a source that ends before is DataLoss.
+func hashUpTo(sum *hashCheckpoints, rc io.Reader, from, off int64) error {
+	n, err := io.CopyN(sum, rc, off-from)
+	if err == io.EOF {
+		err = fmt.Errorf("blob source ended at %d bytes, resuming at %d: %w%.0w", from+n, off, io.ErrUnexpectedEOF, errdefs.ErrDataLoss)
 	}
-	return nil
+	return err
 }
