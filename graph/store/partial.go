@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/opencontainers/go-digest"
@@ -179,7 +178,7 @@ func (s *Store) keepAsPartialLocked(d digest.Digest) bool {
 // partialFile is one partial download on disk.
 type partialFile struct {
 	path    string
-	key     string
+	d       digest.Digest // from its name; may not be valid
 	size    int64
 	written time.Time
 }
@@ -198,7 +197,7 @@ func (s *Store) listPartials() []partialFile {
 				continue
 			}
 			d := digest.NewDigestFromEncoded(alg, e.Name())
-			out = append(out, partialFile{path: filepath.Join(dir, e.Name()), key: partialKey(d), size: fi.Size(), written: fi.ModTime()})
+			out = append(out, partialFile{path: filepath.Join(dir, e.Name()), d: d, size: fi.Size(), written: fi.ModTime()})
 		}
 	}
 	return out
@@ -213,12 +212,11 @@ func (s *Store) collectPartialsLocked(now time.Time) int64 {
 	sort.Slice(ps, func(i, j int) bool { return ps[i].written.After(ps[j].written) })
 	var kept, freed int64
 	for _, p := range ps {
-		if s.ingests[p.key] {
+		if s.ingests[partialKey(p.d)] {
 			kept += p.size
 			continue
 		}
-		d := digest.Digest(strings.TrimPrefix(p.key, "partial/"))
-		if ValidateDigest(d) == nil && now.Sub(p.written) < s.partialTTL && kept+p.size <= s.partialMax {
+		if ValidateDigest(p.d) == nil && now.Sub(p.written) < s.partialTTL && kept+p.size <= s.partialMax {
 			kept += p.size
 			continue
 		}
