@@ -121,18 +121,9 @@ func parseUploadStatus(header http.Header, req *url.URL, size int64) (uploadStat
 
 // uploadStatusOf asks the registry where session stands.
 func (r *Repository) uploadStatusOf(ctx context.Context, ep *repoEndpoint, session *url.URL, size int64) (uploadStatus, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, session.String(), nil)
+	resp, err := r.getSession(ctx, ep, session)
 	if err != nil {
 		return uploadStatus{}, err
-	}
-	resp, err := ep.client.Do(req)
-	if err != nil {
-		return uploadStatus{}, err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	if resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusOK {
-		return uploadStatus{}, transport.StatusError(http.MethodGet, resp, b, ep.host)
 	}
 	st, err := parseUploadStatus(resp.Header, resp.Request.URL, size)
 	if err != nil {
@@ -144,17 +135,8 @@ func (r *Repository) uploadStatusOf(ctx context.Context, ep *repoEndpoint, sessi
 // currentLocation is the session's Location as the registry names it now
 // (GET on the session), nil when it names none.
 func (r *Repository) currentLocation(ctx context.Context, ep *repoEndpoint, session *url.URL) *url.URL {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, session.String(), nil)
+	resp, err := r.getSession(ctx, ep, session)
 	if err != nil {
-		return nil
-	}
-	resp, err := ep.client.Do(req)
-	if err != nil {
-		return nil
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
-	if resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusOK {
 		return nil
 	}
 	loc, err := sessionURL(resp)
@@ -162,6 +144,26 @@ func (r *Repository) currentLocation(ctx context.Context, ep *repoEndpoint, sess
 		return nil
 	}
 	return loc
+}
+
+// getSession is GET on an upload session: the answer (its body read and
+// closed; its header and request remain) when it is 200 or 204, else the
+// classified error.
+func (r *Repository) getSession(ctx context.Context, ep *repoEndpoint, session *url.URL) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, session.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := ep.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusOK {
+		return nil, transport.StatusError(http.MethodGet, resp, b, ep.host)
+	}
+	return resp, nil
 }
 
 // resumablePatch says whether a PATCH that failed with err (answer: the
