@@ -29,6 +29,10 @@ allowed() {
 	daemon/metrics) echo "" ;;
 	client) echo "api/types internal/privdir" ;;
 	internal/privdir) echo "" ;;
+	trust) echo "" ;;
+	trust/sigstore) echo "trust" ;;
+	trust/notation) echo "trust" ;;
+	trust/policy) echo "trust trust/sigstore trust/notation" ;;
 	cmd/wharfd) echo "daemon" ;;
 	cmd/wharf) echo "client api/types imagespec internal/privdir" ;;
 	internal/testregistry) echo "" ;;
