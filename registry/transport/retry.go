@@ -14,9 +14,11 @@ import (
 
 // idempotentRetry retries GET, HEAD, DELETE and replayable PUT requests on 408,
 // 429, 5xx, timeouts and reset connections (oras-go's retry.Transport and
-// DefaultPredicate, which it replaces); POST and PATCH (upload sessions)
-// are never replayed because the registry may have acted on the first
-// attempt. DELETE is idempotent (RFC 9110 §9.2.2): the one wharf sends
+// DefaultPredicate, which it replaces). POST and PATCH (upload sessions)
+// are replayed only after a 429 or a 503, the two answers that say the
+// registry did not act on the request (RFC 6585 §4, RFC 9110 §15.6.4), and
+// only when their body can be sent again: after a reset or a 500 the
+// registry may have acted on the first attempt. DELETE is idempotent (RFC 9110 §9.2.2): the one wharf sends
 // cancels an upload session, and a reset one left the session open (the
 // fault campaign found it); a replay of one that did act answers 404,
 // which the canceller takes as done. Every request, replayed or not, first passes its host's gate
@@ -34,16 +36,31 @@ func newIdempotentRetry(next http.RoundTripper, policy retryPolicy, gates *hostG
 	return &idempotentRetry{next: next, policy: policy, gates: gates, limits: limits}
 }
 
+// replay says which failed attempts a request may be sent again after.
+type replay int
+
+const (
+	replayNever       replay = iota
+	replayUnprocessed        // only after 429 or 503: the registry did not act
+	replayAll                // after any retryable answer or transport error
+)
+
 func (t *idempotentRetry) RoundTrip(req *http.Request) (*http.Response, error) {
-	switch req.Method {
-	case http.MethodGet, http.MethodHead, http.MethodDelete:
-		return t.retry(req, true)
-	case http.MethodPut:
-		if req.Body == nil || req.Body == http.NoBody || req.GetBody != nil {
-			return t.retry(req, true)
-		}
+	rewindable := req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
+	switch {
+	case req.Method == http.MethodGet || req.Method == http.MethodHead || req.Method == http.MethodDelete:
+		return t.retry(req, replayAll)
+	case req.Method == http.MethodPut && rewindable:
+		return t.retry(req, replayAll)
+	case rewindable:
+		return t.retry(req, replayUnprocessed)
 	}
-	return t.retry(req, false)
+	return t.retry(req, replayNever)
+}
+
+// unprocessed says the registry answered without acting on the request.
+func unprocessed(resp *http.Response, err error) bool {
+	return err == nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable)
 }
 
 // send is one attempt through host's gate, its rate limit recorded;
@@ -56,7 +73,7 @@ func (t *idempotentRetry) send(req *http.Request, host string, tk ticket) (resp 
 	return resp, t.gates.done(req.Context(), host, tk, resp, err), err
 }
 
-func (t *idempotentRetry) retry(req *http.Request, replay bool) (*http.Response, error) {
+func (t *idempotentRetry) retry(req *http.Request, mode replay) (*http.Response, error) {
 	ctx := req.Context()
 	host := strings.ToLower(req.URL.Host)
 	for attempt := 0; ; attempt++ {
@@ -68,7 +85,7 @@ func (t *idempotentRetry) retry(req *http.Request, replay bool) (*http.Response,
 		// The back-offs waited through are answers this request shares:
 		// past its retries, it does not probe again. A gate that opened
 		// (the probe was answered) is still worth one last attempt.
-		if attempt += tk.waited; replay && attempt > t.policy.maxRetry {
+		if attempt += tk.waited; mode != replayNever && attempt > t.policy.maxRetry {
 			if tk.probe {
 				t.gates.release(tk)
 				closeBody(req)
@@ -77,7 +94,7 @@ func (t *idempotentRetry) retry(req *http.Request, replay bool) (*http.Response,
 			attempt = t.policy.maxRetry
 		}
 		resp, closed, err := t.send(req, host, tk)
-		if !replay {
+		if mode == replayNever || mode == replayUnprocessed && !unprocessed(resp, err) {
 			return resp, err
 		}
 		wait, ok, perr := t.policy.retry(attempt, resp, err)
