@@ -111,10 +111,16 @@ func (b *resumingBody) Read(p []byte) (int, error) {
 // short of the blob's size is a truncation. The caller's own cancellation
 // or deadline never is.
 func (b *resumingBody) resumable(err error) bool {
-	if b.ctx.Err() != nil {
+	return err == io.EOF || linkBroke(b.ctx, err)
+}
+
+// linkBroke says a body broke because of the link (a reset, a cut, a stall),
+// not because of an answer or the caller's own cancellation or deadline.
+func linkBroke(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
 		return false
 	}
-	return err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) || errdefs.IsUnavailable(err)
+	return errors.Is(err, io.ErrUnexpectedEOF) || errdefs.IsUnavailable(err)
 }
 
 // reopen waits out the backoff and GETs the rest of the blob, as often as

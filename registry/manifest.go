@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -103,10 +104,38 @@ func contentType(h http.Header) string {
 	return mt
 }
 
+// A manifest whose body breaks — a reset, a body cut short of its
+// Content-Length, a stall the body watchdog ends — is asked for again whole
+// (a manifest is at most 4 MiB; a blob is resumed instead, blob_resume.go),
+// at most manifestRereads times, after 250 ms and then 500 ms: the same
+// first waits as a blob's reopenings. Only a broken body is read again: an
+// answer (a status, a digest mismatch) is not the link's fault, and the
+// request itself was already retried by the transport (transport/retry.go).
+const manifestRereads = 2
+
+// brokenBody marks a manifest body that broke while being read.
+type brokenBody struct{ err error }
+
+func (e *brokenBody) Error() string { return e.err.Error() }
+func (e *brokenBody) Unwrap() error { return e.err }
+
 // getManifest GETs ref, reads at most maxManifestSize, hashes the body and
 // checks it against Docker-Content-Digest and want (when not empty). The
 // verified bytes are cached by digest.
 func (r *Repository) getManifest(ctx context.Context, ep *repoEndpoint, ref string, want digest.Digest) (ocispec.Descriptor, []byte, error) {
+	for attempt := 0; ; attempt++ {
+		desc, body, err := r.getManifestOnce(ctx, ep, ref, want)
+		var broken *brokenBody
+		if err == nil || attempt >= manifestRereads || !errors.As(err, &broken) || !linkBroke(ctx, broken.err) {
+			return desc, body, err
+		}
+		if werr := sleepCtx(ctx, blobReopenBackoff<<attempt); werr != nil {
+			return desc, body, err
+		}
+	}
+}
+
+func (r *Repository) getManifestOnce(ctx context.Context, ep *repoEndpoint, ref string, want digest.Digest) (ocispec.Descriptor, []byte, error) {
 	req, err := r.newManifestRequest(ctx, ep, http.MethodGet, ref)
 	if err != nil {
 		return ocispec.Descriptor{}, nil, err
@@ -126,7 +155,7 @@ func (r *Repository) getManifest(ctx context.Context, ep *repoEndpoint, ref stri
 	// The body is under the slow-body rule (transport/timeouts.go).
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxManifestSize+1))
 	if err != nil {
-		return ocispec.Descriptor{}, nil, fmt.Errorf("reading manifest %s: %w", ref, err)
+		return ocispec.Descriptor{}, nil, fmt.Errorf("reading manifest %s: %w", ref, &brokenBody{err})
 	}
 	if len(body) > maxManifestSize {
 		return ocispec.Descriptor{}, nil, invalidDocument(ep.host, "manifest %s is larger than %d bytes", ref, maxManifestSize)
@@ -268,7 +297,8 @@ func (r *Repository) FetchConfig(ctx context.Context, desc ocispec.Descriptor) (
 	}
 	var data []byte
 	err := r.readEach(ctx, func(ep *repoEndpoint) error {
-		rc, _, err := r.getBlob(ctx, ep, desc, 0)
+		// Resumed where it breaks, like a layer (blob_resume.go).
+		rc, err := r.openResuming(ctx, ep, desc, 0, true)
 		if err != nil {
 			return err
 		}
