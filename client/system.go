@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/wharfproject/wharf/api/types"
+
 	"github.com/moby/moby/api/types/system"
 )
 
@@ -36,9 +38,9 @@ func (c *Client) Version(ctx context.Context) (system.VersionResponse, error) {
 	return v, err
 }
 
-// Info calls GET /info.
-func (c *Client) Info(ctx context.Context) (system.Info, error) {
-	var v system.Info
+// Info calls GET /info: Docker's fields and wharf's registries.
+func (c *Client) Info(ctx context.Context) (types.Info, error) {
+	v := types.Info{Info: &system.Info{}}
 	_, err := c.getJSON(ctx, request{method: http.MethodGet, path: "/info"}, &v)
 	return v, err
 }

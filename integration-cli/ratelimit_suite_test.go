@@ -203,6 +203,9 @@ func (s *RateLimitSuite) TestConcurrentInspectsShareOneBackoff(c *check.C) {
 		}
 	}
 	c.Check(found, check.Equals, true, check.Commentf("/info: %+v", info))
+	// And where a user reads it: wharf info (it printed none before).
+	out := s.d.WharfOK(c, "info").Stdout
+	c.Check(strings.Contains(out, " Registry Rate Limits:\n  "+s.proxy.Host+": 76 of 100 remaining per 6h0m0s"), check.Equals, true, check.Commentf("wharf info:\n%s", out))
 	fams := (&MetricsSuite{url: s.url}).scrape(c)
 	c.Check(fams.value(c, "wharf_registry_ratelimit_remaining", map[string]string{"host": s.proxy.Host}), check.Equals, 76.0)
 }

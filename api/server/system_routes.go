@@ -8,7 +8,6 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/registry"
-	"github.com/moby/moby/api/types/system"
 
 	"github.com/wharfproject/wharf/api/types"
 )
@@ -40,13 +39,10 @@ func (s *Server) getInfo(w http.ResponseWriter, r *http.Request, _ map[string]st
 	if err != nil {
 		return err
 	}
-	// WharfRegistries is wharf's key, after Docker's (which it never
-	// changes), present when a registry sent rate-limit headers or is
-	// backed off.
 	regs := s.backend.RegistryStatus(r.Context())
 	version := apiVersionFrom(r.Context())
 	if !versionLess(version, "1.50") {
-		writeJSON(w, http.StatusOK, infoAnswer{Info: info, WharfRegistries: regs})
+		writeJSON(w, http.StatusOK, types.Info{Info: info, WharfRegistries: regs})
 		return nil
 	}
 	// Fields older API versions still show (dockerd's getInfo).
@@ -69,13 +65,6 @@ func (s *Server) getInfo(w http.ResponseWriter, r *http.Request, _ map[string]st
 	}
 	writeRawJSON(w, orderedObject(m, infoOrder))
 	return nil
-}
-
-// infoAnswer is /info from API 1.50: Docker's fields in system.Info's
-// order, then wharf's.
-type infoAnswer struct {
-	*system.Info
-	WharfRegistries []types.RegistryStatus `json:",omitempty"`
 }
 
 // infoOrder is the field order of system.Info, for the map-based rendering

@@ -11,6 +11,7 @@ import (
 	"github.com/moby/moby/api/types/image"
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/api/types/registry"
+	"github.com/moby/moby/api/types/system"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
@@ -76,6 +77,17 @@ type RateLimit struct {
 	Host string
 	// Seen is when the answer carrying it arrived.
 	Seen time.Time
+}
+
+// Info is /info's answer from API 1.50: Docker's fields in system.Info's
+// order, then wharf's (older versions render the same fields through a
+// map, api/server).
+type Info struct {
+	*system.Info
+	// WharfRegistries is wharf's key, after Docker's (which it never
+	// changes), present when a registry sent rate-limit headers or is
+	// backed off.
+	WharfRegistries []RegistryStatus `json:",omitempty"`
 }
 
 // RegistryStatus is one registry host in /info's WharfRegistries (a

@@ -6,9 +6,10 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
-	"github.com/moby/moby/api/types/system"
 	"github.com/spf13/cobra"
+	"github.com/wharfproject/wharf/api/types"
 )
 
 func newInfoCommand(c *cli) *cobra.Command {
@@ -45,7 +46,8 @@ func newInfoCommand(c *cli) *cobra.Command {
 }
 
 // printInfo prints the image-daemon part of docker info's server section.
-func printInfo(out io.Writer, info system.Info) {
+func printInfo(out io.Writer, answer types.Info) {
+	info := answer.Info
 	fmt.Fprintln(out, "Server:")
 	fmt.Fprintf(out, " Images: %d\n", info.Images)
 	fmt.Fprintf(out, " Server Version: %s\n", info.ServerVersion)
@@ -97,8 +99,41 @@ func printInfo(out io.Writer, info system.Info) {
 			}
 		}
 	}
+	printRegistries(out, answer.WharfRegistries, time.Now())
 	if len(info.Warnings) > 0 {
 		fmt.Fprintln(out)
 		fmt.Fprintln(out, strings.Join(info.Warnings, "\n"))
+	}
+}
+
+// printRegistries prints what the daemon last heard of each registry's
+// rate limit, and the back-off a 429 or 503 put it under (issue 20).
+func printRegistries(out io.Writer, regs []types.RegistryStatus, now time.Time) {
+	if len(regs) == 0 {
+		return
+	}
+	fmt.Fprintln(out, " Registry Rate Limits:")
+	for _, r := range regs {
+		var parts []string
+		if rl := r.RateLimit; rl != nil {
+			limit := fmt.Sprintf("%d remaining", rl.Remaining)
+			if rl.Limit > 0 {
+				limit = fmt.Sprintf("%d of %d remaining", rl.Remaining, rl.Limit)
+			}
+			if rl.Window > 0 {
+				limit += " per " + (time.Duration(rl.Window) * time.Second).String()
+			}
+			if !rl.Seen.IsZero() {
+				limit += fmt.Sprintf(" (seen %s ago)", now.Sub(rl.Seen).Round(time.Second))
+			}
+			parts = append(parts, limit)
+		}
+		if r.BackoffUntil != nil {
+			parts = append(parts, fmt.Sprintf("backed off for %s", r.BackoffUntil.Sub(now).Round(time.Second)))
+		}
+		if r.LimitResets != nil {
+			parts = append(parts, "limit resets at "+r.LimitResets.UTC().Format(time.RFC3339))
+		}
+		fmt.Fprintf(out, "  %s: %s\n", r.Host, strings.Join(parts, "; "))
 	}
 }
