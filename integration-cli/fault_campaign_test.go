@@ -57,27 +57,18 @@ const (
 var campaignOdds = hostile.FaultOdds{
 	Reset: 0.04, Truncate: 0.04, Stall: 0.02, TooMany: 0.03, Unavailable: 0.03, Internal: 0.03, Slow: 0.06,
 	SlowStart: campaignRegistryTimeout / 2,
-	// A PATCH's answer is lost after the registry took its bytes: the
-	// upload resumes from the offset the registry reports.
+	// A PATCH's or a PUT's answer is lost after the registry acted on it:
+	// the upload resumes from the offset the registry reports, and a PUT
+	// replayed after the registry committed the blob meets 404
+	// BLOB_UPLOAD_UNKNOWN, where TransferBlob asks with a HEAD whether the
+	// blob is there (found by this campaign, seed 11:
+	// TestTransferBlobPutReplayedAfterCommitSucceeds).
 	//
-	// Found by this campaign (seed 11): a blob PUT whose answer is lost
-	// after the registry committed the blob is replayed by the transport
-	// (a PUT without a body is idempotent to it), and the replay meets 404
-	// BLOB_UPLOAD_UNKNOWN (the session is closed). TransferBlob now asks
-	// with a HEAD whether the blob is there
-	// (TestTransferBlobPutReplayedAfterCommitSucceeds); until the campaign
-	// has been run with PUTs reset after the registry saw them, a PUT's
-	// reset still comes before.
-	ResetAfter: func(r *http.Request) bool { return r.Method == http.MethodPatch },
-	// Found by this campaign (seed 2 left a session open): cancelUpload
-	// sent one DELETE and gave up when it was reset. The transport now
-	// retries a DELETE like a GET (TestResetDeleteIsRetriedPostIsNot), but
-	// three faults in a row on one DELETE (~0.3 % here) would still leave
-	// its session, which the end of the campaign counts; so the DELETE of
-	// an upload session is still not faulted.
-	Spare: func(r *http.Request) bool {
-		return r.Method == http.MethodDelete && strings.Contains(r.URL.Path, "/blobs/uploads/")
-	},
+	// Nothing is spared: the DELETE that cancels an upload session is
+	// faulted too (seed 2 left a session open when cancelUpload gave up on
+	// one reset DELETE; the transport now retries a DELETE like a GET,
+	// TestResetDeleteIsRetriedPostIsNot).
+	ResetAfter: func(r *http.Request) bool { return r.Method == http.MethodPatch || r.Method == http.MethodPut },
 }
 
 func (s *FaultCampaignSuite) SetUpSuite(c *check.C) {
