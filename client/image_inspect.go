@@ -29,6 +29,9 @@ type InspectOptions struct {
 	// ArtifactType only when it is set.
 	Referrers    bool
 	ArtifactType string
+	// Verify asks a remote inspect to verify the image's signatures even
+	// without a signature policy (under one, every remote inspect does).
+	Verify bool
 }
 
 func (o InspectOptions) query(remote bool) (url.Values, error) {
@@ -44,6 +47,9 @@ func (o InspectOptions) query(remote bool) (url.Values, error) {
 		if o.ArtifactType != "" {
 			q.Set("artifactType", o.ArtifactType)
 		}
+	}
+	if remote && o.Verify {
+		q.Set("verify", "1")
 	}
 	if o.Platform != nil {
 		b, err := json.Marshal(o.Platform)

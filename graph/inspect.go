@@ -140,6 +140,8 @@ func (s *Store) ImageInspect(ctx context.Context, name string, opts types.Inspec
 	if opts.Manifests {
 		out.Manifests = s.manifestSummaries(rec)
 	}
+	// The verdict the image was pulled under (issue 21).
+	out.Trust, out.Identity = rec.Trust, rec.Trust.Identity()
 	return out, nil
 }
 

@@ -60,6 +60,12 @@ func (s *Store) LookupRemote(ctx context.Context, name string, opts types.Remote
 	if rl := ri.RateLimit; rl != nil {
 		out.RateLimit = &types.RateLimit{Limit: rl.Limit, Remaining: rl.Remaining, Window: int64(rl.Window / time.Second), Host: rl.Host, Seen: rl.Seen}
 	}
+	// Under a policy, or with verify=1: the verdict on the digest the name
+	// resolves to now. A rejected image still inspects; Trust says why.
+	if out.Trust, err = s.dist.JudgeRemote(ctx, ri, opts); err != nil {
+		return nil, err
+	}
+	out.Identity = out.Trust.Identity()
 
 	actor := out.ID
 	if actor == "" {

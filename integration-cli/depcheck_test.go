@@ -53,7 +53,7 @@ func TestDependencyBoundaries(t *testing.T) {
 		denied  []string // prefixes pkg must not depend on (when allowed is "any")
 		any     bool
 	}{
-		{pkg: "registry", allowed: []string{"imagespec", "registry/hosts", "registry/transport"}},
+		{pkg: "registry", allowed: []string{"imagespec", "registry/hosts", "registry/transport", "trust"}},
 		// The HTTP stack knows the configuration, not the protocol.
 		{pkg: "registry/transport", allowed: []string{"registry/hosts"}},
 		// The configuration sends no request and knows no protocol.
@@ -65,7 +65,7 @@ func TestDependencyBoundaries(t *testing.T) {
 		// archives or the API beyond the check's wire types.
 		{pkg: "graph/store", allowed: []string{"api/types", "imagespec"}},
 		{pkg: "graph/archive", allowed: []string{"api/types", "imagespec", "graph/store"}},
-		{pkg: "graph/distribution", allowed: []string{"api/types", "imagespec", "graph/store", "registry", "registry/hosts", "registry/transport"}},
+		{pkg: "graph/distribution", allowed: []string{"api/types", "imagespec", "graph/store", "registry", "registry/hosts", "registry/transport", "trust"}},
 		{pkg: "imagespec", allowed: nil},
 		{pkg: "client", allowed: []string{"api/types", "internal/privdir"}},
 		// The metrics implement the observers of registry, graph and

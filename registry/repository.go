@@ -270,3 +270,8 @@ func (r *Repository) PushManifest(ctx context.Context, desc ocispec.Descriptor, 
 	r.svc.warm.add(r.scope())
 	return nil
 }
+
+// CacheScope is the repository and the credential identity it reads
+// under: what an answer read through it may be cached by and shown to
+// (the signature verdicts of graph/distribution).
+func (r *Repository) CacheScope() string { return r.scope() }

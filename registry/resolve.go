@@ -31,6 +31,10 @@ type Resolved struct {
 // the layers through it).
 func (r *Resolved) Repository() *Repository { return r.repo }
 
+// V1 says the answer came from a v1 registry or a schema1 manifest: no
+// referrers, no signatures.
+func (r *Resolved) V1() bool { return r.v1 != nil }
+
 // Ref is the repository with the tag or digest that was resolved.
 func (r *Resolved) Ref() reference.Named {
 	if r.Tag != "" {

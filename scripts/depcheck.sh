@@ -17,15 +17,15 @@ allowed() {
 	case $1 in
 	api/types) echo "" ;;
 	api/server) echo "api/types imagespec" ;;
-	registry) echo "imagespec registry/hosts registry/transport" ;;
+	registry) echo "imagespec registry/hosts registry/transport trust" ;;
 	registry/transport) echo "registry/hosts" ;;
 	registry/hosts) echo "" ;;
 	imagespec) echo "" ;;
-	graph) echo "registry api/types imagespec graph/store graph/archive graph/distribution" ;;
+	graph) echo "registry api/types imagespec graph/store graph/archive graph/distribution trust" ;;
 	graph/store) echo "api/types imagespec" ;;
 	graph/archive) echo "api/types imagespec graph/store" ;;
-	graph/distribution) echo "api/types imagespec graph/store registry" ;;
-	daemon) echo "api/server api/types graph registry daemon/metrics internal/privdir" ;;
+	graph/distribution) echo "api/types imagespec graph/store registry trust" ;;
+	daemon) echo "api/server api/types graph registry daemon/metrics internal/privdir trust trust/policy trust/sigstore trust/notation" ;;
 	daemon/metrics) echo "" ;;
 	client) echo "api/types internal/privdir" ;;
 	internal/privdir) echo "" ;;

@@ -158,6 +158,7 @@ func (s *Server) inspectRemote(w http.ResponseWriter, r *http.Request, name stri
 		MetaHeaders:    metaHeaders(r),
 		Raw:            boolValue(r, "raw"),
 		Referrers:      referrersQuery(r),
+		Verify:         boolValue(r, "verify"),
 	}
 	if ropts.Raw {
 		body, desc, err := s.backend.RemoteManifest(r.Context(), name, ropts)

@@ -13,7 +13,7 @@ var inspectOrder = []string{
 	"Id", "RepoTags", "RepoDigests", "Parent", "Comment", "Created",
 	"Container", "ContainerConfig", "DockerVersion", "Author", "Config",
 	"Architecture", "Variant", "Os", "OsVersion", "Size", "VirtualSize",
-	"GraphDriver", "RootFS", "Metadata", "Descriptor", "Manifests", "Identity",
+	"GraphDriver", "RootFS", "Metadata", "Descriptor", "Manifests", "Identity", "Trust",
 	"Registry", "ServedBy", "Digest", "Tag", "PlatformManifestDigest", "ManifestAnnotations", "Referrers", "RateLimit",
 }
 
@@ -80,7 +80,8 @@ func gateConfig(cfg json.RawMessage, version string) json.RawMessage {
 //   - legacy container.Config keys below 1.50;
 //   - Parent / Comment / DockerVersion / Author always present below 1.52,
 //     omitted when empty from 1.52;
-//   - Identity from 1.53.
+//   - Identity at every version (moby: from 1.53; wharf serves it until its
+//     own API reaches 1.53, issue 21), and wharf's Trust beside it.
 //
 // From API 1.50 the typed gate (gateInspectTyped) answers; gateInspectMap
 // states the rules for every version and is the reference the typed gate is
@@ -143,9 +144,6 @@ func gateInspectMap(v any, legacy types.LegacyImageFields, version string) ([]by
 				m[k] = rawJSON(s)
 			}
 		}
-	}
-	if versionLess(version, "1.53") {
-		delete(m, "Identity")
 	}
 	if _, remote := v.(*types.RemoteImageInspect); remote {
 		// A registry knows nothing of the local-only fields: no storage

@@ -48,7 +48,8 @@ type gatedInspect struct {
 	Metadata      *image.Metadata         `json:",omitempty"` // local only (always shown there)
 	Descriptor    *ocispec.Descriptor     `json:",omitempty"`
 	Manifests     []image.ManifestSummary `json:",omitempty"`
-	Identity      *image.Identity         `json:",omitempty"` // from 1.53
+	Identity      *image.Identity         `json:",omitempty"` // at every version (issue 21)
+	Trust         *types.Trust            `json:",omitempty"` // wharf's, local and remote
 
 	// RemoteImageInspect's own fields (Registry, Digest and Tag always
 	// shown in a remote answer, never in a local one).
@@ -121,9 +122,10 @@ func gateInspectTyped(v any, legacy types.LegacyImageFields, version string) ([]
 		g.Parent, g.DockerVersion = nonEmpty(&legacy.Parent), nonEmpty(&legacy.DockerVersion)
 		g.Comment, g.Author = nonEmpty(&r.Comment), nonEmpty(&r.Author)
 	}
-	if !versionLess(version, "1.53") {
-		g.Identity = r.Identity
-	}
+	// moby adds Identity at 1.53; wharf serves it at every version until
+	// its own API reaches 1.53, so that a client of today can read a
+	// verified signature (issue 21).
+	g.Identity, g.Trust = r.Identity, ii.Trust
 	if remote != nil {
 		// A registry knows nothing of the local-only fields (gateInspect).
 		g.Registry, g.Digest, g.Tag = &remote.Registry, &remote.Digest, &remote.Tag

@@ -25,6 +25,12 @@ type ImageInspect struct {
 	// 1.45, VirtualSize below 1.44). api/server adds them per version; they
 	// never appear in the JSON of this struct itself.
 	Legacy LegacyImageFields `json:"-"`
+
+	// Trust is wharf's: the signature policy's verdict (issue 21). Remote:
+	// on the digest the name resolves to now, under a policy or with
+	// verify=1. Local: the verdict the image was pulled under. Identity
+	// (moby's, above) carries its signatures in moby's shape.
+	Trust *Trust `json:",omitempty"`
 }
 
 // LegacyImageFields are the version-gated fields of ImageInspect.
@@ -120,6 +126,9 @@ type RemoteInspectOptions struct {
 	Raw bool
 	// Referrers, when set, adds the Referrers list (referrers=1).
 	Referrers *ReferrersQuery
+	// Verify verifies the image's signatures even without a signature
+	// policy (verify=1); under a policy every remote inspect verifies.
+	Verify bool
 }
 
 // ImageListOptions are the query options of GET /images/json.

@@ -23,6 +23,7 @@ type inspectOptions struct {
 
 	referrers    bool
 	artifactType string
+	verify       bool
 }
 
 func newInspectCommand(c *cli) *cobra.Command {
@@ -53,6 +54,7 @@ func newInspectCommand(c *cli) *cobra.Command {
 	fl.BoolVar(&o.raw, "raw", false, "Print the manifest exactly as the registry serves it (requires --remote)")
 	fl.BoolVar(&o.referrers, "referrers", false, "Add the Referrers list: signatures, SBOMs and attestations that refer to the image (requires --remote)")
 	fl.StringVar(&o.artifactType, "artifact-type", "", "With --referrers, only referrers of this artifact type")
+	fl.BoolVar(&o.verify, "verify", false, "Verify the image's signatures even without a signature policy (requires --remote; under a policy every remote inspect verifies)")
 	_ = cmd.RegisterFlagCompletionFunc("type", cobra.FixedCompletions([]string{"image", "container"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("platform", cobra.FixedCompletions([]string{
 		"linux/amd64", "linux/arm64", "linux/arm64/v8", "linux/arm/v7", "linux/arm/v6",
@@ -82,6 +84,9 @@ func runInspect(ctx context.Context, c *cli, o inspectOptions, names []string) e
 	if o.referrers && o.raw {
 		return errors.New("conflicting options: --raw && --referrers")
 	}
+	if o.verify && !o.remote {
+		return errors.New("--verify requires --remote")
+	}
 	if o.artifactType != "" && !o.referrers {
 		return errors.New("--artifact-type requires --referrers")
 	}
@@ -93,7 +98,7 @@ func runInspect(ctx context.Context, c *cli, o inspectOptions, names []string) e
 	if err != nil {
 		return err
 	}
-	opts := client.InspectOptions{Platform: platform, Referrers: o.referrers, ArtifactType: o.artifactType}
+	opts := client.InspectOptions{Platform: platform, Referrers: o.referrers, ArtifactType: o.artifactType, Verify: o.verify}
 
 	var found []json.RawMessage
 	var failures []string

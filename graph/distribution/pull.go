@@ -59,7 +59,13 @@ func (s *Service) PullImage(ctx context.Context, opts types.PullOptions, out typ
 	if err != nil {
 		return pullError(tn, creds, err)
 	}
-	upToDate, err := s.pullResolved(ctx, res, platform, opts.Platform != nil, po)
+	// The policy decides before the first message: a refusal is a plain
+	// 403 that every client prints as it is (trust.go).
+	verdict, err := s.admitPull(ctx, res, platform)
+	if err != nil {
+		return err
+	}
+	upToDate, err := s.pullResolved(ctx, res, platform, opts.Platform != nil, verdict, po)
 	if err != nil {
 		return err
 	}
@@ -133,7 +139,11 @@ func (s *Service) pullAllTags(ctx context.Context, svc *registry.Service, tn typ
 		if err != nil {
 			return err
 		}
-		upToDate, err := s.pullResolved(ctx, res, platform, false, po)
+		verdict, err := s.admitPull(ctx, res, platform)
+		if err != nil {
+			return err
+		}
+		upToDate, err := s.pullResolved(ctx, res, platform, false, verdict, po)
 		if err != nil {
 			return err
 		}
@@ -150,7 +160,8 @@ func (s *Service) pullAllTags(ctx context.Context, svc *registry.Service, tn typ
 // named this exact image.
 // With strict (a platform the user asked for), a single-platform image of
 // another platform is refused, as dockerd does.
-func (s *Service) pullResolved(ctx context.Context, res *registry.Resolved, platform ocispec.Platform, strict bool, po *progressOutput) (bool, error) {
+// The verdict the policy gave (nil: none) is recorded with the image.
+func (s *Service) pullResolved(ctx context.Context, res *registry.Resolved, platform ocispec.Platform, strict bool, verdict *types.Trust, po *progressOutput) (bool, error) {
 	ref := res.Ref()
 	id := reference.FamiliarString(ref)
 	if res.Tag != "" {
@@ -206,7 +217,7 @@ func (s *Service) pullResolved(ctx context.Context, res *registry.Resolved, plat
 			return false, fmt.Errorf("store %s: %w", b.desc.Digest, err)
 		}
 	}
-	rec := store.ImageRecord{ID: man.Config.Digest, Target: top, Manifest: plat}
+	rec := store.ImageRecord{ID: man.Config.Digest, Target: top, Manifest: plat, Trust: verdict}
 	name := reference.TrimNamed(ref)
 	if c, err := reference.WithDigest(name, top.Digest); err == nil {
 		rec.RepoDigests = []string{c.String()}
@@ -287,4 +298,22 @@ func hasAllBlobs(p store.Provider, descs []ocispec.Descriptor) bool {
 		}
 	}
 	return true
+}
+
+// admitPull is admit for a pull of res on platform: the platform manifest
+// an index offers is judged too (its descriptor is read from the index
+// the pull reads anyway).
+func (s *Service) admitPull(ctx context.Context, res *registry.Resolved, platform ocispec.Platform) (*types.Trust, error) {
+	if s.policy() == nil {
+		return nil, nil
+	}
+	var plat digest.Digest
+	if res.Index != nil {
+		desc, _, err := res.PlatformManifest(ctx, platform)
+		if err != nil {
+			return nil, err
+		}
+		plat = desc.Digest
+	}
+	return s.admit(ctx, "pull", res, plat)
 }

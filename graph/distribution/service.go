@@ -44,11 +44,12 @@ type Service struct {
 	events    store.EventLogger
 	platform  ocispec.Platform
 	transfers *blobTransfers
+	verdicts  *verdicts // the signature policy and its verdicts (trust.go)
 }
 
 // New returns a Service on st.
 func New(st *store.Store, opts Options) *Service {
-	return &Service{st: st, reg: opts.Registry, events: opts.Events, platform: opts.Platform, transfers: newBlobTransfers(opts)}
+	return &Service{st: st, reg: opts.Registry, events: opts.Events, platform: opts.Platform, transfers: newBlobTransfers(opts), verdicts: newVerdicts()}
 }
 
 // registryService is the registry client, or ErrUnavailable when the

@@ -13,6 +13,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/imagespec"
 )
 
@@ -32,6 +33,9 @@ type ImageRecord struct {
 	RepoDigests []string
 	LastTagTime time.Time
 	Created     time.Time
+	// Trust is the signature policy's verdict the image was pulled under
+	// (issue 21); nil when no policy applied.
+	Trust *types.Trust `json:",omitempty"`
 }
 
 // Clone is a deep copy of r.

@@ -1,0 +1,60 @@
+package types
+
+import "github.com/moby/moby/api/types/image"
+
+// Trust is the signature policy's verdict on an image (issue 21): on a
+// remote inspect, what the policy decides for the digest the name resolves
+// to now; on a local inspect, the verdict the image was pulled under.
+type Trust struct {
+	// Decision is "accepted", "rejected" or "no-policy".
+	Decision string
+	// Scope is the policy scope that applied: "docker.io/library/alpine",
+	// "*.example.com", "" for transports.docker's own default, "default".
+	Scope string `json:",omitempty"`
+	// Requirement is the requirement type that decided
+	// ("sigstoreSigned", "notationSigned", "reject", …).
+	Requirement string `json:",omitempty"`
+	// Reason says why, in a sentence naming the image and the scope.
+	Reason string `json:",omitempty"`
+	// PolicyRevision identifies the policy file (a digest of it and of the
+	// keys it names).
+	PolicyRevision string `json:",omitempty"`
+	// Digest is the manifest digest the verdict is about.
+	Digest string `json:",omitempty"`
+	// Signatures are every signature looked at, verified or not.
+	Signatures []TrustSignature `json:",omitempty"`
+}
+
+// TrustSignature is one signature: moby's SignatureIdentity (API 1.53,
+// what Identity.Signature[] carries) and what wharf knows beyond it.
+type TrustSignature struct {
+	image.SignatureIdentity
+	// Format is "sigstore-bundle", "cosign-simplesigning" or "notation".
+	Format string
+	// Artifact is the signature artifact's manifest digest.
+	Artifact string
+	// KeyFingerprint is "SHA256:<base64>" of the public key that verified.
+	KeyFingerprint string `json:",omitempty"`
+	// Verified says the signature is valid over the image's digest against
+	// a trust root of the requirement that judged it.
+	Verified bool
+}
+
+// Identity is moby's Identity (API 1.53) as wharf fills it from a
+// verdict: every signature looked at, a failed one with only its Error,
+// as moby shows them.
+func (t *Trust) Identity() *image.Identity {
+	if t == nil {
+		return nil
+	}
+	var sigs []image.SignatureIdentity
+	for _, s := range t.Signatures {
+		if s.Verified || s.Error != "" {
+			sigs = append(sigs, s.SignatureIdentity)
+		}
+	}
+	if len(sigs) == 0 {
+		return nil
+	}
+	return &image.Identity{Signature: sigs}
+}
