@@ -50,13 +50,13 @@ const (
 
 // Verifier verifies Notation signatures against one trust policy statement.
 type Verifier struct {
-	level     string
-	actions   map[string]action
-	ca        []*x509.Certificate
-	sa        []*x509.Certificate
-	ids       []identity
-	wildcard  bool
-	now       func() time.Time
+	level    string
+	actions  map[string]action
+	ca       []*x509.Certificate
+	sa       []*x509.Certificate
+	ids      []identity
+	wildcard bool
+	now      func() time.Time
 }
 
 // New validates cfg as notation validates a trust policy statement: a known
