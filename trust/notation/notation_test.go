@@ -68,17 +68,17 @@ func TestVerify(t *testing.T) {
 	now := time.Now()
 	soon := now.Add(2 * time.Hour) // after a short-lived leaf, before the roots' end
 	type tc struct {
-		name    string
-		level   string
-		store   *testCA
-		ids     []string
-		now     time.Time
-		leafEnd time.Time     // zero: a day
-		expiry  time.Duration // the signature's own expiry attribute
-		signed  digest.Digest // zero: imageDigest
-		mutate  func(t *testing.T, mt string, env []byte) []byte
-		annot   func(map[string]string) map[string]string
-		wantErr string // "" means Verified
+		name     string
+		level    string
+		store    *testCA
+		ids      []string
+		now      time.Time
+		leafEnd  time.Time     // zero: a day
+		expiry   time.Duration // the signature's own expiry attribute
+		signed   digest.Digest // zero: imageDigest
+		mutate   func(t *testing.T, mt string, env []byte) []byte
+		annot    func(map[string]string) map[string]string
+		wantErr  string // "" means Verified
 		wantWarn string
 	}
 	cases := []tc{
