@@ -25,8 +25,9 @@ var (
 // validateScope checks a transports.docker key. containers/image's docker
 // transport accepts any string here (its ValidatePolicyConfigurationScope
 // is a FIXME returning nil), so a typo such as "busybox" or
-// "docker.io/busybox" silently never matches and the image falls through to
-// a more general scope. wharf rejects a scope that For could never produce:
+// "docker.io/busybox:latest" silently never matches and the image falls
+// through to a more general scope. wharf rejects a scope that For could
+// never produce:
 //
 //	host[:port]                        docker.io, localhost:5000
 //	host[:port]/namespace.../repo      docker.io/library, quay.io/org/app
@@ -34,8 +35,11 @@ var (
 //	host[:port]/repo@digest            docker.io/library/alpine@sha256:…
 //	*.domain                           *.example.com (no port, no other '*')
 //
-// A name must be in the fully expanded form (docker.io/library/busybox,
-// not busybox), and a reference may not carry both a tag and a digest.
+// The host is what distribution/reference takes for a registry (it has a
+// '.' or a ':', or is localhost) and never index.docker.io (normalised to
+// docker.io); a name is in the fully expanded form (docker.io/library/
+// busybox, not busybox); a reference does not carry both a tag and a
+// digest.
 func validateScope(scope string) (reason string, ok bool) {
 	switch {
 	case scope == "":
@@ -47,28 +51,43 @@ func validateScope(scope string) (reason string, ok bool) {
 		return "a wildcard is \"*.\" followed by a host name without a port (*.example.com)", false
 	case strings.Contains(scope, "*"):
 		return "'*' is allowed only as a leading \"*.\"", false
-	case !strings.Contains(scope, "/"):
-		if hostPort.MatchString(scope) {
-			return "", true
-		}
-		return "not a host[:port], repository or reference", false
 	}
-	ref, err := reference.ParseNamed(scope)
-	if err != nil {
-		if n, err2 := reference.ParseNormalizedNamed(scope); err2 == nil {
+	host, rest, hasPath := strings.Cut(scope, "/")
+	if !hostPort.MatchString(host) || !(host == "localhost" || strings.ContainsAny(host, ".:") || strings.ToLower(host) != host) {
+		if n, err := reference.ParseNormalizedNamed(scope); err == nil && hasPath {
 			return "not in the fully expanded form (" + n.String() + ")", false
 		}
+		return "does not start with a registry host[:port] (one with a '.' or a ':', or localhost)", false
+	}
+	if host == "index.docker.io" {
+		return "index.docker.io is normalised to docker.io", false
+	}
+	if !hasPath {
+		return "", true
+	}
+	ref, err := reference.ParseNamed(scope)
+	if err == nil && ref.String() == scope {
+		_, tagged := ref.(reference.Tagged)
+		_, digested := ref.(reference.Digested)
+		if tagged && digested {
+			return "a scope names a tag or a digest, not both", false
+		}
+		return "", true
+	}
+	// docker.io/<one component> is a namespace (docker.io/library, a
+	// user's docker.io/bitnami), though not a canonical repository name.
+	if host == "docker.io" && !strings.ContainsAny(rest, "/:@") {
+		if _, err := reference.ParseNamed("docker.io/library/" + rest); err == nil {
+			return "", true
+		}
+	}
+	if n, err2 := reference.ParseNormalizedNamed(scope); err2 == nil && n.String() != scope {
+		return "not in the fully expanded form (" + n.String() + ")", false
+	}
+	if err != nil {
 		return err.Error(), false
 	}
-	_, tagged := ref.(reference.Tagged)
-	_, digested := ref.(reference.Digested)
-	if tagged && digested {
-		return "a scope names a tag or a digest, not both", false
-	}
-	if ref.String() != scope {
-		return "not in the fully expanded form (" + ref.String() + ")", false
-	}
-	return "", true
+	return "not a repository, namespace or reference", false
 }
 
 // identity is the most specific scope for ref, containers/image's
