@@ -203,6 +203,11 @@ func readCapped(file string, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %v", ErrFile, err)
 	}
 	defer f.Close()
+	// Only a regular file: a FIFO or a character device (/dev/stdin, a
+	// tty) would block Load or read without end.
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s is not a regular file", ErrFile, file)
+	}
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrFile, file, err)
