@@ -48,6 +48,9 @@ func TestFor(t *testing.T) {
 			t.Errorf("For(%s) = %q, want %q", c.ref, got, c.scope)
 		}
 	}
+	if got := p.Scopes(); len(got) != len(scopes) || got[0] != "" || got[1] != "*.com" {
+		t.Errorf("Scopes = %q", got)
+	}
 	q := mustParse(t, `{"default":[{"type":"reject"}],"transports":{"atomic":{"":[{"type":"insecureAcceptAnything"}]}}}`, Options{})
 	if s, reqs := q.For(named(t, "busybox")); s != ScopeDefault || reqs[0].Type != TypeReject {
 		t.Errorf("without docker scopes: %q", s)

@@ -148,3 +148,8 @@ func fingerprint(b []byte) string {
 	sum := sha256.Sum256(b)
 	return "SHA256:" + base64.RawStdEncoding.EncodeToString(sum[:])
 }
+
+// Scopes lists the transports.docker scopes the policy defines, sorted
+// ("" is transports.docker's default), for `wharf trust show` without a
+// name; Show(ref) then describes the one a name gets.
+func (p *Policy) Scopes() []string { return sortedKeys(p.docker) }
