@@ -148,23 +148,18 @@ func (l *loader) parseRequirement(path string, data []byte) (*Requirement, error
 	return r, nil
 }
 
-// keySources collects the sources of a "xPath"/"xPaths"/"xData"/"xDatas"
-// family. present counts the keys of the family that appeared.
+// keySources collects the sources of a "<prefix>Path", "<prefix>Paths",
+// "<prefix>Data" and (with withDatas) "<prefix>Datas" family of keys.
 type keySources struct {
 	path   *string
 	paths  *[]string
 	data   *[]byte
-	datas  *[][]byte
-	prefix string // "key", "rekorPublicKey"
+	datas  *[][]byte // nil when the family has no "Datas" key
+	prefix string    // "key", "rekorPublicKey"
 }
 
 func newKeySources(prefix string, withDatas bool) keySources {
-	ks := keySources{prefix: prefix}
-	return ks.init(withDatas)
-}
-
-func (ks keySources) init(withDatas bool) keySources {
-	ks.path, ks.paths, ks.data = new(string), new([]string), new([]byte)
+	ks := keySources{prefix: prefix, path: new(string), paths: new([]string), data: new([]byte)}
 	if withDatas {
 		ks.datas = new([][]byte)
 	}
@@ -204,7 +199,7 @@ func (ks keySources) present(seen map[string]bool) []string {
 	return got
 }
 
-// load reads the family's one present key into sources.
+// loadSources reads the family's one present key into sources.
 func (l *loader) loadSources(path string, ks keySources, key string) ([]Source, error) {
 	kp := keyPath(path, key)
 	switch strings.TrimPrefix(key, ks.prefix) {
