@@ -1,0 +1,253 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/distribution/reference"
+	"github.com/opencontainers/go-digest"
+	"github.com/wharfproject/wharf/trust"
+)
+
+// signedByReason is why a signedBy requirement is never satisfied.
+const signedByReason = "signedBy (GPG simple signing) needs lookaside signature storage, which wharf does not read; use sigstoreSigned"
+
+// formats are the artifact formats a requirement type judges.
+func formats(typ string) []trust.Format {
+	switch typ {
+	case TypeSigstoreSigned:
+		return []trust.Format{trust.FormatSigstoreBundle, trust.FormatSimpleSigning}
+	case TypeNotationSigned:
+		return []trust.Format{trust.FormatNotation}
+	}
+	return nil
+}
+
+// NeedsSignatures reports whether judging ref needs its signature
+// artifacts: false when its scope decides without them (only
+// insecureAcceptAnything, or a reject or signedBy that rejects whatever is
+// found), so callers can skip fetching them.
+func (p *Policy) NeedsSignatures(ref reference.Named) bool {
+	_, reqs := p.For(ref)
+	needs := false
+	for _, r := range reqs {
+		switch {
+		case r.Type == TypeReject || r.Type == TypeSignedBy:
+			return false
+		case r.signature():
+			needs = true
+		}
+	}
+	return needs
+}
+
+// Evaluate judges img against the requirements of its scope; all must be
+// satisfied (containers semantics), and the first that is not decides the
+// rejection. artifacts are the signatures found for img.Digest.
+func (p *Policy) Evaluate(ctx context.Context, img trust.Image, artifacts []trust.Artifact) trust.Verdict {
+	v := trust.Verdict{Decision: trust.Rejected, Revision: p.revision}
+	if img.Reference == nil {
+		v.Scope = ScopeDefault
+		v.Reason = fmt.Sprintf("image %s has no reference to choose a policy scope by", img.Digest)
+		return v
+	}
+	scope, reqs := p.For(img.Reference)
+	v.Scope = scope
+	e := &evaluation{ctx: ctx, img: img, ref: reference.TagNameOnly(img.Reference), seen: map[digest.Digest]int{}}
+	e.split(artifacts)
+	name := describe(img)
+	var decisive *Requirement
+	var why []string
+	for _, r := range reqs {
+		ok, reason := e.satisfy(r)
+		if !ok {
+			v.Requirement = r.Type
+			v.Reason = fmt.Sprintf("%s is rejected by policy scope %q: %s: %s", name, scope, r.Type, reason)
+			v.Findings = e.findings
+			return v
+		}
+		if decisive == nil || (!decisive.signature() && r.signature()) {
+			decisive = r
+		}
+		why = append(why, r.Type+": "+reason)
+	}
+	v.Decision = trust.Accepted
+	v.Requirement = decisive.Type
+	v.Reason = fmt.Sprintf("%s is accepted by policy scope %q: %s", name, scope, strings.Join(why, "; "))
+	v.Findings = e.findings
+	return v
+}
+
+func describe(img trust.Image) string {
+	if _, ok := img.Reference.(reference.Digested); ok || img.Digest == "" {
+		return img.Reference.String()
+	}
+	return fmt.Sprintf("%s (%s)", img.Reference.String(), img.Digest)
+}
+
+type evaluation struct {
+	ctx context.Context
+	img trust.Image
+	ref reference.Named // img.Reference, ":latest" added to a bare name
+	// valid are the artifacts whose subject is the image, one per digest.
+	valid    []trust.Artifact
+	findings []trust.Finding
+	seen     map[digest.Digest]int // artifact → index in findings
+	// mismatched counts the artifacts set aside for their subject.
+	mismatched int
+}
+
+// split keeps the artifacts that sign img.Digest; any other becomes a
+// finding with an error and never reaches a verifier: a referrer naming
+// another subject says nothing about this image, whatever it verifies.
+func (e *evaluation) split(artifacts []trust.Artifact) {
+	okDigest := e.img.Digest.Validate() == nil
+	dup := map[digest.Digest]bool{}
+	for _, a := range artifacts {
+		if dup[a.Digest] {
+			continue
+		}
+		dup[a.Digest] = true
+		if !okDigest || a.Subject != e.img.Digest {
+			e.mismatched++
+			e.add(trust.Finding{
+				Format:   a.Format,
+				Artifact: a.Digest,
+				Error:    fmt.Sprintf("referrer's subject is %s, not the image", subjectString(a.Subject)),
+			})
+			continue
+		}
+		e.valid = append(e.valid, a)
+	}
+}
+
+func subjectString(d digest.Digest) string {
+	if d == "" {
+		return "empty"
+	}
+	return d.String()
+}
+
+// add records a finding, one per artifact: a verified finding replaces an
+// unverified one of the same artifact (another requirement's roots).
+func (e *evaluation) add(f trust.Finding) {
+	if i, ok := e.seen[f.Artifact]; ok {
+		if f.Verified && !e.findings[i].Verified {
+			e.findings[i] = f
+		}
+		return
+	}
+	e.seen[f.Artifact] = len(e.findings)
+	e.findings = append(e.findings, f)
+}
+
+// satisfy reports whether r is satisfied and a clause saying why (not).
+func (e *evaluation) satisfy(r *Requirement) (bool, string) {
+	switch r.Type {
+	case TypeInsecureAcceptAnything:
+		return true, "accepts any image"
+	case TypeReject:
+		return false, "the scope rejects every image"
+	case TypeSignedBy:
+		return false, signedByReason
+	}
+	if r.Type == TypeNotationSigned && r.Notation.Level == LevelSkip {
+		return true, "level skip verifies nothing"
+	}
+	if r.verifier == nil { // a Policy from Parse always has one
+		return false, "no verifier is configured"
+	}
+	var verified []trust.Finding
+	var failed []string
+	found := 0
+	for _, a := range e.valid {
+		if !hasFormat(formats(r.Type), a.Format) {
+			continue
+		}
+		found++
+		if err := e.ctx.Err(); err != nil {
+			return false, fmt.Sprintf("verification stopped: %v", err)
+		}
+		f := e.judge(r, a)
+		e.add(f)
+		if f.Verified {
+			verified = append(verified, f)
+		} else {
+			failed = append(failed, fmt.Sprintf("%s: %s", short(a.Digest), f.Error))
+		}
+	}
+	if r.Type == TypeNotationSigned && r.Notation.Level == LevelAudit {
+		return true, fmt.Sprintf("level audit records and does not enforce (%d of %d verified)", len(verified), found)
+	}
+	switch {
+	case len(verified) > 0:
+		f := verified[0]
+		s := "signature " + short(f.Artifact) + " verified"
+		if f.Name != "" {
+			s += " (" + f.Name + ")"
+		}
+		return true, s
+	case found == 0:
+		return false, "no signature found" + e.mismatchNote()
+	}
+	const show = 3
+	more := ""
+	if len(failed) > show {
+		more = fmt.Sprintf("; and %d more", len(failed)-show)
+		failed = failed[:show]
+	}
+	return false, fmt.Sprintf("no signature verified (%d found: %s%s)%s", found, strings.Join(failed, "; "), more, e.mismatchNote())
+}
+
+// mismatchNote mentions referrers set aside for their subject.
+func (e *evaluation) mismatchNote() string {
+	if e.mismatched == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", and %d referrer(s) for another subject were ignored", e.mismatched)
+}
+
+// judge verifies one artifact under r and applies r's signedIdentity.
+func (e *evaluation) judge(r *Requirement, a trust.Artifact) trust.Finding {
+	f := r.verifier.Verify(e.ctx, e.img, a)
+	f.Artifact = a.Digest
+	if f.Format == "" {
+		f.Format = a.Format
+	}
+	if f.Error != "" {
+		f.Verified = false
+	}
+	if !f.Verified {
+		if f.Error == "" {
+			f.Error = "not verified"
+		}
+		return f
+	}
+	// A signature that names a reference (legacy simple signing) must name
+	// one signedIdentity accepts. One that names none (a bundle, Notation)
+	// is bound to the image by its digest alone (doc.go).
+	if r.Type == TypeSigstoreSigned && f.DockerReference != "" && !r.SignedIdentity.Matches(e.ref, f.DockerReference) {
+		f.Verified = false
+		f.Error = fmt.Sprintf("signature names %q, which signedIdentity %s does not accept for %s", f.DockerReference, r.SignedIdentity, e.ref)
+	}
+	return f
+}
+
+func hasFormat(fs []trust.Format, f trust.Format) bool {
+	for _, x := range fs {
+		if x == f {
+			return true
+		}
+	}
+	return false
+}
+
+// short abbreviates a digest for a sentence.
+func short(d digest.Digest) string {
+	s := d.String()
+	if i := strings.IndexByte(s, ':'); i >= 0 && len(s) > i+13 {
+		return s[:i+13] + "…"
+	}
+	return s
+}
