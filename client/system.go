@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"net/http"
+	"net/url"
 
 	"github.com/wharfproject/wharf/api/types"
 
@@ -43,4 +44,16 @@ func (c *Client) Info(ctx context.Context) (types.Info, error) {
 	v := types.Info{Info: &system.Info{}}
 	_, err := c.getJSON(ctx, request{method: http.MethodGet, path: "/info"}, &v)
 	return v, err
+}
+
+// TrustPolicy calls GET /wharf/trust: the signature policy's scope for name
+// and its requirements, or every scope when name is "".
+func (c *Client) TrustPolicy(ctx context.Context, name string) (types.TrustPolicy, error) {
+	q := url.Values{}
+	if name != "" {
+		q.Set("name", name)
+	}
+	var tp types.TrustPolicy
+	_, err := c.getJSON(ctx, request{method: http.MethodGet, path: "/wharf/trust", query: q}, &tp)
+	return tp, err
 }

@@ -59,6 +59,10 @@ type Config struct {
 	// MetricsAddr is where Prometheus metrics are served (HOST:PORT,
 	// dockerd's "metrics-addr"); empty = off (metrics.go).
 	MetricsAddr string `json:"metrics-addr"`
+	// SignaturePolicy is the containers-policy.json(5) file that decides
+	// which images inspect reports trusted and pull and copy accept
+	// (trust.go); empty = /etc/wharf/policy.json when it exists.
+	SignaturePolicy string `json:"signature-policy"`
 
 	// Flag-only settings.
 
@@ -103,6 +107,7 @@ var fileKeyOfFlag = map[string]string{
 	"tlskey":                   "tlskey",
 	"min-api-version":          "min-api-version",
 	"metrics-addr":             "metrics-addr",
+	"signature-policy":         "signature-policy",
 }
 
 // InstallFlags defines wharfd's flags on fs, bound to cfg.
@@ -126,6 +131,7 @@ func InstallFlags(fs *pflag.FlagSet, cfg *Config) {
 	fs.StringVar(&cfg.TLSKey, "tlskey", "", "Path to the server's TLS key (with --tlsverify)")
 	fs.StringVar(&cfg.MinAPIVersion, "min-api-version", "", "Lowest API version clients may use (default "+types.DefaultMinAPIVersion+", at least "+types.MinSupportedAPIVersion+")")
 	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "Serve Prometheus metrics at http://HOST:PORT/metrics (off by default; no authentication: keep it on loopback)")
+	fs.StringVar(&cfg.SignaturePolicy, "signature-policy", "", "Signature policy in containers-policy.json(5) format: what inspect verifies and pull and copy refuse (default /etc/wharf/policy.json when it exists; $XDG_CONFIG_HOME/wharf/policy.json when not root)")
 	fs.BoolVar(&cfg.AllowInsecureTCP, "allow-insecure-tcp", false, "Allow tcp:// hosts without TLS (INSECURE: gives the network full control of the image store)")
 }
 

@@ -21,6 +21,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/containerd/platforms"
@@ -41,6 +42,8 @@ type imageStore interface {
 	storeChecker
 	Count() int
 	DiskUsage(ctx context.Context) (*types.DiskUsage, error)
+	// SetPolicy installs the signature policy (trust.go); nil: none.
+	SetPolicy(j graph.Judge)
 	Close() error
 }
 
@@ -73,6 +76,10 @@ type Daemon struct {
 	metrics  *metrics.Metrics // nil when off (metrics.go)
 	id       string
 	warnings []string
+	// policyRevision is the signature policy's, "" without one (reload.go).
+	policyRevision string
+	// policy is the one installed and its file, for trust show (trust.go).
+	policy atomic.Pointer[installedPolicy]
 }
 
 var (
@@ -164,7 +171,15 @@ func Run(ctx context.Context, cfg *Config, opts Options) error {
 	if mt != nil {
 		mt.WatchStore(store.BlobUsage)
 	}
-	d := &Daemon{imageStore: store, events: evs, registry: reg, cfg: cfg, opts: opts, id: id, metrics: mt}
+	pol, err := loadPolicy(cfg, env)
+	if err != nil {
+		return err
+	}
+	if pol != nil {
+		log.WithField("revision", pol.Revision()).Info("signature policy loaded")
+	}
+	d := &Daemon{imageStore: store, events: evs, registry: reg, cfg: cfg, opts: opts, id: id, metrics: mt, policyRevision: policyRevision(pol)}
+	d.installPolicy(pol, cfg, env)
 	if mt != nil {
 		mt.WatchRateLimits(d.rateLimitSamples)
 	}

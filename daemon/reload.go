@@ -43,10 +43,22 @@ func (d *Daemon) reload(log *logrus.Entry) {
 		log.WithError(err).Error("reload failed; the running configuration is kept")
 		return
 	}
+	// The policy is read before anything changes: one that does not load
+	// keeps the running configuration whole, policy included.
+	pol, err := loadPolicy(cfg, d.env())
+	if err != nil {
+		log.WithError(err).Error("reload failed; the running configuration (and signature policy) is kept")
+		return
+	}
 	changes, err := d.registry.Reload(cfg.registryOptions(d.env()))
 	if err != nil {
 		log.WithError(err).Error("reload failed: registry configuration; the running configuration is kept")
 		return
+	}
+	if rev := policyRevision(pol); rev != d.policyRevision {
+		d.installPolicy(pol, cfg, d.env())
+		changes = append(changes, fmt.Sprintf("signature-policy: %s → %s", orNone(d.policyRevision), orNone(rev)))
+		d.policyRevision = rev
 	}
 	before := d.opts.Logger.GetLevel()
 	if err := configureLogger(d.opts.Logger, cfg); err != nil { // validated by LoadConfig: cannot fail

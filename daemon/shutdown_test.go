@@ -15,6 +15,7 @@ import (
 
 	"github.com/wharfproject/wharf/api/server"
 	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/graph"
 	"github.com/wharfproject/wharf/registry"
 )
 
@@ -27,6 +28,8 @@ type slowStore struct {
 	started chan struct{}
 	release chan struct{}
 }
+
+func (s *slowStore) SetPolicy(graph.Judge) {}
 
 func (s *slowStore) PullImage(ctx context.Context, _ types.PullOptions, out types.ProgressWriter) error {
 	_ = out.WriteMessage(jsonstream.Message{Status: "Pulling from library/busybox"})

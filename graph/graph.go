@@ -51,6 +51,10 @@ type Options struct {
 // EventLogger records image events for GET /events (see store.EventLogger).
 type EventLogger = store.EventLogger
 
+// Judge is the signature policy the daemon installs (SetPolicy):
+// trust/policy's Policy.
+type Judge = distribution.Judge
+
 // Store is the local image store as the API sees it. It is graph/store's
 // Store (content, leases, image records and tags, GC, Lookup, Count, the
 // store check, Close: its methods are promoted, not forwarded), with the

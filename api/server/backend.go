@@ -77,6 +77,10 @@ type SystemBackend interface {
 	// SystemCheck runs the store check; full also hashes every blob
 	// (GET /wharf/system/check, check_routes.go).
 	SystemCheck(ctx context.Context, full bool) (*CheckReport, error)
+	// TrustPolicy describes the signature policy: the scope that applies
+	// to name, or every scope when name is "" (GET /wharf/trust,
+	// trust_routes.go).
+	TrustPolicy(ctx context.Context, name string) (*types.TrustPolicy, error)
 }
 
 // EventsBackend is the daemon's event log.

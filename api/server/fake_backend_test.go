@@ -163,6 +163,9 @@ func (f *fakeBackend) SystemCheck(_ context.Context, full bool) (*CheckReport, e
 	}
 	return f.systemCheck(full)
 }
+func (f *fakeBackend) TrustPolicy(context.Context, string) (*types.TrustPolicy, error) {
+	return nil, errNI
+}
 func (f *fakeBackend) SystemInfo(context.Context) (*system.Info, error) {
 	return &system.Info{ID: "fake", OSType: "linux"}, nil
 }

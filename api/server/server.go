@@ -87,6 +87,7 @@ func (s *Server) routes() []route {
 		{http.MethodGet, "/events", s.getEvents},
 		{http.MethodPost, "/auth", s.postAuth},
 		{http.MethodGet, checkPath, s.getSystemCheck}, // wharf's own (check_routes.go)
+		{http.MethodGet, trustPath, s.getTrust},       // wharf's own (trust_routes.go)
 		{http.MethodGet, tagsPath, s.getRemoteTags},   // wharf's own (tags_routes.go)
 		{http.MethodPost, copyPath, s.postImageCopy},  // wharf's own (copy_routes.go)
 		// images; the fixed paths first, {name:.*} ones after

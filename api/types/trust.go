@@ -58,3 +58,44 @@ func (t *Trust) Identity() *image.Identity {
 	}
 	return &image.Identity{Signature: sigs}
 }
+
+// TrustPolicy is GET /wharf/trust[?name=NAME] (`wharf trust show`): the
+// scope that applies to NAME and what it requires, or every scope.
+type TrustPolicy struct {
+	// Path and Revision of the policy file; both empty without a policy.
+	Path     string `json:",omitempty"`
+	Revision string `json:",omitempty"`
+	Scopes   []TrustScope
+}
+
+// TrustScope is one scope of the policy and its requirements.
+type TrustScope struct {
+	// Reference is the name looked up (with ?name=).
+	Reference string `json:",omitempty"`
+	// Scope: "docker.io/library/alpine", "*.example.com", "" (the
+	// transport's default), "default".
+	Scope string
+	// NeedsSignatures is false when the scope decides without signatures.
+	NeedsSignatures bool `json:",omitempty"`
+	Requirements    []TrustRequirement
+	// IgnoredTransports are the file's transports other than docker.
+	IgnoredTransports []string `json:",omitempty"`
+}
+
+// TrustRequirement is one requirement of a scope.
+type TrustRequirement struct {
+	Type              string
+	Identity          string         `json:",omitempty"`
+	Keys              []TrustKeyInfo `json:",omitempty"`
+	RekorKeys         []TrustKeyInfo `json:",omitempty"`
+	Subject           string         `json:",omitempty"`
+	TrustedIdentities []string       `json:",omitempty"`
+	Level             string         `json:",omitempty"`
+	Note              string         `json:",omitempty"`
+}
+
+// TrustKeyInfo is one trust root: its file (or inline key) and fingerprints.
+type TrustKeyInfo struct {
+	Source       string
+	Fingerprints []string
+}

@@ -199,6 +199,7 @@ func newRootCommand(c *cli) *cobra.Command {
 		newLoginCommand(c),
 		newLogoutCommand(c),
 		newSystemCommand(c),
+		newTrustCommand(c),
 		newGenManCommand(root),
 		newGenCompletionCommand(root),
 	)

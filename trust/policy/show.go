@@ -58,6 +58,31 @@ func (p *Policy) Show(ref reference.Named) ShowResult {
 	if ref != nil {
 		res.Reference = identity(ref)
 	}
+	res.Requirements = showRequirements(reqs)
+	return res
+}
+
+// ShowAll describes every scope, the most specific first as For tries
+// them, then transports.docker's own default ("") and the top-level
+// "default": `wharf trust show` without a name, as `podman image trust
+// show` lists the whole policy.
+func (p *Policy) ShowAll() []ShowResult {
+	var out []ShowResult
+	for _, scope := range p.Scopes() {
+		if scope == "" {
+			continue
+		}
+		out = append(out, ShowResult{Scope: scope, Revision: p.revision, Requirements: showRequirements(p.docker[scope])})
+	}
+	if reqs, ok := p.docker[""]; ok {
+		out = append(out, ShowResult{Scope: "", Revision: p.revision, Requirements: showRequirements(reqs)})
+	}
+	out = append(out, ShowResult{Scope: "default", Revision: p.revision, Requirements: showRequirements(p.def), IgnoredTransports: p.ignored})
+	return out
+}
+
+func showRequirements(reqs Requirements) []ShowRequirement {
+	var out []ShowRequirement
 	for _, r := range reqs {
 		s := ShowRequirement{Type: r.Type}
 		switch {
@@ -88,9 +113,9 @@ func (p *Policy) Show(ref reference.Named) ShowResult {
 			s.TrustedIdentities = r.Notation.TrustedIdentities
 			s.Level = r.Notation.Level
 		}
-		res.Requirements = append(res.Requirements, s)
+		out = append(out, s)
 	}
-	return res
+	return out
 }
 
 func pkiSubject(p *PKI) string {
