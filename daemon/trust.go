@@ -53,7 +53,7 @@ func loadPolicy(cfg *Config, env Env) (*policy.Policy, error) {
 	}
 	p, err := policy.Load(path, verifiers())
 	if err != nil {
-		return nil, fmt.Errorf("signature policy %s: %w", path, err)
+		return nil, fmt.Errorf("signature policy: %w", err) // err names the file
 	}
 	return p, nil
 }

@@ -230,6 +230,9 @@ func (tx *Txn) put(img ImageRecord, tags, digs []string) {
 	}
 	rec.Target = img.Target
 	rec.Manifest = img.Manifest
+	if img.Trust != nil { // the latest verdict; a load or import keeps the pull's
+		rec.Trust = img.Trust
+	}
 	if img.LastTagTime.After(rec.LastTagTime) {
 		rec.LastTagTime = img.LastTagTime
 	}

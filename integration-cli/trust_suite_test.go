@@ -1,0 +1,144 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/moby/moby/client"
+	"gopkg.in/check.v1"
+
+	"github.com/wharfproject/wharf/internal/testregistry"
+)
+
+// TrustSuite: the signature policy (issue 21) through the real binaries
+// against the real registry. The policy here decides by scope alone —
+// reject one repository, accept the rest — so that the refusal path is
+// shown through every client; the signature formats have their own tests.
+type TrustSuite struct {
+	suiteFixture
+	reg    *testregistry.Registry
+	front  *testregistry.Counter // what wharfd asks: layers must not be
+	host   string                // the name's registry: the counter
+	d      *Daemon
+	policy string
+}
+
+var _ = check.Suite(&TrustSuite{})
+
+func (s *TrustSuite) SetUpSuite(c *check.C) {
+	s.reg = s.startRegistry(c, testregistry.Options{})
+	var err error
+	s.front, err = testregistry.NewCounter(s.reg.DirectURL)
+	c.Assert(err, check.IsNil)
+	s.closeAtEnd(s.front.Close)
+	s.host = s.front.Host
+	s.policy = filepath.Join(c.MkDir(), "policy.json")
+	s.writePolicy(c, "trust/refused")
+	s.d = s.startDaemon(c, "--signature-policy", s.policy)
+}
+
+// writePolicy rejects the repository rejected (on this registry) and
+// accepts everything else.
+func (s *TrustSuite) writePolicy(c *check.C, rejected string) {
+	p := fmt.Sprintf(`{"default":[{"type":"insecureAcceptAnything"}],
+	 "transports":{"docker":{%q:[{"type":"reject"}]}}}`, s.host+"/"+rejected)
+	c.Assert(os.WriteFile(s.policy, []byte(p), 0o600), check.IsNil)
+}
+
+// A rejected image still inspects: Trust says what the policy decided,
+// under which scope and why. An accepted one says accepted.
+func (s *TrustSuite) TestRemoteInspectReportsTheVerdict(c *check.C) {
+	img := pushImage(c, s.reg, "trust/refused", "1", testregistry.ImageOptions{})
+	pushImage(c, s.reg, "trust/ok", "1", testregistry.ImageOptions{})
+	var got struct {
+		Id    string
+		Trust struct{ Decision, Scope, Requirement, Reason, Digest string }
+	}
+	s.d.Get(c, "/v1.50/images/"+s.host+"/trust/refused:1/json?remote=1").JSON(c, &got)
+	c.Check(got.Id, check.Equals, img.ID())
+	c.Check(got.Trust.Decision, check.Equals, "rejected")
+	c.Check(got.Trust.Scope, check.Equals, s.host+"/trust/refused")
+	c.Check(got.Trust.Requirement, check.Equals, "reject")
+	c.Check(got.Trust.Digest, check.Equals, img.Manifest.Digest)
+	c.Check(strings.Contains(got.Trust.Reason, "trust/refused"), check.Equals, true, check.Commentf("%s", got.Trust.Reason))
+
+	s.d.Get(c, "/v1.50/images/"+s.host+"/trust/ok:1/json?remote=1").JSON(c, &got)
+	c.Check(got.Trust.Decision, check.Equals, "accepted")
+	c.Check(got.Trust.Scope, check.Equals, "default")
+}
+
+// A pull the policy rejects fails at once, before any layer moves, with
+// the same words through wharf, the docker CLI and the Go SDK; nothing is
+// stored and the refusal is an event. Before the policy, all three pulled.
+func (s *TrustSuite) TestRejectedPullFailsThroughEveryClient(c *check.C) {
+	img := pushImage(c, s.reg, "trust/refused", "2", testregistry.ImageOptions{})
+	name := s.host + "/trust/refused:2"
+	since := time.Now().Unix()
+
+	w := s.d.Wharf(c, "pull", name)
+	c.Assert(w.ExitCode, check.Not(check.Equals), 0, check.Commentf("%s", w))
+	c.Check(w.Stderr, check.Matches, `(?s).*pull of `+name+` refused by the signature policy: .*rejected by policy scope.*`)
+
+	d := s.d.Docker(c, "pull", name)
+	c.Assert(d.ExitCode, check.Not(check.Equals), 0, check.Commentf("%s", d))
+	c.Check(d.Stderr, check.Matches, `(?s).*pull of `+name+` refused by the signature policy: .*`)
+
+	cli, err := client.New(client.WithHost(s.d.Host), client.WithHTTPClient(s.d.HTTPClient()), client.WithVersion("1.50"))
+	c.Assert(err, check.IsNil)
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pull, err := cli.ImagePull(ctx, name, client.ImagePullOptions{})
+	if err == nil {
+		err = pull.Wait(ctx)
+	}
+	c.Assert(err, check.NotNil)
+	c.Check(err.Error(), check.Matches, `(?s).*refused by the signature policy: .*`)
+
+	// Nothing stored; no layer was asked for.
+	c.Check(s.d.Wharf(c, "inspect", name).ExitCode, check.Not(check.Equals), 0)
+	asked := strings.Join(s.front.Requests(), "\n")
+	for _, l := range img.Layers {
+		c.Check(strings.Contains(asked, "/blobs/"+l.Digest), check.Equals, false, check.Commentf("layer %s was downloaded:\n%s", l.Digest, asked))
+	}
+	// The refusal is an event.
+	ev := s.d.WharfOK(c, "events", "--since", fmt.Sprint(since), "--until", fmt.Sprint(time.Now().Unix()+1), "--format", "{{json .}}")
+	c.Check(strings.Contains(ev.Stdout, `"Action":"refused"`), check.Equals, true, check.Commentf("events:\n%s", ev.Stdout))
+}
+
+// An accepted pull records its verdict, and local inspect shows it.
+func (s *TrustSuite) TestAcceptedPullRecordsItsVerdict(c *check.C) {
+	pushImage(c, s.reg, "trust/ok", "2", testregistry.ImageOptions{})
+	name := s.host + "/trust/ok:2"
+	s.d.WharfOK(c, "pull", name)
+	out := s.d.WharfOK(c, "inspect", "-f", "{{json .Trust}}", name)
+	var t struct{ Decision, Scope, PolicyRevision string }
+	c.Assert(json.Unmarshal([]byte(out.Stdout), &t), check.IsNil, check.Commentf("%s", out.Stdout))
+	c.Check(t.Decision, check.Equals, "accepted")
+	c.Check(t.Scope, check.Equals, "default")
+	c.Check(t.PolicyRevision, check.Matches, "sha256:[0-9a-f]{64}")
+}
+
+// wharf trust show prints the scope that applies to a name; a policy that
+// does not load on SIGHUP keeps the old one, and a good one replaces it.
+func (s *TrustSuite) TestTrustShowAndReload(c *check.C) {
+	out := s.d.WharfOK(c, "trust", "show", s.host+"/trust/refused:1")
+	c.Check(out.Stdout, check.Matches, `(?s).*scope: `+s.host+`/trust/refused\n  requires: reject\n.*`)
+
+	c.Assert(os.WriteFile(s.policy, []byte(`{"default":[{"type":"noSuchType"}]}`), 0o600), check.IsNil)
+	hup(c, s.d, "reload failed")
+	out = s.d.WharfOK(c, "trust", "show", s.host+"/trust/refused:1")
+	c.Check(out.Stdout, check.Matches, `(?s).*requires: reject\n.*`, check.Commentf("a bad reload must keep the old policy"))
+
+	s.writePolicy(c, "trust/other")
+	hup(c, s.d, "signature-policy:")
+	out = s.d.WharfOK(c, "trust", "show", s.host+"/trust/refused:1")
+	c.Check(out.Stdout, check.Matches, `(?s).*scope: default\n  requires: insecureAcceptAnything\n.*`)
+	s.writePolicy(c, "trust/refused")
+	hup(c, s.d, "signature-policy:")
+}
