@@ -244,6 +244,12 @@ func firstLine(s string) string {
 	return strings.TrimSpace(s)
 }
 
+// lastLine is the last non-empty line of s.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
 // flakyWharf pulls with a fresh wharfd on a temp data-root each time, through
 // its API (POST /images/create). The proxy is on 127.0.0.1, insecure for
 // wharfd by default (registry/hosts: loopback is always insecure).
@@ -354,8 +360,8 @@ func runInTemp(ctx context.Context, bin string, args func(dir string) []string) 
 // flakyDockerd starts the bench's own dockerd 20.10 (when installed, and
 // when the bench runs as root) on temp dirs, with the proxy as an insecure
 // registry, and pulls with the docker CLI through its socket. A dockerd
-// that is missing or cannot run gives a client that is skipped; only a
-// dockerd that starts and then misbehaves is an error.
+// that is missing, or cannot run here, gives a client that is skipped with
+// the reason; a pull that fails is a "fails" cell, like any client's.
 func flakyDockerd(ctx context.Context, proxyHost string) (*flakyClient, error) {
 	c := &flakyClient{name: "dockerd 20.10"}
 	bin, err := exec.LookPath("dockerd")
@@ -392,8 +398,11 @@ func flakyDockerd(ctx context.Context, proxyHost string) (*flakyClient, error) {
 	}
 	d := &dockerdProc{tmp: tmp, cli: cli, host: "unix://" + filepath.Join(tmp, "docker.sock")}
 	if err := d.start(ctx, bin, proxyHost); err != nil {
+		// Installed but unable to run here (no cgroups, a sandbox …): its
+		// rows say why, and wharf's rows are still measured.
 		d.stop()
-		return nil, err
+		c.skip = "dockerd did not start: " + firstLine(err.Error())
+		return c, nil
 	}
 	c.close = d.stop
 	c.pull = d.pull
@@ -448,13 +457,14 @@ func (d *dockerdProc) start(ctx context.Context, bin, proxyHost string) error {
 		}
 		select {
 		case <-d.done:
-			return fmt.Errorf("dockerd exited:\n%s", d.logTail())
+			tail := d.logTail()
+			return fmt.Errorf("dockerd exited: %s\n%s", lastLine(tail), tail)
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("dockerd did not answer `docker version` in 60s: %v\n%s", err, d.logTail())
+			return fmt.Errorf("dockerd did not answer `docker version` in 60s: %s\n%s", firstLine(err.Error()), d.logTail())
 		}
 	}
 }
