@@ -21,7 +21,7 @@ allowed() {
 	registry/transport) echo "registry/hosts" ;;
 	registry/hosts) echo "" ;;
 	imagespec) echo "" ;;
-	graph) echo "registry api/types imagespec graph/store graph/archive graph/distribution trust" ;;
+	graph) echo "registry api/types imagespec graph/store graph/archive graph/distribution" ;;
 	graph/store) echo "api/types imagespec" ;;
 	graph/archive) echo "api/types imagespec graph/store" ;;
 	graph/distribution) echo "api/types imagespec graph/store registry trust" ;;
