@@ -50,6 +50,11 @@ func loadFixtures(t *testing.T, dir string) *fixtures {
 // artifact reads one fixture: the artifact and the image it signs.
 func (fx *fixtures) artifact(t *testing.T, name string) (trust.Image, trust.Artifact) {
 	t.Helper()
+	return fx.artifactF(t, name)
+}
+
+func (fx *fixtures) artifactF(t testing.TB, name string) (trust.Image, trust.Artifact) {
+	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(fx.dir, name, "artifact.json"))
 	if err != nil {
 		t.Fatal(err)
