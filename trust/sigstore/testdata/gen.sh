@@ -27,7 +27,10 @@ done
 tmp=$(mktemp -d)
 regpid=
 cleanup() {
-	[ -n "$regpid" ] && kill "$regpid" 2>/dev/null && wait "$regpid" 2>/dev/null
+	if [ -n "$regpid" ]; then
+		kill "$regpid" 2>/dev/null || true
+		wait "$regpid" 2>/dev/null || true
+	fi
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -57,12 +60,13 @@ host=127.0.0.1:$port
 mkdir -p "$tmp/layer" && echo "wharf trust fixture" >"$tmp/layer/hello.txt"
 tar -C "$tmp/layer" -cf "$tmp/layer.tar" hello.txt
 export COSIGN_PASSWORD= COSIGN_YES=true
-export HOME=$tmp/home DOCKER_CONFIG=$tmp/docker   # no user config, no keychain
-mkdir -p "$HOME" "$DOCKER_CONFIG"
+mkdir -p "$tmp/home" "$tmp/docker"
+# cosign without the user's config or keychain (go keeps its caches).
+cosign() { HOME=$tmp/home DOCKER_CONFIG=$tmp/docker "$COSIGN" "$@"; }
 
 mkdir -p "$out/keys" "$out/pki"
-(cd "$tmp" && "$COSIGN" generate-key-pair --output-key-prefix signer >/dev/null 2>&1)
-(cd "$tmp" && "$COSIGN" generate-key-pair --output-key-prefix other >/dev/null 2>&1)
+(cd "$tmp" && cosign generate-key-pair --output-key-prefix signer >/dev/null 2>&1)
+(cd "$tmp" && cosign generate-key-pair --output-key-prefix other >/dev/null 2>&1)
 cp "$tmp/signer.pub" "$out/keys/signer.pub"
 cp "$tmp/other.pub" "$out/keys/other.pub"
 (cd "$here/.." && go run ./testdata/gencerts "$tmp/signer.pub" "$out/pki")
@@ -78,7 +82,7 @@ sign() { # NAME BUNDLE? CERT?
 	if [ "$cert" = true ]; then
 		args+=(--certificate "$out/pki/leaf.pem" --certificate-chain "$out/pki/chain.pem")
 	fi
-	"$COSIGN" sign "${args[@]}" "$repo@$dgst" >"$tmp/$name.log" 2>&1 || {
+	cosign sign "${args[@]}" "$repo@$dgst" >"$tmp/$name.log" 2>&1 || {
 		cat "$tmp/$name.log" >&2
 		exit 1
 	}
