@@ -79,10 +79,16 @@ func TestRekor(t *testing.T) {
 	inside := fx.leaf.NotBefore.Add(time.Hour)
 	afterExpiry := fx.leaf.NotAfter.Add(time.Hour)
 	for _, name := range []string{"cert-sig", "cert-bundle"} {
-		add := log.withLegacyEntry
-		if strings.HasSuffix(name, "bundle") {
-			add = log.withBundleEntry
+		isBundle := strings.HasSuffix(name, "bundle")
+		addBy := func(r *rekorLog) func(*testing.T, trust.Artifact, time.Time) trust.Artifact {
+			if isBundle {
+				return r.withBundleEntry
+			}
+			return r.withLegacyEntry
 		}
+		add := addBy(log)
+		// another key's SET under the configured log's ID
+		forged := addBy(&rekorLog{key: other.key, logID: log.logID})
 		for _, tc := range []struct {
 			name    string
 			rekor   *rekorLog
@@ -95,6 +101,22 @@ func TestRekor(t *testing.T) {
 			// the SET check: the configured log did not sign it
 			{name: "another Rekor key", rekor: other, art: func(a trust.Artifact) trust.Artifact { return add(t, a, inside) },
 				wantErr: "no transparency-log entry verifies"},
+			// the SET signature check: the log ID is the configured log's,
+			// the SET is another key's
+			{name: "forged SET", rekor: log, art: func(a trust.Artifact) trust.Artifact { return forged(t, a, inside) },
+				wantErr: "no transparency-log entry verifies"},
+			// the SET signature check: the integrated time was changed
+			// after the log signed it
+			{name: "integrated time changed", rekor: log, art: func(a trust.Artifact) trust.Artifact {
+				a = add(t, a, inside)
+				moved := fmt.Sprint(inside.Add(time.Minute).Unix())
+				if isBundle {
+					a.Payload = []byte(strings.Replace(string(a.Payload), fmt.Sprint(inside.Unix()), moved, 1))
+				} else {
+					a.Annotations[annBundle] = strings.Replace(a.Annotations[annBundle], fmt.Sprint(inside.Unix()), moved, 1)
+				}
+				return a
+			}, wantErr: "no transparency-log entry verifies"},
 			// a Rekor key makes the entry mandatory
 			{name: "no entry", rekor: log, art: func(a trust.Artifact) trust.Artifact { return a },
 				wantErr: "has no transparency-log entry"},

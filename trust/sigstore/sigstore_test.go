@@ -209,7 +209,11 @@ func pki(mod func(*PKI)) func(*fixtures) Config {
 var otherDigest = digest.FromString("another image")
 
 // keyCases apply to the fixtures signed with --key only; each rejection
-// names the check that alone stops it.
+// names the check that alone stops it. Each was shown to be needed by
+// disabling that check (a mutation: verifyWith always nil, the subjects
+// comparison, the e-mail, host-name and issuer comparisons, the Roots pool,
+// CurrentTime, the SET signature, the body binding, the integrated time as
+// the time of check): the case(s) naming it then fail.
 var keyCases = []tcase{
 	{name: "accepted by its key", cfg: keys(signerKey)},
 	{name: "accepted by one of two keys", cfg: keys(otherKey, signerKey)},
