@@ -159,6 +159,9 @@ func pae(payloadType string, payload []byte) []byte {
 	return b.Bytes()
 }
 
+// cosignSignPredicate is the predicate type cosign 3 signs images with.
+const cosignSignPredicate = "https://sigstore.dev/cosign/sign/v1"
+
 // statementSubjects returns the sha256 digests an in-toto statement's
 // subjects name.
 func statementSubjects(payload []byte) ([]string, error) {
@@ -167,12 +170,19 @@ func statementSubjects(payload []byte) ([]string, error) {
 		Subject []struct {
 			Digest map[string]string `json:"digest"`
 		} `json:"subject"`
+		PredicateType string `json:"predicateType"`
 	}
 	if err := json.Unmarshal(payload, &st); err != nil {
 		return nil, fmt.Errorf("DSSE payload is not an in-toto statement: %w", err)
 	}
 	if !strings.HasPrefix(st.Type, "https://in-toto.io/Statement/") {
 		return nil, fmt.Errorf("DSSE payload type %q is not an in-toto statement", st.Type)
+	}
+	// An attestation (SLSA provenance, a scan result) signed by the same key
+	// is a statement about the image, not an approval of it: only cosign
+	// sign's predicate counts as a signature.
+	if st.PredicateType != cosignSignPredicate {
+		return nil, fmt.Errorf("in-toto predicate %q is an attestation, not a cosign signature (%s)", st.PredicateType, cosignSignPredicate)
 	}
 	var out []string
 	for _, sub := range st.Subject {

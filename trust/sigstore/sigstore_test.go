@@ -81,7 +81,7 @@ const (
 )
 
 // tamper flips one byte of what the signature covers, keeping it parseable:
-// a bundle's DSSE payload (the in-toto predicate type), a .sig payload's
+// a bundle's DSSE payload (a subject's annotations key), a .sig payload's
 // docker-reference.
 func tamper(t *testing.T, a trust.Artifact) trust.Artifact {
 	t.Helper()
@@ -95,7 +95,7 @@ func tamper(t *testing.T, a trust.Artifact) trust.Artifact {
 	}
 	env := b["dsseEnvelope"].(map[string]any)
 	p, _ := base64.StdEncoding.DecodeString(env["payload"].(string))
-	p = []byte(strings.Replace(string(p), "cosign/sign", "cosign/sigo", 1))
+	p = []byte(strings.Replace(string(p), `"annotations"`, `"annotationS"`, 1))
 	env["payload"] = base64.StdEncoding.EncodeToString(p)
 	a.Payload, _ = json.Marshal(b)
 	return a
@@ -233,6 +233,9 @@ func expired(fx *fixtures) time.Time { return fx.leaf.NotAfter.Add(time.Hour) }
 var certCases = []tcase{
 	{name: "fulcio accepted", cfg: fulcio(nil)},
 	{name: "fulcio any identity", cfg: fulcio(func(f *Fulcio) { f.OIDCIssuer, f.SubjectEmail = "", "" })},
+	{name: "fulcio intermediate pinned", cfg: func(fx *fixtures) Config {
+		return Config{Fulcio: &Fulcio{CAPEM: fx.inter, OIDCIssuer: issuer, SubjectEmail: email}}
+	}},
 	{name: "pki accepted", cfg: pki(nil)},
 	{name: "pki roots only, chain from the signature", cfg: pki(func(p *PKI) { p.CAIntermediatesPEM = nil })},
 	{name: "its key accepts it too", cfg: keys(signerKey)},

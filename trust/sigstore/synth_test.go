@@ -53,8 +53,12 @@ func signBytes(t *testing.T, k crypto.Signer, data []byte) []byte {
 }
 
 func dsseBundle(t *testing.T, k crypto.Signer, mediaType string, subject digest.Digest) []byte {
+	return dsseBundlePredicate(t, k, mediaType, subject, cosignSignPredicate)
+}
+
+func dsseBundlePredicate(t *testing.T, k crypto.Signer, mediaType string, subject digest.Digest, predicate string) []byte {
 	t.Helper()
-	stmt := fmt.Sprintf(`{"_type":"https://in-toto.io/Statement/v1","subject":[{"digest":{"sha256":%q}}],"predicateType":"https://sigstore.dev/cosign/sign/v1","predicate":{}}`, subject.Encoded())
+	stmt := fmt.Sprintf(`{"_type":"https://in-toto.io/Statement/v1","subject":[{"digest":{"sha256":%q}}],"predicateType":%q,"predicate":{}}`, subject.Encoded(), predicate)
 	sig := signBytes(t, k, pae("application/vnd.in-toto+json", []byte(stmt)))
 	b, _ := json.Marshal(map[string]any{
 		"mediaType":            mediaType,
@@ -105,6 +109,13 @@ func TestKeyTypesAndBundleVersions(t *testing.T) {
 				t.Errorf("%s %s: %+v", k.name, mt, f)
 			}
 		}
+	}
+	// the predicate check: an attestation by the same key is no signature
+	v, _ := New(Config{Keys: [][]byte{pubPEM(t, ec.Public())}})
+	att := trust.Artifact{Format: trust.FormatSigstoreBundle,
+		Payload: dsseBundlePredicate(t, ec, "application/vnd.dev.sigstore.bundle.v0.3+json", img.Digest, "https://slsa.dev/provenance/v1")}
+	if f := v.Verify(context.Background(), img, att); f.Verified || !strings.Contains(f.Error, "is an attestation, not a cosign signature") {
+		t.Errorf("attestation: %+v", f)
 	}
 	// A message signature over the image digest (prehashed: not Ed25519).
 	for _, k := range []crypto.Signer{ec, rk} {

@@ -122,12 +122,11 @@ func newFulcioRoot(f *Fulcio) (*certRoot, error) {
 	}
 	r := &certRoot{kind: "Fulcio", roots: x509.NewCertPool(), inters: x509.NewCertPool(),
 		usage: x509.ExtKeyUsageCodeSigning, email: f.SubjectEmail, issuer: f.OIDCIssuer, checkOIDCIssue: true}
+	// Every certificate of the CA bundle is a trust anchor, as in
+	// containers/image's fulcio requirement: an admin may pin Fulcio's
+	// intermediate. The chain the signature carries fills the gap.
 	for _, c := range certs {
-		if bytes.Equal(c.RawIssuer, c.RawSubject) && c.CheckSignatureFrom(c) == nil {
-			r.roots.AddCert(c)
-		} else {
-			r.inters.AddCert(c)
-		}
+		r.roots.AddCert(c)
 	}
 	return r, nil
 }
