@@ -181,3 +181,22 @@ func TestCaps(t *testing.T) {
 		t.Errorf("notation: %+v", f)
 	}
 }
+
+func TestSimpleSigningType(t *testing.T) {
+	ec, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	v, _ := New(Config{Keys: [][]byte{pubPEM(t, ec.Public())}})
+	img := trust.Image{Digest: digest.FromString("image")}
+	sig := func(typ string) trust.Artifact {
+		p := fmt.Sprintf(`{"critical":{"identity":{"docker-reference":"example.com/a"},"image":{"docker-manifest-digest":%q},"type":%q},"optional":null}`, img.Digest, typ)
+		return trust.Artifact{Format: trust.FormatSimpleSigning, Payload: []byte(p),
+			Annotations: map[string]string{annSignature: base64.StdEncoding.EncodeToString(signBytes(t, ec, []byte(p)))}}
+	}
+	if f := v.Verify(context.Background(), img, sig(simpleSigningType)); !f.Verified || f.DockerReference != "example.com/a" {
+		t.Errorf("simple signing: %+v", f)
+	}
+	// the type check: a signed payload of another kind (atomic container
+	// signature, anything else the key signed) is not a cosign signature
+	if f := v.Verify(context.Background(), img, sig("atomic container signature")); f.Verified || !strings.Contains(f.Error, "payload type") {
+		t.Errorf("another type: %+v", f)
+	}
+}
