@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// TestRealCosign regenerates the fixtures with the real cosign, registry
-// and crane (testdata/gen.sh, into a temp dir) and runs the whole table over
+// TestRealCosign regenerates the fixtures with the real cosign and registry
+// (testdata/gen.sh, into a temp dir) and runs the whole table over
 // them: the committed fixtures cannot drift from what cosign writes today.
 // `make test` builds the binaries (make cosign registry); without them, or
 // with -short, it skips.
@@ -21,7 +21,7 @@ func TestRealCosign(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := os.Environ()
-	for _, b := range []struct{ env, name string }{{"COSIGN", "cosign"}, {"REGISTRY", "registry"}, {"CRANE", "crane"}} {
+	for _, b := range []struct{ env, name string }{{"COSIGN", "cosign"}, {"REGISTRY", "registry"}} {
 		p := os.Getenv(b.env)
 		if p == "" {
 			p = filepath.Join(bin, b.name)
