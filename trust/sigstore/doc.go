@@ -4,9 +4,14 @@
 // intermediates, subject e-mail or host name), and optionally Rekor keys.
 //
 // It verifies Sigstore bundles (v0.1 to v0.3: a DSSE envelope over an in-toto
-// statement whose subject names the image digest, or a message signature over
-// the image digest) and legacy simple-signing .sig layers (the signature over
-// the payload, whose docker-manifest-digest must be the image's). A signing
+// statement of cosign sign's predicate whose subject names the image digest,
+// or a message signature over the image digest) and legacy simple-signing .sig
+// layers (the signature over the payload, whose docker-manifest-digest must be
+// the image's). Bundles are decoded with protobuf-specs' types and checked
+// with sigstore/sigstore's verifiers, not sigstore-go's: sigstore-go v1.2.1
+// rejects the v0.3 bundle with an x509CertificateChain that cosign 3 writes
+// for --certificate-chain, and requires a transparency-log entry or timestamp
+// that --tlog-upload=false signatures do not have. A signing
 // certificate must chain to a configured root and carry the configured
 // identity; it is checked at the Rekor integrated time when a configured
 // Rekor key verified the entry's signed entry timestamp, and otherwise at

@@ -200,3 +200,23 @@ func TestSimpleSigningType(t *testing.T) {
 		t.Errorf("another type: %+v", f)
 	}
 }
+
+// One Verifier serves many goroutines (run with -race).
+func TestConcurrentVerify(t *testing.T) {
+	fx := loadFixtures(t, "testdata")
+	v, err := New(Config{Keys: [][]byte{fx.signerPub}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan trust.Finding)
+	for i := 0; i < 8; i++ {
+		name := []string{"key-bundle", "key-sig", "cert-bundle", "cert-sig"}[i%4]
+		img, a := fx.artifact(t, name)
+		go func() { done <- v.Verify(context.Background(), img, a) }()
+	}
+	for i := 0; i < 8; i++ {
+		if f := <-done; !f.Verified {
+			t.Errorf("%+v", f)
+		}
+	}
+}
