@@ -8,10 +8,10 @@
 // or a message signature over the image digest) and legacy simple-signing .sig
 // layers (the signature over the payload, whose docker-manifest-digest must be
 // the image's). Bundles are decoded with protobuf-specs' types and checked
-// with sigstore/sigstore's verifiers, not sigstore-go's: sigstore-go v1.2.1
-// rejects the v0.3 bundle with an x509CertificateChain that cosign 3 writes
-// for --certificate-chain, and requires a transparency-log entry or timestamp
-// that --tlog-upload=false signatures do not have. A signing
+// with sigstore/sigstore's verifiers, not sigstore-go's: sigstore-go v1.2.1's
+// bundle loader rejects the v0.3 bundle with an x509CertificateChain that
+// cosign 3.1.3 writes for --certificate-chain, and legacy .sig layers need
+// this path anyway, so both formats share one. A signing
 // certificate must chain to a configured root and carry the configured
 // identity; it is checked at the Rekor integrated time when a configured
 // Rekor key verified the entry's signed entry timestamp, and otherwise at
