@@ -19,6 +19,10 @@ CACHE_BIN := $(CURDIR)/.cache/bin
 REGISTRY_BIN := $(CACHE_BIN)/registry
 # The CNCF registry the integration suites and the demo run against.
 REGISTRY_PKG := github.com/distribution/distribution/v3/cmd/registry@v3.1.2
+COSIGN_BIN := $(CACHE_BIN)/cosign
+# Real cosign signs the trust/sigstore fixtures (its live test and
+# trust/sigstore/testdata/gen.sh); v3.1.3 is the newest that builds with Go 1.26.
+COSIGN_PKG := github.com/sigstore/cosign/v3/cmd/cosign@v3.1.3
 
 # Version stamp: cmd/wharfd and cmd/wharf declare main.version (wharfd also
 # main.gitCommit and main.buildTime; the linker ignores -X for a variable a
@@ -36,7 +40,7 @@ UNIT_PKGS = $(shell $(GO) list ./... | grep -v /integration-cli)
 FUZZTIME ?= 10s
 INTEGRATION_TIMEOUT ?= 8m
 
-.PHONY: help build registry test unit integration lint man completion demo bench fuzz clean distclean
+.PHONY: help build registry cosign test unit integration lint man completion demo bench fuzz clean distclean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -52,6 +56,11 @@ registry: $(REGISTRY_BIN) ## build the CNCF registry into .cache/bin (once)
 $(REGISTRY_BIN):
 	GOFLAGS= GOBIN=$(CACHE_BIN) $(GO) install $(REGISTRY_PKG)
 
+cosign: $(COSIGN_BIN) ## build cosign into .cache/bin (once)
+
+$(COSIGN_BIN):
+	GOFLAGS= GOBIN=$(CACHE_BIN) $(GO) install $(COSIGN_PKG)
+
 # The commands are variables so that `test` runs each step once, in order,
 # while `unit`, `integration` and `lint` stay available on their own.
 VET = $(GO) vet ./...
@@ -65,7 +74,7 @@ UNIT = $(GO) test -race -count=1 $(UNIT_PKGS)
 INTEGRATION = WHARF_BIN_DIR=$(BIN_DIR) WHARF_REGISTRY_BIN=$(REGISTRY_BIN) PATH="$(CACHE_BIN):$$PATH" \
 	$(GO) test -v -count=1 -timeout $(INTEGRATION_TIMEOUT) ./integration-cli/...
 
-test: build registry ## vet, gofmt, depcheck, unit tests (-race), integration suites
+test: build registry cosign ## vet, gofmt, depcheck, unit tests (-race), integration suites
 	$(VET)
 	@echo "gofmt -l"; $(FMT_CHECK)
 	$(DEPCHECK)
