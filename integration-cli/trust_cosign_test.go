@@ -81,7 +81,9 @@ type trustAnswer struct {
 			Verified                     bool
 		}
 	}
-	Identity *struct{ Signature []struct{ SignatureType string } }
+	Identity *struct {
+		Signature []struct{ SignatureType string }
+	}
 }
 
 func (s *CosignTrustSuite) inspect(c *check.C, name string) trustAnswer {
