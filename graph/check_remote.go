@@ -275,6 +275,15 @@ func (s *Store) checkOne(ctx context.Context, t checkTarget, opts types.RemoteCh
 		local.Platform = s.pulledPlatform(t.rec)
 	}
 	compareRemote(local, remote, &res)
+	if res.RemoteStatus == types.RemoteOutdated {
+		// Would the update be accepted? Judged as a pull of the tag would
+		// be: the new top level, and the platform manifest it offers.
+		verdict, err := s.dist.JudgeTag(ctx, t.ref, remote.Descriptor, digest.Digest(res.RemotePlatformDigest), opts)
+		if err != nil {
+			res.RemoteError = "judging the new digest: " + err.Error()
+		}
+		res.RemoteTrust = verdict
+	}
 	return res, nil
 }
 

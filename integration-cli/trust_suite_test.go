@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -141,4 +142,48 @@ func (s *TrustSuite) TestTrustShowAndReload(c *check.C) {
 	c.Check(out.Stdout, check.Matches, `(?s).*scope: default\n  requires: insecureAcceptAnything\n.*`)
 	s.writePolicy(c, "trust/refused")
 	hup(c, s.d, "signature-policy:")
+}
+
+// A copy whose source the policy rejects is refused before anything moves:
+// DST has no manifest and no blob of it.
+func (s *TrustSuite) TestRejectedCopyMovesNothing(c *check.C) {
+	img := pushImage(c, s.reg, "trust/refused", "3", testregistry.ImageOptions{})
+	dst := s.startRegistry(c, testregistry.Options{})
+	r := s.d.Wharf(c, "copy", s.host+"/trust/refused:3", dst.Host+"/copied/app:1")
+	c.Assert(r.ExitCode, check.Not(check.Equals), 0, check.Commentf("%s", r))
+	c.Check(r.Stderr, check.Matches, `(?s).*copy of `+s.host+`/trust/refused:3 refused by the signature policy: .*`)
+	ctx, cancel := fixtureCtx()
+	defer cancel()
+	_, _, _, err := dst.Client().GetManifest(ctx, "copied/app", "1")
+	c.Check(err, check.NotNil, check.Commentf("the manifest reached DST"))
+	for _, l := range img.Layers {
+		resp, err := http.Head(dst.DirectURL + "/v2/copied/app/blobs/" + l.Digest)
+		c.Assert(err, check.IsNil)
+		resp.Body.Close()
+		c.Check(resp.StatusCode, check.Equals, http.StatusNotFound, check.Commentf("layer %s reached DST", l.Digest))
+	}
+}
+
+// images --check-remote says when the digest a tag now names would be
+// rejected: the update an operator is about to take.
+func (s *TrustSuite) TestCheckRemoteJudgesTheUpdate(c *check.C) {
+	pushImage(c, s.reg, "trust/moving", "1", testregistry.ImageOptions{})
+	name := s.host + "/trust/moving:1"
+	s.d.WharfOK(c, "pull", name) // accepted: the default scope
+	s.writePolicy(c, "trust/moving")
+	hup(c, s.d, "signature-policy:")
+	defer func() {
+		s.writePolicy(c, "trust/refused")
+		hup(c, s.d, "signature-policy:")
+	}()
+	pushImage(c, s.reg, "trust/moving", "1", testregistry.ImageOptions{}) // a new digest
+	res := s.d.WharfOK(c, "images", "--check-remote", "--format", "{{.Remote}}", name)
+	c.Check(strings.TrimSpace(res.Stdout), check.Equals, "outdated, update rejected by policy", check.Commentf("%s", res))
+	var row struct {
+		RemoteTrust struct{ Decision, Scope string }
+	}
+	j := s.d.WharfOK(c, "images", "--check-remote", "--format", "json", name)
+	c.Assert(json.Unmarshal([]byte(strings.TrimSpace(j.Stdout)), &row), check.IsNil, check.Commentf("%s", j.Stdout))
+	c.Check(row.RemoteTrust.Decision, check.Equals, "rejected")
+	c.Check(row.RemoteTrust.Scope, check.Equals, s.host+"/trust/moving")
 }

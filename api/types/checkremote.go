@@ -60,6 +60,10 @@ type RemoteCheckResult struct {
 	// Cached is true when the answer came from the daemon's tag freshness
 	// cache (max-age) and no request was made.
 	Cached bool `json:",omitempty"`
+	// RemoteTrust is, under a signature policy, its verdict on the digest
+	// the tag names now, for an outdated tag: the update an operator is
+	// about to take (issue 21). Absent without a policy.
+	RemoteTrust *Trust `json:",omitempty"`
 }
 
 // RemoteCheckOptions are the options of the update check.

@@ -250,4 +250,10 @@ type CopyResult struct {
 	// Referrers counts the referrer manifests copied (WithReferrers); their
 	// blobs are counted with the image's above.
 	Referrers int `json:",omitempty"`
+	// SourceTrust is the signature policy's verdict on SRC, under SRC's
+	// scope, before anything moved; DestinationTrust the verdict at DST,
+	// under DST's scope, after the signatures travelled (WithReferrers).
+	// Both absent without a policy.
+	SourceTrust      *Trust `json:",omitempty"`
+	DestinationTrust *Trust `json:",omitempty"`
 }

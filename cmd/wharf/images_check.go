@@ -55,7 +55,8 @@ type checkedImageRow struct {
 	RemoteStatus    string
 	RemoteDigest    string
 	RemoteError     string
-	PlatformChanged *bool `json:",omitempty"`
+	PlatformChanged *bool        `json:",omitempty"`
+	RemoteTrust     *types.Trust `json:",omitempty"`
 }
 
 var checkHeaders = map[string]string{
@@ -163,7 +164,7 @@ func writeCheckedImages(c *cli, list []image.Summary, o imagesOptions, results m
 			if r, ok := results[row.Repository+":"+row.Tag]; ok {
 				cr.Remote = remoteColumn(r)
 				cr.RemoteStatus, cr.RemoteDigest, cr.RemoteError = r.RemoteStatus, r.RemoteDigest, r.RemoteError
-				cr.PlatformChanged = r.PlatformChanged
+				cr.PlatformChanged, cr.RemoteTrust = r.PlatformChanged, r.RemoteTrust
 			}
 			if err := w.Write(cr); err != nil {
 				return err
@@ -176,10 +177,15 @@ func writeCheckedImages(c *cli, list []image.Summary, o imagesOptions, results m
 // remoteColumn is the REMOTE cell: the status; an outdated index whose
 // platform manifest did not change says so (a re-pull gives the same image).
 func remoteColumn(r types.RemoteCheckResult) string {
+	status := r.RemoteStatus
 	if r.RemoteStatus == types.RemoteOutdated && r.PlatformChanged != nil && !*r.PlatformChanged {
-		return "outdated (platform unchanged)"
+		status = "outdated (platform unchanged)"
 	}
-	return r.RemoteStatus
+	// The update the operator would take, as the signature policy sees it.
+	if t := r.RemoteTrust; t != nil && t.Decision == "rejected" {
+		status += ", update rejected by policy"
+	}
+	return status
 }
 
 // checkOutcome reports the checks that failed on stderr and, with

@@ -71,6 +71,16 @@ func (s *Service) CopyImage(ctx context.Context, opts types.CopyOptions, out typ
 	if err != nil {
 		return err
 	}
+	// The policy judges SRC, under SRC's scope, before a blob moves: the
+	// top level, and the platform manifest when one was chosen.
+	var srcPlatform digest.Digest
+	if plan.top.desc.Digest != res.Descriptor.Digest {
+		srcPlatform = plan.top.desc.Digest
+	}
+	srcTrust, err := s.admit(ctx, "copy", res, srcPlatform)
+	if err != nil {
+		return err
+	}
 
 	// DST: its tag, else SRC's tag; a digest in DST must be what results.
 	tag := res.Tag
@@ -99,7 +109,7 @@ func (s *Service) CopyImage(ctx context.Context, opts types.CopyOptions, out typ
 	if dstRepo.Info().Index.Name == res.Registry {
 		mountFrom = []string{reference.Path(res.Name)}
 	}
-	result := types.CopyResult{Source: res.Name.String() + "@" + res.Descriptor.Digest.String()}
+	result := types.CopyResult{Source: res.Name.String() + "@" + res.Descriptor.Digest.String(), SourceTrust: srcTrust}
 	result.Blobs, result.Skipped = len(plan.layers)+len(plan.configs), plan.skipped
 	if err := plan.run(ctx, copyTransfer(res.Repository(), dstRepo, mountFrom, po, &result), tag); err != nil {
 		return err
@@ -120,6 +130,13 @@ func (s *Service) CopyImage(ctx context.Context, opts types.CopyOptions, out typ
 		subjects := referrerSubjects(top, plan.manifests, res.Index)
 		if err := s.copyReferrers(ctx, res, dstRepo, mountFrom, subjects, opts.IncludeForeign, po, &result); err != nil {
 			return fmt.Errorf("the image was copied to %s, but not its referrers: %w", written, err)
+		}
+		// The signatures travelled: DST's scope judges them there (a
+		// bundle by its digest; a legacy signature only where its
+		// signedIdentity accepts the new name). Reported, not enforced:
+		// the copy is done.
+		if err := s.judgeDestination(ctx, dstRepo, dstNamed, tag, top.desc.Digest, po, &result); err != nil {
+			return err
 		}
 	}
 	aux, err := json.Marshal(result)

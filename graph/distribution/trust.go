@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"github.com/moby/moby/api/types/image"
 	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/wharfproject/wharf/api/types"
@@ -292,4 +293,37 @@ func (s *Service) admit(ctx context.Context, op string, res *registry.Resolved, 
 		return t, errRejected(op+" of "+name, t)
 	}
 	return t, nil
+}
+
+// judgeDestination is the verdict at a copy's DST after the signatures
+// travelled, under DST's scope, as a status line and in the result.
+func (s *Service) judgeDestination(ctx context.Context, dstRepo *registry.Repository, dst reference.Named, tag string, d digest.Digest, po *progressOutput, result *types.CopyResult) error {
+	if s.policy() == nil {
+		return nil
+	}
+	top := registry.TopLevel{Registry: dstRepo.Info().Index.Name, Name: reference.TrimNamed(dst), Tag: tag, Descriptor: ocispec.Descriptor{Digest: d}}
+	t, err := s.judgeRemote(ctx, dstRepo, top, "", false)
+	if err != nil {
+		return fmt.Errorf("the image and its referrers were copied to %s, but judging them there failed: %w", dst, err)
+	}
+	result.DestinationTrust = t
+	return po.status("", fmt.Sprintf("Signature policy at %s: %s (scope %q, %s)", reference.FamiliarName(dst), t.Decision, t.Scope, t.Requirement))
+}
+
+// JudgeTag is the policy's verdict on what ref's tag names now (the
+// update check): nil without a policy.
+func (s *Service) JudgeTag(ctx context.Context, ref reference.NamedTagged, top ocispec.Descriptor, platform digest.Digest, opts types.RemoteCheckOptions) (*types.Trust, error) {
+	if s.policy() == nil {
+		return nil, nil
+	}
+	svc, err := s.registryService()
+	if err != nil {
+		return nil, err
+	}
+	repo, err := svc.Repository(ctx, reference.TrimNamed(ref), registry.Credentials{Registries: opts.Auth, MetaHeaders: opts.MetaHeaders})
+	if err != nil {
+		return nil, err
+	}
+	tl := registry.TopLevel{Registry: repo.Info().Index.Name, Name: reference.TrimNamed(ref), Tag: ref.Tag(), Descriptor: top}
+	return s.judgeRemote(ctx, repo, tl, platform, false)
 }
