@@ -9,6 +9,7 @@ import (
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/spf13/cobra"
 
+	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/client"
 )
 
@@ -71,6 +72,14 @@ func newCopyCommand(c *cli) *cobra.Command {
 				res.Source, res.Destination, res.Blobs, res.Existed, res.Mounted, res.Uploaded, res.Skipped)
 			if withReferrers {
 				fmt.Fprintf(c.out, "Copied %d referrers\n", res.Referrers)
+			}
+			for _, v := range []struct {
+				side string
+				t    *types.Trust
+			}{{"source", res.SourceTrust}, {"destination", res.DestinationTrust}} {
+				if v.t != nil {
+					fmt.Fprintf(c.out, "Signature policy at the %s: %s (scope %q, %s)\n", v.side, v.t.Decision, v.t.Scope, v.t.Requirement)
+				}
 			}
 			return nil
 		},
