@@ -346,6 +346,11 @@ func runInTemp(ctx context.Context, bin string, args func(dir string) []string) 
 	defer os.RemoveAll(parent)
 	cmd := exec.CommandContext(ctx, bin, args(filepath.Join(parent, "layout"))...)
 	cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+parent) // no credentials of the machine's user
+	return runStderr(cmd)
+}
+
+// runStderr runs cmd; a failure's error is its stderr when it said anything.
+func runStderr(cmd *exec.Cmd) error {
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
@@ -473,15 +478,7 @@ func (d *dockerdProc) start(ctx context.Context, bin, proxyHost string) error {
 func (d *dockerdProc) docker(ctx context.Context, args ...string) error {
 	cmd := exec.CommandContext(ctx, d.cli, append([]string{"-H", d.host}, args...)...)
 	cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+filepath.Join(d.tmp, "cli"), "DOCKER_HOST=")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		if s := strings.TrimSpace(stderr.String()); s != "" {
-			return errors.New(s)
-		}
-		return err
-	}
-	return nil
+	return runStderr(cmd)
 }
 
 func (d *dockerdProc) pull(ctx context.Context, ref string) error {
