@@ -113,7 +113,7 @@ completion: build ## bash, zsh and fish completions into contrib/completion/
 	mkdir -p contrib/completion
 	$(BIN_DIR)/wharf gen-completion $(CURDIR)/contrib/completion
 
-demo: ## the whole story against a real registry (scripts/demo.sh)
+demo: cosign ## the whole story against a real registry, signatures included (scripts/demo.sh)
 	$(CURDIR)/scripts/demo.sh
 
 # The suite (bench/, build tag `bench`, issue 5) starts the registry and

@@ -4,7 +4,12 @@
 #   import -> images -> inspect -> push -> rmi -> inspect --remote,
 #   the update check (a tag moved in the registry: images --check-remote),
 #   copy to the second registry (the same digest there, nothing stored),
-#   the same through curl on the socket and through the docker CLI.
+#   the same through curl on the socket and through the docker CLI,
+#   signature verification: an image signed by the real cosign (a Sigstore
+#   bundle, a key pair of the demo's own), a second wharfd under a
+#   containers-policy.json(5) policy that requires it: inspect --remote
+#   reports it verified, wharf trust show names the scope, and the pull of an
+#   unsigned image in that scope is refused.
 # Exits non-zero when any expected step did not behave as expected.
 #
 #   make demo            (builds first)
@@ -15,6 +20,7 @@ cd "$(dirname "$0")/.." || exit 1
 REPO=$(pwd)
 BIN="$REPO/bin"
 REGISTRY_BIN="$REPO/.cache/bin/registry"
+COSIGN_BIN="$REPO/.cache/bin/cosign"
 
 # Bounded polls: both servers answer in well under a second; 20 s covers a
 # loaded CI box (200 polls x 0.1 s).
@@ -107,10 +113,11 @@ SOCK="$WORK/wharf.sock" # short: unix socket paths are capped at 108 bytes
 REGISTRY_PID=""
 REGISTRY2_PID=""
 WHARFD_PID=""
+WHARFD2_PID=""
 
 cleanup() {
 	local pid
-	for pid in "$WHARFD_PID" "$REGISTRY_PID" "$REGISTRY2_PID"; do
+	for pid in "$WHARFD2_PID" "$WHARFD_PID" "$REGISTRY_PID" "$REGISTRY2_PID"; do
 		[ -n "$pid" ] || continue
 		kill "$pid" 2>/dev/null
 		# wharfd and the registry stop on SIGTERM in milliseconds; give them 5 s.
@@ -122,7 +129,7 @@ cleanup() {
 		wait "$pid" 2>/dev/null
 	done
 	if [ "${KEEP:-}" = 1 ]; then
-		echo "kept $WORK (logs: registry.log, registry2.log, wharfd.log)"
+		echo "kept $WORK (logs: registry.log, registry2.log, wharfd.log, wharfd-policy.log)"
 	else
 		rm -rf "$WORK"
 	fi
@@ -130,8 +137,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-heading "Build wharfd, wharf and the CNCF registry"
-ok "make build registry" make --no-print-directory build registry || exit 1
+heading "Build wharfd, wharf, the CNCF registry and cosign"
+# cosign is built once into .cache/bin (make cosign; minutes the first time).
+ok "make build registry cosign" make --no-print-directory build registry cosign || exit 1
 
 # start_registry NAME: start a CNCF registry storing under $WORK/NAME; sets
 # REG (127.0.0.1:PORT) and STARTED_PID, or returns 1 with its log shown.
@@ -317,6 +325,108 @@ show wharf images --check-remote --exit-code -q "$IMG"
 wharf images --check-remote --exit-code -q "$IMG" >/dev/null 2>&1
 check "--exit-code exits 1 when an image is outdated" 1 "$?"
 
+heading "Signatures: a key pair and a signed image (the real cosign, offline)"
+# cosign runs without the user's config, keychain or a terminal: an empty
+# password, no prompts, no transparency log, no Sigstore services.
+mkdir -p "$WORK/keys" "$WORK/cosign-home"
+cosign() {
+	HOME="$WORK/cosign-home" DOCKER_CONFIG="$WORK/cosign-home" COSIGN_PASSWORD= COSIGN_YES=true \
+		"$COSIGN_BIN" "$@"
+}
+ok "cosign version" cosign version --json
+ok "cosign generate-key-pair" cosign generate-key-pair --output-key-prefix "$WORK/keys/demo"
+SIGNED="$REG/signed/hello:1.0"
+UNSIGNED="$REG/signed/unsigned:1.0"
+ok "wharf tag (signed)" wharf tag "$REG/demo/hello:2.0" "$SIGNED"
+ok "wharf push (signed)" wharf push "$SIGNED"
+# Another image (the first rootfs), never signed.
+ok "wharf import (unsigned)" wharf import --change 'CMD ["/bin/hello"]' "$WORK/hello.tar" "$UNSIGNED"
+ok "wharf push (unsigned)" wharf push "$UNSIGNED"
+signed_digest=$(wharf inspect --remote --format '{{.Digest}}' "$SIGNED" 2>/dev/null)
+[ -n "$signed_digest" ] || fail "no digest for $SIGNED"
+# cosign signs the digest, never a tag (a tag can move); --new-bundle-format
+# stores a Sigstore bundle (the OCI referrers tag schema: distribution v3.1.2
+# has no referrers API).
+ok "cosign sign" cosign sign --key "$WORK/keys/demo.key" --new-bundle-format=true \
+	--tlog-upload=false --use-signing-config=false --allow-insecure-registry --allow-http-registry \
+	"$REG/signed/hello@$signed_digest"
+ok "wharf inspect --remote --referrers" wharf inspect --remote --referrers \
+	--format '{{range .Referrers}}{{.Source}} {{.ArtifactType}} {{.Digest}}\n{{end}}' "$SIGNED"
+
+heading "wharf inspect --remote --verify — verify without a policy"
+# The first wharfd has no policy: --verify looks at the signatures and
+# reports them, but there is no trust root to verify them against.
+ok "wharf inspect --remote --verify" wharf inspect --remote --verify --format '{{json .Trust}}' "$SIGNED"
+
+heading "A signature policy (containers-policy.json(5)): signed/ and other/ need the demo key"
+cat >"$WORK/policy.json" <<EOF
+{
+  "default": [{"type": "insecureAcceptAnything"}],
+  "transports": {
+    "docker": {
+      "$REG/signed": [{"type": "sigstoreSigned", "keyPath": "$WORK/keys/demo.pub"}],
+      "$REG/other": [{"type": "sigstoreSigned", "keyPath": "$WORK/keys/demo.pub",
+                      "signedIdentity": {"type": "matchRepository"}}]
+    }
+  }
+}
+EOF
+cat "$WORK/policy.json"
+
+heading "Start a second wharfd with --signature-policy (its own data-root and socket)"
+SOCK2="$WORK/wharf2.sock"
+show wharfd --signature-policy "$WORK/policy.json" --insecure-registry "$REG" --data-root "$WORK/data2" -H "unix://$SOCK2"
+"$BIN/wharfd" --signature-policy "$WORK/policy.json" --insecure-registry "$REG" --data-root "$WORK/data2" \
+	-H "unix://$SOCK2" >"$WORK/wharfd-policy.log" 2>&1 &
+WHARFD2_PID=$!
+if wait_up "$WHARFD2_PID" curl -fsS --unix-socket "$SOCK2" http://d/_ping; then
+	echo "wharfd: unix://$SOCK2  (data-root $WORK/data2, policy $WORK/policy.json)"
+	export WHARF_HOST="unix://$SOCK2"
+
+	heading "wharf trust show — the whole policy, then the scope that applies to one name"
+	ok "wharf trust show" wharf trust show
+	ok "wharf trust show NAME" wharf trust show "$SIGNED"
+	check "scope of $SIGNED" "$REG/signed" \
+		"$(wharf trust show --json "$SIGNED" 2>/dev/null | tr -d ' \n' | sed -n 's/.*"Scope":"\([^"]*\)".*/\1/p')"
+
+	heading "wharf inspect --remote — under a policy every remote inspect verifies"
+	ok "wharf inspect --remote (Trust)" wharf inspect --remote -f '{{json .Trust}}' "$SIGNED"
+	ok "wharf inspect --remote (Identity)" wharf inspect --remote -f '{{json .Identity}}' "$SIGNED"
+	check "the signed image is accepted, its bundle verified" "accepted sigstoreSigned sigstore-bundle true" \
+		"$(wharf inspect --remote -f '{{.Trust.Decision}} {{.Trust.Requirement}}{{range .Trust.Signatures}} {{.Format}} {{.Verified}}{{end}}' "$SIGNED" 2>/dev/null)"
+	check "an unsigned image in the scope is rejected (inspect still answers)" rejected \
+		"$(wharf inspect --remote -f '{{.Trust.Decision}}' "$UNSIGNED" 2>/dev/null)"
+
+	heading "wharf pull — the unsigned image in the signed scope is refused"
+	show wharf pull "$UNSIGNED"
+	wharf pull "$UNSIGNED" >"$WORK/refused.out" 2>&1
+	refused_status=$?
+	cat "$WORK/refused.out"
+	if [ "$refused_status" -ne 0 ]; then
+		echo "ok: the pull failed (exit status $refused_status)"
+	else
+		fail "expected to fail: pull of an unsigned image under sigstoreSigned"
+	fi
+	if grep -q "pull of .*signed/unsigned:1.0 refused by the signature policy: " "$WORK/refused.out"; then
+		echo "ok: the policy's message"
+	else
+		fail "the refusal names the image and the signature policy"
+	fi
+	check "nothing was stored" "" "$(wharf images -q "$UNSIGNED" 2>/dev/null)"
+	ok "wharf events (refused)" wharf events --since 5m --until 0s --filter event=refused
+
+	heading "wharf pull — the signed image, and one outside the signed scopes"
+	ok "wharf pull (signed)" wharf pull "$SIGNED"
+	check "the local image keeps the verdict it was pulled under" accepted \
+		"$(wharf inspect -f '{{.Trust.Decision}}' "$SIGNED" 2>/dev/null)"
+	ok "wharf pull (default scope: insecureAcceptAnything)" wharf pull "$IMG"
+	export WHARF_HOST="unix://$SOCK"
+else
+	echo "!! wharfd with --signature-policy did not start; its log:" >&2
+	tail -20 "$WORK/wharfd-policy.log" >&2
+	fail "wharfd --signature-policy started"
+fi
+
 heading "Summary"
 if [ "$failures" -eq 0 ]; then
 	echo "demo: every step behaved as expected"
@@ -324,5 +434,5 @@ if [ "$failures" -eq 0 ]; then
 fi
 echo "demo: $failures step(s) did not behave as expected:" >&2
 printf '  - %s\n' "${failed_steps[@]}" >&2
-echo "logs: $WORK/wharfd.log, $WORK/registry.log, $WORK/registry2.log (run with KEEP=1 to keep them)" >&2
+echo "logs: $WORK/wharfd.log, $WORK/wharfd-policy.log, $WORK/registry.log, $WORK/registry2.log (run with KEEP=1 to keep them)" >&2
 exit 1
