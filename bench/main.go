@@ -9,8 +9,9 @@
 // BENCH_RTT (default 25ms) the round-trip time of case 1, where each request
 // costs one RTT (the issue's model) and, unless BENCH_HANDSHAKE=0, the cold
 // cases run again with every new connection costing one more RTT (a TCP
-// handshake); BENCH_CASES=1,2,3,4,5,6,7,8,9 the cases to run (9: the
-// flaky link of issue 20, wharf beside dockerd 20.10, crane and skopeo);
+// handshake); BENCH_CASES=1,2,3,4,5,6,7,8,9,10 the cases to run (9: the
+// flaky link of issue 20, wharf beside dockerd 20.10, crane and skopeo;
+// 10: the cost of verifying signatures, issue 21, with the real cosign);
 // WHARFD the daemon binary (default bin/wharfd).
 package main
 
@@ -46,7 +47,7 @@ func run() error {
 		}
 	}
 	handshake := os.Getenv("BENCH_HANDSHAKE") != "0"
-	cases := map[string]bool{"1": true, "2": true, "3": true, "4": true, "5": true, "6": true, "7": true, "8": true, "9": true}
+	cases := map[string]bool{"1": true, "2": true, "3": true, "4": true, "5": true, "6": true, "7": true, "8": true, "9": true, "10": true}
 	if v := os.Getenv("BENCH_CASES"); v != "" {
 		cases = map[string]bool{}
 		for _, c := range strings.Split(v, ",") {
@@ -166,6 +167,11 @@ func run() error {
 		step("case 9: the flaky link, issue 20: pulls through cut blob GETs, wharf beside dockerd 20.10, crane and skopeo")
 		rows, err := caseFlaky(ctx, root, bin, quick)
 		collect("case 9", rows, err)
+	}
+	if cases["10"] {
+		step("case 10: the cost of verifying, issue 21: cosign-signed images under a sigstoreSigned policy at RTT %s, beside no policy", rtt)
+		rows, err := caseTrust(ctx, root, bin, rtt, quick)
+		collect("case 10", rows, err)
 	}
 	rep.Seconds = time.Since(started).Seconds()
 

@@ -170,6 +170,7 @@ func Run(ctx context.Context, cfg *Config, opts Options) error {
 
 	if mt != nil {
 		mt.WatchStore(store.BlobUsage)
+		mt.WatchTrust(trustCounts(store))
 	}
 	pol, err := loadPolicy(cfg, env)
 	if err != nil {

@@ -74,6 +74,22 @@ func apiObserver(m *metrics.Metrics) server.Observer {
 	return m
 }
 
+// verdictCounter is what the trust families read from the image store
+// (graph/distribution's verdict counters, promoted by graph.Store).
+type verdictCounter interface {
+	Verifications() int64
+	Verdicts() (accepted, rejected, noPolicy int64)
+}
+
+// trustCounts reads vc at scrape time for wharf_trust_verifications_total
+// and wharf_trust_verdicts_total{decision}.
+func trustCounts(vc verdictCounter) metrics.TrustCounts {
+	return func() metrics.TrustSample {
+		a, r, n := vc.Verdicts()
+		return metrics.TrustSample{Verifications: vc.Verifications(), Accepted: a, Rejected: r, NoPolicy: n}
+	}
+}
+
 // metricsTimeouts: a scrape is one small request; headers must come within
 // 10 s and an idle scraper's connection is dropped after 2 minutes (a
 // Prometheus server scrapes every 15 s to 1 min on a kept-alive connection).

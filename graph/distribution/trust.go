@@ -56,6 +56,9 @@ type verdicts struct {
 	// Verifications counts verdicts computed (not served from the cache):
 	// the bench's "64 concurrent inspects run one verification".
 	Verifications atomic.Int64
+	// accepted, rejected, noPolicy count the computed verdicts by
+	// decision (wharf_trust_verdicts_total{decision}).
+	accepted, rejected, noPolicy atomic.Int64
 }
 
 type judgeBox struct{ j Judge }
@@ -85,6 +88,12 @@ func (s *Service) SetPolicy(j Judge) {
 
 // Verifications is the number of verdicts computed since start-up.
 func (s *Service) Verifications() int64 { return s.verdicts.Verifications.Load() }
+
+// Verdicts are the verdicts computed since start-up (not served from the
+// cache), by decision.
+func (s *Service) Verdicts() (accepted, rejected, noPolicy int64) {
+	return s.verdicts.accepted.Load(), s.verdicts.rejected.Load(), s.verdicts.noPolicy.Load()
+}
 
 func (s *Service) policy() Judge {
 	if b := s.verdicts.judge.Load(); b != nil {
@@ -124,6 +133,7 @@ func (s *Service) judgeRemote(ctx context.Context, repo *registry.Repository, to
 			return nil, err
 		}
 		s.verdicts.Verifications.Add(1)
+		s.verdicts.count(v.Decision)
 		s.verdicts.put(key, v)
 		return v, nil
 	})
@@ -238,6 +248,18 @@ func (v *verdicts) get(key string) (*types.Trust, bool) {
 		return nil, false
 	}
 	return c.v, true
+}
+
+// count adds a computed verdict to its decision's counter.
+func (v *verdicts) count(decision string) {
+	switch trust.Decision(decision) {
+	case trust.Accepted:
+		v.accepted.Add(1)
+	case trust.Rejected:
+		v.rejected.Add(1)
+	case trust.NoPolicy:
+		v.noPolicy.Add(1)
+	}
 }
 
 func (v *verdicts) put(key string, t *types.Trust) {
