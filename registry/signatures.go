@@ -30,9 +30,11 @@ import (
 //     layer per signature, each a simple-signing payload whose layer
 //     annotations hold the signature, certificate, chain and Rekor bundle.
 //
-// Cold, per subject: 1 request to the referrers API or the tag-schema
-// index and 1 GET of the .sig tag (404: none), then per artifact found its
-// manifest and its layer (cached by digest: a warm look-up sends nothing).
+// Cold, per subject: 1 request to the referrers API (on a registry
+// without it, the first time per host, then only) the tag-schema index,
+// and beside them 1 GET of the .sig tag (404: none); then per artifact
+// found its manifest and its layer (cached by digest). A verdict is cached
+// above (graph/distribution/trust.go): a warm inspect sends none of these.
 const (
 	artifactTypeSigstoreBundle = "application/vnd.dev.sigstore.bundle"
 	artifactTypeNotation       = "application/vnd.cncf.notary.signature"

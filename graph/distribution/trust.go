@@ -124,6 +124,11 @@ func (s *Service) judgeRemote(ctx context.Context, repo *registry.Repository, to
 		return v, nil
 	}
 	ch := s.verdicts.flight.DoChan(key, func() (any, error) {
+		// A caller that missed the cache just before another flight
+		// stored its verdict finds it here, instead of verifying again.
+		if v, ok := s.verdicts.get(key); ok {
+			return v, nil
+		}
 		// The verification outlives a caller that leaves: the others
 		// sharing it still want the answer (bounded by the look-up's
 		// own timeouts).
