@@ -187,3 +187,35 @@ func (s *TrustSuite) TestCheckRemoteJudgesTheUpdate(c *check.C) {
 	c.Check(row.RemoteTrust.Decision, check.Equals, "rejected")
 	c.Check(row.RemoteTrust.Scope, check.Equals, s.host+"/trust/moving")
 }
+
+// The policy judges the name the user asked for, never the mirror that
+// served it: a mirror for the registry (hosts.toml) answers, ServedBy says
+// so, and the scope that decides is still the upstream repository's — a
+// scope naming the mirror's host (which accepts) is never consulted.
+func (s *TrustSuite) TestPolicyAppliesToTheNameNotTheMirror(c *check.C) {
+	up := s.startRegistry(c, testregistry.Options{})
+	mirror := s.startRegistry(c, testregistry.Options{ProxyRemoteURL: up.DirectURL})
+	pushImage(c, up, "mirrored/app", "1", testregistry.ImageOptions{})
+	policy := filepath.Join(c.MkDir(), "policy.json")
+	p := fmt.Sprintf(`{"default":[{"type":"insecureAcceptAnything"}],"transports":{"docker":{
+	  %q:[{"type":"reject"}], %q:[{"type":"insecureAcceptAnything"}]}}}`, up.Host+"/mirrored", mirror.Host)
+	c.Assert(os.WriteFile(policy, []byte(p), 0o600), check.IsNil)
+	d := NewDaemon(c)
+	certs := filepath.Join(d.Home, "certs.d")
+	hostPart, port, _ := strings.Cut(up.Host, ":")
+	writeHostsToml(c, certs, hostPart+"_"+port+"_", fmt.Sprintf("server = %q\n\n[host.%q]\n  capabilities = [\"pull\", \"resolve\"]\n",
+		"http://"+up.Host, "http://"+mirror.Host))
+	d.Start(c, "--certs-dir", certs, "--signature-policy", policy)
+	s.killAtEnd(d)
+
+	var got struct {
+		ServedBy string
+		Trust    struct{ Decision, Scope string }
+	}
+	d.Get(c, "/v1.50/images/"+up.Host+"/mirrored/app:1/json?remote=1").JSON(c, &got)
+	c.Check(got.ServedBy, check.Equals, mirror.Host)
+	c.Check(got.Trust.Decision, check.Equals, "rejected")
+	c.Check(got.Trust.Scope, check.Equals, up.Host+"/mirrored")
+	r := d.Wharf(c, "pull", up.Host+"/mirrored/app:1")
+	c.Check(r.ExitCode, check.Not(check.Equals), 0, check.Commentf("%s", r))
+}
