@@ -84,7 +84,15 @@ func (r *Repository) Signatures(ctx context.Context, subject digest.Digest) ([]t
 	}
 	var wanted []Referrer
 	for _, ref := range listed {
-		if strings.HasPrefix(ref.Descriptor.ArtifactType, artifactTypeSigstoreBundle) || ref.Descriptor.ArtifactType == artifactTypeNotation {
+		switch at := ref.Descriptor.ArtifactType; {
+		case strings.HasPrefix(at, artifactTypeSigstoreBundle) || at == artifactTypeNotation:
+			wanted = append(wanted, ref)
+		case at == "" || at == ocispec.MediaTypeEmptyJSON:
+			// A registry that lists a referrer by its config's media
+			// type (go-containerregistry's, v0.22: the empty
+			// descriptor's for cosign's bundle) hides the manifest's own
+			// artifactType: the manifest says what it is
+			// (signatureArtifacts), within the same cap.
 			wanted = append(wanted, ref)
 		}
 	}
@@ -136,14 +144,22 @@ func (r *Repository) signatureArtifacts(ctx context.Context, ref Referrer) ([]tr
 			subject = m.Subject.Digest
 		}
 	}
+	// The manifest's own artifactType decides, not the listing's: a
+	// registry may list it by another (Signatures).
+	at := m.ArtifactType
+	if at == "" {
+		at = ref.Descriptor.ArtifactType
+	}
 	var format trust.Format
 	switch {
 	case ref.Source == ReferrerSourceCosign:
 		format = trust.FormatSimpleSigning
-	case ref.Descriptor.ArtifactType == artifactTypeNotation:
+	case at == artifactTypeNotation:
 		format = trust.FormatNotation
-	default:
+	case strings.HasPrefix(at, artifactTypeSigstoreBundle):
 		format = trust.FormatSigstoreBundle
+	default:
+		return nil, nil // an SBOM, an attestation: not a signature
 	}
 	if len(m.Layers) > maxSigLayers {
 		return nil, invalidDocument(r.upstream.host, "signature %s: %d layers, more than %d", desc.Digest, len(m.Layers), maxSigLayers)
