@@ -309,26 +309,21 @@ func caseTrust(ctx context.Context, root, bin string, rtt time.Duration, quick b
 	e.reset()
 
 	var rows []row
-	r, err := trustWarm(ctx, e, policy, signed, warmIters)
-	if err != nil {
-		return nil, fmt.Errorf("warm: %w", err)
+	for _, step := range []struct {
+		name string
+		run  func() ([]row, error)
+	}{
+		{"warm", func() ([]row, error) { return trustWarm(ctx, e, policy, signed, warmIters) }},
+		{"cold", func() ([]row, error) { return trustCold(ctx, e, policy, signed, coldIters) }},
+		{"64 concurrent", func() ([]row, error) { return trustConcurrent(ctx, e, policy, signed) }},
+		{"CPU", func() ([]row, error) { return trustCPU(ctx, e, policy, cpuImgs, cpuRounds) }},
+	} {
+		r, err := step.run()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", step.name, err)
+		}
+		rows = append(rows, r...)
 	}
-	rows = append(rows, r...)
-	r, err = trustCold(ctx, e, policy, signed, coldIters)
-	if err != nil {
-		return nil, fmt.Errorf("cold: %w", err)
-	}
-	rows = append(rows, r...)
-	r, err = trustConcurrent(ctx, e, policy, signed)
-	if err != nil {
-		return nil, fmt.Errorf("64 concurrent: %w", err)
-	}
-	rows = append(rows, r...)
-	r, err = trustCPU(ctx, e, policy, cpuImgs, cpuRounds)
-	if err != nil {
-		return nil, fmt.Errorf("CPU: %w", err)
-	}
-	rows = append(rows, r...)
 	for i := range rows {
 		rows[i].Name += fmt.Sprintf(", RTT %.0fms", ms(rtt))
 	}
