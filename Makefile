@@ -84,7 +84,7 @@ test: build registry cosign ## vet, gofmt, depcheck, unit tests (-race), integra
 unit: ## unit tests with the race detector
 	$(UNIT)
 
-integration: build registry ## end-to-end suites against bin/ and the real registry
+integration: build registry cosign ## end-to-end suites against bin/, the real registry and cosign
 	$(INTEGRATION)
 
 lint: ## go vet, gofmt -l must be empty, imports point down (depcheck)
