@@ -3,17 +3,18 @@ package integration
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/crane"
 	"gopkg.in/check.v1"
 
 	"github.com/wharfproject/wharf/internal/testregistry"
 )
 
 // MoveTrustSuite: what a signature binds when an image is copied, with its
-// signature, to another repository (crane copy, as a mirror or a promotion
+// signature, to another repository (crane's copy, as a mirror or a promotion
 // does). A legacy cosign .sig names the repository it was signed in
 // (docker-reference, without tag or digest): in the new repository
 // matchRepository refuses it and exactRepository naming the old one
@@ -26,7 +27,6 @@ type MoveTrustSuite struct {
 	reg    *testregistry.Registry
 	d      *Daemon
 	cosign string
-	crane  string
 	keys   string
 }
 
@@ -34,12 +34,6 @@ var _ = check.Suite(&MoveTrustSuite{})
 
 func (s *MoveTrustSuite) SetUpSuite(c *check.C) {
 	s.cosign = cosignBinary(c)
-	root, err := testregistry.RepoRoot()
-	c.Assert(err, check.IsNil)
-	s.crane = filepath.Join(root, ".cache", "bin", "crane")
-	if _, err := os.Stat(s.crane); err != nil {
-		c.Skip("crane not built: .cache/bin/crane")
-	}
 	s.reg = s.startRegistry(c, testregistry.Options{})
 	s.keys = c.MkDir()
 	runCosign(c, s.cosign, s.keys, "generate-key-pair", "--output-key-prefix", filepath.Join(s.keys, "signer"))
@@ -61,11 +55,13 @@ func (s *MoveTrustSuite) SetUpSuite(c *check.C) {
 	s.d = s.startDaemon(c, "--signature-policy", policy)
 }
 
+// copy moves src (an image, or a signature tag) to dst the way a mirror
+// or a promotion does: go-containerregistry's crane.Copy, the library the
+// crane CLI runs, in process (no binary for make test to build), with no
+// credentials of the machine's user.
 func (s *MoveTrustSuite) copy(c *check.C, src, dst string) {
-	cmd := exec.Command(s.crane, "copy", "--insecure", s.reg.Host+"/"+src, s.reg.Host+"/"+dst)
-	cmd.Env = append(os.Environ(), "HOME="+c.MkDir(), "DOCKER_CONFIG="+c.MkDir())
-	out, err := cmd.CombinedOutput()
-	c.Assert(err, check.IsNil, check.Commentf("crane copy %s %s:\n%s", src, dst, out))
+	err := crane.Copy(s.reg.Host+"/"+src, s.reg.Host+"/"+dst, crane.Insecure, crane.WithAuthFromKeychain(authn.NewMultiKeychain()))
+	c.Assert(err, check.IsNil, check.Commentf("crane copy %s %s", src, dst))
 }
 
 func (s *MoveTrustSuite) verdict(c *check.C, name string) trustAnswer {
