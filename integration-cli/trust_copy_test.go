@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"path/filepath"
 	"strings"
 
 	"gopkg.in/check.v1"
@@ -33,4 +34,17 @@ func (s *CosignTrustSuite) TestCopyCarriesSignaturesAndDSTJudgesThem(c *check.C)
 	// The summary carries both verdicts.
 	r := s.d.WharfOK(c, "copy", "--with-referrers", s.reg.Host+"/signed/src-bundle:1", s.reg.Host+"/signed/moved-again:1")
 	c.Check(r.Stdout, check.Matches, `(?s).*Signature policy at the source: accepted \(scope "`+s.reg.Host+`/signed", sigstoreSigned\)\nSignature policy at the destination: accepted .*`)
+}
+
+// A legacy .sig manifest holds one layer per signature: signed first by
+// another key and then by the policy's, the image is accepted. Before, the
+// policy kept one signature per manifest digest and judged only the first.
+func (s *CosignTrustSuite) TestLegacySignatureManifestWithTwoSignatures(c *check.C) {
+	img := s.sign(c, "signed/twice", "other", false)
+	s.run(c, "sign", "--key", filepath.Join(s.keys, "signer.key"), "--tlog-upload=false", "--use-signing-config=false",
+		"--allow-insecure-registry", "--allow-http-registry", "--new-bundle-format=false",
+		s.reg.Host+"/signed/twice@"+img.Manifest.Digest)
+	a := s.inspect(c, s.reg.Host+"/signed/twice:1")
+	c.Check(a.Trust.Decision, check.Equals, "accepted", check.Commentf("%+v", a.Trust))
+	c.Check(a.Trust.Signatures, check.HasLen, 2, check.Commentf("%+v", a.Trust))
 }

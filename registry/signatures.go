@@ -177,7 +177,7 @@ func (r *Repository) signatureArtifacts(ctx context.Context, ref Referrer) ([]tr
 		if format == trust.FormatNotation {
 			ann = m.Annotations // the chain's thumbprints, the signing time
 		}
-		out = append(out, trust.Artifact{Format: format, Digest: desc.Digest, Subject: subject, MediaType: l.MediaType, Payload: payload, Annotations: ann})
+		out = append(out, trust.Artifact{Format: format, Digest: desc.Digest, Layer: l.Digest, Subject: subject, MediaType: l.MediaType, Payload: payload, Annotations: ann})
 	}
 	return out, nil
 }

@@ -23,6 +23,9 @@ import (
 	"github.com/opencontainers/go-digest"
 )
 
+// Key names one signature: its artifact and its layer (Artifact.Layer).
+func (a Artifact) Key() string { return a.Digest.String() + " " + a.Layer.String() }
+
 // Image is what a verdict is about: the name the user asked for (never the
 // mirror that served it) and the manifest digest that name resolved to.
 type Image struct {
@@ -59,6 +62,10 @@ type Artifact struct {
 	// Digest is the signature artifact's own manifest digest: what a user
 	// can fetch again, and what inspect reports beside moby's fields.
 	Digest digest.Digest
+	// Layer is the payload's own digest. A legacy .sig manifest holds one
+	// signature per layer, so Digest alone does not name one signature:
+	// (Digest, Layer) does.
+	Layer digest.Digest
 	// Subject is the digest the artifact says it signs (a referrer's
 	// subject, or the digest in a sha256-<hex> tag).
 	Subject digest.Digest

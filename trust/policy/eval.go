@@ -54,7 +54,7 @@ func (p *Policy) Evaluate(ctx context.Context, img trust.Image, artifacts []trus
 	}
 	scope, reqs := p.For(img.Reference)
 	v.Scope = scope
-	e := &evaluation{ctx: ctx, img: img, ref: reference.TagNameOnly(img.Reference), seen: map[digest.Digest]int{}}
+	e := &evaluation{ctx: ctx, img: img, ref: reference.TagNameOnly(img.Reference), seen: map[string]int{}}
 	e.split(artifacts)
 	name := describe(img)
 	var decisive *Requirement
@@ -93,7 +93,7 @@ type evaluation struct {
 	// valid are the artifacts whose subject is the image, one per digest.
 	valid    []trust.Artifact
 	findings []trust.Finding
-	seen     map[digest.Digest]int // artifact → index in findings
+	seen     map[string]int // signature (Artifact.Key) → index in findings
 	// mismatched counts the artifacts set aside for their subject.
 	mismatched int
 }
@@ -103,15 +103,15 @@ type evaluation struct {
 // another subject says nothing about this image, whatever it verifies.
 func (e *evaluation) split(artifacts []trust.Artifact) {
 	okDigest := e.img.Digest.Validate() == nil
-	dup := map[digest.Digest]bool{}
+	dup := map[string]bool{}
 	for _, a := range artifacts {
-		if dup[a.Digest] {
+		if dup[a.Key()] {
 			continue
 		}
-		dup[a.Digest] = true
+		dup[a.Key()] = true
 		if !okDigest || a.Subject != e.img.Digest {
 			e.mismatched++
-			e.add(trust.Finding{
+			e.add(a.Key(), trust.Finding{
 				Format:   a.Format,
 				Artifact: a.Digest,
 				Error:    fmt.Sprintf("referrer's subject is %s, not the image", subjectString(a.Subject)),
@@ -129,16 +129,17 @@ func subjectString(d digest.Digest) string {
 	return d.String()
 }
 
-// add records a finding, one per artifact: a verified finding replaces an
-// unverified one of the same artifact (another requirement's roots).
-func (e *evaluation) add(f trust.Finding) {
-	if i, ok := e.seen[f.Artifact]; ok {
+// add records a finding, one per signature (key: trust.Artifact.Key): a
+// verified finding replaces an unverified one of the same signature
+// (another requirement's roots).
+func (e *evaluation) add(key string, f trust.Finding) {
+	if i, ok := e.seen[key]; ok {
 		if f.Verified && !e.findings[i].Verified {
 			e.findings[i] = f
 		}
 		return
 	}
-	e.seen[f.Artifact] = len(e.findings)
+	e.seen[key] = len(e.findings)
 	e.findings = append(e.findings, f)
 }
 
@@ -170,7 +171,7 @@ func (e *evaluation) satisfy(r *Requirement) (bool, string) {
 			return false, fmt.Sprintf("verification stopped: %v", err)
 		}
 		f := e.judge(r, a)
-		e.add(f)
+		e.add(a.Key(), f)
 		if f.Verified {
 			verified = append(verified, f)
 		} else {

@@ -45,6 +45,9 @@ func TestEvaluate(t *testing.T) {
 	notationX := art(5, trust.FormatNotation, "X", "")
 	foreign := art(6, trust.FormatSigstoreBundle, "A", "")
 	foreign.Subject = dg(0x77)
+	// One legacy .sig manifest, two signatures (layers): X's, then A's.
+	sigX, sigA := art(7, trust.FormatSimpleSigning, "X", ""), art(7, trust.FormatSimpleSigning, "A", "")
+	sigX.Layer, sigA.Layer = dg(0x71), dg(0x72)
 	for _, c := range []struct {
 		name, ref string
 		arts      []trust.Artifact
@@ -66,6 +69,7 @@ func TestEvaluate(t *testing.T) {
 		{"wrong format only", "alpine:3", []trust.Artifact{notationN}, trust.Rejected, "docker.io/library", TypeSigstoreSigned, "no signature found", 0, 0},
 		{"subject mismatch never verified", "alpine:3", []trust.Artifact{foreign}, trust.Rejected, "docker.io/library", TypeSigstoreSigned,
 			"no signature found, and 1 referrer(s) for another subject were ignored", 0, 1},
+		{"two signatures in one .sig manifest", "alpine:3", []trust.Artifact{sigX, sigA}, trust.Accepted, "docker.io/library", TypeSigstoreSigned, "verified", 2, 2},
 		{"duplicate artifact verified once", "alpine:3", []trust.Artifact{bundleA, bundleA}, trust.Accepted, "docker.io/library", TypeSigstoreSigned, "verified", 1, 1},
 		{"all of: second missing", "both.example/x", []trust.Artifact{bundleA, notationX}, trust.Rejected, "both.example", TypeNotationSigned, "notationSigned: no signature verified (1 found", 2, 2},
 		{"all of: both", "both.example/x", []trust.Artifact{bundleA, notationN}, trust.Accepted, "both.example", TypeSigstoreSigned, "sigstoreSigned: signature", 2, 2},
