@@ -165,7 +165,7 @@ func (r *Repository) signatureArtifacts(ctx context.Context, ref Referrer) ([]tr
 		return nil, invalidDocument(r.upstream.host, "signature %s: %d layers, more than %d", desc.Digest, len(m.Layers), maxSigLayers)
 	}
 	var out []trust.Artifact
-	for _, l := range m.Layers {
+	for i, l := range m.Layers {
 		if !signatureLayer(format, l.MediaType) {
 			continue
 		}
@@ -177,7 +177,7 @@ func (r *Repository) signatureArtifacts(ctx context.Context, ref Referrer) ([]tr
 		if format == trust.FormatNotation {
 			ann = m.Annotations // the chain's thumbprints, the signing time
 		}
-		out = append(out, trust.Artifact{Format: format, Digest: desc.Digest, Layer: l.Digest, Subject: subject, MediaType: l.MediaType, Payload: payload, Annotations: ann})
+		out = append(out, trust.Artifact{Format: format, Digest: desc.Digest, Layer: i, Subject: subject, MediaType: l.MediaType, Payload: payload, Annotations: ann})
 	}
 	return out, nil
 }

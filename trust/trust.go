@@ -17,6 +17,7 @@
 package trust
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/distribution/reference"
@@ -24,7 +25,7 @@ import (
 )
 
 // Key names one signature: its artifact and its layer (Artifact.Layer).
-func (a Artifact) Key() string { return a.Digest.String() + " " + a.Layer.String() }
+func (a Artifact) Key() string { return a.Digest.String() + "#" + strconv.Itoa(a.Layer) }
 
 // Image is what a verdict is about: the name the user asked for (never the
 // mirror that served it) and the manifest digest that name resolved to.
@@ -62,10 +63,12 @@ type Artifact struct {
 	// Digest is the signature artifact's own manifest digest: what a user
 	// can fetch again, and what inspect reports beside moby's fields.
 	Digest digest.Digest
-	// Layer is the payload's own digest. A legacy .sig manifest holds one
-	// signature per layer, so Digest alone does not name one signature:
-	// (Digest, Layer) does.
-	Layer digest.Digest
+	// Layer is the payload's position among its manifest's layers. A
+	// legacy .sig manifest holds one signature per layer, often over the
+	// same payload bytes (cosign signs the same simple-signing document
+	// with each key), so neither Digest nor the payload's digest names one
+	// signature: (Digest, Layer) does.
+	Layer int
 	// Subject is the digest the artifact says it signs (a referrer's
 	// subject, or the digest in a sha256-<hex> tag).
 	Subject digest.Digest

@@ -47,7 +47,7 @@ func TestEvaluate(t *testing.T) {
 	foreign.Subject = dg(0x77)
 	// One legacy .sig manifest, two signatures (layers): X's, then A's.
 	sigX, sigA := art(7, trust.FormatSimpleSigning, "X", ""), art(7, trust.FormatSimpleSigning, "A", "")
-	sigX.Layer, sigA.Layer = dg(0x71), dg(0x72)
+	sigX.Layer, sigA.Layer = 0, 1
 	for _, c := range []struct {
 		name, ref string
 		arts      []trust.Artifact
