@@ -50,8 +50,12 @@ func configInspect(config []byte) (*types.ImageInspect, error) {
 		// history; OCI configs only have the latter.
 		r.Comment = cfg.History[len(cfg.History)-1].Comment
 	}
-	if t := cfg.CreatedTime(); !t.IsZero() {
-		r.Created = t.Format(time.RFC3339Nano)
+	// moby sends Created whenever the config has the field, a zero time
+	// included ("0001-01-01T00:00:00Z": every crane and ko image says so);
+	// only a config without it leaves it out. go-containerregistry's
+	// daemon.Image fails on an empty one (issue 23).
+	if cfg.Created != nil {
+		r.Created = cfg.Created.Format(time.RFC3339Nano)
 	}
 	r.Author = cfg.Author
 	conf := cfg.Config
