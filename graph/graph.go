@@ -17,13 +17,16 @@ package graph
 import (
 	"context"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/containerd/errdefs"
+	"github.com/distribution/reference"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/sirupsen/logrus"
 
+	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/graph/archive"
 	"github.com/wharfproject/wharf/graph/distribution"
 	"github.com/wharfproject/wharf/graph/store"
@@ -160,3 +163,33 @@ type (
 	CheckProblem = store.CheckProblem
 	CheckReport  = store.CheckReport
 )
+
+// PushImage is distribution's push, with the platform of every tag checked
+// first when a push of all tags names one (`docker push -a --platform`,
+// dregsy's docker relay; API ≥ 1.46): moby's containerd store pushes that
+// platform of each tag, and a tag that lacks it fails the push before
+// anything is uploaded, naming the tag (issue 23, defect 2).
+func (s *Store) PushImage(ctx context.Context, opts types.PushOptions, out types.ProgressWriter) error {
+	if opts.Platform != nil && opts.Tag == "" {
+		named, err := reference.ParseNormalizedNamed(opts.Name)
+		if err != nil {
+			return fmt.Errorf("%v%.0w", err, errdefs.ErrInvalidArgument)
+		}
+		repo := reference.TrimNamed(named).String()
+		imgs, err := s.st.ImagesByRepository(repo)
+		if err != nil {
+			return err
+		}
+		tags := make([]string, 0, len(imgs))
+		for t := range imgs {
+			tags = append(tags, t)
+		}
+		sort.Strings(tags)
+		for _, t := range tags {
+			if err := s.CheckPlatform(ctx, repo+":"+t, *opts.Platform); err != nil {
+				return err
+			}
+		}
+	}
+	return s.dist.PushImage(ctx, opts, out)
+}

@@ -420,10 +420,9 @@ func (s *Server) postImagePush(w http.ResponseWriter, r *http.Request, vars map[
 		return err
 	}
 	tag := r.Form.Get("tag")
-	if p != nil {
-		if tag == "" {
-			return invalidArg("--platform needs a tag: it selects the platform of one image")
-		}
+	// A platform with a tag is checked here, before the stream starts; with
+	// every tag (push -a --platform), the backend checks each tag's.
+	if p != nil && tag != "" {
 		if err := s.backend.CheckPlatform(r.Context(), name+":"+tag, *p); err != nil {
 			return err
 		}
