@@ -25,31 +25,53 @@ import (
 // OCI layout's blobs/, and wharf/images.json listing them (the store's
 // records, graph.ImageRecord). Doing it through the API would cost a durable
 // rewrite of images.json per image (O(n²) bytes for 5,000 images); the
-// content is identical to what PutImage would record.
+// content is identical to what PutImage would record. It is the one place
+// that knows the store's on-disk format: when the format changes (issue 22),
+// this is what changes, and cases 4 and 11 follow.
 func prepareRoot(root string, n int) ([]graph.ImageRecord, error) {
+	recs, _, err := prepareRootWith(root, n, 0)
+	return recs, err
+}
+
+// prepareRootWith is prepareRoot where the first own images (img-0 …
+// img-<own-1>) each have a layer of their own instead of the shared one, so
+// that removing one of them leaves blobs for GC to delete (case 11's rmi);
+// it also returns those layers' digests. With own = 0 it is prepareRoot.
+func prepareRootWith(root string, n, own int) ([]graph.ImageRecord, []digest.Digest, error) {
 	blobs := filepath.Join(root, "blobs", "sha256")
 	if err := os.MkdirAll(blobs, 0o755); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := os.MkdirAll(filepath.Join(root, "wharf"), 0o755); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	put := func(mt string, b []byte) (ocispec.Descriptor, error) {
 		d := ocispec.Descriptor{MediaType: mt, Digest: digest.FromBytes(b), Size: int64(len(b))}
 		return d, os.WriteFile(filepath.Join(blobs, d.Digest.Encoded()), b, 0o644)
 	}
-	var tb bytes.Buffer
-	tw := tar.NewWriter(&tb)
-	tw.WriteHeader(&tar.Header{Name: "hello", Mode: 0o644, Size: 5, ModTime: time.Unix(0, 0)})
-	tw.Write([]byte("hello"))
-	tw.Close()
-	layer, err := put(ocispec.MediaTypeImageLayer, tb.Bytes())
-	if err != nil {
-		return nil, err
+	layerOf := func(content string) (ocispec.Descriptor, error) {
+		var tb bytes.Buffer
+		tw := tar.NewWriter(&tb)
+		tw.WriteHeader(&tar.Header{Name: "hello", Mode: 0o644, Size: int64(len(content)), ModTime: time.Unix(0, 0)})
+		tw.Write([]byte(content))
+		tw.Close()
+		return put(ocispec.MediaTypeImageLayer, tb.Bytes())
 	}
+	shared, err := layerOf("hello")
+	if err != nil {
+		return nil, nil, err
+	}
+	var owned []digest.Digest
 	created := time.Date(2025, 3, 14, 15, 9, 26, 0, time.UTC)
 	recs := make([]graph.ImageRecord, 0, n)
 	for i := 0; i < n; i++ {
+		layer := shared
+		if i < own {
+			if layer, err = layerOf(fmt.Sprintf("hello %d", i)); err != nil {
+				return nil, nil, err
+			}
+			owned = append(owned, layer.Digest)
+		}
 		cfg := ocispec.Image{
 			Created:  &created,
 			Platform: ocispec.Platform{OS: "linux", Architecture: "amd64"},
@@ -64,14 +86,14 @@ func prepareRoot(root string, n int) ([]graph.ImageRecord, error) {
 		cb, _ := json.Marshal(cfg)
 		cd, err := put(ocispec.MediaTypeImageConfig, cb)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		m := ocispec.Manifest{MediaType: ocispec.MediaTypeImageManifest, Config: cd, Layers: []ocispec.Descriptor{layer}}
 		m.SchemaVersion = 2
 		mb, _ := json.Marshal(m)
 		md, err := put(ocispec.MediaTypeImageManifest, mb)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		recs = append(recs, graph.ImageRecord{
 			ID: cd.Digest, Target: md, Manifest: md,
@@ -86,9 +108,9 @@ func prepareRoot(root string, n int) ([]graph.ImageRecord, error) {
 	}{1, recs}
 	b, err := json.Marshal(doc)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return recs, os.WriteFile(filepath.Join(root, "wharf", "images.json"), b, 0o644)
+	return recs, owned, os.WriteFile(filepath.Join(root, "wharf", "images.json"), b, 0o644)
 }
 
 type localResult struct {

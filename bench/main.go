@@ -11,7 +11,10 @@
 // cases run again with every new connection costing one more RTT (a TCP
 // handshake); BENCH_CASES=1,2,3,4,5,6,7,8,9,10 the cases to run (9: the
 // flaky link of issue 20, wharf beside dockerd 20.10, crane and skopeo;
-// 10: the cost of verifying signatures, issue 21, with the real cosign);
+// 10: the cost of verifying signatures, issue 21, with the real cosign;
+// 11: the store at scale, issue 22, at 500, 5,000 and 50,000 images — not
+// in the default set, as 50,000 images take many minutes: BENCH_SCALE=1
+// adds it, or list it in BENCH_CASES);
 // WHARFD the daemon binary (default bin/wharfd).
 package main
 
@@ -48,6 +51,9 @@ func run() error {
 	}
 	handshake := os.Getenv("BENCH_HANDSHAKE") != "0"
 	cases := map[string]bool{"1": true, "2": true, "3": true, "4": true, "5": true, "6": true, "7": true, "8": true, "9": true, "10": true}
+	if os.Getenv("BENCH_SCALE") == "1" {
+		cases["11"] = true
+	}
 	if v := os.Getenv("BENCH_CASES"); v != "" {
 		cases = map[string]bool{}
 		for _, c := range strings.Split(v, ",") {
@@ -71,7 +77,11 @@ func run() error {
 		benchtime = "200ms"
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	timeout := 20 * time.Minute
+	if cases["11"] {
+		timeout += 60 * time.Minute // case 11 at 50,000 images
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	rep := &report{Started: started.UTC(), Quick: quick, RTTms: ms(rtt), Handshk: handshake,
 		Commit: gitDescribe(root), GoOS: fmt.Sprintf("%s/%s, %d CPUs", runtime.GOOS, runtime.GOARCH, runtime.NumCPU())}
@@ -172,6 +182,14 @@ func run() error {
 		step("case 10: the cost of verifying, issue 21: cosign-signed images under a sigstoreSigned policy at RTT %s, beside no policy", rtt)
 		rows, err := caseTrust(ctx, root, bin, rtt, quick)
 		collect("case 10", rows, err)
+	}
+	if cases["11"] {
+		step("case 11: the store at scale, issue 22: %v images", scaleSizes(quick))
+		rows, err := caseScale(ctx, bin, quick, step)
+		rep.Rows = append(rep.Rows, rows...) // what the smaller sizes measured, even when a larger one failed
+		if err != nil {
+			collect("case 11", nil, err)
+		}
 	}
 	rep.Seconds = time.Since(started).Seconds()
 

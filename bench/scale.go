@@ -1,0 +1,526 @@
+//go:build bench
+
+package main
+
+// Case 11: the store at scale (issue 22).
+//
+// For each size (500, 5,000 and 50,000 images; BENCH_QUICK: 200, 2,000 and
+// 5,000) a data-root is prepared directly by prepareRootWith, as case 4
+// prepares its own (today's format: blobs/ and wharf/images.json; the one
+// place to change when the format changes), with scaleOwn images that own
+// their layer. Preparation is off the measured path; its time is in the
+// start-up row's note. Then, against wharfd on that root:
+//
+//   - start-up to the first 200 from /_ping, from exec (startWharfd polls
+//     every 10 ms), median of 3 starts after an uncounted first start (which
+//     writes index.json from the records); the third daemon stays up for
+//     the rest;
+//   - inspect by name and by a 12-character short ID, 50 each, alternated;
+//   - GET /images/json with no filter (returns n), reference= a glob
+//     matching 10 images, label=n=7 (1 image) and reference=nomatch (0),
+//     5 rounds, alternated, after one uncounted cold list;
+//   - POST /images/{name}/tag of 10 distinct images, then DELETE of those
+//     second tags with noprune (untag);
+//   - the record step: POST /images/create?fromSrc=- of a tiny tar, 10
+//     times after one uncounted import; the layer is then already in the
+//     store, so each import writes one small config and manifest and one
+//     new record. An import rather than a pull from a local registry: it
+//     has no network, no registry and no token in the way, and its fixed
+//     part is the same at every size, so what grows is the record step;
+//   - rmi (prune, the default) of 10 images that own their layer: the
+//     record goes and GC deletes config, manifest and layer (checked on
+//     disk);
+//   - 64 concurrent tags of 64 distinct images (wall time) beside one tag
+//     (the median of 3 single tags right before), 3 rounds;
+//   - wharfd's VmHWM at the end of the size's run.
+//
+// Rows: one per measure and size, and one growth row per measure from the
+// smallest size to the largest, with issue 22's targets. Today's store
+// (one JSON file rewritten and fsynced whole per change) misses most of
+// them; the rows record where it stands before the move to bbolt.
+//
+// The case is off by default: BENCH_SCALE=1 adds it to the default cases,
+// or list it in BENCH_CASES (BENCH_CASES=11). At 50,000 images it takes
+// minutes (each change rewrites a records file of 32 MB), and it
+// needs about 450 MB of disk in $TMPDIR for its 100,000 small blobs.
+// One full run took 311 s on 2 CPUs, 258 s of it at 50,000.
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+const (
+	scaleOwn        = 10 // images with a layer of their own, removed by the rmi step
+	scaleIters      = 10 // tags, untags, imports, rmis
+	scaleInspects   = 50 // per kind
+	scaleLists      = 5  // rounds of the four lists
+	scaleStarts     = 3
+	scaleConc       = 64
+	scaleConcRounds = 3
+)
+
+// scaleListVariants are the GET /images/json variants: the query and the number of
+// images it must return (-1: all n).
+var scaleListVariants = []struct {
+	key, name, query string
+	want             int
+}{
+	{"all", "GET /images/json, no filter (returns all)", "", -1},
+	{"ref", "GET /images/json, reference= 10 images", `{"reference":["127.0.0.1:5000/many/img-1?"]}`, 10},
+	{"label", "GET /images/json, label=n=7 (1 image)", `{"label":["n=7"]}`, 1},
+	{"none", "GET /images/json, reference=nomatch (0 images)", `{"reference":["nomatch"]}`, 0},
+}
+
+type scaleResult struct {
+	n                    int
+	prep, firstStart     time.Duration
+	recordsBytes         int64
+	listCold             time.Duration
+	starts, byName, byID []time.Duration
+	tag, untag, record   []time.Duration
+	rmi, single, conc    []time.Duration
+	concRatio            []float64
+	lists                map[string][]time.Duration
+	rss                  int64
+	gcLeft               int // owned layers still on disk after their rmi
+	stepSecs             []string
+	recordsBytesAfter    int64
+	importIDs            int
+}
+
+func scaleSizes(quick bool) []int {
+	if quick {
+		return []int{200, 2000, 5000}
+	}
+	return []int{500, 5000, 50000}
+}
+
+// thousands writes n with a comma every three digits.
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// caseScale is case 11 (see the top of this file).
+func caseScale(ctx context.Context, bin string, quick bool, logf func(string, ...any)) ([]row, error) {
+	var res []*scaleResult
+	var failed []string
+	for _, n := range scaleSizes(quick) {
+		logf("case 11: %s images", thousands(n))
+		r, err := runScale(ctx, bin, n, logf)
+		if err != nil {
+			// Keep what the smaller sizes measured; the failure is reported.
+			failed = append(failed, fmt.Sprintf("%s images: %v", thousands(n), err))
+			logf("case 11: %s images FAILED: %v", thousands(n), err)
+			break
+		}
+		res = append(res, r)
+	}
+	if len(res) == 0 {
+		return nil, fmt.Errorf("%s", strings.Join(failed, "; "))
+	}
+	rows := scaleRows(res)
+	if len(failed) > 0 {
+		return rows, fmt.Errorf("%s", strings.Join(failed, "; "))
+	}
+	return rows, nil
+}
+
+func timedStart(bin, root string) (*wharfd, time.Duration, error) {
+	t := time.Now()
+	d, err := startWharfd(bin, root)
+	return d, time.Since(t), err
+}
+
+// call sends one request and checks its status; it returns the time from
+// the request to the end of the body, and the body.
+func call(ctx context.Context, d *wharfd, method, path string, hdr map[string]string, body []byte, want int) (time.Duration, []byte, error) {
+	var rd *bytes.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	t := time.Now()
+	var status int
+	var b []byte
+	var err error
+	if rd != nil {
+		status, b, err = d.do(ctx, method, path, hdr, rd)
+	} else {
+		status, b, err = d.do(ctx, method, path, hdr, nil)
+	}
+	el := time.Since(t)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if status != want {
+		return 0, nil, fmt.Errorf("%s %s: %d %.300s", method, path, status, b)
+	}
+	return el, b, nil
+}
+
+func tinyTar(content string) []byte {
+	var tb bytes.Buffer
+	tw := tar.NewWriter(&tb)
+	tw.WriteHeader(&tar.Header{Name: "scale", Mode: 0o644, Size: int64(len(content)), ModTime: time.Unix(0, 0)})
+	tw.Write([]byte(content))
+	tw.Close()
+	return tb.Bytes()
+}
+
+func runScale(ctx context.Context, bin string, n int, logf func(string, ...any)) (*scaleResult, error) {
+	res := &scaleResult{n: n, lists: map[string][]time.Duration{}}
+	sizeStart := time.Now()
+	mark := func(what string, t time.Time) {
+		s := fmt.Sprintf("%s %.1fs", what, time.Since(t).Seconds())
+		res.stepSecs = append(res.stepSecs, s)
+		logf("case 11: %s images: %s", thousands(n), s)
+	}
+	root, err := os.MkdirTemp("", "wharf-bench-scale-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(root)
+	t := time.Now()
+	recs, owned, err := prepareRootWith(root, n, scaleOwn)
+	if err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
+	res.prep = time.Since(t)
+	mark("prepare", t)
+	recordsPath := filepath.Join(root, "wharf", "images.json")
+	if fi, err := os.Stat(recordsPath); err == nil {
+		res.recordsBytes = fi.Size()
+	}
+
+	// Start-up: one uncounted start (it writes index.json), then 3.
+	t = time.Now()
+	d, el, err := timedStart(bin, root)
+	if err != nil {
+		return nil, fmt.Errorf("first start: %w", err)
+	}
+	res.firstStart = el
+	d.stop()
+	for i := 0; i < scaleStarts; i++ {
+		if d, el, err = timedStart(bin, root); err != nil {
+			return nil, fmt.Errorf("start %d: %w", i+1, err)
+		}
+		res.starts = append(res.starts, el)
+		if i < scaleStarts-1 {
+			d.stop()
+		}
+	}
+	defer d.stop()
+	mark("start-ups", t)
+
+	// Inspect by name and by short ID, alternated.
+	t = time.Now()
+	for i := 0; i < scaleInspects; i++ {
+		r := recs[(i*7919)%n]
+		el, _, err := call(ctx, d, http.MethodGet, "/v1.50/images/"+r.RepoTags[0]+"/json", nil, nil, http.StatusOK)
+		if err != nil {
+			return nil, err
+		}
+		res.byName = append(res.byName, el)
+		r = recs[(i*104729+1)%n]
+		el, _, err = call(ctx, d, http.MethodGet, "/v1.50/images/"+r.ID.Encoded()[:12]+"/json", nil, nil, http.StatusOK)
+		if err != nil {
+			return nil, err
+		}
+		res.byID = append(res.byID, el)
+	}
+	mark("inspects", t)
+
+	// Lists: one cold, then the four variants alternated.
+	t = time.Now()
+	if res.listCold, _, err = call(ctx, d, http.MethodGet, "/v1.50/images/json", nil, nil, http.StatusOK); err != nil {
+		return nil, err
+	}
+	for i := 0; i < scaleLists; i++ {
+		for _, v := range scaleListVariants {
+			path := "/v1.50/images/json"
+			if v.query != "" {
+				path += "?filters=" + url.QueryEscape(v.query)
+			}
+			el, b, err := call(ctx, d, http.MethodGet, path, nil, nil, http.StatusOK)
+			if err != nil {
+				return nil, err
+			}
+			var list []json.RawMessage
+			if err := json.Unmarshal(b, &list); err != nil {
+				return nil, fmt.Errorf("GET %s: %w", path, err)
+			}
+			want := v.want
+			if want < 0 {
+				want = n
+			}
+			if len(list) != want {
+				return nil, fmt.Errorf("GET %s: %d images, want %d", path, len(list), want)
+			}
+			res.lists[v.key] = append(res.lists[v.key], el)
+		}
+	}
+	mark("lists", t)
+
+	// Tag 10 distinct images, then untag those second tags (noprune).
+	t = time.Now()
+	name := func(i int) string { return fmt.Sprintf("127.0.0.1:5000/many/img-%d", i) }
+	for i := 0; i < scaleIters; i++ {
+		j := scaleOwn + i
+		el, _, err := call(ctx, d, http.MethodPost, "/v1.50/images/"+name(j)+":v1/tag?repo="+url.QueryEscape(name(j))+"&tag=second", nil, nil, http.StatusCreated)
+		if err != nil {
+			return nil, err
+		}
+		res.tag = append(res.tag, el)
+	}
+	for i := 0; i < scaleIters; i++ {
+		j := scaleOwn + i
+		el, _, err := call(ctx, d, http.MethodDelete, "/v1.50/images/"+name(j)+":second?noprune=1", nil, nil, http.StatusOK)
+		if err != nil {
+			return nil, err
+		}
+		res.untag = append(res.untag, el)
+	}
+	mark("tags and untags", t)
+
+	// The record step: imports of one tiny tar (the first, uncounted,
+	// stores its layer).
+	t = time.Now()
+	tarb := tinyTar("scale")
+	tarHdr := map[string]string{"Content-Type": "application/x-tar"}
+	for i := 0; i <= scaleIters; i++ {
+		path := fmt.Sprintf("/v1.50/images/create?fromSrc=-&repo=%s&tag=r%d&message=%s",
+			url.QueryEscape("127.0.0.1:5000/scale/import"), i, url.QueryEscape(fmt.Sprintf("scale %d %d", n, i)))
+		el, b, err := call(ctx, d, http.MethodPost, path, tarHdr, tarb, http.StatusOK)
+		if err != nil {
+			return nil, err
+		}
+		if bytes.Contains(b, []byte(`"errorDetail"`)) {
+			return nil, fmt.Errorf("import: %.300s", b)
+		}
+		if i > 0 {
+			res.record = append(res.record, el)
+		}
+	}
+	_, b, err := call(ctx, d, http.MethodGet, "/v1.50/images/json?filters="+url.QueryEscape(`{"reference":["127.0.0.1:5000/scale/import"]}`), nil, nil, http.StatusOK)
+	if err != nil {
+		return nil, err
+	}
+	var imported []struct{ ID string }
+	if err := json.Unmarshal(b, &imported); err != nil {
+		return nil, err
+	}
+	ids := map[string]bool{}
+	for _, im := range imported {
+		ids[im.ID] = true
+	}
+	if res.importIDs = len(ids); res.importIDs != scaleIters+1 {
+		return nil, fmt.Errorf("imports made %d distinct images, want %d (each must be a new record)", res.importIDs, scaleIters+1)
+	}
+	mark("imports", t)
+
+	// rmi with GC of the images that own their layer.
+	t = time.Now()
+	for i := 0; i < scaleOwn && i < scaleIters; i++ {
+		el, b, err := call(ctx, d, http.MethodDelete, "/v1.50/images/"+name(i)+":v1", nil, nil, http.StatusOK)
+		if err != nil {
+			return nil, err
+		}
+		if !bytes.Contains(b, []byte(`"Deleted"`)) {
+			return nil, fmt.Errorf("rmi %s: nothing deleted: %.300s", name(i), b)
+		}
+		res.rmi = append(res.rmi, el)
+		if _, err := os.Stat(filepath.Join(root, "blobs", "sha256", owned[i].Encoded())); err == nil {
+			res.gcLeft++
+		}
+	}
+	mark("rmis", t)
+
+	// 64 concurrent tags of distinct images beside one tag.
+	t = time.Now()
+	for r := 0; r < scaleConcRounds; r++ {
+		var singles []time.Duration
+		for k := 0; k < 3; k++ {
+			j := scaleOwn + 100 + k
+			if j >= n {
+				j = scaleOwn + scaleConc + k
+			}
+			el, _, err := call(ctx, d, http.MethodPost, "/v1.50/images/"+name(j)+":v1/tag?repo="+url.QueryEscape(name(j))+fmt.Sprintf("&tag=s%d", r), nil, nil, http.StatusCreated)
+			if err != nil {
+				return nil, err
+			}
+			singles = append(singles, el)
+		}
+		one, _ := stats(singles)
+		res.single = append(res.single, singles...)
+		var wg sync.WaitGroup
+		errs := make([]error, scaleConc)
+		start := time.Now()
+		for k := 0; k < scaleConc; k++ {
+			wg.Add(1)
+			go func(k int) {
+				defer wg.Done()
+				j := scaleOwn + k
+				_, _, errs[k] = call(ctx, d, http.MethodPost, "/v1.50/images/"+name(j)+":v1/tag?repo="+url.QueryEscape(name(j))+fmt.Sprintf("&tag=c%d", r), nil, nil, http.StatusCreated)
+			}(k)
+		}
+		wg.Wait()
+		wall := time.Since(start)
+		for _, err := range errs {
+			if err != nil {
+				return nil, err
+			}
+		}
+		res.conc = append(res.conc, wall)
+		res.concRatio = append(res.concRatio, float64(wall)/float64(one))
+	}
+	mark("concurrent tags", t)
+
+	if res.rss, err = d.peakRSS(); err != nil {
+		return nil, err
+	}
+	if fi, err := os.Stat(recordsPath); err == nil {
+		res.recordsBytesAfter = fi.Size()
+	}
+	mark("size total", sizeStart)
+	return res, nil
+}
+
+func medianF(v []float64) float64 {
+	ds := make([]time.Duration, len(v))
+	for i, x := range v {
+		ds[i] = time.Duration(x * 1e6)
+	}
+	m, _ := stats(ds)
+	return float64(m) / 1e6
+}
+
+// scaleRows turns the sizes' results into rows: per measure, one row per
+// size and a growth row smallest → largest.
+func scaleRows(res []*scaleResult) []row {
+	var rows []row
+	small, large := res[0], res[len(res)-1]
+	sizeRatio := float64(large.n) / float64(small.n)
+	growthName := fmt.Sprintf("growth %s → %s", thousands(small.n), thousands(large.n))
+	full := large.n == 50000
+	mb := func(b int64) float64 { return float64(b) / (1 << 20) }
+
+	type measure struct {
+		name   string
+		get    func(*scaleResult) []time.Duration
+		growth float64 // growth limit; 0: informational
+		gtext  string
+		note   string
+	}
+	flat := func(name string, get func(*scaleResult) []time.Duration, note string) measure {
+		return measure{name, get, 1.5, "≤1.5× (flat)", note}
+	}
+	measures := []measure{
+		{name: "start-up to first _ping (median of 3)", get: func(r *scaleResult) []time.Duration { return r.starts }},
+		flat("inspect by name", func(r *scaleResult) []time.Duration { return r.byName }, ""),
+		flat("inspect by 12-char short ID", func(r *scaleResult) []time.Duration { return r.byID }, ""),
+	}
+	for _, v := range scaleListVariants {
+		key := v.key
+		get := func(r *scaleResult) []time.Duration { return r.lists[key] }
+		if v.want < 0 {
+			measures = append(measures, measure{v.name, get, sizeRatio,
+				fmt.Sprintf("≤%.0f× (linear: returns %.0f× more)", sizeRatio, sizeRatio), ""})
+		} else {
+			measures = append(measures, measure{v.name, get, 1.5,
+				fmt.Sprintf("≤1.5× (returns %d at every size)", v.want), ""})
+		}
+	}
+	measures = append(measures,
+		flat("tag (POST /images/{name}/tag)", func(r *scaleResult) []time.Duration { return r.tag }, ""),
+		flat("untag (DELETE of a second tag, noprune)", func(r *scaleResult) []time.Duration { return r.untag }, ""),
+		flat("record step (import of a tiny tar, layer already stored)", func(r *scaleResult) []time.Duration { return r.record }, ""),
+		measure{name: "rmi with GC (image owning its layer)", get: func(r *scaleResult) []time.Duration { return r.rmi },
+			note: "the issue sets no target for rmi"},
+	)
+	for _, m := range measures {
+		for _, r := range res {
+			med, p95 := stats(m.get(r))
+			rw := row{Case: "11", Name: fmt.Sprintf("%s, %s images", m.name, thousands(r.n)), Unit: "ms",
+				N: len(m.get(r)), Median: ms(med), P95: ms(p95)}
+			if r != small {
+				sm, _ := stats(m.get(small))
+				rw.Baseline, rw.BaseName, rw.Ratio = ms(sm), "same at "+thousands(small.n), ms(med)/ms(sm)
+			}
+			if m.name == "start-up to first _ping (median of 3)" {
+				rw.Note = fmt.Sprintf("prepared in %.1f s (images.json %.1f MB), not measured; first start after preparation (writes index.json) %.0f ms, not counted",
+					r.prep.Seconds(), float64(r.recordsBytes)/1e6, ms(r.firstStart))
+				if r.n == 50000 {
+					rw.Target, rw.Pass = "≤1 s at 50,000", pass(ms(med) <= 1000)
+				}
+			}
+			if m.name == "GET /images/json, no filter (returns all)" {
+				rw.Note = fmt.Sprintf("first list after start (reads every manifest and config) %.0f ms, not counted", ms(r.listCold))
+			}
+			if strings.HasPrefix(m.name, "rmi") && r.gcLeft > 0 {
+				rw.Note = fmt.Sprintf("%d of %d owned layers still on disk after rmi", r.gcLeft, len(r.rmi))
+			}
+			rows = append(rows, rw)
+		}
+		sm, _ := stats(m.get(small))
+		lm, _ := stats(m.get(large))
+		g := row{Case: "11", Name: m.name + ", " + growthName, Unit: "×", N: len(m.get(large)),
+			Median: ms(lm) / ms(sm), Baseline: ms(sm), BaseName: thousands(small.n) + " images, ms", Ratio: ms(lm) / ms(sm), Note: m.note}
+		if m.growth > 0 {
+			g.Target, g.Pass = m.gtext, pass(g.Ratio <= m.growth)
+		}
+		rows = append(rows, g)
+	}
+
+	// 64 concurrent tags against one tag.
+	for _, r := range res {
+		one, _ := stats(r.single)
+		wall, _ := stats(r.conc)
+		ratio := medianF(r.concRatio)
+		rows = append(rows, row{Case: "11", Name: fmt.Sprintf("64 concurrent tags of distinct images (wall), %s images", thousands(r.n)),
+			Unit: "ms", N: len(r.conc), Median: ms(wall), Baseline: ms(one), BaseName: "one tag", Ratio: ratio,
+			Target: "≤4× one tag", Pass: pass(ratio <= 4),
+			Note: fmt.Sprintf("ratio is the median over %d rounds of wall ÷ the median of 3 single tags just before; 64 one after another would be 64×", len(r.conc))})
+	}
+	sw, _ := stats(small.conc)
+	lw, _ := stats(large.conc)
+	rows = append(rows, row{Case: "11", Name: "64 concurrent tags (wall), " + growthName, Unit: "×", N: len(large.conc),
+		Median: ms(lw) / ms(sw), Baseline: ms(sw), BaseName: thousands(small.n) + " images, ms", Ratio: ms(lw) / ms(sw)})
+
+	// Peak RSS.
+	for _, r := range res {
+		rw := row{Case: "11", Name: fmt.Sprintf("wharfd peak RSS (VmHWM) over the run, %s images", thousands(r.n)), Unit: "MiB", N: 1, Median: mb(r.rss),
+			Note: fmt.Sprintf("steps: %s", strings.Join(r.stepSecs, ", "))}
+		if r != small {
+			rw.Baseline, rw.BaseName, rw.Ratio = mb(small.rss), "same at "+thousands(small.n), float64(r.rss)/float64(small.rss)
+		}
+		if r.n == 50000 {
+			rw.Target, rw.Pass = "≤100 MiB at 50,000", pass(mb(r.rss) <= 100)
+		}
+		rows = append(rows, rw)
+	}
+	rows = append(rows, row{Case: "11", Name: "wharfd peak RSS, " + growthName, Unit: "×", N: 1,
+		Median: float64(large.rss) / float64(small.rss), Baseline: mb(small.rss), BaseName: thousands(small.n) + " images, MiB",
+		Ratio: float64(large.rss) / float64(small.rss)})
+	if !full {
+		rows = append(rows, row{Case: "11", Name: fmt.Sprintf("(largest size run: %s images; the start-up and RSS targets are set at 50,000)", thousands(large.n)), Unit: "-"})
+	}
+	return rows
+}
