@@ -40,7 +40,8 @@ UNIT_PKGS = $(shell $(GO) list ./... | grep -v /integration-cli)
 FUZZTIME ?= 10s
 INTEGRATION_TIMEOUT ?= 8m
 
-.PHONY: help build registry cosign test unit integration lint man completion demo bench fuzz clean distclean
+.PHONY: help build registry cosign test unit integration lint man completion demo bench fuzz clean distclean \
+	install uninstall deb nfpm
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -112,6 +113,87 @@ man: $(MD2MAN) ## roff pages into man/man1, man/man8 from man/*.md
 completion: build ## bash, zsh and fish completions into contrib/completion/
 	mkdir -p contrib/completion
 	$(BIN_DIR)/wharf gen-completion $(CURDIR)/contrib/completion
+
+# Install layout. PREFIX is where wharf runs from (the service unit's
+# ExecStart names $(BINDIR)/wharfd); DESTDIR stages the tree elsewhere, as
+# `make deb` does. systemd reads units from /lib/systemd/system (what
+# Debian 12's systemd.pc says for PREFIX=/usr) and from
+# /usr/local/lib/systemd/system.
+PREFIX ?= /usr/local
+DESTDIR ?=
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
+FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
+SYSTEMDUNITDIR ?= $(if $(filter /usr,$(PREFIX)),/lib/systemd/system,$(PREFIX)/lib/systemd/system)
+# The example daemon.json is documentation, not configuration: under /etc
+# it would be a conffile that `dpkg -r` leaves behind, and wharfd would
+# never read it there anyway.
+DOCDIR ?= $(PREFIX)/share/doc/wharf
+INSTALL ?= install
+
+# man/NAME.N.md -> $(MANDIR)/manN/NAME.N
+MAN_PAGES := $(basename $(notdir $(wildcard man/*.[1-9].md)))
+MAN_FILES = $(foreach p,$(MAN_PAGES),$(MANDIR)/man$(subst .,,$(suffix $(p)))/$(p))
+# Every file `install` writes, relative to DESTDIR: `uninstall` removes
+# exactly these.
+INSTALLED_FILES = $(BINDIR)/wharfd $(BINDIR)/wharf $(MAN_FILES) \
+	$(BASHCOMPDIR)/wharf $(ZSHCOMPDIR)/_wharf $(FISHCOMPDIR)/wharf.fish \
+	$(SYSTEMDUNITDIR)/wharf.service $(SYSTEMDUNITDIR)/wharf.socket \
+	$(DOCDIR)/daemon.json.example
+
+install: build man ## install binaries, man pages, completions, systemd units, example daemon.json (PREFIX=/usr/local, DESTDIR)
+	$(INSTALL) -d $(DESTDIR)$(BINDIR)
+	$(INSTALL) -m 0755 $(BIN_DIR)/wharfd $(BIN_DIR)/wharf $(DESTDIR)$(BINDIR)/
+	@for p in $(MAN_PAGES); do sec=$${p##*.}; \
+		echo "$(INSTALL) -m 0644 man/man$$sec/$$p $(DESTDIR)$(MANDIR)/man$$sec/"; \
+		$(INSTALL) -d $(DESTDIR)$(MANDIR)/man$$sec; \
+		$(INSTALL) -m 0644 man/man$$sec/$$p $(DESTDIR)$(MANDIR)/man$$sec/; \
+	done
+	$(INSTALL) -d $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
+	$(INSTALL) -m 0644 contrib/completion/bash/wharf $(DESTDIR)$(BASHCOMPDIR)/wharf
+	$(INSTALL) -m 0644 contrib/completion/zsh/_wharf $(DESTDIR)$(ZSHCOMPDIR)/_wharf
+	$(INSTALL) -m 0644 contrib/completion/fish/wharf.fish $(DESTDIR)$(FISHCOMPDIR)/wharf.fish
+# contrib/systemd/wharf.service is the template: it names /usr/local/bin
+# (what docs/deploy.md copies by hand), rewritten here for BINDIR.
+	$(INSTALL) -d $(DESTDIR)$(SYSTEMDUNITDIR)
+	sed 's|^ExecStart=/usr/local/bin/wharfd |ExecStart=$(BINDIR)/wharfd |' contrib/systemd/wharf.service \
+		> $(DESTDIR)$(SYSTEMDUNITDIR)/wharf.service
+	grep -q '^ExecStart=$(BINDIR)/wharfd ' $(DESTDIR)$(SYSTEMDUNITDIR)/wharf.service
+	chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/wharf.service
+	$(INSTALL) -m 0644 contrib/systemd/wharf.socket $(DESTDIR)$(SYSTEMDUNITDIR)/wharf.socket
+	$(INSTALL) -d $(DESTDIR)$(DOCDIR)
+	$(INSTALL) -m 0644 contrib/daemon.json.example $(DESTDIR)$(DOCDIR)/daemon.json.example
+
+uninstall: ## remove what `make install` wrote (same PREFIX, DESTDIR)
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED_FILES))
+	rmdir $(DESTDIR)$(DOCDIR) 2>/dev/null || true
+
+# make deb: nfpm (a maintained packager, from the module proxy; v2.48.0
+# builds with Go 1.26) packs `make install DESTDIR=bin/deb-root PREFIX=/usr`
+# into bin/wharf_DEBVERSION_ARCH.deb; contrib/packaging/ has its config and
+# maintainer scripts. The binaries carry VERSION, the package DEB_VERSION,
+# which is VERSION made a Debian version.
+NFPM_BIN := $(CACHE_BIN)/nfpm
+NFPM_PKG := github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.48.0
+DEB_ROOT := $(BIN_DIR)/deb-root
+DEB_VERSION ?= $(shell $(CURDIR)/contrib/packaging/deb-version.sh '$(VERSION)' '$(BUILD_TIME)')
+DEB_ARCH ?= $(shell $(GO) env GOARCH)
+
+nfpm: $(NFPM_BIN) ## build nfpm into .cache/bin (once)
+
+$(NFPM_BIN):
+	GOFLAGS= GOBIN=$(CACHE_BIN) $(GO) install $(NFPM_PKG)
+
+deb: $(NFPM_BIN) ## Debian package bin/wharf_VERSION_ARCH.deb (nfpm; PREFIX=/usr)
+	rm -rf $(DEB_ROOT) $(BIN_DIR)/wharf_*.deb
+	$(MAKE) --no-print-directory install DESTDIR=$(DEB_ROOT) PREFIX=/usr VERSION='$(VERSION)'
+# Debian policy: man pages compressed with gzip -9n.
+	find $(DEB_ROOT)/usr/share/man -type f -exec gzip -9n {} +
+	WHARF_DEB_VERSION='$(DEB_VERSION)' WHARF_DEB_ARCH=$(DEB_ARCH) \
+		$(NFPM_BIN) package --config contrib/packaging/nfpm.yaml --packager deb --target $(BIN_DIR)/
+	@ls $(BIN_DIR)/wharf_*.deb
 
 demo: cosign ## the whole story against a real registry, signatures included (scripts/demo.sh)
 	$(CURDIR)/scripts/demo.sh

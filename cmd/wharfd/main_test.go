@@ -46,3 +46,21 @@ func TestVersionFlag(t *testing.T) {
 		t.Fatalf("%q %v", out.String(), err)
 	}
 }
+
+// The version make stamps with -X main.version (git describe; what `make
+// deb` packages) is what --version prints, before any configuration is read.
+func TestVersionFlagPrintsStampedVersion(t *testing.T) {
+	oldV, oldC := version, gitCommit
+	defer func() { version, gitCommit = oldV, oldC }()
+	version, gitCommit = "1.2.3-4-gabc1234-dirty", "abc1234"
+	cmd := newCommand()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"--version", "--config-file", filepath.Join(t.TempDir(), "missing.json")})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := out.String(), "wharfd version 1.2.3-4-gabc1234-dirty, build abc1234\n"; got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}
