@@ -103,21 +103,24 @@ func TestLookupAmbiguousShortID(t *testing.T) {
 }
 
 // fillRecords adds n index-only records (no blobs: lookup needs none) to
-// the store's state, before the store is used.
+// the store's records, in one change.
 func fillRecords(s *Store, n int, tag func(i int) string) digest.Digest {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var last digest.Digest
-	for i := 0; i < n; i++ {
-		id := digest.FromString(strings.Repeat("i", i+1))
-		r := &ImageRecord{ID: id, RepoTags: []string{}, RepoDigests: []string{}}
-		if tag != nil {
-			r.RepoTags = []string{tag(i)}
+	_, err := s.Update(false, func(tx *Txn) error {
+		for i := 0; i < n; i++ {
+			id := digest.FromString(strings.Repeat("i", i+1))
+			var tags []string
+			if tag != nil {
+				tags = []string{tag(i)}
+			}
+			tx.put(ImageRecord{ID: id}, tags, nil, nil)
+			last = id
 		}
-		s.st.images[id] = r
-		last = id
+		return nil
+	})
+	if err != nil {
+		panic(err)
 	}
-	s.st.reindex()
 	return last
 }
 
