@@ -64,6 +64,10 @@ func (s *Store) Check(ctx context.Context, full bool) (*CheckReport, error) {
 	var orphans []ocispec.Descriptor
 	l.gcMu.Lock()
 	l.leaseMu.Lock()
+	// idxMu before the read transaction: FlushIndex holds it across a write
+	// transaction, which may wait (remapping a grown file) for every read
+	// transaction to end.
+	l.idxMu.Lock()
 	err := l.db.View(func(btx *bolt.Tx) error {
 		v := dbView{btx}
 		err := v.forEachImage(func(rec *ImageRecord) error {
@@ -96,6 +100,7 @@ func (s *Store) Check(ctx context.Context, full bool) (*CheckReport, error) {
 		orphans, err = l.orphansIn(ctx, v)
 		return err
 	})
+	l.idxMu.Unlock()
 	l.leaseMu.Unlock()
 	l.gcMu.Unlock()
 	if err != nil {

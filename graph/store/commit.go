@@ -139,6 +139,7 @@ func (s *Store) runBatch(batch []*commitReq) {
 		return
 	}
 	s.count.Add(delta)
+	s.commits.Add(1)
 	s.indexChanged()
 }
 

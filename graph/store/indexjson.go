@@ -86,7 +86,9 @@ func (s *Store) indexChanged() {
 var errClosed = errors.New("graph: store closed")
 
 // FlushIndex writes index.json now if it is behind the records (Close
-// calls it; so will `wharf system export-index`).
+// calls it; so will `wharf system export-index`). It holds idxMu across a
+// write transaction: nobody may wait for idxMu inside a read transaction
+// (the write may wait for every read transaction to end, to remap).
 func (s *Store) FlushIndex() error {
 	s.idxMu.Lock()
 	defer s.idxMu.Unlock()
@@ -129,10 +131,8 @@ func (s *Store) FlushIndex() error {
 
 // checkIndex compares index.json with the records of v when it was
 // written at v's generation, and writes it from v otherwise. Called with
-// leaseMu held, from a read transaction.
+// leaseMu and idxMu held, from a read transaction.
 func (s *Store) checkIndex(v dbView, add func(CheckProblem)) error {
-	s.idxMu.Lock()
-	defer s.idxMu.Unlock()
 	if v.gen() != s.idxGen {
 		if err := s.writeIndexFrom(v); err != nil {
 			return err

@@ -139,6 +139,9 @@ type Store struct {
 	db    *bolt.DB
 	count atomic.Int64 // images recorded (meta.count)
 	gcMu  sync.RWMutex
+	// commits counts the write transactions committed for changes (a
+	// group commit counts one).
+	commits atomic.Int64
 
 	// The group commit (commit.go).
 	qMu        sync.Mutex
