@@ -12,6 +12,7 @@ package store
 
 import (
 	"fmt"
+	"path/filepath"
 
 	"github.com/opencontainers/go-digest"
 	bolt "go.etcd.io/bbolt"
@@ -128,6 +129,14 @@ func (s *Store) runBatch(batch []*commitReq) {
 	}
 	if err == nil && s.failWrite != nil {
 		err = s.failWrite(dbFile)
+	}
+	// On a full disk bbolt could often commit into pages it has already
+	// (then the change would succeed where index.json, and everything
+	// else, cannot be written). As before meta.db, a change on a data-root
+	// without a free block fails with ENOSPC and changes nothing. bbolt's
+	// own ENOSPC, when it needs a new block, rolls the transaction back.
+	if err == nil {
+		err = diskFull(filepath.Join(s.root, wharfDir))
 	}
 	if err != nil {
 		btx.Rollback()
