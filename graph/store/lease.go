@@ -305,7 +305,7 @@ func (s *Store) Orphans(ctx context.Context) ([]ocispec.Descriptor, error) {
 // forget drops what the caches derived from the removed blob d.
 func (s *Store) forget(d digest.Digest) {
 	s.metaMu.Lock()
-	delete(s.meta, d)
-	delete(s.refs, d)
+	s.meta.Remove(d)
+	s.refs.Remove(d)
 	s.metaMu.Unlock()
 }

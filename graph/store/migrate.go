@@ -32,7 +32,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/opencontainers/go-digest"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -241,8 +240,8 @@ func (s *Store) importRecords(btx *bolt.Tx, recs []*ImageRecord) error {
 	// The migration read every manifest once: the caches would otherwise
 	// start out holding the whole store.
 	s.metaMu.Lock()
-	s.meta = map[digest.Digest]*ImageMeta{}
-	s.refs = map[digest.Digest][]digest.Digest{}
+	s.meta.Purge()
+	s.refs.Purge()
 	s.metaMu.Unlock()
 	m := btx.Bucket(bucketMeta)
 	if err := putU64(m, keyCount, n); err != nil {

@@ -602,7 +602,7 @@ func (s *Store) indexChildren(d digest.Digest) []digest.Digest {
 // collected.
 func (s *Store) docRefs(d digest.Digest) ([]digest.Digest, bool) {
 	s.metaMu.Lock()
-	refs, ok := s.refs[d]
+	refs, ok := s.refs.Get(d)
 	s.metaMu.Unlock()
 	if ok {
 		return refs, true
@@ -630,7 +630,7 @@ func (s *Store) docRefs(d digest.Digest) ([]digest.Digest, bool) {
 		refs = append(refs, l.Digest)
 	}
 	s.metaMu.Lock()
-	s.refs[d] = refs
+	s.refs.Add(d, refs)
 	s.metaMu.Unlock()
 	return refs, true
 }

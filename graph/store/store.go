@@ -78,6 +78,7 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/gofrs/flock"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/sirupsen/logrus"
@@ -170,12 +171,14 @@ type Store struct {
 	pendMu   sync.Mutex
 	pendDirs map[string]bool
 
+	// metaMu orders a cache fill after the blob's removal (forget).
 	metaMu sync.Mutex
-	meta   map[digest.Digest]*ImageMeta // manifest digest → parsed manifest + config (immutable content)
-	// refs caches what a stored index or manifest names (its manifests; its
-	// config and layers): garbage collection walks every record's documents
-	// on each lease release, and must not read them from disk each time.
-	refs map[digest.Digest][]digest.Digest
+	// meta caches the parsed manifest + config per manifest digest
+	// (immutable content); refs what a stored index or manifest names (its
+	// manifests; its config and layers), which Put and AddImage ask. Both
+	// are LRUs of cacheEntries: memory bounded whatever the store's size.
+	meta *lru.Cache[digest.Digest, *ImageMeta]
+	refs *lru.Cache[digest.Digest, []digest.Digest]
 
 	// failWrite, when set (tests), is called before every metadata file
 	// write (and before every meta.db commit, with dbFile); an error it
@@ -228,8 +231,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		partialMax: PartialMaxBytes,
 		indexDelay: IndexDelay,
 		stopAfter:  opts.stopAfter,
-		meta:       map[digest.Digest]*ImageMeta{},
-		refs:       map[digest.Digest][]digest.Digest{},
+		meta:       mustLRU[*ImageMeta](),
+		refs:       mustLRU[[]digest.Digest](),
 	}
 	if opts.PartialTTL > 0 {
 		s.partialTTL = opts.PartialTTL
@@ -379,6 +382,18 @@ func (s *Store) Close() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// cacheEntries bounds each metadata cache: the images a daemon works on at
+// once (configs are a few KiB; 4,096 of them a few tens of MiB at worst).
+const cacheEntries = 4096
+
+func mustLRU[V any]() *lru.Cache[digest.Digest, V] {
+	c, err := lru.New[digest.Digest, V](cacheEntries)
+	if err != nil {
+		panic(err) // only for a size ≤ 0
+	}
+	return c
 }
 
 func nonNil(s []string) []string {

@@ -260,7 +260,7 @@ func TestPutRefusesIDNotNamedByManifest(t *testing.T) {
 			must(t, err)
 			if !warm {
 				s.metaMu.Lock()
-				delete(s.meta, rec.Manifest.Digest)
+				s.meta.Remove(rec.Manifest.Digest)
 				s.metaMu.Unlock()
 			}
 			bad := rec
