@@ -19,7 +19,7 @@ import (
 // and one for all the rest), not 64; a change whose fn fails among them
 // leaves nothing and the others commit.
 func TestConcurrentTagsShareOneCommit(t *testing.T) {
-	s := newTestStore(t)
+	s := quietIndexStore(t)
 	const n = 64
 	ids := make([]digest.Digest, n)
 	fillRecords(s, n, nil)
@@ -153,4 +153,64 @@ func TestIndexWriteFailureFailsNoChange(t *testing.T) {
 	if !bytes.Contains(now, []byte("docker.io/library/b:1")) {
 		t.Fatalf("index.json after the disk has room: %s", now)
 	}
+}
+
+// TestReadersDoNotWaitForACommit: while a change is held just before its
+// commit (its fsync), Lookup, Snapshot, Count and ImagesByRepository answer
+// from the last committed state, without waiting.
+func TestReadersDoNotWaitForACommit(t *testing.T) {
+	s := quietIndexStore(t)
+	a := putTagged(t, s, "a:1", "a")
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	s.failWrite = func(name string) error {
+		if name == dbFile {
+			once.Do(func() { close(held); <-release })
+		}
+		return nil
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Update(false, func(tx *Txn) error { return tx.PointRef("docker.io/library/a:2", a.ID) })
+		done <- err
+	}()
+	<-held
+	read := make(chan error, 1)
+	go func() {
+		if _, err := s.Lookup("a:1"); err != nil {
+			read <- err
+			return
+		}
+		if _, err := s.Lookup("a:2"); err == nil {
+			read <- fmt.Errorf("an uncommitted tag is visible")
+			return
+		}
+		if len(s.Snapshot()) != 1 || s.Count() != 1 {
+			read <- fmt.Errorf("snapshot/count during a commit")
+			return
+		}
+		_, err := s.ImagesByRepository("a")
+		read <- err
+	}()
+	select {
+	case err := <-read:
+		must(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("a reader waited for a commit")
+	}
+	close(release)
+	must(t, <-done)
+	if _, err := s.Lookup("a:2"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// quietIndexStore is a test store whose background index.json writer does
+// not run during the test (it would read failWrite, which the test sets).
+func quietIndexStore(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(t.Context(), Options{Root: t.TempDir(), Logger: quietLogger(), IndexDelay: time.Hour})
+	must(t, err)
+	t.Cleanup(func() { s.Close() })
+	return s
 }

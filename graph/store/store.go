@@ -57,7 +57,8 @@
 // blobs/), and is pinned by that lease from before the write (or, for a blob
 // that already exists, from before the existence check) until the lease is
 // released. An image record keeps its blobs alive once committed; Put
-// re-checks, under the records lock, that every blob it names is present.
+// re-checks, in the change that records it, that every blob it names is
+// present.
 // Garbage collection (under the lease lock, reading the records in a
 // transaction begun under it) deletes a blob only when no record (the blobs
 // bucket) and no live lease uses it: after a delete, when a lease is
