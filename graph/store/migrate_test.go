@@ -52,6 +52,7 @@ func assertMigrated(t *testing.T, s *Store, names []string, v1 []byte) {
 	if s.Count() != 3 {
 		t.Errorf("Count = %d, want 3", s.Count())
 	}
+	dbConsistent(t, s)
 	checkClean(t, s)
 	wd := filepath.Join(s.root, wharfDir)
 	stub, err := os.ReadFile(filepath.Join(wd, recordsFile))
