@@ -252,9 +252,18 @@ func (s *StoreVerifySuite) TestLoadFillsMissingMediaType(c *check.C) {
 		msg, r := verifyLoadArchive(c, d, a.tar)
 		c.Assert(msg, check.Equals, "", check.Commentf("%s: %s", tc.what, r))
 
-		b, err := os.ReadFile(filepath.Join(d.Root, "index.json"))
-		c.Assert(err, check.IsNil)
-		entries := storedIndexEntries(c, b, a.manifest.Digest)
+		// The data-root's index.json is written by a background writer,
+		// within a second of a change (graph/store/BOLT.md): wait for it.
+		var b []byte
+		var entries []ocispec.Descriptor
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			var err error
+			b, err = os.ReadFile(filepath.Join(d.Root, "index.json"))
+			c.Assert(err, check.IsNil)
+			if entries = storedIndexEntries(c, b, a.manifest.Digest); len(entries) > 0 || time.Now().After(deadline) {
+				break
+			}
+		}
 		c.Assert(entries, check.Not(check.HasLen), 0, check.Commentf("%s: data-root index.json lacks %s: %s", tc.what, a.manifest.Digest, b))
 		for _, e := range entries {
 			c.Check(e.MediaType, check.Equals, ocispec.MediaTypeImageManifest, check.Commentf("%s: data-root index.json: %s", tc.what, b))

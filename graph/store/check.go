@@ -24,6 +24,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/wharfproject/wharf/api/types"
 )
@@ -55,38 +56,53 @@ func (s *Store) Check(ctx context.Context, full bool) (*CheckReport, error) {
 	rep := &CheckReport{Full: full, Problems: []CheckProblem{}}
 	add := func(p CheckProblem) { rep.Problems = append(rep.Problems, p) }
 
-	// The structural part holds the read lock so that records, tags and
-	// blobs are seen at one moment (an rmi removes blobs under the write
-	// lock). It only stats files and reads small cached metadata.
-	l.mu.RLock()
-	st := l.st
-	rep.Images = len(st.images)
-	for _, rec := range st.sorted() {
-		if err := ctx.Err(); err != nil {
-			l.mu.RUnlock()
-			return nil, err
-		}
-		l.checkImage(rec, add)
-	}
-	for ref, id := range st.refs {
-		if _, ok := st.images[id]; !ok {
-			add(CheckProblem{Kind: ProblemDanglingTag, Image: id.String(), Object: ref,
-				Message: fmt.Sprintf("reference %s names image %s, which has no record", ref, id)})
-		}
-	}
-	// index.json is rewritten under the write lock: read it under ours so
-	// that a concurrent import is not reported as a mismatch.
-	want, err := indexDoc(st)
-	if err == nil {
-		l.checkIndexFile(want, add)
-	}
+	// The structural part holds leaseMu, so that no collection removes a
+	// blob while it looks (a collection needs that lock), and reads the
+	// records in one transaction begun under it: records, references and
+	// blobs are seen at one moment. It only stats files and reads small
+	// cached metadata.
 	var orphans []ocispec.Descriptor
-	if err == nil {
-		l.leaseMu.Lock()
-		orphans, err = l.orphansLocked(ctx)
-		l.leaseMu.Unlock()
-	}
-	l.mu.RUnlock()
+	l.gcMu.Lock()
+	l.leaseMu.Lock()
+	// idxMu before the read transaction: FlushIndex holds it across a write
+	// transaction, which may wait (remapping a grown file) for every read
+	// transaction to end.
+	l.idxMu.Lock()
+	err := l.db.View(func(btx *bolt.Tx) error {
+		v := dbView{btx}
+		err := v.forEachImage(func(rec *ImageRecord) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			rep.Images++
+			l.checkImage(rec, add)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		err = btx.Bucket(bucketRefs).ForEach(func(k, id []byte) error {
+			if v.raw(digest.Digest(id)) == nil {
+				add(CheckProblem{Kind: ProblemDanglingTag, Image: string(id), Object: string(k),
+					Message: fmt.Sprintf("reference %s names image %s, which has no record", k, id)})
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		// index.json: compared with the records when it was written at
+		// this transaction's generation; written now when it is behind
+		// (the background writer had not caught up yet).
+		if err := l.checkIndex(v, add); err != nil {
+			return err
+		}
+		orphans, err = l.orphansIn(ctx, v)
+		return err
+	})
+	l.idxMu.Unlock()
+	l.leaseMu.Unlock()
+	l.gcMu.Unlock()
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +132,7 @@ func (s *Store) Check(ctx context.Context, full bool) (*CheckReport, error) {
 }
 
 // checkImage checks one record's blobs exist with their descriptor sizes.
-// Called with mu held for reading.
+// Called with leaseMu held.
 func (l *Store) checkImage(rec *ImageRecord, add func(CheckProblem)) {
 	id := rec.ID.String()
 	blob := func(role string, d ocispec.Descriptor) bool {
@@ -154,16 +170,6 @@ func (l *Store) checkImage(rec *ImageRecord, add func(CheckProblem)) {
 	for i, ld := range meta.Manifest.Layers {
 		blob(fmt.Sprintf("layer %d", i), ld)
 	}
-}
-
-// indexDoc is the index.json the records call for.
-func indexDoc(st *state) (ocispec.Index, error) {
-	b, err := indexBytes(st)
-	if err != nil {
-		return ocispec.Index{}, err
-	}
-	var idx ocispec.Index
-	return idx, json.Unmarshal(b, &idx)
 }
 
 // checkIndexFile compares index.json on disk with want, entry by entry.

@@ -35,7 +35,7 @@ func TestMetadataCacheShrinksWithTheStore(t *testing.T) {
 				t.Fatalf("%d blobs for 1 image", n)
 			}
 			s.metaMu.Lock()
-			n := len(s.meta)
+			n := s.meta.Len()
 			s.metaMu.Unlock()
 			if n != 1 {
 				t.Fatalf("metadata cache holds %d entries for 1 image", n)

@@ -53,6 +53,9 @@ func FuzzReferenceParsing(f *testing.F) {
 func FuzzCheckIndexFile(f *testing.F) {
 	s := newTestStore(f)
 	putTagged(f, s, "fuzz/idx:1", "idx")
+	if err := s.FlushIndex(); err != nil {
+		f.Fatal(err)
+	}
 	good, err := os.ReadFile(filepath.Join(s.root, IndexFile))
 	if err != nil {
 		f.Fatal(err)

@@ -81,6 +81,9 @@ func TestCheckFindsDamage(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newTestStore(t)
 			rec := putTagged(t, s, "a:1", "one")
+			// index.json caught up with the records, as it is IndexDelay
+			// after a change: then damage to it is damage.
+			checkMust(t, s.FlushIndex())
 			// Warm the metadata cache as a running daemon has it.
 			_, err := s.Meta(rec)
 			checkMust(t, err)

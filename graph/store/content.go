@@ -212,8 +212,8 @@ func (w *Ingestion) Commit(size int64, want digest.Digest) (digest.Digest, bool,
 }
 
 // syncPendingDirs fsyncs every directory a blob was renamed into since the
-// last call. Every records update calls it (under mu) before it writes
-// images.json: a record is durable only after the blobs it names are.
+// last call. Every records commit calls it (commit.go) before it commits
+// meta.db: a record is durable only after the blobs it names are.
 func (s *Store) syncPendingDirs() error {
 	s.pendMu.Lock()
 	dirs := s.pendDirs
@@ -258,7 +258,7 @@ func (s *Store) endIngest(name string) {
 }
 
 // RemoveBlob deletes a blob file; a missing one is not an error. Only
-// garbage collection calls it (with mu and leaseMu held).
+// garbage collection calls it (with leaseMu held).
 func (s *Store) removeBlob(d digest.Digest) (int64, error) {
 	if err := ValidateDigest(d); err != nil {
 		return 0, err

@@ -21,6 +21,9 @@ func TestDataRootIsReadableOCILayout(t *testing.T) {
 	a := putTestImage(t, s, testImage{tags: []string{"example.com/a:1"}, layers: []string{"a"}, labels: map[string]string{"x": "1"}}).ID
 	b := putTagged(t, s, "", "b").ID
 	wantIDs := map[string]bool{a.String(): true, b.String(): true}
+	// index.json is written by a background writer and on Close: a closed
+	// data-root is a complete layout.
+	must(t, s.Close())
 
 	p, err := layout.FromPath(s.root)
 	if err != nil {

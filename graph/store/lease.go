@@ -12,6 +12,7 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	bolt "go.etcd.io/bbolt"
 )
 
 // Lease pins content for one operation (a pull, load, import, push or
@@ -44,6 +45,11 @@ func (l *Lease) Add(ds ...digest.Digest) {
 	s := l.s
 	s.leaseMu.Lock()
 	defer s.leaseMu.Unlock()
+	l.addLocked(ds...)
+}
+
+func (l *Lease) addLocked(ds ...digest.Digest) {
+	s := l.s
 	if l.released {
 		return
 	}
@@ -57,18 +63,34 @@ func (l *Lease) Add(ds ...digest.Digest) {
 }
 
 // AddImage pins every blob rec uses (push and save read them while an rmi
-// may remove the image). It checks, under the records lock, that the image
-// is still recorded: then its blobs are all there (no collection can run
-// while the lock is held) and, pinned, stay there; an image removed since
-// the caller looked it up is NotFound.
+// may remove the image). It checks that the image is still recorded in a
+// read transaction begun under leaseMu, and pins under the same lock: a
+// collection (which needs leaseMu) either ran before, and then the record
+// was already gone (NotFound), or runs after and sees the pins. An image
+// removed since the caller looked it up is NotFound.
 func (l *Lease) AddImage(rec *ImageRecord) error {
 	s := l.s
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.st.images[rec.ID] == nil {
+	extra := s.blobsOf(rec) // index children another record keeps (read outside the lock)
+	s.leaseMu.Lock()
+	defer s.leaseMu.Unlock()
+	var uses []digest.Digest
+	found := false
+	err := s.db.View(func(btx *bolt.Tx) error {
+		v := dbView{btx}
+		if v.raw(rec.ID) == nil {
+			return nil
+		}
+		found = true
+		uses, _ = v.uses(rec.ID)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if !found {
 		return NoSuchImage(rec.ID.String())
 	}
-	l.Add(s.blobsOf(rec)...)
+	l.addLocked(append(uses, extra...)...)
 	return nil
 }
 
@@ -157,8 +179,6 @@ func (l *Lease) WriteVerifiedBlob(ctx context.Context, desc ocispec.Descriptor, 
 // other lease uses. It returns the bytes freed. Releasing twice is a no-op.
 func (l *Lease) Release() int64 {
 	s := l.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.leaseMu.Lock()
 	defer s.leaseMu.Unlock()
 	if l.released {
@@ -173,54 +193,21 @@ func (l *Lease) Release() int64 {
 		candidates = append(candidates, d)
 	}
 	if len(l.downloaded) > 0 {
-		live := s.liveSet(s.st)
-		for d := range l.downloaded {
-			if !live[d] && s.pins[d] <= 0 {
-				s.keepAsPartialLocked(d)
+		var keep []digest.Digest
+		_ = s.db.View(func(btx *bolt.Tx) error {
+			v := dbView{btx}
+			for d := range l.downloaded {
+				if s.pins[d] <= 0 && !v.used(d) {
+					keep = append(keep, d)
+				}
 			}
+			return nil
+		})
+		for _, d := range keep {
+			s.keepAsPartialLocked(d)
 		}
 	}
-	return s.collectLocked(s.st, candidates) + s.collectPartialsLocked(time.Now())
-}
-
-// collectLocked removes those of candidates that neither st's records nor a
-// live lease use, and returns the bytes freed. Called with mu (write) and
-// leaseMu held: a lease cannot pin a candidate between the decision and the
-// unlink.
-func (s *Store) collectLocked(st *state, candidates []digest.Digest) int64 {
-	if len(candidates) == 0 {
-		return 0
-	}
-	live := s.liveSet(st)
-	var freed int64
-	seen := map[digest.Digest]bool{}
-	for _, d := range candidates {
-		if d == "" || live[d] || seen[d] || s.pins[d] > 0 {
-			continue
-		}
-		seen[d] = true
-		n, err := s.removeBlob(d)
-		if err != nil {
-			s.log.WithError(err).WithField("digest", d).Warn("remove unreferenced blob")
-			continue
-		}
-		// The metadata cache holds one entry per manifest: dropping it with
-		// the blob keeps the cache no larger than the store.
-		s.forget(d)
-		freed += n
-	}
-	return freed
-}
-
-// liveSet is every blob st's records keep alive.
-func (s *Store) liveSet(st *state) map[digest.Digest]bool {
-	live := map[digest.Digest]bool{}
-	for _, r := range st.images {
-		for _, d := range s.blobsOf(r) {
-			live[d] = true
-		}
-	}
-	return live
+	return s.collectLocked(candidates) + s.collectPartialsLocked(time.Now())
 }
 
 // CollectAll removes every stored blob that no record and no lease uses,
@@ -234,8 +221,6 @@ func (s *Store) CollectAll(ctx context.Context) (int, int64, error) {
 // (start-up: a pull killed after some of its layers were complete keeps
 // them for the next pull, under the partial lease).
 func (s *Store) collectAll(ctx context.Context, keep bool) (int, int64, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.leaseMu.Lock()
 	defer s.leaseMu.Unlock()
 	orphans, err := s.orphansLocked(ctx)
@@ -268,10 +253,20 @@ func (s *Store) collectAll(ctx context.Context, keep bool) (int, int64, error) {
 	return n, freed, nil
 }
 
-// orphansLocked lists the stored blobs that no record of s.st and no lease
-// uses. Called with mu and leaseMu held.
+// orphansLocked lists the stored blobs that no record and no lease uses.
+// Called with leaseMu held.
 func (s *Store) orphansLocked(ctx context.Context) ([]ocispec.Descriptor, error) {
-	live := s.liveSet(s.st)
+	var out []ocispec.Descriptor
+	err := s.db.View(func(btx *bolt.Tx) error {
+		var err error
+		out, err = s.orphansIn(ctx, dbView{btx})
+		return err
+	})
+	return out, err
+}
+
+// orphansIn is orphansLocked in the read transaction of v.
+func (s *Store) orphansIn(ctx context.Context, v dbView) ([]ocispec.Descriptor, error) {
 	var out []ocispec.Descriptor
 	for _, alg := range []digest.Algorithm{digest.SHA256, digest.SHA512} {
 		dir := filepath.Join(s.root, BlobsDir, string(alg))
@@ -287,7 +282,7 @@ func (s *Store) orphansLocked(ctx context.Context) ([]ocispec.Descriptor, error)
 				return nil, err
 			}
 			d := digest.NewDigestFromEncoded(alg, e.Name())
-			if ValidateDigest(d) != nil || !e.Type().IsRegular() || live[d] || s.pins[d] > 0 {
+			if ValidateDigest(d) != nil || !e.Type().IsRegular() || s.pins[d] > 0 || v.used(d) {
 				continue
 			}
 			var size int64
@@ -302,8 +297,6 @@ func (s *Store) orphansLocked(ctx context.Context) ([]ocispec.Descriptor, error)
 
 // Orphans lists the blobs that no record and no operation in progress uses.
 func (s *Store) Orphans(ctx context.Context) ([]ocispec.Descriptor, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
 	s.leaseMu.Lock()
 	defer s.leaseMu.Unlock()
 	return s.orphansLocked(ctx)
@@ -312,7 +305,7 @@ func (s *Store) Orphans(ctx context.Context) ([]ocispec.Descriptor, error) {
 // forget drops what the caches derived from the removed blob d.
 func (s *Store) forget(d digest.Digest) {
 	s.metaMu.Lock()
-	delete(s.meta, d)
-	delete(s.refs, d)
+	s.meta.Remove(d)
+	s.refs.Remove(d)
 	s.metaMu.Unlock()
 }

@@ -2,12 +2,12 @@ package store
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
 	"github.com/opencontainers/go-digest"
+	bolt "go.etcd.io/bbolt"
 )
 
 // Lookup finds a local image by name, name:tag, name@digest, ID or unique
@@ -19,13 +19,22 @@ import (
 //
 // The record returned is a copy.
 func (s *Store) Lookup(name string) (*ImageRecord, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	r, err := s.st.lookup(name)
-	if err != nil {
-		return nil, err
-	}
-	return r.Clone(), nil
+	var r *ImageRecord
+	err := s.db.View(func(btx *bolt.Tx) error {
+		var err error
+		r, err = lookupIn(dbView{btx}, name)
+		return err
+	})
+	return r, err
+}
+
+// recView is what a lookup reads: the committed records (dbView) or a
+// change's view of them (Txn).
+type recView interface {
+	image(id digest.Digest) (*ImageRecord, error)
+	refTarget(ref string) (digest.Digest, bool)
+	byTarget(d digest.Digest) []digest.Digest
+	shortIDs(prefix string, max int, skip func(digest.Digest) bool) []digest.Digest
 }
 
 // NoSuchImage is dockerd's not-found error for name.
@@ -33,8 +42,8 @@ func NoSuchImage(name string) error {
 	return fmt.Errorf("No such image: %s%.0w", name, errdefs.ErrNotFound)
 }
 
-// lookup resolves name in st.
-func (st *state) lookup(name string) (*ImageRecord, error) {
+// lookupIn resolves name in v.
+func lookupIn(v recView, name string) (*ImageRecord, error) {
 	if name == "" {
 		return nil, NoSuchImage(name)
 	}
@@ -46,8 +55,8 @@ func (st *state) lookup(name string) (*ImageRecord, error) {
 	if !isNamed {
 		// A full image ID, with or without "sha256:".
 		if d, ok := ref.(reference.Digested); ok {
-			if r := st.images[d.Digest()]; r != nil {
-				return r, nil
+			if r, err := v.image(d.Digest()); r != nil || err != nil {
+				return r, err
 			}
 		}
 		return nil, NoSuchImage(name)
@@ -58,13 +67,16 @@ func (st *state) lookup(name string) (*ImageRecord, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%v%.0w", err, errdefs.ErrInvalidArgument)
 		}
-		if id, ok := st.refs[byDigest.String()]; ok {
-			return st.images[id], nil
+		if id, ok := v.refTarget(byDigest.String()); ok {
+			return imageOrMissing(v, id, name)
 		}
 		// name@digest also finds an image whose target (or platform
 		// manifest) has that digest and which is known in that repository.
-		for _, id := range st.targets[dgst] {
-			r := st.images[id]
+		for _, id := range v.byTarget(dgst) {
+			r, err := v.image(id)
+			if err != nil {
+				return nil, err
+			}
 			if r != nil && inRepository(r, named.Name()) {
 				return r, nil
 			}
@@ -72,31 +84,42 @@ func (st *state) lookup(name string) (*ImageRecord, error) {
 		return nil, NoSuchImage(reference.FamiliarString(byDigest))
 	}
 	tagged := reference.TagNameOnly(named)
-	if id, ok := st.refs[tagged.String()]; ok {
-		return st.images[id], nil
+	if id, ok := v.refTarget(tagged.String()); ok {
+		return imageOrMissing(v, id, name)
 	}
-	if r := st.byShortID(name); r != nil {
-		return r, nil
+	if r, err := byShortID(v, name); r != nil || err != nil {
+		return r, err
 	}
 	return nil, NoSuchImage(reference.FamiliarString(tagged))
 }
 
 // byShortID finds the image whose encoded ID starts with prefix (optionally
 // "sha256:"-prefixed); nil when none or several match (dockerd treats an
-// ambiguous prefix as not found). Binary search over the sorted IDs.
-func (st *state) byShortID(prefix string) *ImageRecord {
+// ambiguous prefix as not found). A cursor Seek on the images bucket, whose
+// keys are the IDs.
+func byShortID(v recView, prefix string) (*ImageRecord, error) {
 	p := strings.TrimPrefix(prefix, string(digest.SHA256)+":")
 	if p == "" || len(p) > 64 || strings.Trim(p, "0123456789abcdef") != "" {
-		return nil
+		return nil, nil
 	}
-	i := sort.SearchStrings(st.shortID, p)
-	if i >= len(st.shortID) || !strings.HasPrefix(st.shortID[i], p) {
-		return nil
+	ids := v.shortIDs(string(digest.SHA256)+":"+p, 2, nil)
+	if len(ids) != 1 {
+		return nil, nil
 	}
-	if i+1 < len(st.shortID) && strings.HasPrefix(st.shortID[i+1], p) {
-		return nil
+	return v.image(ids[0])
+}
+
+// imageOrMissing is the record a reference names; a reference naming no
+// record (the database is inconsistent) is reported as the name missing.
+func imageOrMissing(v recView, id digest.Digest, name string) (*ImageRecord, error) {
+	r, err := v.image(id)
+	if err != nil {
+		return nil, err
 	}
-	return st.images[digest.NewDigestFromEncoded(digest.SHA256, st.shortID[i])]
+	if r == nil {
+		return nil, NoSuchImage(name)
+	}
+	return r, nil
 }
 
 // inRepository reports whether r has a tag or digest reference in the

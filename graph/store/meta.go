@@ -64,7 +64,7 @@ type ImageMeta struct {
 // Meta loads (or returns the cached) manifest and config of rec.
 func (s *Store) Meta(rec *ImageRecord) (*ImageMeta, error) {
 	s.metaMu.Lock()
-	m, ok := s.meta[rec.Manifest.Digest]
+	m, ok := s.meta.Get(rec.Manifest.Digest)
 	s.metaMu.Unlock()
 	if ok {
 		if m.Manifest.Config.Digest != rec.ID {
@@ -95,7 +95,7 @@ func (s *Store) Meta(rec *ImageRecord) (*ImageMeta, error) {
 		m.Size += ld.Size
 	}
 	s.metaMu.Lock()
-	s.meta[rec.Manifest.Digest] = m
+	s.meta.Add(rec.Manifest.Digest, m)
 	s.metaMu.Unlock()
 	return m, nil
 }

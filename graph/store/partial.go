@@ -156,7 +156,7 @@ func (w *Ingestion) abortPartial() {
 // keepAsPartialLocked moves the stored blob d, which no record and no
 // lease uses, into partial/ as a complete partial download: the next pull
 // of d hashes it and downloads nothing. Its lease starts now. It reports
-// whether d was moved (else the caller removes it). Called with mu and
+// whether d was moved (else the caller removes it). Called with
 // leaseMu held.
 func (s *Store) keepAsPartialLocked(d digest.Digest) bool {
 	if ValidateDigest(d) != nil || s.ingests[partialKey(d)] {

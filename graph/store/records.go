@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"github.com/distribution/reference"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/imagespec"
@@ -46,130 +48,145 @@ func (r *ImageRecord) Clone() *ImageRecord {
 	return &c
 }
 
-// state is one version of the records and their indexes. A committed state
-// is never modified: a change works on a copy (Txn) and replaces it whole
-// once the copy is on disk, so a failed write leaves memory as it was.
-type state struct {
-	images  map[digest.Digest]*ImageRecord
-	refs    map[string]digest.Digest          // fully qualified tag or digest reference → image ID
-	targets map[digest.Digest][]digest.Digest // target or manifest digest → image IDs
-	shortID []string                          // sorted encoded IDs: prefix lookup in O(log n)
+// Txn is one change to the records. It reads the database through the
+// write transaction it runs in and keeps its own edits apart (an overlay),
+// so a failing fn leaves nothing behind, even when it shares a
+// group-committed transaction with other changes (commit.go). Update
+// writes the overlay into the transaction only once fn succeeded.
+type Txn struct {
+	s    *Store
+	v    dbView
+	recs map[digest.Digest]*txRec // records read or written by the change
+	refs map[string]digest.Digest // references set ("" = dropped)
+	// candidates are the blobs of records deleted, or replaced by a record
+	// with another target or manifest: collected after the commit when
+	// the change asked to prune.
+	candidates []digest.Digest
+	count      int64 // images added minus images deleted
 }
 
-// clone deep-copies the records; the indexes are rebuilt by reindex.
-// O(n) for n records: a few ms for 5,000 images, paid once per change.
-func (st *state) clone() *state {
-	c := &state{images: make(map[digest.Digest]*ImageRecord, len(st.images))}
-	for id, r := range st.images {
-		c.images[id] = r.Clone()
+// txRec is one record as the change sees it.
+type txRec struct {
+	rec  *ImageRecord // nil: deleted by the change
+	orig []byte       // as stored before the change; nil: new
+	uses []digest.Digest
+	// setUses: uses replaces the stored list.
+	setUses bool
+}
+
+func newTxn(s *Store, tx *bolt.Tx) *Txn {
+	return &Txn{s: s, v: dbView{tx}, recs: map[digest.Digest]*txRec{}, refs: map[string]digest.Digest{}}
+}
+
+// image is the record id as the change sees it (nil: none). The record is
+// the change's own copy: edits to it are part of the change.
+func (tx *Txn) image(id digest.Digest) (*ImageRecord, error) {
+	if tr, ok := tx.recs[id]; ok {
+		return tr.rec, nil
 	}
-	c.reindex()
-	return c
-}
-
-// reindex rebuilds refs, targets and shortID from images; O(n log n).
-func (st *state) reindex() {
-	st.refs = map[string]digest.Digest{}
-	st.targets = map[digest.Digest][]digest.Digest{}
-	st.shortID = st.shortID[:0:0]
-	for id, r := range st.images {
-		for _, t := range r.RepoTags {
-			st.refs[t] = id
-		}
-		for _, d := range r.RepoDigests {
-			st.refs[d] = id
-		}
-		if r.Target.Digest != "" {
-			st.targets[r.Target.Digest] = append(st.targets[r.Target.Digest], id)
-		}
-		if r.Manifest.Digest != "" && r.Manifest.Digest != r.Target.Digest {
-			st.targets[r.Manifest.Digest] = append(st.targets[r.Manifest.Digest], id)
-		}
-		st.shortID = append(st.shortID, id.Encoded())
+	b := tx.v.raw(id)
+	if b == nil {
+		return nil, nil
 	}
-	sort.Strings(st.shortID)
+	r, err := decodeRecord(b)
+	if err != nil {
+		return nil, fmt.Errorf("graph: image record %s: %w", id, err)
+	}
+	tx.recs[id] = &txRec{rec: r, orig: bytes.Clone(b)}
+	return r, nil
 }
 
-// sorted returns the records ordered by ID, for stable files.
-func (st *state) sorted() []*ImageRecord {
-	out := make([]*ImageRecord, 0, len(st.images))
-	for _, r := range st.images {
-		out = append(out, r)
+func (tx *Txn) refTarget(ref string) (digest.Digest, bool) {
+	if id, ok := tx.refs[ref]; ok {
+		return id, id != ""
+	}
+	return tx.v.refTarget(ref)
+}
+
+func (tx *Txn) byTarget(d digest.Digest) []digest.Digest {
+	var out []digest.Digest
+	seen := map[digest.Digest]bool{}
+	for _, id := range tx.v.byTarget(d) {
+		seen[id] = true
+		if tr, ok := tx.recs[id]; ok && (tr.rec == nil || (tr.rec.Target.Digest != d && tr.rec.Manifest.Digest != d)) {
+			continue // deleted or retargeted by the change
+		}
+		out = append(out, id)
+	}
+	for id, tr := range tx.recs {
+		if !seen[id] && tr.rec != nil && (tr.rec.Target.Digest == d || tr.rec.Manifest.Digest == d) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+func (tx *Txn) shortIDs(prefix string, max int, _ func(digest.Digest) bool) []digest.Digest {
+	deleted := func(id digest.Digest) bool {
+		tr, ok := tx.recs[id]
+		return ok && tr.rec == nil
+	}
+	out := tx.v.shortIDs(prefix, max, deleted)
+	for id, tr := range tx.recs {
+		if tr.orig == nil && tr.rec != nil && strings.HasPrefix(string(id), prefix) && !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// Lookup resolves name in the transaction's view. The records a Txn returns
+// are its own copies: edits to them (LastTagTime) are part of the change.
+func (tx *Txn) Lookup(name string) (*ImageRecord, error) { return lookupIn(tx, name) }
+
+// Image is the record with the ID id, or nil.
+func (tx *Txn) Image(id digest.Digest) *ImageRecord {
+	r, err := tx.image(id)
+	if err != nil {
+		tx.s.log.WithError(err).Warn("read image record")
+	}
+	return r
+}
+
+// Images are the records, in ID order. It reads every record: prune's
+// walk, not a per-request path.
+func (tx *Txn) Images() []*ImageRecord {
+	var out []*ImageRecord
+	seen := map[digest.Digest]bool{}
+	_ = tx.v.tx.Bucket(bucketImages).ForEach(func(k, _ []byte) error {
+		id := digest.Digest(k)
+		seen[id] = true
+		if r := tx.Image(id); r != nil {
+			out = append(out, r)
+		}
+		return nil
+	})
+	for id, tr := range tx.recs {
+		if !seen[id] && tr.rec != nil {
+			out = append(out, tr.rec)
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
 }
 
-// indexBytes is the index.json st calls for (the system check compares it
-// with the file).
-func indexBytes(st *state) ([]byte, error) {
-	idx := ocispec.Index{
-		MediaType: ocispec.MediaTypeImageIndex,
-		Manifests: []ocispec.Descriptor{},
-	}
-	idx.SchemaVersion = 2
-	for _, r := range st.sorted() {
-		target := r.Target
-		if target.Digest == "" {
-			target = r.Manifest
-		}
-		target.Annotations = nil
-		target.Data = nil
-		if len(r.RepoTags) == 0 {
-			idx.Manifests = append(idx.Manifests, target)
-			continue
-		}
-		for _, t := range r.RepoTags {
-			d := target
-			tag := t
-			if i := strings.LastIndex(t, ":"); i > strings.LastIndex(t, "/") {
-				tag = t[i+1:]
-			}
-			d.Annotations = map[string]string{AnnRefName: tag, AnnImageName: t}
-			idx.Manifests = append(idx.Manifests, d)
-		}
-	}
-	return json.Marshal(idx)
-}
-
-// Txn is one change to the records, made on a private copy. Its methods
-// edit the copy; Update commits it whole or not at all.
-type Txn struct {
-	st      *state
-	deleted []*ImageRecord // deleted, or replaced by a record with another target or manifest
-}
-
-// Lookup resolves name in the transaction's view. The records a Txn returns
-// are its own copies: edits to them (LastTagTime) are part of the change.
-func (tx *Txn) Lookup(name string) (*ImageRecord, error) { return tx.st.lookup(name) }
-
-// Image is the record with the ID id, or nil.
-func (tx *Txn) Image(id digest.Digest) *ImageRecord { return tx.st.images[id] }
-
-// Images are the records, in ID order.
-func (tx *Txn) Images() []*ImageRecord { return tx.st.sorted() }
-
 // RefTarget is the image the fully qualified reference ref names.
-func (tx *Txn) RefTarget(ref string) (digest.Digest, bool) {
-	id, ok := tx.st.refs[ref]
-	return id, ok
-}
+func (tx *Txn) RefTarget(ref string) (digest.Digest, bool) { return tx.refTarget(ref) }
 
 // PointRef makes ref (fully qualified) name image id, taking it from any
 // other image.
 func (tx *Txn) PointRef(ref string, id digest.Digest) error {
-	st := tx.st
-	rec := st.images[id]
+	rec := tx.Image(id)
 	if rec == nil {
 		return fmt.Errorf("No such image: %s%.0w", id, errdefs.ErrNotFound)
 	}
-	if other, ok := st.refs[ref]; ok && other != id {
-		if o := st.images[other]; o != nil {
+	if other, ok := tx.refTarget(ref); ok && other != id {
+		if o := tx.Image(other); o != nil {
 			o.RepoTags = slices.DeleteFunc(o.RepoTags, func(s string) bool { return s == ref })
 			o.RepoDigests = slices.DeleteFunc(o.RepoDigests, func(s string) bool { return s == ref })
 		}
 	}
-	st.refs[ref] = id
+	tx.refs[ref] = id
 	if strings.Contains(ref, "@") {
 		if !slices.Contains(rec.RepoDigests, ref) {
 			rec.RepoDigests = append(rec.RepoDigests, ref)
@@ -186,13 +203,12 @@ func (tx *Txn) PointRef(ref string, id digest.Digest) error {
 
 // DropRef removes ref from the image it names.
 func (tx *Txn) DropRef(ref string) {
-	st := tx.st
-	id, ok := st.refs[ref]
+	id, ok := tx.refTarget(ref)
 	if !ok {
 		return
 	}
-	delete(st.refs, ref)
-	if r := st.images[id]; r != nil {
+	tx.refs[ref] = ""
+	if r := tx.Image(id); r != nil {
 		r.RepoTags = slices.DeleteFunc(r.RepoTags, func(s string) bool { return s == ref })
 		r.RepoDigests = slices.DeleteFunc(r.RepoDigests, func(s string) bool { return s == ref })
 	}
@@ -201,33 +217,56 @@ func (tx *Txn) DropRef(ref string) {
 // Delete removes the image id and its references. Its blobs become
 // candidates for collection once the change is committed.
 func (tx *Txn) Delete(id digest.Digest) {
-	rec := tx.st.images[id]
+	rec := tx.Image(id)
 	if rec == nil {
 		return
 	}
 	for _, r := range append(append([]string{}, rec.RepoTags...), rec.RepoDigests...) {
 		tx.DropRef(r)
 	}
-	delete(tx.st.images, id)
-	tx.deleted = append(tx.deleted, rec)
+	tx.candidates = append(tx.candidates, tx.usesOf(id, rec)...)
+	tr := tx.recs[id]
+	tr.rec = nil
+	tx.count--
 }
 
-// put records img (see Store.Put) in the transaction.
-func (tx *Txn) put(img ImageRecord, tags, digs []string) {
-	rec := tx.st.images[img.ID]
+// usesOf is what the record id keeps alive as the change sees it: the list
+// the change set, else the stored one, else (a record of an older store)
+// what its documents name now.
+func (tx *Txn) usesOf(id digest.Digest, rec *ImageRecord) []digest.Digest {
+	if tr := tx.recs[id]; tr != nil && tr.setUses {
+		return tr.uses
+	}
+	if u, ok := tx.v.uses(id); ok {
+		return u
+	}
+	return tx.s.blobsOf(rec)
+}
+
+// put records img (see Store.Put) in the transaction; uses are the blobs it
+// keeps alive.
+func (tx *Txn) put(img ImageRecord, tags, digs []string, uses []digest.Digest) {
+	rec := tx.Image(img.ID)
 	if rec != nil && (rec.Target.Digest != img.Target.Digest || rec.Manifest.Digest != img.Manifest.Digest) {
 		// The old index, manifest and other platforms' blobs become
 		// candidates for collection (kept when still in use).
-		tx.deleted = append(tx.deleted, rec.Clone())
+		tx.candidates = append(tx.candidates, tx.usesOf(img.ID, rec)...)
 	}
 	if rec == nil {
 		rec = &ImageRecord{ID: img.ID, RepoTags: []string{}, RepoDigests: []string{}, Created: img.Created}
 		if rec.Created.IsZero() {
 			rec.Created = time.Now().UTC()
 		}
-		tx.st.images[img.ID] = rec
-		tx.st.shortID = nil // rebuilt at commit
+		tr := tx.recs[img.ID]
+		if tr == nil {
+			tr = &txRec{}
+			tx.recs[img.ID] = tr
+		}
+		tr.rec = rec
+		tx.count++
 	}
+	tr := tx.recs[img.ID]
+	tr.uses, tr.setUses = uses, true
 	rec.Target = img.Target
 	rec.Manifest = img.Manifest
 	if img.Trust != nil { // the latest verdict; a load or import keeps the pull's
@@ -241,53 +280,176 @@ func (tx *Txn) put(img ImageRecord, tags, digs []string) {
 	}
 }
 
-// Update runs fn on a copy of the records and, when fn succeeds, writes the
-// copy to disk and only then makes it the store's state; the blobs of
-// images fn deleted are collected afterwards (prune: false keeps them, as
-// noprune=1 asks). A failing fn or write leaves memory and disk as they
-// were. It returns the bytes freed.
-func (s *Store) Update(prune bool, fn func(tx *Txn) error) (int64, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.updateLocked(prune, fn)
+// apply writes the change into its bbolt transaction. Called once fn
+// succeeded; an error leaves the transaction to be rolled back.
+func (tx *Txn) apply() error {
+	btx := tx.v.tx
+	images, targets, blobs, uses := btx.Bucket(bucketImages), btx.Bucket(bucketTargets), btx.Bucket(bucketBlobs), btx.Bucket(bucketUses)
+	ids := make([]digest.Digest, 0, len(tx.recs))
+	for id := range tx.recs {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids) // sorted keys: fewer page splits
+	for _, id := range ids {
+		tr := tx.recs[id]
+		var old *ImageRecord
+		if tr.orig != nil {
+			var err error
+			if old, err = decodeRecord(tr.orig); err != nil {
+				return err
+			}
+		}
+		key := []byte(id)
+		var nb []byte
+		if tr.rec != nil {
+			var err error
+			if nb, err = json.Marshal(tr.rec); err != nil {
+				return err
+			}
+		}
+		switch {
+		case tr.rec == nil && old == nil:
+			continue // put and deleted by the same change
+		case tr.rec == nil:
+			if err := images.Delete(key); err != nil {
+				return err
+			}
+		case old == nil || !bytes.Equal(nb, tr.orig):
+			if err := images.Put(key, nb); err != nil {
+				return err
+			}
+		}
+		// targets: (target, id) and (manifest, id).
+		var oldT, newT []digest.Digest
+		if old != nil {
+			oldT = targetsOf(old)
+		}
+		if tr.rec != nil {
+			newT = targetsOf(tr.rec)
+		}
+		if !slices.Equal(oldT, newT) {
+			for _, d := range oldT {
+				if err := targets.Delete(pairKey(d, id)); err != nil {
+					return err
+				}
+			}
+			for _, d := range newT {
+				if err := targets.Put(pairKey(d, id), nil); err != nil {
+					return err
+				}
+			}
+		}
+		// uses and blobs: replaced when the change set them or deleted
+		// the record.
+		if tr.rec != nil && !tr.setUses {
+			continue
+		}
+		if prev, ok := tx.v.uses(id); ok {
+			for _, d := range prev {
+				if err := blobs.Delete(pairKey(d, id)); err != nil {
+					return err
+				}
+			}
+		}
+		if tr.rec == nil {
+			if err := uses.Delete(key); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := putUses(uses, blobs, id, tr.uses); err != nil {
+			return err
+		}
+	}
+	refs := btx.Bucket(bucketRefs)
+	for ref, id := range tx.refs {
+		var err error
+		if id == "" {
+			err = refs.Delete([]byte(ref))
+		} else {
+			err = refs.Put([]byte(ref), []byte(id))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-func (s *Store) updateLocked(prune bool, fn func(tx *Txn) error) (int64, error) {
-	tx := &Txn{st: s.st.clone()}
-	if err := fn(tx); err != nil {
+// putUses writes the blobs id keeps alive, both ways.
+func putUses(uses, blobs *bolt.Bucket, id digest.Digest, list []digest.Digest) error {
+	list = dedupDigests(list)
+	b, err := json.Marshal(list)
+	if err != nil {
+		return err
+	}
+	if err := uses.Put([]byte(id), b); err != nil {
+		return err
+	}
+	for _, d := range list {
+		if err := blobs.Put(pairKey(d, id), nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func dedupDigests(in []digest.Digest) []digest.Digest {
+	out := make([]digest.Digest, 0, len(in))
+	for _, d := range in {
+		if d != "" {
+			out = append(out, d)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// targetsOf are the digests a name@digest lookup finds r by.
+func targetsOf(r *ImageRecord) []digest.Digest {
+	var out []digest.Digest
+	if r.Target.Digest != "" {
+		out = append(out, r.Target.Digest)
+	}
+	if r.Manifest.Digest != "" && r.Manifest.Digest != r.Target.Digest {
+		out = append(out, r.Manifest.Digest)
+	}
+	return out
+}
+
+// Update runs fn as one change to the records and commits it whole or not
+// at all: fn's edits reach the database only if fn succeeds, and the
+// change is durable (one fsync, shared with the concurrent changes
+// committed with it) when Update returns. The blobs of images fn deleted
+// are collected afterwards (prune: false keeps them, as noprune=1 asks).
+// It returns the bytes freed.
+func (s *Store) Update(prune bool, fn func(tx *Txn) error) (int64, error) {
+	if prune {
+		s.gcMu.RLock()
+		defer s.gcMu.RUnlock()
+	}
+	tx, err := s.commit(fn)
+	if err != nil {
 		return 0, err
 	}
-	tx.st.reindex()
-	if err := s.syncPendingDirs(); err != nil {
-		return 0, fmt.Errorf("save image records: %w", err)
-	}
-	if err := s.persist(tx.st); err != nil {
-		return 0, fmt.Errorf("save image records: %w", err)
-	}
-	s.st = tx.st
-	if !prune || len(tx.deleted) == 0 {
+	if !prune || len(tx.candidates) == 0 {
 		return 0, nil
 	}
-	var candidates []digest.Digest
-	for _, r := range tx.deleted {
-		candidates = append(candidates, s.blobsOf(r)...)
-	}
-	s.leaseMu.Lock()
-	defer s.leaseMu.Unlock()
-	return s.collectLocked(s.st, candidates), nil
+	return s.collect(tx.candidates), nil
 }
 
 // Put records imgs, in one change, and points their RepoTags and
 // RepoDigests at them (moving them from any other image, which becomes
 // dangling when it loses its last reference). Every blob they name must be
 // stored, and pinned by lease (which the caller took before it checked or
-// wrote them): Put checks them again under the records lock, so what it
-// records is complete.
+// wrote them): Put checks them again in the change, so what it records is
+// complete.
 func (s *Store) Put(lease *Lease, imgs ...ImageRecord) error {
 	type put struct {
 		img        ImageRecord
 		tags, digs []string
 		layers     []ocispec.Descriptor
+		uses       []digest.Digest
 	}
 	puts := make([]put, 0, len(imgs))
 	for _, img := range imgs {
@@ -319,25 +481,25 @@ func (s *Store) Put(lease *Lease, imgs ...ImageRecord) error {
 		for _, ld := range meta.Manifest.Layers {
 			lease.Add(ld.Digest)
 		}
-		puts = append(puts, put{img, tags, digs, meta.Manifest.Layers})
+		uses := s.blobsOf(&img)
+		lease.Add(uses...)
+		puts = append(puts, put{img, tags, digs, meta.Manifest.Layers, uses})
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, p := range puts {
-		for _, d := range []digest.Digest{p.img.Target.Digest, p.img.Manifest.Digest, p.img.ID} {
-			if !s.HasBlob(d) {
-				return fmt.Errorf("put image %s: blob %s not stored%.0w", p.img.ID, d, errdefs.ErrNotFound)
-			}
-		}
-		for _, ld := range p.layers {
-			if !s.HasBlob(ld.Digest) {
-				return fmt.Errorf("put image %s: layer %s not stored%.0w", p.img.ID, ld.Digest, errdefs.ErrNotFound)
-			}
-		}
-	}
-	_, err := s.updateLocked(true, func(tx *Txn) error {
+	_, err := s.Update(true, func(tx *Txn) error {
 		for _, p := range puts {
-			tx.put(p.img, p.tags, p.digs)
+			for _, d := range []digest.Digest{p.img.Target.Digest, p.img.Manifest.Digest, p.img.ID} {
+				if !s.HasBlob(d) {
+					return fmt.Errorf("put image %s: blob %s not stored%.0w", p.img.ID, d, errdefs.ErrNotFound)
+				}
+			}
+			for _, ld := range p.layers {
+				if !s.HasBlob(ld.Digest) {
+					return fmt.Errorf("put image %s: layer %s not stored%.0w", p.img.ID, ld.Digest, errdefs.ErrNotFound)
+				}
+			}
+		}
+		for _, p := range puts {
+			tx.put(p.img, p.tags, p.digs, p.uses)
 		}
 		return nil
 	})
@@ -345,7 +507,8 @@ func (s *Store) Put(lease *Lease, imgs ...ImageRecord) error {
 }
 
 // ImagesByRepository returns the images tagged in repository (fully
-// qualified name) with their tags, for push.
+// qualified name) with their tags, for push: a cursor over the references
+// of that name.
 func (s *Store) ImagesByRepository(repo string) (map[string]*ImageRecord, error) {
 	named, err := reference.ParseNormalizedNamed(repo)
 	if err != nil {
@@ -353,36 +516,47 @@ func (s *Store) ImagesByRepository(repo string) (map[string]*ImageRecord, error)
 	}
 	name := named.Name()
 	out := map[string]*ImageRecord{}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	for _, r := range s.st.images {
-		for _, t := range r.RepoTags {
-			n, err := reference.ParseNormalizedNamed(t)
+	err = s.db.View(func(btx *bolt.Tx) error {
+		v := dbView{btx}
+		p := []byte(name + ":")
+		c := btx.Bucket(bucketRefs).Cursor()
+		for k, id := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, id = c.Next() {
+			n, err := reference.ParseNormalizedNamed(string(k))
 			if err != nil {
 				continue
 			}
-			if nt, ok := n.(reference.NamedTagged); ok && n.Name() == name {
-				out[nt.Tag()] = r.Clone()
+			nt, ok := n.(reference.NamedTagged)
+			if !ok || n.Name() != name {
+				continue
+			}
+			r, err := v.image(digest.Digest(id))
+			if err != nil {
+				return err
+			}
+			if r != nil {
+				out[nt.Tag()] = r
 			}
 		}
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }
 
 // Count returns the number of images (for /info).
-func (s *Store) Count() int {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return len(s.st.images)
-}
+func (s *Store) Count() int { return int(s.count.Load()) }
 
-// Snapshot copies the records so callers can read blobs without a lock.
+// Snapshot reads every record (a copy, read in one transaction) so
+// callers can read blobs without a lock.
 func (s *Store) Snapshot() []*ImageRecord {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	out := make([]*ImageRecord, 0, len(s.st.images))
-	for _, r := range s.st.images {
-		out = append(out, r.Clone())
+	var out []*ImageRecord
+	err := s.db.View(func(btx *bolt.Tx) error {
+		return dbView{btx}.forEachImage(func(r *ImageRecord) error {
+			out = append(out, r)
+			return nil
+		})
+	})
+	if err != nil {
+		s.log.WithError(err).Warn("read image records")
 	}
 	return out
 }
@@ -428,7 +602,7 @@ func (s *Store) indexChildren(d digest.Digest) []digest.Digest {
 // collected.
 func (s *Store) docRefs(d digest.Digest) ([]digest.Digest, bool) {
 	s.metaMu.Lock()
-	refs, ok := s.refs[d]
+	refs, ok := s.refs.Get(d)
 	s.metaMu.Unlock()
 	if ok {
 		return refs, true
@@ -456,7 +630,7 @@ func (s *Store) docRefs(d digest.Digest) ([]digest.Digest, bool) {
 		refs = append(refs, l.Digest)
 	}
 	s.metaMu.Lock()
-	s.refs[d] = refs
+	s.refs.Add(d, refs)
 	s.metaMu.Unlock()
 	return refs, true
 }

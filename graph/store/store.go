@@ -13,7 +13,9 @@
 //	│                               (annotations org.opencontainers.image.ref.name
 //	│                               = tag, io.containerd.image.name = full name),
 //	│                               one unnamed entry per untagged image;
-//	│                               rewritten from wharf/images.json after each change
+//	│                               derived from wharf/meta.db by a background
+//	│                               writer (≤ IndexDelay behind) and on Close
+//	│                               (indexjson.go)
 //	├── blobs/
 //	│   └── sha256/
 //	│       └── <hex>               manifests, indexes, configs, layers; each
@@ -25,8 +27,19 @@
 //	│                               the next pull; removed 24 h after their last
 //	│                               write, or past 8 GiB in all (partial.go)
 //	└── wharf/
-//	    ├── images.json             the image records (ID, target, manifest, tags,
-//	    │                           digests): the source of truth
+//	    ├── meta.db                 the image records: a bbolt database, the
+//	    │                           source of truth (db.go draws its buckets):
+//	    │   meta                    schema version, change generation, count
+//	    │   images                  image ID → record (ID, target, manifest,
+//	    │                           tags, digests) as JSON
+//	    │   refs                    fully qualified tag or digest ref → image ID
+//	    │   targets                 target/manifest digest \x00 ID → ""
+//	    │   blobs                   blob digest \x00 ID → "": what GC asks
+//	    │   uses                    image ID → the blobs it keeps alive
+//	    ├── images.json             a version-2 stub: older wharfs refuse to
+//	    │                           start on it ("unsupported version 2")
+//	    ├── images.json.v1          the version-1 records a migration read
+//	    │                           (migrate.go); kept, never read again
 //	    └── lock                    flock held while a daemon owns the root
 //
 // Directories are 0700 and files 0600: private layers and the records are the
@@ -35,7 +48,8 @@
 // Every file is written atomically: a temp file in the target's directory (or
 // in ingest/ for blobs, which is on the same file system), fsync, rename, fsync
 // of the directory. A crash leaves either the old or the new file, and at worst
-// a stray temp file that start-up removes.
+// a stray temp file that start-up removes. meta.db is bbolt's: a change is
+// one transaction, committed (one fsync) whole or not at all.
 //
 // # Blob lifecycle
 //
@@ -43,10 +57,12 @@
 // blobs/), and is pinned by that lease from before the write (or, for a blob
 // that already exists, from before the existence check) until the lease is
 // released. An image record keeps its blobs alive once committed; Put
-// re-checks, under the records lock, that every blob it names is present.
-// Garbage collection (under the same lock, and the lease lock) deletes a blob
-// only when no record and no live lease uses it: after a delete, when a lease
-// is released, at start-up (when no lease can exist) and on prune.
+// re-checks, in the change that records it, that every blob it names is
+// present.
+// Garbage collection (under the lease lock, reading the records in a
+// transaction begun under it) deletes a blob only when no record (the blobs
+// bucket) and no live lease uses it: after a delete, when a lease is
+// released, at start-up (when no lease can exist) and on prune.
 package store
 
 import (
@@ -58,13 +74,16 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/containerd/errdefs"
 	"github.com/gofrs/flock"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/sirupsen/logrus"
+	bolt "go.etcd.io/bbolt"
 )
 
 const (
@@ -74,6 +93,7 @@ const (
 	ingestDir    = "ingest"
 	wharfDir     = "wharf"
 	recordsFile  = "images.json"
+	recordsV1    = "images.json.v1"
 	lockFile     = "lock"
 	recordsVer   = 1
 	AnnRefName   = ocispec.AnnotationRefName // tag only, e.g. "1.0"
@@ -86,8 +106,8 @@ const (
 	fileMode fs.FileMode = 0o600
 )
 
-// maxRecordsSize caps images.json at start-up (256 MiB): 5,000 images take
-// about 5 MiB, so anything near the cap is corruption, not data.
+// maxRecordsSize caps images.json at its migration (256 MiB): 5,000 images
+// take about 5 MiB, so anything near the cap is corruption, not data.
 const maxRecordsSize = 256 << 20
 
 // Options configure a Store.
@@ -98,18 +118,47 @@ type Options struct {
 	// (partial.go); 0 means PartialTTL and PartialMaxBytes.
 	PartialTTL      time.Duration
 	PartialMaxBytes int64
+	// IndexDelay is how long after a change index.json is rewritten; 0
+	// means IndexDelay.
+	IndexDelay time.Duration
+
+	// stopAfter (tests) is called after each step of a migration; an
+	// error it returns stops Open there, as a crash would.
+	stopAfter func(step string) error
 }
 
-// Store is the OCI layout on disk, the leases, and the in-memory image
-// records. mu protects the records (st); leaseMu the pins. Lock order: mu,
-// then leaseMu.
+// Store is the OCI layout on disk, the leases, and the image records in
+// meta.db. leaseMu protects the pins, and orders collections against them;
+// idxMu the writing of index.json; gcMu (read-held by a pruning change from
+// its commit to the end of its collection, write-held by the check) keeps
+// the check from seeing a deleted image's blobs between the two. Lock
+// order: gcMu, leaseMu, idxMu.
 type Store struct {
 	root  string
 	log   *logrus.Entry
 	flock *flock.Flock
 
-	mu sync.RWMutex
-	st *state // replaced whole on every committed change, never edited in place
+	db    *bolt.DB
+	count atomic.Int64 // images recorded (meta.count)
+	gcMu  sync.RWMutex
+	// commits counts the write transactions committed for changes (a
+	// group commit counts one).
+	commits atomic.Int64
+
+	// The group commit (commit.go).
+	qMu        sync.Mutex
+	queue      []*commitReq
+	committing bool
+
+	// index.json (indexjson.go): idxGen is the change generation the file
+	// on disk was written at.
+	idxMu      sync.Mutex
+	idxGen     uint64
+	dbClosed   bool
+	idxSchedMu sync.Mutex
+	idxTimer   *time.Timer
+	closed     bool
+	indexDelay time.Duration
 
 	leaseMu sync.Mutex
 	pins    map[digest.Digest]int // digest → number of live leases pinning it
@@ -123,27 +172,34 @@ type Store struct {
 	pendMu   sync.Mutex
 	pendDirs map[string]bool
 
+	// metaMu orders a cache fill after the blob's removal (forget).
 	metaMu sync.Mutex
-	meta   map[digest.Digest]*ImageMeta // manifest digest → parsed manifest + config (immutable content)
-	// refs caches what a stored index or manifest names (its manifests; its
-	// config and layers): garbage collection walks every record's documents
-	// on each lease release, and must not read them from disk each time.
-	refs map[digest.Digest][]digest.Digest
+	// meta caches the parsed manifest + config per manifest digest
+	// (immutable content); refs what a stored index or manifest names (its
+	// manifests; its config and layers), which Put and AddImage ask. Both
+	// are LRUs of cacheEntries: memory bounded whatever the store's size.
+	meta *lru.Cache[digest.Digest, *ImageMeta]
+	refs *lru.Cache[digest.Digest, []digest.Digest]
 
 	// failWrite, when set (tests), is called before every metadata file
-	// write; an error it returns fails the write as ENOSPC would.
+	// write (and before every meta.db commit, with dbFile); an error it
+	// returns fails the write as ENOSPC would.
 	failWrite func(name string) error
+	stopAfter func(step string) error
 }
 
-// recordsDoc is the JSON form of wharf/images.json.
+// recordsDoc is the JSON form of wharf/images.json (version 1: the
+// records; version 2: the stub left by the migration to meta.db).
 type recordsDoc struct {
 	Version int            `json:"version"`
 	Images  []*ImageRecord `json:"images"`
+	Note    string         `json:"note,omitempty"`
 }
 
 // Open opens (creating when needed) the store at opts.Root: takes its lock,
-// tightens modes, cleans the ingest area, loads the records, heals
-// index.json and collects every unreferenced blob.
+// tightens modes, cleans the ingest area, opens meta.db (migrating the
+// version-1 images.json into it first: migrate.go), schedules index.json's
+// rewrite when it is behind, and collects every unreferenced blob.
 func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.Root == "" {
 		return nil, fmt.Errorf("graph: empty data-root: %w", errdefs.ErrInvalidArgument)
@@ -174,14 +230,19 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 
 		partialTTL: PartialTTL,
 		partialMax: PartialMaxBytes,
-		meta:       map[digest.Digest]*ImageMeta{},
-		refs:       map[digest.Digest][]digest.Digest{},
+		indexDelay: IndexDelay,
+		stopAfter:  opts.stopAfter,
+		meta:       mustLRU[*ImageMeta](),
+		refs:       mustLRU[[]digest.Digest](),
 	}
 	if opts.PartialTTL > 0 {
 		s.partialTTL = opts.PartialTTL
 	}
 	if opts.PartialMaxBytes > 0 {
 		s.partialMax = opts.PartialMaxBytes
+	}
+	if opts.IndexDelay > 0 {
+		s.indexDelay = opts.IndexDelay
 	}
 	s.flock = flock.New(filepath.Join(root, wharfDir, lockFile))
 	locked, err := s.flock.TryLock()
@@ -192,7 +253,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("graph: data-root %s is in use by another process%.0w", root, errdefs.ErrUnavailable)
 	}
 	if err := s.open(ctx); err != nil {
-		s.flock.Unlock()
+		s.Close()
 		return nil, err
 	}
 	return s, nil
@@ -223,14 +284,24 @@ func (s *Store) open(ctx context.Context) error {
 			return err
 		}
 	}
-	st, err := s.loadRecords()
+	if err := s.openDB(); err != nil {
+		return err
+	}
+	// index.json is derived: behind the records after a crash within
+	// IndexDelay of a change, it is rewritten in the background.
+	var gen uint64
+	err := s.db.View(func(btx *bolt.Tx) error {
+		m := btx.Bucket(bucketMeta)
+		gen, s.idxGen = u64(m.Get(keyGen)), u64(m.Get(keyIndexGen))
+		s.count.Store(int64(u64(m.Get(keyCount))))
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	s.st = st
-	// index.json is derived: rewrite it so a crash between the two writes heals.
-	if err := s.writeIndex(st); err != nil {
-		return err
+	if _, err := os.Stat(filepath.Join(s.root, IndexFile)); gen != s.idxGen || err != nil {
+		s.idxGen = ^uint64(0) // unknown: the writer rewrites it
+		s.indexChanged()
 	}
 	// No lease can exist yet: whatever no record uses is an orphan left by a
 	// crash (a pull killed after some layers were complete, a load killed
@@ -280,89 +351,50 @@ func tightenModes(root string) error {
 // Root is the data-root.
 func (s *Store) Root() string { return s.root }
 
-// Close releases the store's lock.
+// Close writes index.json if it is behind, closes meta.db and releases
+// the store's lock. Closing twice is a no-op.
 func (s *Store) Close() error {
-	if s.flock != nil {
-		return s.flock.Unlock()
+	s.idxSchedMu.Lock()
+	if s.closed {
+		s.idxSchedMu.Unlock()
+		return nil
 	}
-	return nil
-}
-
-func (s *Store) loadRecords() (*state, error) {
-	p := filepath.Join(s.root, wharfDir, recordsFile)
-	st := &state{images: map[digest.Digest]*ImageRecord{}}
-	f, err := os.Open(p)
-	if errors.Is(err, os.ErrNotExist) {
-		st.reindex()
-		return st, nil
+	s.closed = true
+	if s.idxTimer != nil {
+		s.idxTimer.Stop()
+		s.idxTimer = nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var doc recordsDoc
-	dec := json.NewDecoder(LimitReader(f, maxRecordsSize))
-	if err := dec.Decode(&doc); err != nil {
-		return nil, fmt.Errorf("graph: read %s: %w", p, err)
-	}
-	if doc.Version != recordsVer {
-		return nil, fmt.Errorf("graph: %s: unsupported version %d", p, doc.Version)
-	}
-	for _, r := range doc.Images {
-		if r == nil || r.ID.Validate() != nil {
-			continue
+	s.idxSchedMu.Unlock()
+	var errs []error
+	if s.db != nil {
+		if err := s.FlushIndex(); err != nil {
+			errs = append(errs, fmt.Errorf("graph: write index.json: %w", err))
 		}
-		r.RepoTags = nonNil(r.RepoTags)
-		r.RepoDigests = nonNil(r.RepoDigests)
-		st.images[r.ID] = r
+		s.idxMu.Lock()
+		s.dbClosed = true
+		s.idxMu.Unlock()
+		if err := s.db.Close(); err != nil {
+			errs = append(errs, err)
+		}
 	}
-	st.reindex()
-	return st, nil
+	if s.flock != nil {
+		if err := s.flock.Unlock(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
-// persist makes st durable: images.json (the commit point) and then
-// index.json. Both files are prepared (written and fsynced as temp files)
-// before either is renamed into place, so a full disk fails the change
-// before anything on disk changed. Called with mu held for writing.
-func (s *Store) persist(st *state) error {
-	doc := recordsDoc{Version: recordsVer, Images: st.sorted()}
-	rb, err := json.Marshal(doc)
-	if err != nil {
-		return err
-	}
-	ib, err := indexBytes(st)
-	if err != nil {
-		return err
-	}
-	rec, err := s.prepareFile(filepath.Join(s.root, wharfDir), recordsFile, rb)
-	if err != nil {
-		return err
-	}
-	idx, err := s.prepareFile(s.root, IndexFile, ib)
-	if err != nil {
-		rec.abort()
-		return err
-	}
-	if err := rec.commit(); err != nil {
-		idx.abort()
-		return err
-	}
-	// images.json is the source of truth and is committed; index.json is
-	// derived, and start-up rewrites it, so a failed rename here is logged
-	// and healed rather than reported as a failed change.
-	if err := idx.commit(); err != nil {
-		s.log.WithError(err).Warn("index.json not updated; it is rewritten from the records at the next change or start-up")
-	}
-	return nil
-}
+// cacheEntries bounds each metadata cache: the images a daemon works on at
+// once (configs are a few KiB; 4,096 of them a few tens of MiB at worst).
+const cacheEntries = 4096
 
-// writeIndex derives the layout's index.json from st.
-func (s *Store) writeIndex(st *state) error {
-	b, err := indexBytes(st)
+func mustLRU[V any]() *lru.Cache[digest.Digest, V] {
+	c, err := lru.New[digest.Digest, V](cacheEntries)
 	if err != nil {
-		return err
+		panic(err) // only for a size ≤ 0
 	}
-	return s.writeFileAtomic(s.root, IndexFile, b)
+	return c
 }
 
 func nonNil(s []string) []string {

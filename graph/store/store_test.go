@@ -44,7 +44,7 @@ func TestRecordsSurviveRestart(t *testing.T) {
 	// No temp files left beside the records.
 	ents, _ := os.ReadDir(filepath.Join(root, wharfDir))
 	for _, e := range ents {
-		if e.Name() != recordsFile && e.Name() != lockFile {
+		if e.Name() != recordsFile && e.Name() != dbFile && e.Name() != lockFile {
 			t.Fatalf("stray file %s", e.Name())
 		}
 	}
@@ -260,7 +260,7 @@ func TestPutRefusesIDNotNamedByManifest(t *testing.T) {
 			must(t, err)
 			if !warm {
 				s.metaMu.Lock()
-				delete(s.meta, rec.Manifest.Digest)
+				s.meta.Remove(rec.Manifest.Digest)
 				s.metaMu.Unlock()
 			}
 			bad := rec

@@ -48,3 +48,17 @@ func syncData(f *os.File) error {
 	}
 	return nil
 }
+
+// diskFull reports ENOSPC when the file system of dir has no block left
+// for an unprivileged writer (statfs f_bavail). A records change checks it
+// before it commits (commit.go); a failing statfs reports nothing.
+func diskFull(dir string) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return nil
+	}
+	if st.Bavail == 0 {
+		return unix.ENOSPC
+	}
+	return nil
+}

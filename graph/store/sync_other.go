@@ -10,3 +10,7 @@ func startWriteback(f *os.File, off, n int64) {}
 
 // syncData is fsync.
 func syncData(f *os.File) error { return f.Sync() }
+
+// diskFull is not checked where statfs is not used: bbolt's own writes
+// still fail with ENOSPC and roll the change back.
+func diskFull(dir string) error { return nil }
