@@ -35,8 +35,11 @@ type CheckRemoteOptions struct {
 	// Base asks for the base check (base=1) of images that name their
 	// base: RemoteCheckResult.BaseStatus, BaseName, BaseDigest,
 	// BaseCurrentDigest, BaseCurrentPlatformDigest, BasePlatform and
-	// BaseError.
+	// BaseError, BaseSource.
 	Base bool
+	// BaseName (base-name=REF) is the base of the images that name none,
+	// compared by layer prefix (implies Base).
+	BaseName string
 }
 
 // maxCheckLine caps one line of the check's stream (64 KiB): a result is a
@@ -60,6 +63,9 @@ func (c *Client) ImageCheckRemote(ctx context.Context, opts CheckRemoteOptions, 
 	}
 	if opts.Base {
 		q.Set("base", "1")
+	}
+	if opts.BaseName != "" {
+		q.Set("base-name", opts.BaseName)
 	}
 	h, err := registryConfigHeader(opts.Auth)
 	if err != nil {

@@ -50,41 +50,56 @@ func (s *Store) checkNewer(ctx context.Context, t checkTarget, run *checkRun, do
 
 // imageBase is what an image says it was built on: its manifest's
 // annotations, else its config's labels.
-func (s *Store) imageBase(t checkTarget) (name string, dgst digest.Digest, ok bool) {
+func (s *Store) imageBase(t checkTarget) (name string, dgst digest.Digest, source string, layers []digest.Digest) {
 	m, err := s.st.Meta(t.rec)
 	if err != nil {
-		return "", "", false
+		return "", "", "", nil
+	}
+	for _, l := range m.Manifest.Layers {
+		layers = append(layers, l.Digest)
 	}
 	pick := func(kv map[string]string) bool {
 		name, dgst = kv[types.AnnotationBaseName], digest.Digest(kv[types.AnnotationBaseDigest])
 		return name != "" && dgst != ""
 	}
 	if pick(m.Manifest.Annotations) {
-		return name, dgst, true
+		return name, dgst, "annotations", layers
 	}
 	if m.Config != nil && pick(m.Config.Config.Labels) {
-		return name, dgst, true
+		return name, dgst, "labels", layers
 	}
-	return "", "", false
+	return "", "", "", layers
 }
 
-// checkBase fills the base fields for an image that names its base (local
-// ones too: an image built here is the usual case).
+// checkBase fills the base fields for an image that names its base, or,
+// given opts.BaseName, one that names none (by layer prefix); local images
+// too: an image built here is the usual case.
 func (s *Store) checkBase(ctx context.Context, t checkTarget, opts types.RemoteCheckOptions, res *types.RemoteCheckResult) {
-	name, dgst, ok := s.imageBase(t)
-	if !ok {
-		return
+	name, dgst, source, layers := s.imageBase(t)
+	if source == "" {
+		if opts.BaseName == "" {
+			return
+		}
+		name, source = opts.BaseName, "layers"
 	}
 	var p ocispec.Platform
 	if pp := s.pulledPlatform(t.rec); pp != nil {
 		p = *pp
 	}
 	p = imagespec.NormalizePlatform(imagespec.DefaultPlatform(p))
-	res.BaseName, res.BaseDigest, res.BasePlatform = name, dgst.String(), imagespec.FormatPlatform(p)
+	res.BaseName, res.BaseDigest, res.BasePlatform, res.BaseSource = name, dgst.String(), imagespec.FormatPlatform(p), source
 	if r, err := reference.ParseNormalizedNamed(name); err == nil {
 		res.BaseName = reference.FamiliarString(r)
 	}
-	ans, err := s.dist.CheckBase(ctx, name, dgst, p, opts)
+	var (
+		ans distribution.BaseAnswer
+		err error
+	)
+	if source == "layers" {
+		ans, err = s.dist.CheckBaseLayers(ctx, name, p, layers, opts)
+	} else {
+		ans, err = s.dist.CheckBase(ctx, name, dgst, p, opts)
+	}
 	if ans.Current != "" {
 		res.BaseCurrentDigest = ans.Current.String()
 	}

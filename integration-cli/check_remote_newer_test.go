@@ -5,7 +5,9 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
+	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"gopkg.in/check.v1"
 
@@ -79,6 +81,10 @@ func (s *CheckRemoteNewerSuite) SetUpSuite(c *check.C) {
 	pushImage(c, tok, "nv/built", "onmpentry", testregistry.ImageOptions{Annotations: baseAnn(b+"mpbase:1", s.mpOld.Images[0].Manifest.Digest)})
 	pushImage(c, tok, "nv/built", "onmpmoved", testregistry.ImageOptions{Annotations: baseAnn(b+"mpmoved:1", mpMovedOld.Digest())})
 	pushImage(c, tok, "nv/built", "nobase", testregistry.ImageOptions{})
+	// No annotations, for --base-name: built on nv/lbase:1 as it was
+	// (layeredold), and as it is after the move (layered, pushed below).
+	lbaseOld := pushImage(c, tok, "nv/lbase", "1", testregistry.ImageOptions{})
+	pushStacked(c, tok, "nv/built", "layeredold", lbaseOld)
 	s.builtOnMoved, s.builtOnLabels = b+"built:onmoved", b+"built:onlabels"
 	s.builtOnMPSame, s.builtOnMPMoved, s.builtOnMPEntry = b+"built:onmpsame", b+"built:onmpmoved", b+"built:onmpentry"
 
@@ -92,7 +98,7 @@ func (s *CheckRemoteNewerSuite) SetUpSuite(c *check.C) {
 		pull("nv/app", t)
 	}
 	pull("nv/other", "1.0")
-	for _, t := range []string{"onmoved", "onlabels", "onmpsame", "onmpentry", "onmpmoved", "nobase"} {
+	for _, t := range []string{"onmoved", "onlabels", "onmpsame", "onmpentry", "onmpmoved", "nobase", "layeredold"} {
 		pull("nv/built", t)
 	}
 
@@ -103,6 +109,42 @@ func (s *CheckRemoteNewerSuite) SetUpSuite(c *check.C) {
 	c.Assert(tok.Client().PushIndex(ctx, "nv/mpbase", "1", s.mpSame), check.IsNil)
 	s.mpMoved = indexWith(c, nil, mpMovedOld.Images[1])
 	c.Assert(tok.Client().PushIndex(ctx, "nv/mpmoved", "1", s.mpMoved), check.IsNil)
+	lbase := pushImage(c, tok, "nv/lbase", "1", testregistry.ImageOptions{Layers: 2})
+	pushStacked(c, tok, "nv/built", "layered", lbase)
+	pull("nv/built", "layered")
+}
+
+// pushStacked pushes an image whose layers are base's and one of its own,
+// naming no base, as repo:tag.
+func pushStacked(c *check.C, reg *testregistry.Registry, repo, tag string, base *testregistry.Image) *testregistry.Image {
+	top, err := testregistry.NewImage(testregistry.ImageOptions{})
+	c.Assert(err, check.IsNil)
+	img := &testregistry.Image{Platform: top.Platform, Layers: append(append([]testregistry.Blob(nil), base.Layers...), top.Layers...)}
+	img.DiffIDs = append(append([]string(nil), base.DiffIDs...), top.DiffIDs...)
+	created := time.Date(2025, 3, 14, 15, 9, 26, 0, time.UTC)
+	cfg := ocispec.Image{Created: &created, Platform: top.Platform, RootFS: ocispec.RootFS{Type: "layers"},
+		Config: ocispec.ImageConfig{Cmd: []string{"/bin/sh"}}}
+	for range img.DiffIDs {
+		cfg.History = append(cfg.History, ocispec.History{Created: &created, CreatedBy: "ADD layer"})
+	}
+	for _, d := range img.DiffIDs {
+		cfg.RootFS.DiffIDs = append(cfg.RootFS.DiffIDs, digest.Digest(d))
+	}
+	cb, err := json.Marshal(cfg)
+	c.Assert(err, check.IsNil)
+	img.Config = testregistry.NewBlob(ocispec.MediaTypeImageConfig, cb)
+	m := ocispec.Manifest{MediaType: ocispec.MediaTypeImageManifest, Config: img.Config.Descriptor()}
+	m.SchemaVersion = 2
+	for _, l := range img.Layers {
+		m.Layers = append(m.Layers, l.Descriptor())
+	}
+	mb, err := json.Marshal(m)
+	c.Assert(err, check.IsNil)
+	img.Manifest = testregistry.NewBlob(ocispec.MediaTypeImageManifest, mb)
+	ctx, cancel := fixtureCtx()
+	defer cancel()
+	c.Assert(reg.Client().PushImage(ctx, repo, tag, img), check.IsNil)
+	return img
 }
 
 // newerRow is what a --format json line of `images --check-remote
@@ -113,7 +155,7 @@ type newerRow struct {
 	NewerError                                   string
 	Base, BaseStatus, BaseName, BaseDigest       string
 	BaseCurrentDigest, BaseCurrentPlatformDigest string
-	BasePlatform, BaseError                      string
+	BasePlatform, BaseError, BaseSource          string
 }
 
 func (s *CheckRemoteNewerSuite) rows(c *check.C, args ...string) map[string]newerRow {
@@ -196,7 +238,7 @@ func (s *CheckRemoteNewerSuite) TestCheckRemoteNewerListingBudget(c *check.C) {
 
 func (s *CheckRemoteNewerSuite) TestCheckRemoteBase(c *check.C) {
 	rows := s.rows(c, "--base", s.tok.Host+"/nv/built")
-	c.Assert(rows, check.HasLen, 6)
+	c.Assert(rows, check.HasLen, 8)
 	row := func(name string) newerRow {
 		r, ok := rows[name]
 		c.Assert(ok, check.Equals, true, check.Commentf("no row for %s: %v", name, rows))
@@ -234,6 +276,8 @@ func (s *CheckRemoteNewerSuite) TestCheckRemoteBase(c *check.C) {
 	none := row(s.tok.Host + "/nv/built:nobase")
 	c.Check(none.BaseStatus, check.Equals, "", check.Commentf("%+v", none))
 	c.Check(none.Base, check.Equals, "-")
+	c.Check(moved.BaseSource, check.Equals, "annotations")
+	c.Check(labels.BaseSource, check.Equals, "labels")
 
 	// The API carries the same fields.
 	r := s.d.Req(c, http.MethodPost, "/v1.50/wharf/images/check-remote?base=1&name="+url.QueryEscape(s.builtOnMoved), nil, "X-Registry-Auth", auth(s.tok))
@@ -244,4 +288,25 @@ func (s *CheckRemoteNewerSuite) TestCheckRemoteBase(c *check.C) {
 	c.Check(lines[0]["BaseDigest"], check.Equals, s.base1.Manifest.Digest)
 	r = s.d.Req(c, http.MethodPost, "/v1.50/wharf/images/check-remote?base=maybe", nil)
 	c.Check(r.Status, check.Equals, http.StatusBadRequest, check.Commentf("%s", r))
+}
+
+// TestCheckRemoteBaseByLayers: --base-name REF for images that name no
+// base: current when the image's layers begin with the base's current
+// layers, outdated when the base moved since the image was built on it.
+func (s *CheckRemoteNewerSuite) TestCheckRemoteBaseByLayers(c *check.C) {
+	b := s.tok.Host + "/nv/"
+	rows := s.rows(c, "--base-name", b+"lbase:1", b+"built:layered", b+"built:layeredold", b+"built:onmoved")
+	c.Assert(rows, check.HasLen, 3)
+	cur, old := rows[b+"built:layered"], rows[b+"built:layeredold"]
+	c.Check(cur.BaseStatus, check.Equals, "current", check.Commentf("%+v", cur))
+	c.Check(cur.BaseSource, check.Equals, "layers")
+	c.Check(cur.BaseName, check.Equals, b+"lbase:1")
+	c.Check(cur.BaseDigest, check.Equals, "", check.Commentf("no digest was recorded"))
+	c.Check(old.BaseStatus, check.Equals, "outdated", check.Commentf("%+v", old))
+	c.Check(old.BaseCurrentDigest, check.Equals, cur.BaseCurrentDigest)
+	// An image with annotations keeps them: --base-name is for the others.
+	c.Check(rows[b+"built:onmoved"].BaseSource, check.Equals, "annotations")
+
+	r := s.d.Wharf(c, "images", "--base-name", b+"lbase:1")
+	c.Check(r.ExitCode, check.Not(check.Equals), 0, check.Commentf("--base-name needs --check-remote\n%s", r))
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/distribution/reference"
 	"github.com/moby/moby/api/types/registry"
 
 	"github.com/wharfproject/wharf/api/types"
@@ -32,7 +33,8 @@ import (
 // level (NewerPatch, NewerMinor, NewerMajor: issue 24), from one tag
 // listing per repository (none within max-age of the last). base=1 adds
 // BaseStatus and its digests for each image whose annotations or labels
-// name its base. Each line keeps its shape and only gains fields.
+// name its base; base-name=REF (implies base=1) names the base of the
+// images that name none, compared by layer prefix. Each line keeps its shape and only gains fields.
 //
 // Credentials: X-Registry-Config (base64url JSON of {server address:
 // AuthConfig}, as docker build sends them) gives one credential per
@@ -70,6 +72,12 @@ func (s *Server) postImagesCheckRemote(w http.ResponseWriter, r *http.Request, _
 			}
 			*f.dst = b
 		}
+	}
+	if v := r.Form.Get("base-name"); v != "" {
+		if _, err := reference.ParseNormalizedNamed(v); err != nil {
+			return invalidArg("invalid base-name %q: %v", v, err)
+		}
+		opts.Base, opts.BaseName = true, v
 	}
 	auths, err := decodeAuthConfigs(r)
 	if err != nil {

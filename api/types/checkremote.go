@@ -98,6 +98,12 @@ type RemoteCheckResult struct {
 	BaseCurrentPlatformDigest string `json:",omitempty"`
 	BasePlatform              string `json:",omitempty"`
 	BaseError                 string `json:",omitempty"`
+	// BaseSource is how the base was found: "annotations" (the manifest's),
+	// "labels" (the config's), or "layers" (base-name=REF given by the
+	// user for an image that names no base: current when the image's
+	// layers begin with the base's current layers, regctl's method; no
+	// BaseDigest then).
+	BaseSource string `json:",omitempty"`
 }
 
 // BaseStatus values.
@@ -134,4 +140,7 @@ type RemoteCheckOptions struct {
 	Newer bool
 	// Base adds the base check of images that name their base (base=1).
 	Base bool
+	// BaseName (base-name=REF; implies Base) is the base of the images
+	// that name none: compared by layer prefix.
+	BaseName string
 }

@@ -33,6 +33,7 @@ const (
 type checkRemoteFlags struct {
 	enabled, exitCode bool
 	newer, base       bool
+	baseName          string
 	maxAge            time.Duration
 }
 
@@ -41,12 +42,13 @@ func (f *checkRemoteFlags) register(fl *pflag.FlagSet) {
 	fl.BoolVar(&f.exitCode, "exit-code", false, "With --check-remote: exit 1 when any image is outdated or missing, else 2 when any could not be checked")
 	fl.BoolVar(&f.newer, "newer", false, "With --check-remote: add the newer versions of each version tag, of the same shape, per level (a NEWER column: patch, minor, major)")
 	fl.BoolVar(&f.base, "base", false, "With --check-remote: check the base of each image that names it (org.opencontainers.image.base.name/.digest; a BASE column: current, outdated or unknown)")
+	fl.StringVar(&f.baseName, "base-name", "", "With --check-remote: the base (REF) of the images that name none, compared by layer prefix (implies --base)")
 	fl.DurationVar(&f.maxAge, "max-age", 0, "With --check-remote: accept a registry answer the daemon got within this duration, without asking again (default 0: always ask)")
 }
 
 func (f *checkRemoteFlags) validate() error {
-	if f.exitCode || f.maxAge != 0 || f.newer || f.base {
-		return errors.New("--exit-code, --max-age, --newer and --base need --check-remote")
+	if f.exitCode || f.maxAge != 0 || f.newer || f.base || f.baseName != "" {
+		return errors.New("--exit-code, --max-age, --newer, --base and --base-name need --check-remote")
 	}
 	return nil
 }
@@ -70,6 +72,7 @@ type checkedImageRow struct {
 	BaseStatus, BaseName, BaseDigest     string `json:",omitempty"`
 	BaseCurrentDigest, BasePlatform      string `json:",omitempty"`
 	BaseCurrentPlatformDigest, BaseError string `json:",omitempty"`
+	BaseSource                           string `json:",omitempty"`
 }
 
 var checkHeaders = map[string]string{
@@ -90,6 +93,9 @@ var checkHeaders = map[string]string{
 func runImagesCheckRemote(ctx context.Context, c *cli, o imagesOptions, names []string) error {
 	if o.check.maxAge < 0 {
 		return errors.New("--max-age must not be negative")
+	}
+	if o.check.baseName != "" {
+		o.check.base = true
 	}
 	f, err := parseFilterFlags(o.filters)
 	if err != nil {
@@ -115,7 +121,7 @@ func runImagesCheckRemote(ctx context.Context, c *cli, o imagesOptions, names []
 		fmt.Fprintf(c.err, "warning: %v; checking %s anonymously\n", err, key)
 		return nil
 	})
-	opts := client.CheckRemoteOptions{MaxAge: o.check.maxAge, Auth: creds, Newer: o.check.newer, Base: o.check.base}
+	opts := client.CheckRemoteOptions{MaxAge: o.check.maxAge, Auth: creds, Newer: o.check.newer, Base: o.check.base, BaseName: o.check.baseName}
 	if len(f) > 0 {
 		// Check exactly the rows shown (filters the daemon's check does
 		// not take, such as label=, narrowed the list).
@@ -196,6 +202,7 @@ func writeCheckedImages(c *cli, list []image.Summary, o imagesOptions, results m
 				cr.NewerPatch, cr.NewerMinor, cr.NewerMajor, cr.NewerError = r.NewerPatch, r.NewerMinor, r.NewerMajor, r.NewerError
 				cr.BaseStatus, cr.BaseName, cr.BaseDigest, cr.BaseError = r.BaseStatus, r.BaseName, r.BaseDigest, r.BaseError
 				cr.BaseCurrentDigest, cr.BaseCurrentPlatformDigest, cr.BasePlatform = r.BaseCurrentDigest, r.BaseCurrentPlatformDigest, r.BasePlatform
+				cr.BaseSource = r.BaseSource
 				if o.check.newer {
 					cr.Newer = newerColumn(r)
 				}

@@ -2,6 +2,7 @@ package distribution
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 
@@ -152,6 +153,74 @@ func (s *Service) CheckBase(ctx context.Context, baseName string, baseDigest dig
 	}
 	if m, err := imagespec.SelectManifest(old.Index, platform); err == nil && m.Digest == cur {
 		out.Status = types.BaseCurrent
+	}
+	return out, nil
+}
+
+// CheckBaseLayers is the base check without annotations (regctl's
+// method): baseName, which the user names, is asked what it names now
+// (one HEAD, none within opts.MaxAge; its index and platform manifest
+// from the content cache when read before), and the base is current when
+// the image's layers begin with the base's current layers for platform
+// (compressed digests, as the registry serves them), outdated otherwise.
+func (s *Service) CheckBaseLayers(ctx context.Context, baseName string, platform ocispec.Platform, layers []digest.Digest, opts types.RemoteCheckOptions) (BaseAnswer, error) {
+	named, err := reference.ParseNormalizedNamed(baseName)
+	if err != nil {
+		return BaseAnswer{}, fmt.Errorf("base name %q: %v%.0w", baseName, err, errdefs.ErrInvalidArgument)
+	}
+	svc, err := s.registryService()
+	if err != nil {
+		return BaseAnswer{}, err
+	}
+	creds := registry.Credentials{Registries: opts.Auth, MetaHeaders: opts.MetaHeaders}
+	repo, err := svc.Repository(ctx, reference.TrimNamed(named), creds)
+	if err != nil {
+		return BaseAnswer{}, err
+	}
+	var out BaseAnswer
+	if c, ok := named.(reference.Canonical); ok {
+		out.Current = c.Digest()
+	} else {
+		tagged, ok := reference.TagNameOnly(named).(reference.NamedTagged)
+		if !ok {
+			return BaseAnswer{}, fmt.Errorf("base name %q has no tag%.0w", baseName, errdefs.ErrInvalidArgument)
+		}
+		ans, err := repo.HeadTag(ctx, tagged.Tag(), opts.MaxAge)
+		if err != nil {
+			return BaseAnswer{}, err
+		}
+		out.Current, out.Cached = ans.Descriptor.Digest, ans.Cached
+	}
+	top, err := repo.FetchTop(ctx, out.Current.String())
+	if err != nil {
+		return out, fmt.Errorf("reading the base: %w", err)
+	}
+	raw := top.Raw
+	if top.Index != nil {
+		m, err := imagespec.SelectManifest(top.Index, platform)
+		if err != nil {
+			return out, fmt.Errorf("the base's index: %w", err)
+		}
+		out.CurrentPlatform = m.Digest
+		pm, err := repo.FetchTop(ctx, m.Digest.String())
+		if err != nil {
+			return out, fmt.Errorf("reading the base's manifest for %s: %w", imagespec.FormatPlatform(platform), err)
+		}
+		raw = pm.Raw
+	}
+	var mf ocispec.Manifest
+	if err := json.Unmarshal(raw, &mf); err != nil || len(mf.Layers) == 0 {
+		return out, fmt.Errorf("the base's manifest has no layers to compare%.0w", errdefs.ErrInvalidArgument)
+	}
+	out.Status = types.BaseOutdated
+	if len(mf.Layers) <= len(layers) {
+		out.Status = types.BaseCurrent
+		for i, l := range mf.Layers {
+			if l.Digest != layers[i] {
+				out.Status = types.BaseOutdated
+				break
+			}
+		}
 	}
 	return out, nil
 }
