@@ -144,3 +144,19 @@ type RemoteCheckOptions struct {
 	// that name none: compared by layer prefix.
 	BaseName string
 }
+
+// NewerVersions are the newer versions found (newer=1), lowest level
+// first: patch, minor, major; nil when none.
+func (r RemoteCheckResult) NewerVersions() []string {
+	var out []string
+	for _, n := range []string{r.NewerPatch, r.NewerMinor, r.NewerMajor} {
+		if n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// BaseOutdated: the base the image names (base=1) has moved for its
+// platform.
+func (r RemoteCheckResult) BaseOutdated() bool { return r.BaseStatus == BaseOutdated }

@@ -235,15 +235,9 @@ func remoteColumn(r types.RemoteCheckResult) string {
 // newerColumn is the NEWER cell: the newer versions, lowest level first
 // ("1.25.4, 1.27.0, 2.0.0"); "-" for none, "error" when the listing failed.
 func newerColumn(r types.RemoteCheckResult) string {
-	var out []string
-	for _, n := range []string{r.NewerPatch, r.NewerMinor, r.NewerMajor} {
-		if n != "" {
-			out = append(out, n)
-		}
-	}
-	switch {
-	case len(out) > 0:
-		return strings.Join(out, ", ")
+	switch v := r.NewerVersions(); {
+	case len(v) > 0:
+		return strings.Join(v, ", ")
 	case r.NewerError != "":
 		return "error"
 	}
