@@ -43,7 +43,7 @@ func (s *Store) checkNewer(ctx context.Context, t checkTarget, run *checkRun, do
 		res.NewerError = "listing the tags: " + err.Error()
 		return
 	}
-	n, _ := distribution.NewerVersions(t.ref.Tag(), listing.Tags)
+	n, _ := listing.Versions.Newer(t.ref.Tag())
 	res.NewerPatch, res.NewerMinor, res.NewerMajor = n.Patch, n.Minor, n.Major
 	res.NewerCached = listing.Cached
 }

@@ -95,15 +95,40 @@ func IsVersionTag(tag string) bool {
 // local's shape, the highest per level. ok is false when local is not a
 // version (it is then compared by digest only).
 func NewerVersions(local string, tags []string) (n NewerTags, ok bool) {
+	return ParseVersionTags(tags).Newer(local)
+}
+
+// VersionTags is a listing's tags read as versions once, for the newer
+// versions of many local tags of one repository.
+type VersionTags []versionTag
+
+type versionTag struct {
+	name  string
+	shape versionShape
+}
+
+// ParseVersionTags reads tags as versions; tags that are not are left out.
+func ParseVersionTags(tags []string) VersionTags {
+	out := make(VersionTags, 0, len(tags))
+	for _, t := range tags {
+		if vs, ok := parseVersionShape(t); ok {
+			out = append(out, versionTag{name: t, shape: vs})
+		}
+	}
+	return out
+}
+
+// Newer is NewerVersions against these tags.
+func (vt VersionTags) Newer(local string) (n NewerTags, ok bool) {
 	lv, ok := parseVersionShape(local)
 	if !ok {
 		return NewerTags{}, false
 	}
 	var best [3]*semverKey // patch, minor, major
 	var names [3]string
-	for _, t := range tags {
-		cv, ok := parseVersionShape(t)
-		if !ok || !lv.sameShape(cv) || cv.key.compare(lv.key) <= 0 {
+	for _, c := range vt {
+		cv, t := c.shape, c.name
+		if !lv.sameShape(cv) || cv.key.compare(lv.key) <= 0 {
 			continue
 		}
 		lvl := 0
@@ -113,8 +138,8 @@ func NewerVersions(local string, tags []string) (n NewerTags, ok bool) {
 		case cv.key.nums[1] != lv.key.nums[1]:
 			lvl = 1
 		}
-		// Candidates of equal precedence (none in a valid listing but
-		// 1.2.3-RC1/1.2.3-rc1): the lexically first, so the answer is stable.
+		// Candidates of equal precedence (1.2.3-RC1 and 1.2.3-rc1): the
+		// lexically first, so the answer is stable.
 		if b := best[lvl]; b == nil || cv.key.compare(b) > 0 || (cv.key.compare(b) == 0 && t < names[lvl]) {
 			best[lvl], names[lvl] = cv.key, t
 		}

@@ -28,8 +28,14 @@ type TagListings struct {
 
 type listingCall struct {
 	once    sync.Once
-	listing registry.TagListing
+	listing RepoListing
 	err     error
+}
+
+// RepoListing is a repository's tag listing, its versions read once.
+type RepoListing struct {
+	registry.TagListing
+	Versions VersionTags
 }
 
 // NewTagListings starts the listings of one check run.
@@ -37,7 +43,7 @@ func NewTagListings() *TagListings { return &TagListings{m: map[string]*listingC
 
 // RepoTagListing is the whole tag listing of ref's repository, read once
 // per run (ref is a local tag, fully qualified: no candidate search).
-func (s *Service) RepoTagListing(ctx context.Context, ref reference.Named, opts types.RemoteCheckOptions, run *TagListings) (registry.TagListing, error) {
+func (s *Service) RepoTagListing(ctx context.Context, ref reference.Named, opts types.RemoteCheckOptions, run *TagListings) (RepoListing, error) {
 	name := ref.Name()
 	run.mu.Lock()
 	call, ok := run.m[name]
@@ -58,7 +64,8 @@ func (s *Service) RepoTagListing(ctx context.Context, ref reference.Named, opts 
 			call.err = err
 			return
 		}
-		call.listing, call.err = repo.TagListing(ctx, opts.MaxAge)
+		l, err := repo.TagListing(ctx, opts.MaxAge)
+		call.listing, call.err = RepoListing{TagListing: l, Versions: ParseVersionTags(l.Tags)}, err
 	})
 	return call.listing, call.err
 }

@@ -1,6 +1,7 @@
 package distribution
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -92,4 +93,20 @@ func FuzzNewerVersions(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkNewerVersionsListing: the newer versions of 10 tags against a
+// listing of 10,000, read once (as one check run reads a repository).
+func BenchmarkNewerVersionsListing(b *testing.B) {
+	var tags []string
+	for i := range 10000 {
+		tags = append(tags, fmt.Sprintf("%d.%d.%d", i/1000, (i/10)%100, i%10), fmt.Sprintf("sha-%x", i))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		vt := ParseVersionTags(tags)
+		for i := range 10 {
+			vt.Newer(fmt.Sprintf("%d.0.0", i))
+		}
+	}
 }
