@@ -279,6 +279,14 @@ func (s *CheckRemoteNewerSuite) TestCheckRemoteBase(c *check.C) {
 	c.Check(moved.BaseSource, check.Equals, "annotations")
 	c.Check(labels.BaseSource, check.Equals, "labels")
 
+	// A repeat within --max-age costs no request, bases included.
+	s.tok.ResetCounters()
+	again := s.rows(c, "--base", "--max-age", "10m", s.tok.Host+"/nv/built")
+	c.Check(s.tok.RequestLog(), check.HasLen, 0)
+	for k, r := range rows {
+		c.Check(again[k].BaseStatus, check.Equals, r.BaseStatus, check.Commentf("%s", k))
+	}
+
 	// The API carries the same fields.
 	r := s.d.Req(c, http.MethodPost, "/v1.50/wharf/images/check-remote?base=1&name="+url.QueryEscape(s.builtOnMoved), nil, "X-Registry-Auth", auth(s.tok))
 	c.Assert(r.Status, check.Equals, http.StatusOK, check.Commentf("%s", r))
