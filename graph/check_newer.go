@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"sync"
 
 	"github.com/distribution/reference"
 	"github.com/opencontainers/go-digest"
@@ -21,7 +22,7 @@ func (s *Store) checkExtras(ctx context.Context, t checkTarget, run *checkRun, d
 		s.checkNewer(ctx, t, run, down, res)
 	}
 	if run.opts.Base {
-		s.checkBase(ctx, t, run.opts, res)
+		s.checkBase(ctx, t, run, res)
 	}
 }
 
@@ -74,7 +75,8 @@ func (s *Store) imageBase(t checkTarget) (name string, dgst digest.Digest, sourc
 // checkBase fills the base fields for an image that names its base, or,
 // given opts.BaseName, one that names none (by layer prefix); local images
 // too: an image built here is the usual case.
-func (s *Store) checkBase(ctx context.Context, t checkTarget, opts types.RemoteCheckOptions, res *types.RemoteCheckResult) {
+func (s *Store) checkBase(ctx context.Context, t checkTarget, run *checkRun, res *types.RemoteCheckResult) {
+	opts := run.opts
 	name, dgst, source, layers := s.imageBase(t)
 	if source == "" {
 		if opts.BaseName == "" {
@@ -98,7 +100,9 @@ func (s *Store) checkBase(ctx context.Context, t checkTarget, opts types.RemoteC
 	if source == "layers" {
 		ans, err = s.dist.CheckBaseLayers(ctx, name, p, layers, opts)
 	} else {
-		ans, err = s.dist.CheckBase(ctx, name, dgst, p, opts)
+		ans, err = run.base(baseKey{name, dgst, res.BasePlatform}, func() (distribution.BaseAnswer, error) {
+			return s.dist.CheckBase(ctx, name, dgst, p, opts)
+		})
 	}
 	if ans.Current != "" {
 		res.BaseCurrentDigest = ans.Current.String()
@@ -111,4 +115,30 @@ func (s *Store) checkBase(ctx context.Context, t checkTarget, opts types.RemoteC
 		return
 	}
 	res.BaseStatus = ans.Status
+}
+
+// baseKey names one base answer of a run.
+type baseKey struct {
+	name     string
+	dgst     digest.Digest
+	platform string
+}
+
+type baseCall struct {
+	once sync.Once
+	ans  distribution.BaseAnswer
+	err  error
+}
+
+// base is ask's answer for k, asked once per run.
+func (r *checkRun) base(k baseKey, ask func() (distribution.BaseAnswer, error)) (distribution.BaseAnswer, error) {
+	r.basesMu.Lock()
+	call, ok := r.bases[k]
+	if !ok {
+		call = &baseCall{}
+		r.bases[k] = call
+	}
+	r.basesMu.Unlock()
+	call.once.Do(func() { call.ans, call.err = ask() })
+	return call.ans, call.err
 }

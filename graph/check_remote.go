@@ -99,7 +99,7 @@ func (s *Store) CheckRemote(ctx context.Context, opts types.RemoteCheckOptions, 
 		sizes[i] = len(byRegistry[h])
 	}
 	shares := workerShares(sizes, checkConcurrency)
-	run := &checkRun{opts: opts, listings: distribution.NewTagListings()}
+	run := &checkRun{opts: opts, listings: distribution.NewTagListings(), bases: map[baseKey]*baseCall{}}
 	var registries sync.WaitGroup
 	for i, h := range order {
 		ts := byRegistry[h]
@@ -119,6 +119,11 @@ type checkRun struct {
 	// listings are the tag listings read in this run (opts.Newer), one
 	// per repository.
 	listings *distribution.TagListings
+	// bases are the base answers of this run (opts.Base), one per base
+	// name, recorded digest and platform: images built on one base cost
+	// one HEAD between them.
+	basesMu sync.Mutex
+	bases   map[baseKey]*baseCall
 }
 
 // checkRegistry checks the tags of one registry with workers in flight at

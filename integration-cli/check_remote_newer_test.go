@@ -76,6 +76,7 @@ func (s *CheckRemoteNewerSuite) SetUpSuite(c *check.C) {
 		return map[string]string{ocispec.AnnotationBaseImageName: name, ocispec.AnnotationBaseImageDigest: dgst}
 	}
 	pushImage(c, tok, "nv/built", "onmoved", testregistry.ImageOptions{Annotations: baseAnn(b+"base:3.19", s.base1.Manifest.Digest)})
+	pushImage(c, tok, "nv/built", "onmovedtoo", testregistry.ImageOptions{Annotations: baseAnn(b+"base:3.19", s.base1.Manifest.Digest)})
 	pushImage(c, tok, "nv/built", "onlabels", testregistry.ImageOptions{Labels: baseAnn(b+"base:stay", stay.Manifest.Digest)})
 	pushImage(c, tok, "nv/built", "onmpsame", testregistry.ImageOptions{Annotations: baseAnn(b+"mpbase:1", s.mpOld.Digest())})
 	pushImage(c, tok, "nv/built", "onmpentry", testregistry.ImageOptions{Annotations: baseAnn(b+"mpbase:1", s.mpOld.Images[0].Manifest.Digest)})
@@ -98,7 +99,7 @@ func (s *CheckRemoteNewerSuite) SetUpSuite(c *check.C) {
 		pull("nv/app", t)
 	}
 	pull("nv/other", "1.0")
-	for _, t := range []string{"onmoved", "onlabels", "onmpsame", "onmpentry", "onmpmoved", "nobase", "layeredold"} {
+	for _, t := range []string{"onmoved", "onmovedtoo", "onlabels", "onmpsame", "onmpentry", "onmpmoved", "nobase", "layeredold"} {
 		pull("nv/built", t)
 	}
 
@@ -237,8 +238,18 @@ func (s *CheckRemoteNewerSuite) TestCheckRemoteNewerListingBudget(c *check.C) {
 }
 
 func (s *CheckRemoteNewerSuite) TestCheckRemoteBase(c *check.C) {
+	s.tok.ResetCounters()
 	rows := s.rows(c, "--base", s.tok.Host+"/nv/built")
-	c.Assert(rows, check.HasLen, 8)
+	c.Assert(rows, check.HasLen, 9)
+	// Two images on one base: one HEAD of the base between them.
+	heads := 0
+	for _, r := range s.tok.Counter.Requests() {
+		if r == "HEAD /v2/nv/base/manifests/3.19" {
+			heads++
+		}
+	}
+	c.Check(heads, check.Equals, 1, check.Commentf("%v", s.tok.RequestLog()))
+	c.Check(rows[s.tok.Host+"/nv/built:onmovedtoo"].BaseStatus, check.Equals, "outdated")
 	row := func(name string) newerRow {
 		r, ok := rows[name]
 		c.Assert(ok, check.Equals, true, check.Commentf("no row for %s: %v", name, rows))
