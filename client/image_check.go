@@ -28,6 +28,18 @@ type CheckRemoteOptions struct {
 	// Hub's https://index.docker.io/v1/), sent as X-Registry-Config; the
 	// daemon sends each set only to its registry.
 	Auth map[string]registry.AuthConfig
+	// Newer asks for the newer versions of each version tag (newer=1):
+	// RemoteCheckResult.NewerPatch, NewerMinor, NewerMajor, VersionTag,
+	// NewerError and NewerCached.
+	Newer bool
+	// Base asks for the base check (base=1) of images that name their
+	// base: RemoteCheckResult.BaseStatus, BaseName, BaseDigest,
+	// BaseCurrentDigest, BaseCurrentPlatformDigest, BasePlatform and
+	// BaseError, BaseSource.
+	Base bool
+	// BaseName (base-name=REF) is the base of the images that name none,
+	// compared by layer prefix (implies Base).
+	BaseName string
 }
 
 // maxCheckLine caps one line of the check's stream (64 KiB): a result is a
@@ -45,6 +57,15 @@ func (c *Client) ImageCheckRemote(ctx context.Context, opts CheckRemoteOptions, 
 	}
 	if opts.MaxAge > 0 {
 		q.Set("max-age", opts.MaxAge.String())
+	}
+	if opts.Newer {
+		q.Set("newer", "1")
+	}
+	if opts.Base {
+		q.Set("base", "1")
+	}
+	if opts.BaseName != "" {
+		q.Set("base-name", opts.BaseName)
 	}
 	h, err := registryConfigHeader(opts.Auth)
 	if err != nil {

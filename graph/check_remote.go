@@ -99,11 +99,12 @@ func (s *Store) CheckRemote(ctx context.Context, opts types.RemoteCheckOptions, 
 		sizes[i] = len(byRegistry[h])
 	}
 	shares := workerShares(sizes, checkConcurrency)
+	run := &checkRun{opts: opts, listings: distribution.NewTagListings(), bases: map[baseKey]*baseCall{}}
 	var registries sync.WaitGroup
 	for i, h := range order {
 		ts := byRegistry[h]
 		sort.SliceStable(ts, func(i, j int) bool { return len(ts[i].pulled) > 0 && len(ts[j].pulled) == 0 })
-		registries.Go(func() { s.checkRegistry(ctx, ts, shares[i], opts, send) })
+		registries.Go(func() { s.checkRegistry(ctx, ts, shares[i], run, send) })
 	}
 	registries.Wait()
 	if emitErr != nil {
@@ -112,11 +113,24 @@ func (s *Store) CheckRemote(ctx context.Context, opts types.RemoteCheckOptions, 
 	return ctx.Err()
 }
 
+// checkRun is what one check run shares between its tags.
+type checkRun struct {
+	opts types.RemoteCheckOptions
+	// listings are the tag listings read in this run (opts.Newer), one
+	// per repository.
+	listings *distribution.TagListings
+	// bases are the base answers of this run (opts.Base), one per base
+	// name, recorded digest and platform: images built on one base cost
+	// one HEAD between them.
+	basesMu sync.Mutex
+	bases   map[baseKey]*baseCall
+}
+
 // checkRegistry checks the tags of one registry with workers in flight at
 // most: the first (one that was pulled) alone, then the rest. Once any
 // answer says the registry is unavailable, the tags not yet asked are not
 // asked (their result is that error); those already in flight finish.
-func (s *Store) checkRegistry(ctx context.Context, ts []checkTarget, workers int, opts types.RemoteCheckOptions, send func(types.RemoteCheckResult)) {
+func (s *Store) checkRegistry(ctx context.Context, ts []checkTarget, workers int, run *checkRun, send func(types.RemoteCheckResult)) {
 	var (
 		mu   sync.Mutex
 		down error
@@ -125,7 +139,12 @@ func (s *Store) checkRegistry(ctx context.Context, ts []checkTarget, workers int
 		mu.Lock()
 		d := down
 		mu.Unlock()
-		res, err := s.checkOne(ctx, t, opts, d)
+		res, err := s.checkOne(ctx, t, run.opts, d)
+		extraDown := d // the registry is not asked for more either
+		if extraDown == nil && errdefs.IsUnavailable(err) {
+			extraDown = err
+		}
+		s.checkExtras(ctx, t, run, extraDown, &res)
 		if d == nil && errdefs.IsUnavailable(err) {
 			mu.Lock()
 			if down == nil {

@@ -3,8 +3,10 @@ package server
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"time"
 
+	"github.com/distribution/reference"
 	"github.com/moby/moby/api/types/registry"
 
 	"github.com/wharfproject/wharf/api/types"
@@ -12,7 +14,7 @@ import (
 
 // The update check is wharf's own endpoint, not a Docker one:
 //
-//	POST /wharf/images/check-remote[?name=NAME…][&max-age=DURATION]   (also under /v1.NN/)
+//	POST /wharf/images/check-remote[?name=NAME…][&max-age=DURATION][&newer=1][&base=1]   (also under /v1.NN/)
 //
 // It checks every tagged local image — or the tags the name values match,
 // as the reference filter of GET /images/json matches (a name matching none
@@ -26,6 +28,13 @@ import (
 // max-age is a Go duration ("30s", "5m"; default 0 = always ask): an
 // answer the registry gave for the same repository and credential identity
 // within it stands, with no request.
+//
+// newer=1 adds, for each version tag, the newer versions of its shape per
+// level (NewerPatch, NewerMinor, NewerMajor: issue 24), from one tag
+// listing per repository (none within max-age of the last). base=1 adds
+// BaseStatus and its digests for each image whose annotations or labels
+// name its base; base-name=REF (implies base=1) names the base of the
+// images that name none, compared by layer prefix. Each line keeps its shape and only gains fields.
 //
 // Credentials: X-Registry-Config (base64url JSON of {server address:
 // AuthConfig}, as docker build sends them) gives one credential per
@@ -51,6 +60,24 @@ func (s *Server) postImagesCheckRemote(w http.ResponseWriter, r *http.Request, _
 			return invalidArg("invalid max-age %q: a duration such as 30s or 5m, not negative", v)
 		}
 		opts.MaxAge = d
+	}
+	for _, f := range []struct {
+		name string
+		dst  *bool
+	}{{"newer", &opts.Newer}, {"base", &opts.Base}} {
+		if v := r.Form.Get(f.name); v != "" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return invalidArg("invalid %s %q: 1 or 0", f.name, v)
+			}
+			*f.dst = b
+		}
+	}
+	if v := r.Form.Get("base-name"); v != "" {
+		if _, err := reference.ParseNormalizedNamed(v); err != nil {
+			return invalidArg("invalid base-name %q: %v", v, err)
+		}
+		opts.Base, opts.BaseName = true, v
 	}
 	auths, err := decodeAuthConfigs(r)
 	if err != nil {

@@ -64,7 +64,61 @@ type RemoteCheckResult struct {
 	// the tag names now, for an outdated tag: the update an operator is
 	// about to take (issue 21). Absent without a policy.
 	RemoteTrust *Trust `json:",omitempty"`
+
+	// Newer versions (issue 24; asked with newer=1): the highest tags of
+	// the repository that are higher versions of the same shape as Tag
+	// (same precision, v prefix and variant suffix; pre-releases only for
+	// a pre-release tag), per level; empty when none. A tag that is not a
+	// version (latest, stable, a date) gets none: it is compared by digest
+	// only (VersionTag false). NewerError is why the listing failed.
+	NewerPatch string `json:",omitempty"`
+	NewerMinor string `json:",omitempty"`
+	NewerMajor string `json:",omitempty"`
+	// VersionTag is set with newer=1: whether Tag was read as a version.
+	VersionTag *bool  `json:",omitempty"`
+	NewerError string `json:",omitempty"`
+	// NewerCached: the listing came from the listing freshness cache
+	// (max-age): no request was made for it.
+	NewerCached bool `json:",omitempty"`
+
+	// Outdated bases (issue 24; asked with base=1), for an image whose
+	// manifest annotations or config labels carry
+	// org.opencontainers.image.base.name and .base.digest: BaseStatus is
+	// current, outdated or unknown (BaseError says why); empty when the
+	// image does not name its base. BaseName and BaseDigest are what the
+	// image names; BaseCurrentDigest what BaseName names in its registry
+	// now (the top level) and BaseCurrentPlatformDigest, for an index, its
+	// manifest for BasePlatform — the platform compared: the image's own,
+	// else this host's. Only a change of that platform's manifest makes
+	// the base outdated.
+	BaseStatus                string `json:",omitempty"`
+	BaseName                  string `json:",omitempty"`
+	BaseDigest                string `json:",omitempty"`
+	BaseCurrentDigest         string `json:",omitempty"`
+	BaseCurrentPlatformDigest string `json:",omitempty"`
+	BasePlatform              string `json:",omitempty"`
+	BaseError                 string `json:",omitempty"`
+	// BaseSource is how the base was found: "annotations" (the manifest's),
+	// "labels" (the config's), or "layers" (base-name=REF given by the
+	// user for an image that names no base: current when the image's
+	// layers begin with the base's current layers, regctl's method; no
+	// BaseDigest then).
+	BaseSource string `json:",omitempty"`
 }
+
+// BaseStatus values.
+const (
+	BaseCurrent  = "current"
+	BaseOutdated = "outdated"
+	BaseUnknown  = "unknown"
+)
+
+// The annotations (and labels) that name an image's base (image-spec
+// annotations.md; BuildKit writes them).
+const (
+	AnnotationBaseName   = "org.opencontainers.image.base.name"
+	AnnotationBaseDigest = "org.opencontainers.image.base.digest"
+)
 
 // RemoteCheckOptions are the options of the update check.
 type RemoteCheckOptions struct {
@@ -81,4 +135,28 @@ type RemoteCheckOptions struct {
 	Auth map[string]registry.AuthConfig
 	// MetaHeaders are the client's X-Meta-* headers, passed on to registries.
 	MetaHeaders http.Header
+	// Newer adds the newer versions of each version tag (newer=1): one
+	// tag listing per repository per check, none within MaxAge of the last.
+	Newer bool
+	// Base adds the base check of images that name their base (base=1).
+	Base bool
+	// BaseName (base-name=REF; implies Base) is the base of the images
+	// that name none: compared by layer prefix.
+	BaseName string
 }
+
+// NewerVersions are the newer versions found (newer=1), lowest level
+// first: patch, minor, major; nil when none.
+func (r RemoteCheckResult) NewerVersions() []string {
+	var out []string
+	for _, n := range []string{r.NewerPatch, r.NewerMinor, r.NewerMajor} {
+		if n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// BaseOutdated: the base the image names (base=1) has moved for its
+// platform.
+func (r RemoteCheckResult) BaseOutdated() bool { return r.BaseStatus == BaseOutdated }

@@ -32,18 +32,23 @@ const (
 
 type checkRemoteFlags struct {
 	enabled, exitCode bool
+	newer, base       bool
+	baseName          string
 	maxAge            time.Duration
 }
 
 func (f *checkRemoteFlags) register(fl *pflag.FlagSet) {
 	fl.BoolVar(&f.enabled, "check-remote", false, "Check each tagged image against its registry (adds a REMOTE column: current, outdated, missing, local or error)")
 	fl.BoolVar(&f.exitCode, "exit-code", false, "With --check-remote: exit 1 when any image is outdated or missing, else 2 when any could not be checked")
+	fl.BoolVar(&f.newer, "newer", false, "With --check-remote: add the newer versions of each version tag, of the same shape, per level (a NEWER column: patch, minor, major)")
+	fl.BoolVar(&f.base, "base", false, "With --check-remote: check the base of each image that names it (org.opencontainers.image.base.name/.digest; a BASE column: current, outdated or unknown)")
+	fl.StringVar(&f.baseName, "base-name", "", "With --check-remote: the base (REF) of the images that name none, compared by layer prefix (implies --base)")
 	fl.DurationVar(&f.maxAge, "max-age", 0, "With --check-remote: accept a registry answer the daemon got within this duration, without asking again (default 0: always ask)")
 }
 
 func (f *checkRemoteFlags) validate() error {
-	if f.exitCode || f.maxAge != 0 {
-		return errors.New("--exit-code and --max-age need --check-remote")
+	if f.exitCode || f.maxAge != 0 || f.newer || f.base || f.baseName != "" {
+		return errors.New("--exit-code, --max-age, --newer, --base and --base-name need --check-remote")
 	}
 	return nil
 }
@@ -57,6 +62,17 @@ type checkedImageRow struct {
 	RemoteError     string
 	PlatformChanged *bool        `json:",omitempty"`
 	RemoteTrust     *types.Trust `json:",omitempty"`
+
+	// With --newer: the NEWER cell, and the newer versions per level.
+	Newer                              string `json:",omitempty"`
+	NewerPatch, NewerMinor, NewerMajor string `json:",omitempty"`
+	NewerError                         string `json:",omitempty"`
+	// With --base: the BASE cell and the base's fields.
+	Base                                 string `json:",omitempty"`
+	BaseStatus, BaseName, BaseDigest     string `json:",omitempty"`
+	BaseCurrentDigest, BasePlatform      string `json:",omitempty"`
+	BaseCurrentPlatformDigest, BaseError string `json:",omitempty"`
+	BaseSource                           string `json:",omitempty"`
 }
 
 var checkHeaders = map[string]string{
@@ -64,11 +80,22 @@ var checkHeaders = map[string]string{
 	"RemoteStatus": "REMOTE STATUS",
 	"RemoteDigest": "REMOTE DIGEST",
 	"RemoteError":  "REMOTE ERROR",
+	"Newer":        "NEWER",
+	"NewerPatch":   "NEWER PATCH",
+	"NewerMinor":   "NEWER MINOR",
+	"NewerMajor":   "NEWER MAJOR",
+	"Base":         "BASE",
+	"BaseStatus":   "BASE STATUS",
+	"BaseName":     "BASE NAME",
+	"BaseDigest":   "BASE DIGEST",
 }
 
 func runImagesCheckRemote(ctx context.Context, c *cli, o imagesOptions, names []string) error {
 	if o.check.maxAge < 0 {
 		return errors.New("--max-age must not be negative")
+	}
+	if o.check.baseName != "" {
+		o.check.base = true
 	}
 	f, err := parseFilterFlags(o.filters)
 	if err != nil {
@@ -94,7 +121,7 @@ func runImagesCheckRemote(ctx context.Context, c *cli, o imagesOptions, names []
 		fmt.Fprintf(c.err, "warning: %v; checking %s anonymously\n", err, key)
 		return nil
 	})
-	opts := client.CheckRemoteOptions{MaxAge: o.check.maxAge, Auth: creds}
+	opts := client.CheckRemoteOptions{MaxAge: o.check.maxAge, Auth: creds, Newer: o.check.newer, Base: o.check.base, BaseName: o.check.baseName}
 	if len(f) > 0 {
 		// Check exactly the rows shown (filters the daemon's check does
 		// not take, such as label=, narrowed the list).
@@ -142,9 +169,16 @@ func writeCheckedImages(c *cli, list []image.Summary, o imagesOptions, results m
 	case o.quiet:
 		format = quietImagesFormat
 	case format == "" || format == "table":
-		format = defaultImagesFormat + "\t{{.Remote}}"
+		format = defaultImagesFormat
 		if o.digests {
-			format = defaultImagesDigestsFormat + "\t{{.Remote}}"
+			format = defaultImagesDigestsFormat
+		}
+		format += "\t{{.Remote}}"
+		if o.check.newer {
+			format += "\t{{.Newer}}"
+		}
+		if o.check.base {
+			format += "\t{{.Base}}"
 		}
 	}
 	headers := map[string]string{}
@@ -165,6 +199,16 @@ func writeCheckedImages(c *cli, list []image.Summary, o imagesOptions, results m
 				cr.Remote = remoteColumn(r)
 				cr.RemoteStatus, cr.RemoteDigest, cr.RemoteError = r.RemoteStatus, r.RemoteDigest, r.RemoteError
 				cr.PlatformChanged, cr.RemoteTrust = r.PlatformChanged, r.RemoteTrust
+				cr.NewerPatch, cr.NewerMinor, cr.NewerMajor, cr.NewerError = r.NewerPatch, r.NewerMinor, r.NewerMajor, r.NewerError
+				cr.BaseStatus, cr.BaseName, cr.BaseDigest, cr.BaseError = r.BaseStatus, r.BaseName, r.BaseDigest, r.BaseError
+				cr.BaseCurrentDigest, cr.BaseCurrentPlatformDigest, cr.BasePlatform = r.BaseCurrentDigest, r.BaseCurrentPlatformDigest, r.BasePlatform
+				cr.BaseSource = r.BaseSource
+				if o.check.newer {
+					cr.Newer = newerColumn(r)
+				}
+				if o.check.base {
+					cr.Base = baseColumn(r)
+				}
 			}
 			if err := w.Write(cr); err != nil {
 				return err
@@ -186,6 +230,30 @@ func remoteColumn(r types.RemoteCheckResult) string {
 		status += ", update rejected by policy"
 	}
 	return status
+}
+
+// newerColumn is the NEWER cell: the newer versions, lowest level first
+// ("1.25.4, 1.27.0, 2.0.0"); "-" for none, "error" when the listing failed.
+func newerColumn(r types.RemoteCheckResult) string {
+	switch v := r.NewerVersions(); {
+	case len(v) > 0:
+		return strings.Join(v, ", ")
+	case r.NewerError != "":
+		return "error"
+	}
+	return "-"
+}
+
+// baseColumn is the BASE cell: the status, and the base when outdated;
+// "-" for an image that does not name its base.
+func baseColumn(r types.RemoteCheckResult) string {
+	switch r.BaseStatus {
+	case "":
+		return "-"
+	case types.BaseOutdated:
+		return "outdated (" + r.BaseName + ")"
+	}
+	return r.BaseStatus
 }
 
 // checkOutcome reports the checks that failed on stderr and, with

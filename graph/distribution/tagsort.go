@@ -46,6 +46,14 @@ var semverTag = regexp.MustCompile(`^v?(0|[1-9][0-9]{0,17})(?:\.(0|[1-9][0-9]{0,
 type semverKey struct {
 	nums [3]int64
 	pre  []string // nil: a release
+
+	// The tag's shape, which the sort ignores and the newer-version check
+	// (newer.go) keeps: a leading v, how many numeric parts were written
+	// (1 to 3), and the text after the first hyphen (prerelease, variant
+	// or both: "rc1", "alpine", "rc1-alpine"; "" for none).
+	v      bool
+	parts  int
+	suffix string
 }
 
 // parseSemverTag returns nil when t is not a version.
@@ -54,10 +62,11 @@ func parseSemverTag(t string) *semverKey {
 	if m == nil {
 		return nil
 	}
-	k := &semverKey{}
+	k := &semverKey{v: t[0] == 'v', suffix: m[4]}
 	for i := range 3 {
 		if m[1+i] != "" {
 			k.nums[i], _ = strconv.ParseInt(m[1+i], 10, 64)
+			k.parts = i + 1
 		}
 	}
 	if m[4] != "" {

@@ -1,0 +1,144 @@
+package graph
+
+import (
+	"context"
+	"sync"
+
+	"github.com/distribution/reference"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/graph/distribution"
+	"github.com/wharfproject/wharf/imagespec"
+)
+
+// checkExtras adds what the check was asked for beyond the tag's digest
+// (issue 24): the newer versions of a version tag (opts.Newer) and the
+// base's state for an image that names its base (opts.Base). down is the
+// registry found unreachable in this run: nothing more is asked of it.
+func (s *Store) checkExtras(ctx context.Context, t checkTarget, run *checkRun, down error, res *types.RemoteCheckResult) {
+	if run.opts.Newer {
+		s.checkNewer(ctx, t, run, down, res)
+	}
+	if run.opts.Base {
+		s.checkBase(ctx, t, run, res)
+	}
+}
+
+// checkNewer fills the newer-version fields. A local-only tag (never
+// pulled nor pushed) is not asked about, as for its digest; a tag that is
+// not a version costs nothing.
+func (s *Store) checkNewer(ctx context.Context, t checkTarget, run *checkRun, down error, res *types.RemoteCheckResult) {
+	isVersion := distribution.IsVersionTag(t.ref.Tag())
+	res.VersionTag = &isVersion
+	if !isVersion || len(t.pulled) == 0 {
+		return
+	}
+	if down != nil {
+		res.NewerError = "not asked: " + down.Error()
+		return
+	}
+	listing, err := s.dist.RepoTagListing(ctx, t.ref, run.opts, run.listings)
+	if err != nil {
+		res.NewerError = "listing the tags: " + err.Error()
+		return
+	}
+	n, _ := listing.Versions.Newer(t.ref.Tag())
+	res.NewerPatch, res.NewerMinor, res.NewerMajor = n.Patch, n.Minor, n.Major
+	res.NewerCached = listing.Cached
+}
+
+// imageBase is what an image says it was built on: its manifest's
+// annotations, else its config's labels.
+func (s *Store) imageBase(t checkTarget) (name string, dgst digest.Digest, source string, layers []digest.Digest) {
+	m, err := s.st.Meta(t.rec)
+	if err != nil {
+		return "", "", "", nil
+	}
+	for _, l := range m.Manifest.Layers {
+		layers = append(layers, l.Digest)
+	}
+	pick := func(kv map[string]string) bool {
+		name, dgst = kv[types.AnnotationBaseName], digest.Digest(kv[types.AnnotationBaseDigest])
+		return name != "" && dgst != ""
+	}
+	if pick(m.Manifest.Annotations) {
+		return name, dgst, "annotations", layers
+	}
+	if m.Config != nil && pick(m.Config.Config.Labels) {
+		return name, dgst, "labels", layers
+	}
+	return "", "", "", layers
+}
+
+// checkBase fills the base fields for an image that names its base, or,
+// given opts.BaseName, one that names none (by layer prefix); local images
+// too: an image built here is the usual case.
+func (s *Store) checkBase(ctx context.Context, t checkTarget, run *checkRun, res *types.RemoteCheckResult) {
+	opts := run.opts
+	name, dgst, source, layers := s.imageBase(t)
+	if source == "" {
+		if opts.BaseName == "" {
+			return
+		}
+		name, source = opts.BaseName, "layers"
+	}
+	var p ocispec.Platform
+	if pp := s.pulledPlatform(t.rec); pp != nil {
+		p = *pp
+	}
+	p = imagespec.NormalizePlatform(imagespec.DefaultPlatform(p))
+	res.BaseName, res.BaseDigest, res.BasePlatform, res.BaseSource = name, dgst.String(), imagespec.FormatPlatform(p), source
+	if r, err := reference.ParseNormalizedNamed(name); err == nil {
+		res.BaseName = reference.FamiliarString(r)
+	}
+	var (
+		ans distribution.BaseAnswer
+		err error
+	)
+	if source == "layers" {
+		ans, err = s.dist.CheckBaseLayers(ctx, name, p, layers, opts)
+	} else {
+		ans, err = run.base(baseKey{name, dgst, res.BasePlatform}, func() (distribution.BaseAnswer, error) {
+			return s.dist.CheckBase(ctx, name, dgst, p, opts)
+		})
+	}
+	if ans.Current != "" {
+		res.BaseCurrentDigest = ans.Current.String()
+	}
+	if ans.CurrentPlatform != "" {
+		res.BaseCurrentPlatformDigest = ans.CurrentPlatform.String()
+	}
+	if err != nil {
+		res.BaseStatus, res.BaseError = types.BaseUnknown, err.Error()
+		return
+	}
+	res.BaseStatus = ans.Status
+}
+
+// baseKey names one base answer of a run.
+type baseKey struct {
+	name     string
+	dgst     digest.Digest
+	platform string
+}
+
+type baseCall struct {
+	once sync.Once
+	ans  distribution.BaseAnswer
+	err  error
+}
+
+// base is ask's answer for k, asked once per run.
+func (r *checkRun) base(k baseKey, ask func() (distribution.BaseAnswer, error)) (distribution.BaseAnswer, error) {
+	r.basesMu.Lock()
+	call, ok := r.bases[k]
+	if !ok {
+		call = &baseCall{}
+		r.bases[k] = call
+	}
+	r.basesMu.Unlock()
+	call.once.Do(func() { call.ans, call.err = ask() })
+	return call.ans, call.err
+}

@@ -1,0 +1,76 @@
+package registry
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+)
+
+// The tag listing freshness cache (issue 24): the whole listing of a
+// repository, and when the registry gave it, for the newer-version check.
+// Like the tag freshness cache (tagcache.go) it is read only by a caller
+// that says how old an answer it accepts (the check's max-age), and it is
+// keyed by the repository's scope — registry/repository plus the
+// credential identity — so a private listing is never shown to another
+// identity. It is process-wide (keyed by scope, an answer does not depend
+// on which Service asked), bounded by maxTagListings entries; a listing
+// is capped by the listing's own bounds (tags.go).
+
+// maxTagListings bounds the listing cache (repositories).
+const maxTagListings = 1024
+
+type listingEntry struct {
+	tags []string
+	at   time.Time
+}
+
+var tagListings = struct {
+	mu sync.Mutex
+	m  *simplelru.LRU[string, listingEntry]
+}{m: func() *simplelru.LRU[string, listingEntry] {
+	l, err := simplelru.NewLRU[string, listingEntry](maxTagListings, nil)
+	if err != nil {
+		panic(err)
+	}
+	return l
+}()}
+
+// TagListing is a repository's whole tag listing.
+type TagListing struct {
+	Tags []string
+	// At is when the registry gave the listing.
+	At time.Time
+	// Cached: no request was made (younger than the max-age asked for).
+	Cached bool
+}
+
+// TagListing lists every tag of the repository (Tags, in the registry's
+// order) and remembers the listing; with maxAge > 0 a listing this scope
+// got less than maxAge ago is returned with no request at all. Errors are
+// never remembered. The caller must not modify Tags.
+func (r *Repository) TagListing(ctx context.Context, maxAge time.Duration) (TagListing, error) {
+	key := r.scope()
+	if maxAge > 0 {
+		tagListings.mu.Lock()
+		e, ok := tagListings.m.Get(key)
+		tagListings.mu.Unlock()
+		if ok && time.Since(e.at) < maxAge {
+			return TagListing{Tags: e.tags, At: e.at, Cached: true}, nil
+		}
+	}
+	at := time.Now()
+	tags, err := r.Tags(ctx, TagsOptions{})
+	if err != nil {
+		return TagListing{}, err
+	}
+	tags = slices.Clip(tags)
+	tagListings.mu.Lock()
+	if e, ok := tagListings.m.Peek(key); !ok || !e.at.After(at) {
+		tagListings.m.Add(key, listingEntry{tags: tags, at: at})
+	}
+	tagListings.mu.Unlock()
+	return TagListing{Tags: tags, At: at}, nil
+}
