@@ -44,13 +44,7 @@ type RemoteTag struct {
 // repository and identity read it), so that the caller can tell whether
 // the platform it pulled moved.
 func (s *Service) LookupRemoteTag(ctx context.Context, ref reference.NamedTagged, known []digest.Digest, opts types.RemoteCheckOptions) (RemoteTag, error) {
-	svc, err := s.registryService()
-	if err != nil {
-		return RemoteTag{}, err
-	}
-	// Each registry gets the set keyed by it (registry/credentials.go).
-	creds := registry.Credentials{Registries: opts.Auth, MetaHeaders: opts.MetaHeaders}
-	repo, err := svc.Repository(ctx, reference.TrimNamed(ref), creds)
+	repo, err := s.checkRepository(ctx, ref, opts)
 	if err != nil {
 		return RemoteTag{}, err
 	}
@@ -69,4 +63,14 @@ func (s *Service) LookupRemoteTag(ctx context.Context, ref reference.NamedTagged
 	}
 	out.Index, out.IsIndex = res.Index, res.Index != nil
 	return out, nil
+}
+
+// checkRepository is the repository of name as the update check reads it:
+// each registry gets the credential set keyed by it (registry/credentials.go).
+func (s *Service) checkRepository(ctx context.Context, name reference.Named, opts types.RemoteCheckOptions) (*registry.Repository, error) {
+	svc, err := s.registryService()
+	if err != nil {
+		return nil, err
+	}
+	return svc.Repository(ctx, reference.TrimNamed(name), registry.Credentials{Registries: opts.Auth, MetaHeaders: opts.MetaHeaders})
 }

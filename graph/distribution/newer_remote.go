@@ -53,13 +53,7 @@ func (s *Service) RepoTagListing(ctx context.Context, ref reference.Named, opts 
 	}
 	run.mu.Unlock()
 	call.once.Do(func() {
-		svc, err := s.registryService()
-		if err != nil {
-			call.err = err
-			return
-		}
-		creds := registry.Credentials{Registries: opts.Auth, MetaHeaders: opts.MetaHeaders}
-		repo, err := svc.Repository(ctx, reference.TrimNamed(ref), creds)
+		repo, err := s.checkRepository(ctx, ref, opts)
 		if err != nil {
 			call.err = err
 			return
@@ -113,12 +107,7 @@ func (s *Service) CheckBase(ctx context.Context, baseName string, baseDigest dig
 	if !ok {
 		return BaseAnswer{}, fmt.Errorf("base name %q has no tag%.0w", baseName, errdefs.ErrInvalidArgument)
 	}
-	svc, err := s.registryService()
-	if err != nil {
-		return BaseAnswer{}, err
-	}
-	creds := registry.Credentials{Registries: opts.Auth, MetaHeaders: opts.MetaHeaders}
-	repo, err := svc.Repository(ctx, reference.TrimNamed(tagged), creds)
+	repo, err := s.checkRepository(ctx, tagged, opts)
 	if err != nil {
 		return BaseAnswer{}, err
 	}
@@ -175,12 +164,7 @@ func (s *Service) CheckBaseLayers(ctx context.Context, baseName string, platform
 	if err != nil {
 		return BaseAnswer{}, fmt.Errorf("base name %q: %v%.0w", baseName, err, errdefs.ErrInvalidArgument)
 	}
-	svc, err := s.registryService()
-	if err != nil {
-		return BaseAnswer{}, err
-	}
-	creds := registry.Credentials{Registries: opts.Auth, MetaHeaders: opts.MetaHeaders}
-	repo, err := svc.Repository(ctx, reference.TrimNamed(named), creds)
+	repo, err := s.checkRepository(ctx, named, opts)
 	if err != nil {
 		return BaseAnswer{}, err
 	}

@@ -343,11 +343,7 @@ func (s *Service) JudgeTag(ctx context.Context, ref reference.NamedTagged, top o
 	if s.policy() == nil {
 		return nil, nil
 	}
-	svc, err := s.registryService()
-	if err != nil {
-		return nil, err
-	}
-	repo, err := svc.Repository(ctx, reference.TrimNamed(ref), registry.Credentials{Registries: opts.Auth, MetaHeaders: opts.MetaHeaders})
+	repo, err := s.checkRepository(ctx, ref, opts)
 	if err != nil {
 		return nil, err
 	}
