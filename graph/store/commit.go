@@ -118,7 +118,12 @@ func (s *Store) runBatch(batch []*commitReq) {
 		return
 	}
 	meta := btx.Bucket(bucketMeta)
-	err = putU64(meta, keyGen, u64(meta.Get(keyGen))+1)
+	gen := u64(meta.Get(keyGen)) + 1
+	err = putU64(meta, keyGen, gen)
+	if err == nil {
+		// Txn.apply kept the summaries with the records.
+		err = putU64(meta, keySumGen, gen)
+	}
 	if err == nil {
 		err = putU64(meta, keyCount, uint64(int64(u64(meta.Get(keyCount)))+delta))
 	}

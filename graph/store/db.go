@@ -15,6 +15,7 @@ package store
 //	targets   <target digest>\x00<ID>    → "" (target or manifest → images)
 //	blobs     <blob digest>\x00<ID>      → "" (blob → the images keeping it)
 //	uses      <image ID>                 → JSON list of the blobs it keeps
+//	summaries <image ID>                 → Summary as JSON (summaries.go)
 //
 // images is keyed by "sha256:<hex>", so a short-ID lookup is a cursor Seek.
 // blobs is what garbage collection asks ("does any record use d?"): one
@@ -75,6 +76,9 @@ func initSchema(tx *bolt.Tx) error {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return err
 		}
+	}
+	if _, err := tx.CreateBucketIfNotExists(bucketSummaries); err != nil {
+		return err
 	}
 	return putU64(tx.Bucket(bucketMeta), keyVersion, dbVersion)
 }

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand"
@@ -65,8 +67,40 @@ func dbConsistent(t *testing.T, s *Store) {
 		if u := keys(bucketUses); len(u) != n {
 			return fmt.Errorf("%d uses lists for %d records", len(u), n)
 		}
-		return nil
+		return summariesMatch(s, btx)
 	}))
+}
+
+// summariesMatch: the summaries bucket holds exactly one summary per
+// record, the one summaryOf builds from the record and its documents, and
+// is marked complete at the current gen.
+func summariesMatch(s *Store, btx *bolt.Tx) error {
+	if !summariesComplete(btx) {
+		return fmt.Errorf("summaries not complete: sumgen %d, gen %d", u64(btx.Bucket(bucketMeta).Get(keySumGen)), dbView{btx}.gen())
+	}
+	sums := btx.Bucket(bucketSummaries)
+	n := 0
+	err := dbView{btx}.forEachImage(func(r *ImageRecord) error {
+		n++
+		got := storedSummary(sums, r.ID)
+		if got == nil {
+			return fmt.Errorf("record %s has no summary", r.ID)
+		}
+		want := s.summaryOf(r, nil)
+		gb, _ := json.Marshal(got)
+		wb, _ := json.Marshal(want)
+		if !bytes.Equal(gb, wb) {
+			return fmt.Errorf("summary of %s:\n got %s\nwant %s", r.ID, gb, wb)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if k := sums.Stats().KeyN; k != n {
+		return fmt.Errorf("%d summaries for %d records", k, n)
+	}
+	return nil
 }
 
 // TestRandomChangesKeepTheBucketsConsistent: random changes (puts of new

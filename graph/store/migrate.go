@@ -101,6 +101,13 @@ func (s *Store) openDB() error {
 		return err
 	}
 	s.db = db
+	// A meta.db written before the summaries bucket (or changed since by
+	// a wharf without it) gets its summaries now, in one transaction.
+	if err := s.fillSummaries(); err != nil {
+		db.Close()
+		s.db = nil
+		return err
+	}
 	return nil
 }
 
@@ -197,7 +204,7 @@ func (s *Store) createDB(path string, recs []*ImageRecord) error {
 func (s *Store) importRecords(btx *bolt.Tx, recs []*ImageRecord) error {
 	sort.Slice(recs, func(i, j int) bool { return recs[i].ID < recs[j].ID })
 	images, refs, targets := btx.Bucket(bucketImages), btx.Bucket(bucketRefs), btx.Bucket(bucketTargets)
-	uses, blobs := btx.Bucket(bucketUses), btx.Bucket(bucketBlobs)
+	uses, blobs, sums := btx.Bucket(bucketUses), btx.Bucket(bucketBlobs), btx.Bucket(bucketSummaries)
 	claimed := map[string]bool{}
 	keep := func(list []string) []string {
 		out := []string{}
@@ -235,6 +242,9 @@ func (s *Store) importRecords(btx *bolt.Tx, recs []*ImageRecord) error {
 		if err := putUses(uses, blobs, r.ID, s.blobsOf(r)); err != nil {
 			return err
 		}
+		if err := putSummary(sums, s.summaryOf(r, nil)); err != nil {
+			return err
+		}
 		n++
 	}
 	// The migration read every manifest once: the caches would otherwise
@@ -245,6 +255,9 @@ func (s *Store) importRecords(btx *bolt.Tx, recs []*ImageRecord) error {
 	s.metaMu.Unlock()
 	m := btx.Bucket(bucketMeta)
 	if err := putU64(m, keyCount, n); err != nil {
+		return err
+	}
+	if err := putU64(m, keySumGen, 1); err != nil {
 		return err
 	}
 	return putU64(m, keyGen, 1)

@@ -285,6 +285,7 @@ func (tx *Txn) put(img ImageRecord, tags, digs []string, uses []digest.Digest) {
 func (tx *Txn) apply() error {
 	btx := tx.v.tx
 	images, targets, blobs, uses := btx.Bucket(bucketImages), btx.Bucket(bucketTargets), btx.Bucket(bucketBlobs), btx.Bucket(bucketUses)
+	sums := btx.Bucket(bucketSummaries)
 	ids := make([]digest.Digest, 0, len(tx.recs))
 	for id := range tx.recs {
 		ids = append(ids, id)
@@ -314,8 +315,16 @@ func (tx *Txn) apply() error {
 			if err := images.Delete(key); err != nil {
 				return err
 			}
+			if err := sums.Delete(key); err != nil {
+				return err
+			}
 		case old == nil || !bytes.Equal(nb, tr.orig):
 			if err := images.Put(key, nb); err != nil {
+				return err
+			}
+			// The summary goes with the record: its meta part is kept
+			// when the manifest is the same (a tag reads no document).
+			if err := putSummary(sums, tx.s.summaryOf(tr.rec, storedSummary(sums, id))); err != nil {
 				return err
 			}
 		}

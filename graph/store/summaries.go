@@ -1,0 +1,186 @@
+package store
+
+// Image summaries: what GET /images/json shows and filters on, one small
+// JSON value per image in the summaries bucket, written by the transaction
+// that writes the record (Txn.apply), so listing the store is one cursor
+// walk and reads no manifest or config.
+//
+//	summaries <image ID> → Summary as JSON
+//	meta      sumgen     → uint64 BE: the gen the summaries are complete at
+//
+// sumgen is set to gen by every commit of this binary, by the migration
+// and by the fill at open. A meta.db whose sumgen is not its gen (one
+// written before the bucket existed, or changed since by a wharf that does
+// not know it) gets its summaries rebuilt at open, in one transaction:
+// a crash during the fill leaves the database as it was, and the next
+// start fills it again. The schema version stays 2: a wharf without
+// summaries reads this meta.db unchanged and ignores the bucket.
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	bolt "go.etcd.io/bbolt"
+)
+
+var (
+	bucketSummaries = []byte("summaries")
+	keySumGen       = []byte("sumgen")
+)
+
+// Summary is what the image list needs of one image.
+type Summary struct {
+	ID digest.Digest
+	// Target is the record's target descriptor, without inline data.
+	Target ocispec.Descriptor
+	// Manifest is the record's platform manifest digest.
+	Manifest digest.Digest
+	// RepoTags and RepoDigests are fully qualified, as in the record.
+	RepoTags    []string
+	RepoDigests []string
+	// HasMeta: the manifest and config were read when the summary was
+	// written, and the fields below hold what they say. When false the
+	// reader asks Meta itself (and skips the image when that fails).
+	HasMeta bool
+	// Created is the config's creation time (zero when unknown).
+	Created time.Time
+	Labels  map[string]string
+	Parent  string
+	Size    int64
+}
+
+// Record is the part of the record the summary holds (enough for Meta).
+func (sm *Summary) Record() *ImageRecord {
+	return &ImageRecord{ID: sm.ID, Target: sm.Target, Manifest: ocispec.Descriptor{Digest: sm.Manifest},
+		RepoTags: sm.RepoTags, RepoDigests: sm.RepoDigests}
+}
+
+// summaryOf builds the summary of rec. prev, when its meta part was read
+// from the same manifest, is reused: a tag or untag reads no document.
+func (s *Store) summaryOf(rec *ImageRecord, prev *Summary) *Summary {
+	sm := &Summary{
+		ID:          rec.ID,
+		Target:      rec.Target,
+		Manifest:    rec.Manifest.Digest,
+		RepoTags:    nonNil(rec.RepoTags),
+		RepoDigests: nonNil(rec.RepoDigests),
+	}
+	sm.Target.Data = nil
+	if prev != nil && prev.HasMeta && prev.Manifest == rec.Manifest.Digest && prev.ID == rec.ID {
+		sm.HasMeta, sm.Created, sm.Labels, sm.Parent, sm.Size = true, prev.Created, prev.Labels, prev.Parent, prev.Size
+		return sm
+	}
+	if m, err := s.Meta(rec); err == nil {
+		sm.HasMeta = true
+		sm.Created = m.Config.CreatedTime()
+		sm.Labels = m.Config.Config.Labels
+		sm.Parent = m.Config.Parent
+		sm.Size = m.Size
+	}
+	return sm
+}
+
+func decodeSummary(b []byte) (*Summary, error) {
+	var sm Summary
+	if err := json.Unmarshal(b, &sm); err != nil {
+		return nil, err
+	}
+	sm.RepoTags = nonNil(sm.RepoTags)
+	sm.RepoDigests = nonNil(sm.RepoDigests)
+	return &sm, nil
+}
+
+func putSummary(b *bolt.Bucket, sm *Summary) error {
+	v, err := json.Marshal(sm)
+	if err != nil {
+		return err
+	}
+	return b.Put([]byte(sm.ID), v)
+}
+
+// storedSummary is the summary of id in b, nil when none (or unreadable).
+func storedSummary(b *bolt.Bucket, id digest.Digest) *Summary {
+	v := b.Get([]byte(id))
+	if v == nil {
+		return nil
+	}
+	sm, err := decodeSummary(v)
+	if err != nil {
+		return nil
+	}
+	return sm
+}
+
+// summariesComplete reports whether the summaries bucket exists and was
+// written at the database's current gen.
+func summariesComplete(btx *bolt.Tx) bool {
+	m := btx.Bucket(bucketMeta)
+	return btx.Bucket(bucketSummaries) != nil && m.Get(keySumGen) != nil && u64(m.Get(keySumGen)) == u64(m.Get(keyGen))
+}
+
+// fillSummaries (re)writes the summary of every record, in one
+// transaction, when they are missing or stale (see the top of this file).
+func (s *Store) fillSummaries() error {
+	var ok bool
+	if err := s.db.View(func(btx *bolt.Tx) error { ok = summariesComplete(btx); return nil }); err != nil {
+		return err
+	}
+	if ok {
+		return nil
+	}
+	var n int
+	err := s.db.Update(func(btx *bolt.Tx) error {
+		if btx.Bucket(bucketSummaries) != nil {
+			if err := btx.DeleteBucket(bucketSummaries); err != nil {
+				return err
+			}
+		}
+		sb, err := btx.CreateBucket(bucketSummaries)
+		if err != nil {
+			return err
+		}
+		err = dbView{btx}.forEachImage(func(r *ImageRecord) error {
+			n++
+			return putSummary(sb, s.summaryOf(r, nil))
+		})
+		if err != nil {
+			return err
+		}
+		m := btx.Bucket(bucketMeta)
+		return putU64(m, keySumGen, u64(m.Get(keyGen)))
+	})
+	if err != nil {
+		return fmt.Errorf("graph: fill the image summaries of %s: %w", dbFile, err)
+	}
+	// The fill read every manifest once: start with empty caches.
+	s.metaMu.Lock()
+	s.meta.Purge()
+	s.metaMu.Unlock()
+	s.log.WithField("images", n).Info("image summaries written to wharf/meta.db")
+	return nil
+}
+
+// Summaries calls fn for the summary of every image, in ID order, from one
+// read transaction (a cursor walk: no record, manifest or config is read).
+func (s *Store) Summaries(fn func(*Summary) error) error {
+	return s.db.View(func(btx *bolt.Tx) error {
+		b := btx.Bucket(bucketSummaries)
+		if b == nil {
+			return fmt.Errorf("graph: %s: no summaries bucket", dbFile)
+		}
+		c := b.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			sm, err := decodeSummary(v)
+			if err != nil {
+				return fmt.Errorf("graph: image summary %s: %w", k, err)
+			}
+			if err := fn(sm); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
