@@ -1,0 +1,120 @@
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+	"github.com/opencontainers/image-spec/specs-go"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/graph/store"
+)
+
+// GET /images/json at scale (issue 22): BenchmarkImagesList50000 lists
+// 50,000 images (half of them tagged, each its own config and manifest,
+// three shared layers), BenchmarkImagesList50000NoMatch the same with a
+// label filter that keeps none. The data-root is written once per process
+// (blobs as files, the records as a version-1 images.json, migrated by the
+// first open) and opened by every run; only the listing is timed.
+
+var listRoots sync.Map // n → root
+
+func listBenchRoot(b *testing.B, n int) string {
+	if r, ok := listRoots.Load(n); ok {
+		return r.(string)
+	}
+	root, err := os.MkdirTemp("", "wharf-list-bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	blobDir := filepath.Join(root, store.BlobsDir, "sha256")
+	if err := os.MkdirAll(blobDir, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(root, "wharf"), 0o700); err != nil {
+		b.Fatal(err)
+	}
+	write := func(mt string, v any) ocispec.Descriptor {
+		raw, ok := v.([]byte)
+		if !ok {
+			var err error
+			if raw, err = json.Marshal(v); err != nil {
+				b.Fatal(err)
+			}
+		}
+		d := digest.FromBytes(raw)
+		if err := os.WriteFile(filepath.Join(blobDir, d.Encoded()), raw, 0o600); err != nil {
+			b.Fatal(err)
+		}
+		return ocispec.Descriptor{MediaType: mt, Digest: d, Size: int64(len(raw))}
+	}
+	var layers []ocispec.Descriptor
+	var diffIDs []digest.Digest
+	for i := 0; i < 3; i++ {
+		l := write(ocispec.MediaTypeImageLayer, []byte(fmt.Sprint("layer ", i)))
+		layers = append(layers, l)
+		diffIDs = append(diffIDs, l.Digest)
+	}
+	base := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	recs := make([]*ImageRecord, 0, n)
+	for i := 0; i < n; i++ {
+		created := base.Add(time.Duration(i) * time.Second)
+		cfg := ocispec.Image{
+			Created:  &created,
+			Platform: ocispec.Platform{OS: "linux", Architecture: "amd64"},
+			Config:   ocispec.ImageConfig{Labels: map[string]string{"app": fmt.Sprint("img", i), "team": "bench"}, Cmd: []string{"serve"}},
+			RootFS:   ocispec.RootFS{Type: "layers", DiffIDs: diffIDs},
+		}
+		c := write(ocispec.MediaTypeImageConfig, cfg)
+		m := write(ocispec.MediaTypeImageManifest, ocispec.Manifest{Versioned: specs.Versioned{SchemaVersion: 2},
+			MediaType: ocispec.MediaTypeImageManifest, Config: c, Layers: layers})
+		rec := &ImageRecord{ID: c.Digest, Target: m, Manifest: m, RepoTags: []string{}, RepoDigests: []string{}, Created: created}
+		if i%2 == 0 {
+			rec.RepoTags = []string{fmt.Sprintf("docker.io/library/img%d:latest", i)}
+			rec.RepoDigests = []string{fmt.Sprintf("docker.io/library/img%d@%s", i, m.Digest)}
+		}
+		recs = append(recs, rec)
+	}
+	doc, err := json.Marshal(map[string]any{"version": 1, "images": recs})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "wharf", "images.json"), doc, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	listRoots.Store(n, root)
+	return root
+}
+
+func benchmarkList(b *testing.B, n int, opts types.ImageListOptions, want int) {
+	s, _ := openTestStore(b, Options{Root: listBenchRoot(b, n)})
+	if c := s.st.Count(); c != n {
+		b.Fatalf("store holds %d images, want %d", c, n)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		got, err := s.Images(context.Background(), opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(got) != want {
+			b.Fatalf("listed %d images, want %d", len(got), want)
+		}
+	}
+}
+
+func BenchmarkImagesList50000(b *testing.B) {
+	benchmarkList(b, 50000, types.ImageListOptions{All: true}, 50000)
+}
+
+func BenchmarkImagesList50000NoMatch(b *testing.B) {
+	benchmarkList(b, 50000, types.ImageListOptions{All: true, Filters: types.Filters{"label": {"app=none": true}}}, 0)
+}
