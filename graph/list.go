@@ -73,48 +73,74 @@ func (s *Store) Images(ctx context.Context, opts types.ImageListOptions) ([]imag
 	}
 	labels := f.Values("label")
 
+	// One read transaction over the summaries bucket: no record, manifest
+	// or config is read per image. A summary written without its meta part
+	// (the documents were unreadable then) and the Manifests field are
+	// done after the transaction.
 	out := []image.Summary{}
-	for _, rec := range s.st.Snapshot() {
-		meta, err := s.st.Meta(rec)
-		if err != nil {
-			s.log.WithError(err).WithField("image", rec.ID).Warn("list: skip unreadable image")
-			continue
-		}
-		created := meta.Config.CreatedTime()
+	keep := func(sm *store.Summary) {
+		created := sm.Created
 		// An image without a creation time is neither before nor after
 		// anything (dockerd skips a nil Created the same way).
 		if (beforeSet || sinceSet) && created.IsZero() {
-			continue
+			return
 		}
 		if beforeSet && !created.Before(before) {
-			continue
+			return
 		}
 		if sinceSet && !created.After(since) {
-			continue
+			return
 		}
 		if !until.IsZero() && !created.Before(until) {
-			continue
+			return
 		}
-		if !matchLabels(meta.Config.Config.Labels, labels) {
-			continue
+		if !matchLabels(sm.Labels, labels) {
+			return
 		}
-		sum := summarize(rec, meta)
+		sum := summarize(sm)
 		if len(patterns) > 0 {
 			sum.RepoTags = filterRefs(sum.RepoTags, patterns)
 			sum.RepoDigests = filterRefs(sum.RepoDigests, patterns)
 			if len(sum.RepoTags) == 0 && len(sum.RepoDigests) == 0 {
-				continue
+				return
 			}
 		}
 		if danglingSet {
-			if danglingOnly != (len(rec.RepoTags) == 0) {
-				continue
+			if danglingOnly != (len(sm.RepoTags) == 0) {
+				return
 			}
 		}
-		if opts.Manifests {
-			sum.Manifests = s.manifestSummaries(rec)
-		}
 		out = append(out, sum)
+	}
+	var noMeta []*store.Summary
+	err = s.st.Summaries(func(sm *store.Summary) error {
+		if sm.HasMeta {
+			keep(sm)
+		} else {
+			noMeta = append(noMeta, sm)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, sm := range noMeta {
+		meta, err := s.st.Meta(sm.Record())
+		if err != nil {
+			s.log.WithError(err).WithField("image", sm.ID).Warn("list: skip unreadable image")
+			continue
+		}
+		sm.Created, sm.Labels, sm.Parent, sm.Size = meta.Config.CreatedTime(), meta.Config.Config.Labels, meta.Config.Parent, meta.Size
+		keep(sm)
+	}
+	if opts.Manifests {
+		for i := range out {
+			rec, err := s.st.Lookup(out[i].ID)
+			if err != nil {
+				continue // deleted since the summaries were read
+			}
+			out[i].Manifests = s.manifestSummaries(rec)
+		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Created != out[j].Created {
@@ -125,24 +151,24 @@ func (s *Store) Images(ctx context.Context, opts types.ImageListOptions) ([]imag
 	return out, nil
 }
 
-// summarize builds the list entry of rec. Containers is the real count of
+// summarize builds the list entry of the image sm summarises. Containers is the real count of
 // containers using the image, 0 on wharf (API ≥ 1.51 reports it; api/server
 // turns it into -1 for older versions, as dockerd does); SharedSize is -1
 // ("not computed").
-func summarize(rec *ImageRecord, meta *store.ImageMeta) image.Summary {
-	target := rec.Target
+func summarize(sm *store.Summary) image.Summary {
+	target := sm.Target
 	target.Data = nil
 	return image.Summary{
 		Containers:  0,
-		Created:     meta.Config.CreatedTime().Unix(),
-		ID:          rec.ID.String(),
-		Labels:      meta.Config.Config.Labels,
-		ParentID:    meta.Config.Parent,
+		Created:     sm.Created.Unix(),
+		ID:          sm.ID.String(),
+		Labels:      sm.Labels,
+		ParentID:    sm.Parent,
 		Descriptor:  &target,
-		RepoDigests: store.FamiliarRefs(rec.RepoDigests),
-		RepoTags:    store.FamiliarRefs(rec.RepoTags),
+		RepoDigests: store.FamiliarRefs(sm.RepoDigests),
+		RepoTags:    store.FamiliarRefs(sm.RepoTags),
 		SharedSize:  -1,
-		Size:        meta.Size,
+		Size:        sm.Size,
 	}
 }
 
