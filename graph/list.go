@@ -165,8 +165,8 @@ func summarize(sm *store.Summary) image.Summary {
 		Labels:      sm.Labels,
 		ParentID:    sm.Parent,
 		Descriptor:  &target,
-		RepoDigests: store.FamiliarRefs(sm.RepoDigests),
-		RepoTags:    store.FamiliarRefs(sm.RepoTags),
+		RepoDigests: sm.RepoDigests, // familiar already
+		RepoTags:    sm.RepoTags,
 		SharedSize:  -1,
 		Size:        sm.Size,
 	}

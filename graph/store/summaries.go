@@ -38,7 +38,8 @@ type Summary struct {
 	Target ocispec.Descriptor
 	// Manifest is the record's platform manifest digest.
 	Manifest digest.Digest
-	// RepoTags and RepoDigests are fully qualified, as in the record.
+	// RepoTags and RepoDigests are in familiar form (FamiliarRefs of the
+	// record's), as the API shows them: listing parses no reference.
 	RepoTags    []string
 	RepoDigests []string
 	// HasMeta: the manifest and config were read when the summary was
@@ -52,10 +53,11 @@ type Summary struct {
 	Size    int64
 }
 
-// Record is the part of the record the summary holds (enough for Meta).
+// Record is the part of the record the summary holds: enough for Meta
+// (the references are left out: they are not fully qualified here).
 func (sm *Summary) Record() *ImageRecord {
 	return &ImageRecord{ID: sm.ID, Target: sm.Target, Manifest: ocispec.Descriptor{Digest: sm.Manifest},
-		RepoTags: sm.RepoTags, RepoDigests: sm.RepoDigests}
+		RepoTags: []string{}, RepoDigests: []string{}}
 }
 
 // summaryOf builds the summary of rec. prev, when its meta part was read
@@ -65,8 +67,8 @@ func (s *Store) summaryOf(rec *ImageRecord, prev *Summary) *Summary {
 		ID:          rec.ID,
 		Target:      rec.Target,
 		Manifest:    rec.Manifest.Digest,
-		RepoTags:    nonNil(rec.RepoTags),
-		RepoDigests: nonNil(rec.RepoDigests),
+		RepoTags:    FamiliarRefs(rec.RepoTags),
+		RepoDigests: FamiliarRefs(rec.RepoDigests),
 	}
 	sm.Target.Data = nil
 	if prev != nil && prev.HasMeta && prev.Manifest == rec.Manifest.Digest && prev.ID == rec.ID {

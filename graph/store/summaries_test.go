@@ -31,7 +31,7 @@ func TestSummariesFollowTheRecords(t *testing.T) {
 	m, err := s.Meta(a)
 	must(t, err)
 	if !sa.HasMeta || !sa.Created.Equal(created) || sa.Labels["k"] != "v" || sa.Size != m.Size || sa.Size == 0 ||
-		sa.Manifest != a.Manifest.Digest || sa.Target.Digest != a.Target.Digest || len(sa.RepoTags) != 1 {
+		sa.Manifest != a.Manifest.Digest || sa.Target.Digest != a.Target.Digest || len(sa.RepoTags) != 1 || sa.RepoTags[0] != "a:1" {
 		t.Fatalf("summary of a: %+v", sa)
 	}
 	if sb := got[b.ID.String()]; sb == nil || len(sb.RepoTags) != 0 || sb.RepoDigests == nil {
