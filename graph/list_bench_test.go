@@ -27,6 +27,16 @@ import (
 
 var listRoots sync.Map // n → root
 
+// TestMain removes the list benchmarks' data-roots (shared by their runs).
+func TestMain(m *testing.M) {
+	code := m.Run()
+	listRoots.Range(func(_, root any) bool {
+		os.RemoveAll(root.(string))
+		return true
+	})
+	os.Exit(code)
+}
+
 func listBenchRoot(b *testing.B, n int) string {
 	if r, ok := listRoots.Load(n); ok {
 		return r.(string)
