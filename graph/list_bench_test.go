@@ -13,8 +13,10 @@ import (
 	"github.com/opencontainers/go-digest"
 	"github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/graph/internal/graphtest"
 	"github.com/wharfproject/wharf/graph/store"
 )
 
@@ -127,4 +129,58 @@ func BenchmarkImagesList50000(b *testing.B) {
 
 func BenchmarkImagesList50000NoMatch(b *testing.B) {
 	benchmarkList(b, 50000, types.ImageListOptions{All: true, Filters: types.Filters{"label": {"app=none": true}}}, 0)
+}
+
+// BenchmarkSummariesFill50000 is the upgrade of a 50,000-image meta.db
+// written before the summaries bucket: the open that fills it (one write
+// transaction reading every manifest and config).
+func BenchmarkSummariesFill50000(b *testing.B) { benchmarkOpen(b, true) }
+
+// BenchmarkOpen50000 is the same open with the summaries in place: what
+// the fill adds is the difference.
+func BenchmarkOpen50000(b *testing.B) { benchmarkOpen(b, false) }
+
+func benchmarkOpen(b *testing.B, drop bool) {
+	root := listBenchRoot(b, 50000)
+	open := func() *Store {
+		s, err := New(context.Background(), Options{Root: root, Logger: graphtest.QuietLogger(), Platform: graphtest.Platform(), Events: &graphtest.EventRecorder{}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return s
+	}
+	open().Close() // the migration of a new root, not timed
+	b.ResetTimer()
+	for i := 0; i < b.N && !drop; i++ {
+		open().Close()
+	}
+	for i := 0; i < b.N && drop; i++ {
+		b.StopTimer()
+		db, err := bolt.Open(filepath.Join(root, "wharf", "meta.db"), 0o600, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		err = db.Update(func(btx *bolt.Tx) error {
+			if btx.Bucket([]byte("summaries")) != nil {
+				if err := btx.DeleteBucket([]byte("summaries")); err != nil {
+					return err
+				}
+			}
+			return btx.Bucket([]byte("meta")).Delete([]byte("sumgen"))
+		})
+		if cerr := db.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		s := open()
+		b.StopTimer()
+		if s.st.Count() != 50000 {
+			b.Fatalf("Count = %d", s.st.Count())
+		}
+		s.Close()
+		b.StartTimer()
+	}
 }
