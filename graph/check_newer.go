@@ -2,7 +2,6 @@ package graph
 
 import (
 	"context"
-	"sync"
 
 	"github.com/distribution/reference"
 	"github.com/opencontainers/go-digest"
@@ -124,21 +123,7 @@ type baseKey struct {
 	platform string
 }
 
-type baseCall struct {
-	once sync.Once
-	ans  distribution.BaseAnswer
-	err  error
-}
-
 // base is ask's answer for k, asked once per run.
 func (r *checkRun) base(k baseKey, ask func() (distribution.BaseAnswer, error)) (distribution.BaseAnswer, error) {
-	r.basesMu.Lock()
-	call, ok := r.bases[k]
-	if !ok {
-		call = &baseCall{}
-		r.bases[k] = call
-	}
-	r.basesMu.Unlock()
-	call.once.Do(func() { call.ans, call.err = ask() })
-	return call.ans, call.err
+	return r.bases.Do(k, ask)
 }

@@ -99,7 +99,7 @@ func (s *Store) CheckRemote(ctx context.Context, opts types.RemoteCheckOptions, 
 		sizes[i] = len(byRegistry[h])
 	}
 	shares := workerShares(sizes, checkConcurrency)
-	run := &checkRun{opts: opts, listings: distribution.NewTagListings(), bases: map[baseKey]*baseCall{}}
+	run := &checkRun{opts: opts, listings: distribution.NewTagListings()}
 	var registries sync.WaitGroup
 	for i, h := range order {
 		ts := byRegistry[h]
@@ -122,8 +122,7 @@ type checkRun struct {
 	// bases are the base answers of this run (opts.Base), one per base
 	// name, recorded digest and platform: images built on one base cost
 	// one HEAD between them.
-	basesMu sync.Mutex
-	bases   map[baseKey]*baseCall
+	bases distribution.OncePerKey[baseKey, distribution.BaseAnswer]
 }
 
 // checkRegistry checks the tags of one registry with workers in flight at

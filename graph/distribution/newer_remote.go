@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
@@ -21,16 +20,7 @@ import (
 // one listing walk (or none, within max-age: registry.TagListing), however
 // many of its tags are checked, and tags checked side by side wait for the
 // one walk.
-type TagListings struct {
-	mu sync.Mutex
-	m  map[string]*listingCall
-}
-
-type listingCall struct {
-	once    sync.Once
-	listing RepoListing
-	err     error
-}
+type TagListings = OncePerKey[string, RepoListing]
 
 // RepoListing is a repository's tag listing, its versions read once.
 type RepoListing struct {
@@ -39,29 +29,19 @@ type RepoListing struct {
 }
 
 // NewTagListings starts the listings of one check run.
-func NewTagListings() *TagListings { return &TagListings{m: map[string]*listingCall{}} }
+func NewTagListings() *TagListings { return &TagListings{} }
 
 // RepoTagListing is the whole tag listing of ref's repository, read once
 // per run (ref is a local tag, fully qualified: no candidate search).
 func (s *Service) RepoTagListing(ctx context.Context, ref reference.Named, opts types.RemoteCheckOptions, run *TagListings) (RepoListing, error) {
-	name := ref.Name()
-	run.mu.Lock()
-	call, ok := run.m[name]
-	if !ok {
-		call = &listingCall{}
-		run.m[name] = call
-	}
-	run.mu.Unlock()
-	call.once.Do(func() {
+	return run.Do(ref.Name(), func() (RepoListing, error) {
 		repo, err := s.checkRepository(ctx, ref, opts)
 		if err != nil {
-			call.err = err
-			return
+			return RepoListing{}, err
 		}
 		l, err := repo.TagListing(ctx, opts.MaxAge)
-		call.listing, call.err = RepoListing{TagListing: l, Versions: ParseVersionTags(l.Tags)}, err
+		return RepoListing{TagListing: l, Versions: ParseVersionTags(l.Tags)}, err
 	})
-	return call.listing, call.err
 }
 
 // BaseAnswer is what an image's base names now, compared with what the
