@@ -77,6 +77,10 @@ type SystemBackend interface {
 	// SystemCheck runs the store check; full also hashes every blob
 	// (GET /wharf/system/check, check_routes.go).
 	SystemCheck(ctx context.Context, full bool) (*CheckReport, error)
+	// SystemExportIndex writes the data-root's index.json now and says
+	// where and with how many entries (POST /wharf/system/export-index,
+	// export_index_routes.go).
+	SystemExportIndex(ctx context.Context) (*ExportIndexReport, error)
 	// TrustPolicy describes the signature policy: the scope that applies
 	// to name, or every scope when name is "" (GET /wharf/trust,
 	// trust_routes.go).

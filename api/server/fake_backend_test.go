@@ -163,6 +163,9 @@ func (f *fakeBackend) SystemCheck(_ context.Context, full bool) (*CheckReport, e
 	}
 	return f.systemCheck(full)
 }
+func (f *fakeBackend) SystemExportIndex(context.Context) (*ExportIndexReport, error) {
+	return nil, errNI
+}
 func (f *fakeBackend) TrustPolicy(context.Context, string) (*types.TrustPolicy, error) {
 	return nil, errNI
 }

@@ -86,10 +86,11 @@ func (s *Server) routes() []route {
 		{http.MethodGet, "/system/df", s.getDiskUsage},
 		{http.MethodGet, "/events", s.getEvents},
 		{http.MethodPost, "/auth", s.postAuth},
-		{http.MethodGet, checkPath, s.getSystemCheck}, // wharf's own (check_routes.go)
-		{http.MethodGet, trustPath, s.getTrust},       // wharf's own (trust_routes.go)
-		{http.MethodGet, tagsPath, s.getRemoteTags},   // wharf's own (tags_routes.go)
-		{http.MethodPost, copyPath, s.postImageCopy},  // wharf's own (copy_routes.go)
+		{http.MethodGet, checkPath, s.getSystemCheck},               // wharf's own (check_routes.go)
+		{http.MethodPost, exportIndexPath, s.postSystemExportIndex}, // wharf's own (export_index_routes.go)
+		{http.MethodGet, trustPath, s.getTrust},                     // wharf's own (trust_routes.go)
+		{http.MethodGet, tagsPath, s.getRemoteTags},                 // wharf's own (tags_routes.go)
+		{http.MethodPost, copyPath, s.postImageCopy},                // wharf's own (copy_routes.go)
 		// images; the fixed paths first, {name:.*} ones after
 		{http.MethodGet, "/images/json", s.getImagesJSON},
 		{http.MethodGet, "/images/get", s.getImagesGet},

@@ -12,13 +12,14 @@ import (
 	"github.com/wharfproject/wharf/api/types"
 )
 
-// newSystemCommand is `wharf system`: the store check and prune.
+// newSystemCommand is `wharf system`: the store check, prune and the
+// index.json export.
 func newSystemCommand(c *cli) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "system COMMAND",
 		Short: "Manage the wharf daemon's store",
 	}
-	cmd.AddCommand(newSystemCheckCommand(c), newSystemPruneCommand(c))
+	cmd.AddCommand(newSystemCheckCommand(c), newSystemPruneCommand(c), newSystemExportIndexCommand(c))
 	return cmd
 }
 
@@ -67,6 +68,41 @@ func newSystemCheckCommand(c *cli) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&quick, "quick", false, "Check presence and sizes only; do not hash the blobs (what start-up does)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "Print the report as JSON")
+	return cmd
+}
+
+func newSystemExportIndexCommand(c *cli) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "export-index [OPTIONS]",
+		Short: "Write the data-root's index.json now, for OCI tools",
+		Long: "Ask wharfd to bring its data-root's index.json (the OCI image layout's index) up to date with its " +
+			"image records now, and print its path and number of entries. wharfd keeps the file at most about " +
+			"a second behind on its own and complete once stopped; run this before an OCI tool " +
+			"(skopeo copy oci:DATAROOT:REF, crane) reads the data-root of a running daemon.",
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			api, err := c.client()
+			if err != nil {
+				return err
+			}
+			rep, err := api.SystemExportIndex(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				b, err := json.MarshalIndent(rep, "", "    ")
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(c.out, string(b))
+				return nil
+			}
+			fmt.Fprintf(c.out, "%s: %d entries\n", rep.Path, rep.Entries)
+			return nil
+		},
+	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "Print the report as JSON")
 	return cmd
 }
