@@ -25,6 +25,9 @@ type Daemon struct {
 	// Home is a per-daemon HOME/DOCKER_CONFIG for CLI runs (credential store).
 	Home string
 	Args []string // extra flags given to Start
+	// Bin is the wharfd binary Start runs; "" is the one under test
+	// (another is an older wharf's: store_upgrade_test.go).
+	Bin string
 
 	cmd     *exec.Cmd
 	done    chan struct{}
@@ -84,12 +87,16 @@ func (d *Daemon) StartWithError(args ...string) error {
 		return err
 	}
 	defer logf.Close()
-	cmd := exec.Command(bins.Wharfd, full...)
+	bin := bins.Wharfd
+	if d.Bin != "" {
+		bin = d.Bin
+	}
+	cmd := exec.Command(bin, full...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = append(os.Environ(), "HOME="+d.Home, "XDG_CONFIG_HOME="+filepath.Join(d.Home, ".config"))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", bins.Wharfd, err)
+		return fmt.Errorf("start %s: %w", bin, err)
 	}
 	d.cmd, d.done = cmd, make(chan struct{})
 	go func(done chan struct{}) { d.waitErr = cmd.Wait(); close(done) }(d.done)
