@@ -108,10 +108,10 @@ func startNoWait(c *check.C, d *Daemon) {
 
 // migrationState is what the data-root's wharf/ shows of the migration.
 type migrationState struct {
-	tmp     int64 // size of meta.db.tmp, -1 when absent
-	db      bool  // meta.db exists (the migration's commit point passed)
-	v1Kept  bool  // images.json.v1 exists
-	stub    bool  // images.json is the version-2 stub
+	tmp    int64 // size of meta.db.tmp, -1 when absent
+	db     bool  // meta.db exists (the migration's commit point passed)
+	v1Kept bool  // images.json.v1 exists
+	stub   bool  // images.json is the version-2 stub
 }
 
 func observe(d *Daemon) migrationState {
