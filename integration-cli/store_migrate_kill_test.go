@@ -32,11 +32,13 @@ type StoreMigrateKillSuite struct {
 var _ = check.Suite(&StoreMigrateKillSuite{})
 
 // migrateImages is the size of the version-1 store: large enough that the
-// migration takes a time a poll loop can split (on this 2-core machine,
-// 5,000 images: meta.db.tmp appears after 0.13–0.23 s, meta.db is renamed
-// into place at 1.5–2.3 s, a 49 MB file; the test logs it).
-// WHARF_MIGRATE_IMAGES changes it.
-const migrateImages = 5000
+// migration takes a time a poll loop can split, small enough for the
+// integration run's 8-minute budget. On this 2-core machine, 2,000 images:
+// meta.db.tmp appears after ~40 ms, meta.db is renamed into place at
+// ~0.5 s (16.8 MB), the test takes ~36 s and hits all 7 kill points;
+// 5,000 images: 0.13–0.23 s, 1.5–2.3 s (49 MB), 95 s. The test logs the
+// times. WHARF_MIGRATE_IMAGES changes the size.
+const migrateImages = 2000
 
 // v1Root writes a data-root as the previous format's wharfd leaves it,
 // directly (as bench/local.go's prepareRootWith does): n images of one
