@@ -80,7 +80,7 @@ func newSystemExportIndexCommand(c *cli) *cobra.Command {
 		Long: "Ask wharfd to bring its data-root's index.json (the OCI image layout's index) up to date with its " +
 			"image records now, and print its path and number of entries. wharfd keeps the file at most about " +
 			"a second behind on its own and complete once stopped; run this before an OCI tool " +
-			"(skopeo copy oci:DATAROOT:REF, crane) reads the data-root of a running daemon.",
+			"(skopeo copy oci:DATAROOT:TAG, crane push DATAROOT) reads the data-root of a running daemon.",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			api, err := c.client()
