@@ -273,10 +273,6 @@ func (s *StoreMigrateKillSuite) TestKill9DuringMigration(c *check.C) {
 		// The next start finishes (or redoes) the migration.
 		d.Start(c)
 		s.checkMigrated(c, d, v1, lookups, n, what)
-		// A second kill, during the start after the first: the same rules.
-		d.Kill()
-		d.Start(c)
-		s.checkMigrated(c, d, v1, lookups, n, what+", restarted")
 		d.Stop(c)
 	}
 	c.Logf("%d of %d kill points hit before the migration finished", hits, len(points))
