@@ -155,6 +155,7 @@ func (s *StoreUpgradeSuite) TestUpgradeFromPreviousFormat(c *check.C) {
 	listBefore := listIDsAndTags(c, d)
 	d.Stop(c)
 
+	oldIndex := indexEntries(c, d.Root)
 	wharfDir := filepath.Join(d.Root, "wharf")
 	v1, err := os.ReadFile(filepath.Join(wharfDir, "images.json"))
 	c.Assert(err, check.IsNil, check.Commentf("the old wharfd keeps its records in wharf/images.json"))
@@ -181,6 +182,10 @@ func (s *StoreUpgradeSuite) TestUpgradeFromPreviousFormat(c *check.C) {
 	c.Assert(listIDsAndTags(c, d), check.DeepEquals, listBefore)
 	rep, code := systemCheck(c, d)
 	c.Assert(code, check.Equals, 0, check.Commentf("system check after the migration:\n%s", rep))
+	// index.json, now derived from meta.db, has the entries the old wharf's
+	// had (OCI tools see the same layout).
+	d.WharfOK(c, "system", "export-index")
+	c.Assert(indexEntries(c, d.Root), check.DeepEquals, oldIndex)
 	for i, im := range images {
 		if im.pushed != "" {
 			c.Assert(pushDigest(c, d, im.ref, reg+"/pushed-new/"+pushName(i), "new"), check.Equals, im.pushed, check.Commentf("push %s after the migration", im.ref))
@@ -214,3 +219,20 @@ func (s *StoreUpgradeSuite) TestUpgradeFromPreviousFormat(c *check.C) {
 }
 
 func pushName(i int) string { return "img" + string(rune('a'+i)) }
+
+// indexEntries are index.json's entries as sorted JSON strings (digest,
+// media type, size, annotations): the same set whatever the order.
+func indexEntries(c *check.C, root string) []string {
+	var idx struct{ Manifests []map[string]any }
+	b, err := os.ReadFile(filepath.Join(root, "index.json"))
+	c.Assert(err, check.IsNil)
+	c.Assert(json.Unmarshal(b, &idx), check.IsNil)
+	out := make([]string, 0, len(idx.Manifests))
+	for _, m := range idx.Manifests {
+		e, err := json.Marshal(m)
+		c.Assert(err, check.IsNil)
+		out = append(out, string(e))
+	}
+	sort.Strings(out)
+	return out
+}
