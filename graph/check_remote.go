@@ -64,9 +64,22 @@ type checkTarget struct {
 // a host delayed a healthy registry's answers from under 1 s to 19 s with
 // --registry-timeout 6s).
 func (s *Store) CheckRemote(ctx context.Context, opts types.RemoteCheckOptions, emit func(types.RemoteCheckResult) error) error {
+	return s.CheckRemoteSkipping(ctx, opts, nil, emit)
+}
+
+// CheckRemoteSkipping is CheckRemote without the tags whose registry (the
+// reference's domain: "docker.io", "127.0.0.1:5000") skip names: nothing
+// is asked of those registries and no result is emitted for their tags.
+// The daemon's watch (daemon/watch.go) skips a registry backed off by a
+// 429 or 503 rather than queueing a round of requests behind its gate.
+// skip nil skips nothing.
+func (s *Store) CheckRemoteSkipping(ctx context.Context, opts types.RemoteCheckOptions, skip func(registry string) bool, emit func(types.RemoteCheckResult) error) error {
 	targets, err := s.checkTargets(opts.Names)
 	if err != nil {
 		return err
+	}
+	if skip != nil {
+		targets = slices.DeleteFunc(targets, func(t checkTarget) bool { return skip(reference.Domain(t.ref)) })
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
