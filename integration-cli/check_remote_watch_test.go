@@ -1,0 +1,219 @@
+package integration
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"gopkg.in/check.v1"
+
+	"github.com/wharfproject/wharf/internal/testregistry"
+)
+
+// CheckRemoteWatchSuite is issue 24, part 3, against the real registry: a
+// wharfd started with --check-remote-interval (1 s, the floor, for tests)
+// reports each change of a local tag's state once, as an image event that
+// the docker CLI reads (`docker events --filter type=image`), and in its
+// gauges; nothing while nothing changes; and a SIGHUP changes the
+// interval. Rounds are counted by wharf_check_remote_rounds_total: the
+// test waits on rounds, never on time.
+type CheckRemoteWatchSuite struct {
+	suiteFixture
+	reg *testregistry.Registry
+}
+
+var _ = check.Suite(&CheckRemoteWatchSuite{})
+
+// watchWait bounds each wait for rounds (1 s ± 10 % each, plus the round)
+// on a loaded CI box.
+const watchWait = 90 * time.Second
+
+func (s *CheckRemoteWatchSuite) SetUpSuite(c *check.C) {
+	// The daemon keeps no credentials: the watch asks anonymously.
+	s.reg = s.startRegistry(c, testregistry.Options{})
+}
+
+// watchMetrics is a daemon's /metrics URL, from its log (port 0).
+func watchMetrics(c *check.C, d *Daemon) string {
+	m := metricsListening.FindStringSubmatch(d.Log())
+	c.Assert(m, check.NotNil, check.Commentf("no metrics address in the log:\n%s", d.Log()))
+	return m[1]
+}
+
+func scrapeURL(c *check.C, url string) metricFamilies {
+	resp, err := http.Get(url)
+	c.Assert(err, check.IsNil)
+	defer resp.Body.Close()
+	c.Assert(resp.StatusCode, check.Equals, http.StatusOK)
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	c.Assert(err, check.IsNil)
+	return metricFamilies(fams)
+}
+
+// waitRounds waits until n more rounds of the watch have finished than
+// when it was called, and returns the count then.
+func waitRounds(c *check.C, url string, n int) float64 {
+	start := scrapeURL(c, url).value(c, "wharf_check_remote_rounds_total", nil)
+	var now float64
+	ok := waitFor(watchWait, func() bool {
+		now = scrapeURL(c, url).value(c, "wharf_check_remote_rounds_total", nil)
+		return now >= start+float64(n)
+	})
+	c.Assert(ok, check.Equals, true, check.Commentf("rounds %v → %v, want +%d within %s", start, now, n, watchWait))
+	return now
+}
+
+// watchEvent is a line of `docker events --format '{{json .}}'`.
+type watchEvent struct {
+	Type, Action string
+	Actor        struct {
+		ID         string
+		Attributes map[string]string
+	}
+}
+
+// imageEvents are the image events wharfd logged between since and now,
+// read with the docker CLI.
+func imageEvents(c *check.C, d *Daemon, since time.Time) []watchEvent {
+	until := time.Now().Add(time.Second)
+	res := d.Docker(c, "events", "--filter", "type=image",
+		"--since", since.Format(time.RFC3339Nano), "--until", until.Format(time.RFC3339Nano), "--format", "{{json .}}")
+	c.Assert(res.ExitCode, check.Equals, 0, check.Commentf("%s", res))
+	var out []watchEvent
+	for _, l := range strings.Split(strings.TrimSpace(res.Stdout), "\n") {
+		if l == "" {
+			continue
+		}
+		var e watchEvent
+		c.Assert(json.Unmarshal([]byte(l), &e), check.IsNil, check.Commentf("%q", l))
+		out = append(out, e)
+	}
+	return out
+}
+
+// byAction keeps the events of one action.
+func byAction(evs []watchEvent, action string) []watchEvent {
+	var out []watchEvent
+	for _, e := range evs {
+		if e.Action == action {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func (s *CheckRemoteWatchSuite) TestWatchReportsEachChangeOnce(c *check.C) {
+	reg := s.reg
+	d := s.startDaemon(c, "--check-remote-interval", "1s", "--metrics-addr", "127.0.0.1:0")
+	url := watchMetrics(c, d)
+	ctx, cancel := fixtureCtx()
+	defer cancel()
+
+	// What the daemon has: wa/app:latest, wa/ver:1.0, and wa/built:1
+	// built on wa/base:1 (annotations).
+	app1 := pushImage(c, reg, "wa/app", "latest", testregistry.ImageOptions{})
+	pushImage(c, reg, "wa/ver", "1.0", testregistry.ImageOptions{})
+	base1 := pushImage(c, reg, "wa/base", "1", testregistry.ImageOptions{})
+	pushImage(c, reg, "wa/built", "1", testregistry.ImageOptions{Annotations: map[string]string{
+		ocispec.AnnotationBaseImageName: reg.Host + "/wa/base:1", ocispec.AnnotationBaseImageDigest: base1.Manifest.Digest,
+	}})
+	for _, n := range []string{"wa/app:latest", "wa/ver:1.0", "wa/built:1"} {
+		name, tag, _ := strings.Cut(n, ":")
+		r, lines := d.Pull(c, reg.Host+"/"+name, tag, "")
+		c.Assert(r.Status, check.Equals, http.StatusOK, check.Commentf("%s: %s", n, r))
+		c.Assert(lines.Err(), check.Equals, "", check.Commentf("%s", n))
+	}
+	t0 := time.Now()
+	// Rounds that find everything current say nothing.
+	waitRounds(c, url, 3)
+	c.Assert(imageEvents(c, d, t0), check.HasLen, 0)
+
+	// Everything moves at once: the tag, a higher version, the base.
+	app2 := pushImage(c, reg, "wa/app", "latest", testregistry.ImageOptions{})
+	ver11 := pushImage(c, reg, "wa/ver", "1.1", testregistry.ImageOptions{})
+	base2 := pushImage(c, reg, "wa/base", "1", testregistry.ImageOptions{})
+	_ = ver11
+	// +2: the round running at the push may have asked before it; then
+	// several rounds in which nothing changes.
+	waitRounds(c, url, 2+3)
+	evs := imageEvents(c, d, t0)
+	c.Assert(evs, check.HasLen, 3, check.Commentf("%+v", evs))
+	out := byAction(evs, "outdated")
+	c.Assert(out, check.HasLen, 1, check.Commentf("%+v", evs))
+	a := out[0].Actor.Attributes
+	c.Check(a["name"], check.Equals, reg.Host+"/wa/app:latest")
+	c.Check(a["localDigest"], check.Equals, app1.Manifest.Digest)
+	c.Check(a["remoteDigest"], check.Equals, app2.Manifest.Digest)
+	c.Check(a["registry"], check.Equals, reg.Host)
+	nv := byAction(evs, "newer-version")
+	c.Assert(nv, check.HasLen, 1, check.Commentf("%+v", evs))
+	c.Check(nv[0].Actor.Attributes["name"], check.Equals, reg.Host+"/wa/ver:1.0")
+	c.Check(nv[0].Actor.Attributes["newerMinor"], check.Equals, "1.1")
+	bo := byAction(evs, "base-outdated")
+	c.Assert(bo, check.HasLen, 1, check.Commentf("%+v", evs))
+	c.Check(bo[0].Actor.Attributes["name"], check.Equals, reg.Host+"/wa/built:1")
+	c.Check(bo[0].Actor.Attributes["baseDigest"], check.Equals, base1.Manifest.Digest)
+	c.Check(bo[0].Actor.Attributes["baseCurrentDigest"], check.Equals, base2.Manifest.Digest)
+
+	// The gauges equal the counts.
+	m := scrapeURL(c, url)
+	c.Check(m.value(c, "wharf_images_outdated", map[string]string{"registry": reg.Host}), check.Equals, 1.0)
+	c.Check(m.value(c, "wharf_images_newer_version", map[string]string{"registry": reg.Host}), check.Equals, 1.0)
+	c.Check(m.value(c, "wharf_images_base_outdated", nil), check.Equals, 1.0)
+	last := m.value(c, "wharf_check_remote_last_success_timestamp_seconds", map[string]string{"registry": reg.Host})
+	c.Check(last >= float64(t0.Unix()), check.Equals, true, check.Commentf("last success %v, t0 %v", last, t0.Unix()))
+
+	// The tag moves back: one current event (cleared: outdated), gauge 0.
+	c.Assert(reg.Client().PutManifest(ctx, "wa/app", "latest", app1.Manifest), check.IsNil)
+	t1 := time.Now()
+	waitRounds(c, url, 2+2)
+	evs = imageEvents(c, d, t1)
+	c.Assert(evs, check.HasLen, 1, check.Commentf("%+v", evs))
+	c.Check(evs[0].Action, check.Equals, "current")
+	c.Check(evs[0].Actor.Attributes["name"], check.Equals, reg.Host+"/wa/app:latest")
+	c.Check(evs[0].Actor.Attributes["cleared"], check.Equals, "outdated")
+	c.Check(scrapeURL(c, url).value(c, "wharf_images_outdated", map[string]string{"registry": reg.Host}), check.Equals, 0.0)
+
+	// The filters of the docker CLI apply: event=outdated, image=name.
+	res := d.Docker(c, "events", "--filter", "type=image", "--filter", "event=outdated", "--filter", "image="+reg.Host+"/wa/app",
+		"--since", t0.Format(time.RFC3339Nano), "--until", time.Now().Format(time.RFC3339Nano))
+	c.Assert(res.ExitCode, check.Equals, 0, check.Commentf("%s", res))
+	c.Check(strings.Count(res.Stdout, "image outdated"), check.Equals, 1, check.Commentf("%s", res.Stdout))
+}
+
+// TestWatchIntervalReloads: a SIGHUP applies a new check-remote-interval
+// from daemon.json (seen in the log, the interval gauge and the rounds); an
+// invalid one keeps the running one.
+func (s *CheckRemoteWatchSuite) TestWatchIntervalReloads(c *check.C) {
+	cfg := filepath.Join(c.MkDir(), "daemon.json")
+	write := func(v string) {
+		c.Assert(os.WriteFile(cfg, []byte(`{"check-remote-interval":"`+v+`"}`), 0o600), check.IsNil)
+	}
+	write("0s")
+	d := s.startDaemon(c, "--config-file", cfg, "--metrics-addr", "127.0.0.1:0")
+	url := watchMetrics(c, d)
+	m := scrapeURL(c, url)
+	c.Assert(m.value(c, "wharf_check_remote_interval_seconds", nil), check.Equals, 0.0)
+	c.Assert(m.value(c, "wharf_check_remote_rounds_total", nil), check.Equals, 0.0)
+
+	write("1s")
+	hup(c, d, "configuration reloaded")
+	c.Check(strings.Contains(d.Log(), "check-remote-interval: off → 1s"), check.Equals, true, check.Commentf("%s", logTail(d)))
+	c.Assert(scrapeURL(c, url).value(c, "wharf_check_remote_interval_seconds", nil), check.Equals, 1.0)
+	waitRounds(c, url, 2) // rounds run now
+
+	write("10ms")
+	hup(c, d, "reload failed")
+	c.Assert(scrapeURL(c, url).value(c, "wharf_check_remote_interval_seconds", nil), check.Equals, 1.0)
+
+	write("0s")
+	hup(c, d, "check-remote-interval: 1s → off")
+	c.Assert(scrapeURL(c, url).value(c, "wharf_check_remote_interval_seconds", nil), check.Equals, 0.0)
+}
