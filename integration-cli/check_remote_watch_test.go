@@ -217,3 +217,28 @@ func (s *CheckRemoteWatchSuite) TestWatchIntervalReloads(c *check.C) {
 	hup(c, d, "check-remote-interval: 1s → off")
 	c.Assert(scrapeURL(c, url).value(c, "wharf_check_remote_interval_seconds", nil), check.Equals, 0.0)
 }
+
+// TestInspectRemoteShowsBase: `wharf inspect --remote` shows the base an
+// image names (issue 24): from its manifest's annotations, else its
+// config's labels; nothing for an image that names none.
+func (s *CheckRemoteWatchSuite) TestInspectRemoteShowsBase(c *check.C) {
+	reg := s.reg
+	d := s.startDaemon(c)
+	base := pushImage(c, reg, "wi/base", "1", testregistry.ImageOptions{})
+	kv := map[string]string{ocispec.AnnotationBaseImageName: reg.Host + "/wi/base:1", ocispec.AnnotationBaseImageDigest: base.Manifest.Digest}
+	pushImage(c, reg, "wi/app", "ann", testregistry.ImageOptions{Annotations: kv})
+	pushImage(c, reg, "wi/app", "lab", testregistry.ImageOptions{Labels: kv})
+	pushImage(c, reg, "wi/app", "none", testregistry.ImageOptions{})
+	for _, tc := range []struct{ tag, name, dgst, source string }{
+		{"ann", reg.Host + "/wi/base:1", base.Manifest.Digest, "annotations"},
+		{"lab", reg.Host + "/wi/base:1", base.Manifest.Digest, "labels"},
+		{"none", "", "", ""},
+	} {
+		res := d.Wharf(c, "inspect", "--remote", reg.Host+"/wi/app:"+tc.tag)
+		c.Assert(res.ExitCode, check.Equals, 0, check.Commentf("%s", res))
+		var out []struct{ BaseName, BaseDigest, BaseSource string }
+		c.Assert(json.Unmarshal([]byte(res.Stdout), &out), check.IsNil, check.Commentf("%s", res.Stdout))
+		c.Assert(out, check.HasLen, 1)
+		c.Check([]string{out[0].BaseName, out[0].BaseDigest, out[0].BaseSource}, check.DeepEquals, []string{tc.name, tc.dgst, tc.source}, check.Commentf("%s: %s", tc.tag, res.Stdout))
+	}
+}
