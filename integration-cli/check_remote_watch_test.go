@@ -2,9 +2,11 @@ package integration
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 	"gopkg.in/check.v1"
 
+	wclient "github.com/wharfproject/wharf/client"
 	"github.com/wharfproject/wharf/internal/testregistry"
 )
 
@@ -137,9 +140,8 @@ func (s *CheckRemoteWatchSuite) TestWatchReportsEachChangeOnce(c *check.C) {
 
 	// Everything moves at once: the tag, a higher version, the base.
 	app2 := pushImage(c, reg, "wa/app", "latest", testregistry.ImageOptions{})
-	ver11 := pushImage(c, reg, "wa/ver", "1.1", testregistry.ImageOptions{})
+	pushImage(c, reg, "wa/ver", "1.1", testregistry.ImageOptions{})
 	base2 := pushImage(c, reg, "wa/base", "1", testregistry.ImageOptions{})
-	_ = ver11
 	// +2: the round running at the push may have asked before it; then
 	// several rounds in which nothing changes.
 	waitRounds(c, url, 2+3)
@@ -171,8 +173,10 @@ func (s *CheckRemoteWatchSuite) TestWatchReportsEachChangeOnce(c *check.C) {
 	c.Check(last >= float64(t0.Unix()), check.Equals, true, check.Commentf("last success %v, t0 %v", last, t0.Unix()))
 
 	// The tag moves back: one current event (cleared: outdated), gauge 0.
-	c.Assert(reg.Client().PutManifest(ctx, "wa/app", "latest", app1.Manifest), check.IsNil)
+	// t1 before the put: a round running then may see the tag move before
+	// the put's answer is back here.
 	t1 := time.Now()
+	c.Assert(reg.Client().PutManifest(ctx, "wa/app", "latest", app1.Manifest), check.IsNil)
 	waitRounds(c, url, 2+2)
 	evs = imageEvents(c, d, t1)
 	c.Assert(evs, check.HasLen, 1, check.Commentf("%+v", evs))
@@ -186,6 +190,26 @@ func (s *CheckRemoteWatchSuite) TestWatchReportsEachChangeOnce(c *check.C) {
 		"--since", t0.Format(time.RFC3339Nano), "--until", time.Now().Format(time.RFC3339Nano))
 	c.Assert(res.ExitCode, check.Equals, 0, check.Commentf("%s", res))
 	c.Check(strings.Count(res.Stdout, "image outdated"), check.Equals, 1, check.Commentf("%s", res.Stdout))
+
+	// The same through wharf's Go SDK: UpdateEventsFilter, ParseUpdateEvent.
+	wc, err := wclient.New(d.Host)
+	c.Assert(err, check.IsNil)
+	unix := func(t time.Time) string { return fmt.Sprintf("%d.%09d", t.Unix(), t.Nanosecond()) }
+	rc, err := wc.Events(ctx, wclient.EventsOptions{Since: unix(t0), Until: unix(time.Now()), Filters: wclient.UpdateEventsFilter()})
+	c.Assert(err, check.IsNil)
+	defer rc.Close()
+	var got []string
+	for m, err := range wclient.DecodeEvents(rc) {
+		c.Assert(err, check.IsNil)
+		e, ok := wclient.ParseUpdateEvent(m)
+		c.Assert(ok, check.Equals, true, check.Commentf("%+v", m))
+		got = append(got, e.Action+" "+strings.TrimPrefix(e.Name, reg.Host+"/")+" "+e.Cleared)
+		if e.Action == wclient.EventOutdated {
+			c.Check(e.RemoteDigest, check.Equals, app2.Manifest.Digest)
+		}
+	}
+	sort.Strings(got)
+	c.Check(got, check.DeepEquals, []string{"base-outdated wa/built:1 ", "current wa/app:latest outdated", "newer-version wa/ver:1.0 ", "outdated wa/app:latest "})
 }
 
 // TestWatchIntervalReloads: a SIGHUP applies a new check-remote-interval
