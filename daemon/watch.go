@@ -104,18 +104,21 @@ type watcher struct {
 	interval time.Duration
 	state    map[string]tagState // by familiar repository:tag
 	lastOK   map[string]time.Time
-	rounds   int64
-	rnd      *rand.Rand
+	// skipUntil: registries backed off, skipped until then (backedOff).
+	skipUntil map[string]time.Time
+	rounds    int64
+	rnd       *rand.Rand
 }
 
 func newWatcher(check watchChecker, ev eventLog, backoffs func() []registry.HostBackoff, interval time.Duration, log *logrus.Entry) *watcher {
 	return &watcher{
 		check: check, events: ev, backoffs: backoffs, log: log, now: time.Now,
-		reset:    make(chan struct{}, 1),
-		interval: interval,
-		state:    map[string]tagState{},
-		lastOK:   map[string]time.Time{},
-		rnd:      rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
+		reset:     make(chan struct{}, 1),
+		interval:  interval,
+		state:     map[string]tagState{},
+		lastOK:    map[string]time.Time{},
+		skipUntil: map[string]time.Time{},
+		rnd:       rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 	}
 }
 
@@ -204,20 +207,39 @@ func (w *watcher) round(ctx context.Context, iv time.Duration) {
 	w.log.WithFields(logrus.Fields{"tags": len(results), "events": n, "skipped-registries": len(skipped)}).Debug("check-remote round")
 }
 
-// backedOff are the registries (reference domains) whose host is backed
-// off now. Docker Hub's API host is registry-1.docker.io; a mirror's back-off
-// does not skip its upstream (the check falls back to it).
+// backedOff are the registries (reference domains) to skip this round:
+// those whose host is backed off now, until the later of the gate's
+// opening and the time the registry said its limit resets (the gate's wait
+// is capped at 10 s, registry/transport; asking before the reset would
+// only earn another 429). Docker Hub's API host is registry-1.docker.io; a
+// mirror's back-off does not skip its upstream (the check falls back to
+// it).
 func (w *watcher) backedOff() map[string]bool {
 	out := map[string]bool{}
-	if w.backoffs == nil {
-		return out
-	}
-	for _, b := range w.backoffs() {
-		h := strings.ToLower(b.Host)
-		if h == "registry-1.docker.io" || h == "registry-1.docker.io:443" {
-			h = "docker.io"
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := w.now()
+	if w.backoffs != nil {
+		for _, b := range w.backoffs() {
+			h := strings.ToLower(b.Host)
+			if h == "registry-1.docker.io" || h == "registry-1.docker.io:443" {
+				h = "docker.io"
+			}
+			until := b.Until
+			if b.Resets.After(until) {
+				until = b.Resets
+			}
+			if until.After(w.skipUntil[h]) {
+				w.skipUntil[h] = until
+			}
 		}
-		out[h] = true
+	}
+	for h, until := range w.skipUntil {
+		if now.Before(until) {
+			out[h] = true
+		} else {
+			delete(w.skipUntil, h)
+		}
 	}
 	return out
 }

@@ -151,13 +151,27 @@ func TestWatchGaugesAndForgetting(t *testing.T) {
 	if got := count(); got["127.0.0.1:5000"] != 2 || got["127.0.0.2:5000"] != 1 {
 		t.Fatalf("after round 1: %v", got)
 	}
-	backoffs = []registry.HostBackoff{{Host: "127.0.0.2:5000"}}
+	now := time.Now()
+	w.now = func() time.Time { return now }
+	// The gate opens in 10 s; the registry said its limit resets in 30 s.
+	backoffs = []registry.HostBackoff{{Host: "127.0.0.2:5000", Until: now.Add(10 * time.Second), Resets: now.Add(30 * time.Second)}}
 	w.round(context.Background(), time.Hour)
 	if got := count(); got["127.0.0.1:5000"] != 1 || got["127.0.0.2:5000"] != 1 {
 		t.Fatalf("after round 2 (b removed, 127.0.0.2 backed off and kept): %v", got)
 	}
-	if !slices.Equal(st.skipped, []string{"127.0.0.2:5000/x"}) {
+	// The gate is open again (the registry layer lists it no more), but
+	// the limit has not reset: still skipped.
+	backoffs = nil
+	now = now.Add(20 * time.Second)
+	w.round(context.Background(), time.Hour)
+	if !slices.Equal(st.skipped, []string{"127.0.0.2:5000/x", "127.0.0.2:5000/x"}) {
 		t.Fatalf("skipped %v", st.skipped)
+	}
+	// Past the reset: asked again.
+	now = now.Add(11 * time.Second)
+	w.round(context.Background(), time.Hour)
+	if len(st.skipped) != 2 {
+		t.Fatalf("skipped %v after the reset", st.skipped)
 	}
 }
 

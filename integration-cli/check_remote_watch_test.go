@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -16,6 +17,7 @@ import (
 	"gopkg.in/check.v1"
 
 	wclient "github.com/wharfproject/wharf/client"
+	"github.com/wharfproject/wharf/internal/hostile"
 	"github.com/wharfproject/wharf/internal/testregistry"
 )
 
@@ -265,4 +267,69 @@ func (s *CheckRemoteWatchSuite) TestInspectRemoteShowsBase(c *check.C) {
 		c.Assert(out, check.HasLen, 1)
 		c.Check([]string{out[0].BaseName, out[0].BaseDigest, out[0].BaseSource}, check.DeepEquals, []string{tc.name, tc.dgst, tc.source}, check.Commentf("%s: %s", tc.tag, res.Stdout))
 	}
+}
+
+// TestWatchSkipsBackedOffRegistry: a registry that answers 429 with
+// Retry-After (a proxy plays Docker Hub's limit in front of the real
+// registry) is asked by one round — which waits at the registry layer's
+// gate instead of hammering — then skipped by the next rounds until the
+// limit resets: no request reaches it and its last-success gauge stands
+// still; once it answers again the watch resumes.
+func (s *CheckRemoteWatchSuite) TestWatchSkipsBackedOffRegistry(c *check.C) {
+	var (
+		mu       sync.Mutex
+		limiting bool
+		limited  []time.Time // manifest requests answered 429
+	)
+	p, err := hostile.NewHookProxy(s.reg.URL, func(w http.ResponseWriter, r *http.Request) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if !limiting || !strings.Contains(r.URL.Path, "/manifests/") {
+			return false
+		}
+		limited = append(limited, time.Now())
+		w.Header().Set("Retry-After", "8")
+		hostile.WriteError(w, http.StatusTooManyRequests, "TOOMANYREQUESTS", "You have reached your pull rate limit.")
+		return true
+	}, nil)
+	c.Assert(err, check.IsNil)
+	s.closeAtEnd(p.Close)
+	pushImage(c, s.reg, "wb/app", "latest", testregistry.ImageOptions{})
+	d := s.startDaemon(c, "--check-remote-interval", "1s", "--metrics-addr", "127.0.0.1:0")
+	url := watchMetrics(c, d)
+	r, lines := d.Pull(c, p.Host+"/wb/app", "latest", "")
+	c.Assert(r.Status, check.Equals, http.StatusOK, check.Commentf("%s", r))
+	c.Assert(lines.Err(), check.Equals, "")
+	waitRounds(c, url, 2)
+	lastOK := func() float64 {
+		return scrapeURL(c, url).value(c, "wharf_check_remote_last_success_timestamp_seconds", map[string]string{"registry": p.Host})
+	}
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(limited)
+	}
+
+	mu.Lock()
+	limiting = true
+	mu.Unlock()
+	// The round that meets the limit ends once the registry layer has
+	// given up (its gate honours Retry-After, capped at 10 s, through its
+	// retries); +2: that round and one after it.
+	c.Assert(waitFor(watchWait, func() bool { return count() > 0 }), check.Equals, true)
+	waitRounds(c, url, 2)
+	asked, last := count(), lastOK()
+	c.Check(asked <= 3, check.Equals, true, check.Commentf("%d requests to a limited registry in one round: %v", asked, limited))
+	// Three more rounds: the registry is skipped (its limit resets 8 s
+	// after the last 429), nothing is asked, the gauge stands still.
+	waitRounds(c, url, 3)
+	c.Check(count(), check.Equals, asked, check.Commentf("requests while backed off: %v", limited))
+	c.Check(lastOK(), check.Equals, last)
+	c.Check(time.Since(limited[len(limited)-1]) < 8*time.Second, check.Equals, true, check.Commentf("the rounds above were not inside the back-off; the test proves nothing"))
+
+	// The limit lifted: once it has reset, the watch asks again.
+	mu.Lock()
+	limiting = false
+	mu.Unlock()
+	c.Assert(waitFor(watchWait, func() bool { return lastOK() > last }), check.Equals, true, check.Commentf("%s", logTail(d)))
 }
