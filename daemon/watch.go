@@ -83,7 +83,7 @@ type eventLog interface {
 // newer version, a moved base) and is silent about what is fine.
 type tagState struct {
 	registry     string
-	outdated     bool   // the tag names another digest now
+	outdated     bool   // the tag names another digest now, for this platform
 	remoteDigest string // the digest it named when outdated
 	newer        string // the newer versions, "patch,minor,major" ("" none)
 	baseOutdated bool
@@ -312,7 +312,15 @@ type action struct {
 func nextState(prev tagState, r types.RemoteCheckResult) (tagState, []action) {
 	next := prev
 	var acts []action
-	switch r.RemoteStatus {
+	status := r.RemoteStatus
+	if status == types.RemoteOutdated && r.PlatformChanged != nil && !*r.PlatformChanged {
+		// Only other platforms of the index changed: a re-pull gives the
+		// same image, which is no alarm (diun#299, the top complaint of
+		// the watchers this replaces). `images --check-remote` still says
+		// "outdated (platform unchanged)".
+		status = types.RemoteCurrent
+	}
+	switch status {
 	case types.RemoteOutdated:
 		next.outdated, next.remoteDigest = true, r.RemoteDigest
 		if !prev.outdated || prev.remoteDigest != r.RemoteDigest {

@@ -88,6 +88,10 @@ func TestWatchReportsChangesOnly(t *testing.T) {
 		r.BaseStatus, r.BaseCurrentDigest = status, cur
 		return r
 	}
+	platform := func(r types.RemoteCheckResult, changed bool) types.RemoteCheckResult {
+		r.Platform, r.PlatformChanged = "linux/amd64", &changed
+		return r
+	}
 	errRes := res("1.0", types.RemoteError, "")
 	errRes.NewerError = "not asked"
 	rounds := []struct {
@@ -108,6 +112,10 @@ func TestWatchReportsChangesOnly(t *testing.T) {
 			[]string{"newer-version 127.0.0.1:5000/app:1.0", "base-outdated 127.0.0.1:5000/app:latest"}},
 		{[]types.RemoteCheckResult{v(res("1.0", "current", "sha256:aa"), "", ""), base(res("latest", "current", "sha256:aa"), types.BaseUnknown, "")}, []string{"current 127.0.0.1:5000/app:1.0/newer-version"}},
 		{[]types.RemoteCheckResult{v(res("1.0", "current", "sha256:aa"), "", ""), base(res("latest", "current", "sha256:aa"), types.BaseCurrent, "sha256:b2")}, []string{"current 127.0.0.1:5000/app:latest/base-outdated"}},
+		// An index where only another platform changed: no alarm.
+		{[]types.RemoteCheckResult{platform(res("1.0", "outdated", "sha256:i2"), false)}, nil},
+		{[]types.RemoteCheckResult{platform(res("1.0", "outdated", "sha256:i3"), true)}, []string{"outdated 127.0.0.1:5000/app:1.0"}},
+		{[]types.RemoteCheckResult{platform(res("1.0", "outdated", "sha256:i4"), false)}, []string{"current 127.0.0.1:5000/app:1.0/outdated"}},
 	}
 	st := &scriptedStore{}
 	for _, r := range rounds {

@@ -129,9 +129,11 @@ func (s *CheckRemoteWatchSuite) TestWatchReportsEachChangeOnce(c *check.C) {
 	pushImage(c, reg, "wa/built", "1", testregistry.ImageOptions{Annotations: map[string]string{
 		ocispec.AnnotationBaseImageName: reg.Host + "/wa/base:1", ocispec.AnnotationBaseImageDigest: base1.Manifest.Digest,
 	}})
-	for _, n := range []string{"wa/app:latest", "wa/ver:1.0", "wa/built:1"} {
+	// And wa/mp:1, an index (linux/amd64 and linux/arm64/v8), pulled for amd64.
+	mpOld := pushIndex(c, reg, "wa/mp", "1", testregistry.IndexOptions{})
+	for _, n := range []string{"wa/app:latest", "wa/ver:1.0", "wa/built:1", "wa/mp:1"} {
 		name, tag, _ := strings.Cut(n, ":")
-		r, lines := d.Pull(c, reg.Host+"/"+name, tag, "")
+		r, lines := d.Pull(c, reg.Host+"/"+name, tag, "", "platform", "linux/amd64")
 		c.Assert(r.Status, check.Equals, http.StatusOK, check.Commentf("%s: %s", n, r))
 		c.Assert(lines.Err(), check.Equals, "", check.Commentf("%s", n))
 	}
@@ -140,8 +142,10 @@ func (s *CheckRemoteWatchSuite) TestWatchReportsEachChangeOnce(c *check.C) {
 	waitRounds(c, url, 3)
 	c.Assert(imageEvents(c, d, t0), check.HasLen, 0)
 
-	// Everything moves at once: the tag, a higher version, the base.
+	// Everything moves at once: the tag, a higher version, the base; and
+	// wa/mp:1's arm64 entry only, which is no alarm for an amd64 image.
 	app2 := pushImage(c, reg, "wa/app", "latest", testregistry.ImageOptions{})
+	c.Assert(reg.Client().PushIndex(ctx, "wa/mp", "1", indexWith(c, mpOld.Images[0], nil)), check.IsNil)
 	pushImage(c, reg, "wa/ver", "1.1", testregistry.ImageOptions{})
 	base2 := pushImage(c, reg, "wa/base", "1", testregistry.ImageOptions{})
 	// +2: the round running at the push may have asked before it; then
@@ -166,6 +170,17 @@ func (s *CheckRemoteWatchSuite) TestWatchReportsEachChangeOnce(c *check.C) {
 	c.Check(bo[0].Actor.Attributes["baseDigest"], check.Equals, base1.Manifest.Digest)
 	c.Check(bo[0].Actor.Attributes["baseCurrentDigest"], check.Equals, base2.Manifest.Digest)
 
+	// wa/mp:1 did move (the check says so), only not for amd64: no event.
+	res := d.Wharf(c, "images", "--check-remote", "--format", "json", reg.Host+"/wa/mp")
+	c.Assert(res.ExitCode, check.Equals, 0, check.Commentf("%s", res))
+	var mp struct {
+		RemoteStatus    string
+		PlatformChanged *bool
+	}
+	c.Assert(json.Unmarshal([]byte(strings.TrimSpace(res.Stdout)), &mp), check.IsNil, check.Commentf("%s", res.Stdout))
+	c.Check(mp.RemoteStatus, check.Equals, "outdated")
+	c.Check(mp.PlatformChanged != nil && !*mp.PlatformChanged, check.Equals, true, check.Commentf("%s", res.Stdout))
+
 	// The gauges equal the counts.
 	m := scrapeURL(c, url)
 	c.Check(m.value(c, "wharf_images_outdated", map[string]string{"registry": reg.Host}), check.Equals, 1.0)
@@ -188,7 +203,7 @@ func (s *CheckRemoteWatchSuite) TestWatchReportsEachChangeOnce(c *check.C) {
 	c.Check(scrapeURL(c, url).value(c, "wharf_images_outdated", map[string]string{"registry": reg.Host}), check.Equals, 0.0)
 
 	// The filters of the docker CLI apply: event=outdated, image=name.
-	res := d.Docker(c, "events", "--filter", "type=image", "--filter", "event=outdated", "--filter", "image="+reg.Host+"/wa/app",
+	res = d.Docker(c, "events", "--filter", "type=image", "--filter", "event=outdated", "--filter", "image="+reg.Host+"/wa/app",
 		"--since", t0.Format(time.RFC3339Nano), "--until", time.Now().Format(time.RFC3339Nano))
 	c.Assert(res.ExitCode, check.Equals, 0, check.Commentf("%s", res))
 	c.Check(strings.Count(res.Stdout, "image outdated"), check.Equals, 1, check.Commentf("%s", res.Stdout))
