@@ -50,7 +50,7 @@ func run() error {
 		}
 	}
 	handshake := os.Getenv("BENCH_HANDSHAKE") != "0"
-	cases := map[string]bool{"1": true, "2": true, "3": true, "4": true, "5": true, "6": true, "7": true, "8": true, "9": true, "10": true}
+	cases := map[string]bool{"1": true, "2": true, "3": true, "4": true, "5": true, "6": true, "7": true, "8": true, "9": true, "10": true, "12": true}
 	if os.Getenv("BENCH_SCALE") == "1" {
 		cases["11"] = true
 	}
@@ -97,7 +97,7 @@ func run() error {
 		rep.Rows = append(rep.Rows, rows...)
 	}
 
-	if cases["1"] || cases["2"] || cases["3"] || cases["4"] || cases["6"] {
+	if cases["1"] || cases["2"] || cases["3"] || cases["4"] || cases["6"] || cases["12"] {
 		step("starting registry (token auth) and RTT proxies")
 		e, err := newEnv(rtt, false, bin)
 		if err != nil {
@@ -151,6 +151,15 @@ func run() error {
 				collect("case 6", rows, err)
 			} else {
 				collect("case 6", nil, err)
+			}
+		}
+		if cases["12"] {
+			step("case 12: newer versions of %d tags in %d repositories at RTT %s, and the watch's CPU at a 1s interval", newerRepos*newerLocalPerRep, newerRepos, rtt)
+			e.setRTT(rtt)
+			rows, err := caseNewer(ctx, e, it.remote, quick)
+			rep.Rows = append(rep.Rows, rows...)
+			if err != nil {
+				collect("case 12", nil, err)
 			}
 		}
 	}

@@ -63,6 +63,11 @@ type Config struct {
 	// which images inspect reports trusted and pull and copy accept
 	// (trust.go); empty = /etc/wharf/policy.json when it exists.
 	SignaturePolicy string `json:"signature-policy"`
+	// CheckRemoteInterval, when not 0, runs the update check of every
+	// local tag that often and reports changes as events and gauges
+	// (watch.go); a SIGHUP changes it. In daemon.json a Go duration
+	// string ("6h"). At least 1 s; under 1 minute is for tests (a warning).
+	CheckRemoteInterval time.Duration `json:"check-remote-interval"`
 
 	// Flag-only settings.
 
@@ -108,6 +113,7 @@ var fileKeyOfFlag = map[string]string{
 	"min-api-version":          "min-api-version",
 	"metrics-addr":             "metrics-addr",
 	"signature-policy":         "signature-policy",
+	"check-remote-interval":    "check-remote-interval",
 }
 
 // InstallFlags defines wharfd's flags on fs, bound to cfg.
@@ -132,6 +138,7 @@ func InstallFlags(fs *pflag.FlagSet, cfg *Config) {
 	fs.StringVar(&cfg.MinAPIVersion, "min-api-version", "", "Lowest API version clients may use (default "+types.DefaultMinAPIVersion+", at least "+types.MinSupportedAPIVersion+")")
 	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "Serve Prometheus metrics at http://HOST:PORT/metrics (off by default; no authentication: keep it on loopback)")
 	fs.StringVar(&cfg.SignaturePolicy, "signature-policy", "", "Signature policy in containers-policy.json(5) format: what inspect verifies and pull and copy refuse (default /etc/wharf/policy.json when it exists; $XDG_CONFIG_HOME/wharf/policy.json when not root)")
+	fs.DurationVar(&cfg.CheckRemoteInterval, "check-remote-interval", 0, "Check every local tag against its registry (digest, newer versions, base) this often, with 10% jitter, and report changes as image events and metrics (off by default; at least 1s, under 1m for tests only; SIGHUP reloads it)")
 	fs.BoolVar(&cfg.AllowInsecureTCP, "allow-insecure-tcp", false, "Allow tcp:// hosts without TLS (INSECURE: gives the network full control of the image store)")
 }
 
@@ -160,6 +167,9 @@ func LoadConfig(cfg *Config, fs *pflag.FlagSet, env Env) error {
 		}
 	}
 	cfg.applyDefaults(env)
+	if iv := cfg.CheckRemoteInterval; iv > 0 && iv < watchShortInterval {
+		cfg.warnings = append(cfg.warnings, fmt.Sprintf("check-remote-interval %s is under %s: meant for tests; each round asks every registry about every local tag", iv, watchShortInterval))
+	}
 	if v := env.getenv(registryTimeoutEnv); v != "" {
 		cfg.warnings = append(cfg.warnings, fmt.Sprintf("%s=%s is ignored: it is no longer read; use --registry-timeout or \"registry-timeout\" in daemon.json", registryTimeoutEnv, v))
 	}
@@ -275,6 +285,7 @@ func (c *Config) fieldsByKey() map[string]any {
 		"tlskey":                   &c.TLSKey,
 		"min-api-version":          &c.MinAPIVersion,
 		"metrics-addr":             &c.MetricsAddr,
+		"check-remote-interval":    (*jsonDuration)(&c.CheckRemoteInterval),
 	}
 }
 
@@ -381,6 +392,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxConcurrentDownloads < 0 {
 		return fmt.Errorf("invalid value for \"max-concurrent-downloads\": %d: must not be negative", c.MaxConcurrentDownloads)
+	}
+	if c.CheckRemoteInterval != 0 && c.CheckRemoteInterval < watchMinInterval {
+		return fmt.Errorf("invalid value for \"check-remote-interval\": %s: must be 0 (off) or at least %s", c.CheckRemoteInterval, watchMinInterval)
 	}
 	if c.RegistryTimeout < 0 {
 		return fmt.Errorf("invalid value for \"registry-timeout\": %s: must not be negative", c.RegistryTimeout)

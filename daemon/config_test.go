@@ -308,3 +308,43 @@ func TestConfigErrorsRedactRegistryCredentials(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckRemoteInterval: "check-remote-interval" (flag and daemon.json,
+// a Go duration) is off by default, at least 1 s, and a warning under 1
+// minute (meant for tests).
+func TestCheckRemoteInterval(t *testing.T) {
+	for _, tc := range []struct {
+		name, file string
+		flags      []string
+		want       time.Duration
+		warnings   int
+		wantErr    string
+	}{
+		{name: "default off", file: `{}`},
+		{name: "file", file: `{"check-remote-interval":"6h"}`, want: 6 * time.Hour},
+		{name: "flag", file: `{}`, flags: []string{"--check-remote-interval", "30m"}, want: 30 * time.Minute},
+		{name: "short is a warning", file: `{"check-remote-interval":"1s"}`, want: time.Second, warnings: 1},
+		{name: "zero is off", file: `{"check-remote-interval":"0s"}`},
+		{name: "under the floor", file: `{"check-remote-interval":"500ms"}`, wantErr: `invalid value for "check-remote-interval": 500ms: must be 0 (off) or at least 1s`},
+		{name: "negative", flags: []string{"--check-remote-interval", "-1m"}, file: `{}`, wantErr: `invalid value for "check-remote-interval": -1m0s`},
+		{name: "number in file", file: `{"check-remote-interval":60}`, wantErr: `invalid value for "check-remote-interval": 60: want a duration string`},
+		{name: "both", file: `{"check-remote-interval":"1h"}`, flags: []string{"--check-remote-interval", "2h"}, wantErr: `specified both as a flag and in the configuration file: check-remote-interval`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, fs := parseFlags(t, append([]string{"--config-file", writeConfig(t, tc.file)}, tc.flags...)...)
+			err := LoadConfig(cfg, fs, rootEnv())
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.CheckRemoteInterval != tc.want || len(cfg.warnings) != tc.warnings {
+				t.Fatalf("interval %s warnings %q, want %s and %d", cfg.CheckRemoteInterval, cfg.warnings, tc.want, tc.warnings)
+			}
+		})
+	}
+}

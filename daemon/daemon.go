@@ -42,6 +42,8 @@ type imageStore interface {
 	storeChecker
 	Count() int
 	DiskUsage(ctx context.Context) (*types.DiskUsage, error)
+	// CheckRemoteSkipping is the update check the watch runs (watch.go).
+	CheckRemoteSkipping(ctx context.Context, opts types.RemoteCheckOptions, skip func(registry string) bool, emit func(types.RemoteCheckResult) error) error
 	// SetPolicy installs the signature policy (trust.go); nil: none.
 	SetPolicy(j graph.Judge)
 	Close() error
@@ -80,6 +82,9 @@ type Daemon struct {
 	policyRevision string
 	// policy is the one installed and its file, for trust show (trust.go).
 	policy atomic.Pointer[installedPolicy]
+	// watch runs the update check on a schedule (watch.go); its interval
+	// 0 (off) unless check-remote-interval is set.
+	watch *watcher
 }
 
 var (
@@ -181,8 +186,10 @@ func Run(ctx context.Context, cfg *Config, opts Options) error {
 	}
 	d := &Daemon{imageStore: store, events: evs, registry: reg, cfg: cfg, opts: opts, id: id, metrics: mt, policyRevision: policyRevision(pol)}
 	d.installPolicy(pol, cfg, env)
+	d.watch = newWatcher(store, evs, reg.Backoffs, cfg.CheckRemoteInterval, log.WithField("module", "watch"))
 	if mt != nil {
 		mt.WatchRateLimits(d.rateLimitSamples)
+		mt.WatchCheckRemote(d.watch.sample)
 	}
 	for _, w := range cfg.warnings {
 		log.Warn(w)
@@ -245,6 +252,8 @@ func (d *Daemon) serve(ctx context.Context, log *logrus.Entry) error {
 			}
 		}(l)
 	}
+	stopWatch := d.startWatch(ctx, log)
+	defer stopWatch()
 	log.WithFields(logrus.Fields{"version": d.opts.Version, "data-root": d.cfg.Root}).Info("wharfd started")
 	if d.opts.Ready != nil {
 		d.opts.Ready(addrs)
@@ -267,6 +276,7 @@ wait:
 
 	// Events subscribers end at once (RegisterOnShutdown); other requests
 	// get shutdownTimeout to finish, then their connections are closed.
+	stopWatch() // its round in progress ends with its context
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {

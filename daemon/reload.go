@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/pflag"
@@ -67,6 +68,12 @@ func (d *Daemon) reload(log *logrus.Entry) {
 	if after := d.opts.Logger.GetLevel(); after != before {
 		changes = append(changes, fmt.Sprintf("log-level: %s → %s", before, after))
 	}
+	if d.watch != nil {
+		if before := d.watch.Interval(); before != cfg.CheckRemoteInterval {
+			d.watch.SetInterval(cfg.CheckRemoteInterval)
+			changes = append(changes, fmt.Sprintf("check-remote-interval: %s → %s", intervalString(before), intervalString(cfg.CheckRemoteInterval)))
+		}
+	}
 	for _, s := range fixedSettingsChanged(d.cfg, cfg) {
 		log.Warnf("reload: %s changed; it takes effect at the next start", s)
 	}
@@ -75,6 +82,15 @@ func (d *Daemon) reload(log *logrus.Entry) {
 		return
 	}
 	log.WithField("changes", strings.Join(changes, "; ")).Info("configuration reloaded")
+}
+
+// intervalString is a check-remote-interval for the reload's log: "off"
+// for 0.
+func intervalString(d time.Duration) string {
+	if d == 0 {
+		return "off"
+	}
+	return d.String()
 }
 
 // fixedSettingsChanged names the settings that differ between a and b and

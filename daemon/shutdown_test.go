@@ -38,6 +38,9 @@ func (s *slowStore) PullImage(ctx context.Context, _ types.PullOptions, out type
 	return out.WriteMessage(jsonstream.Message{Status: "Status: Downloaded newer image"})
 }
 func (s *slowStore) Count() int { return 0 }
+func (s *slowStore) CheckRemoteSkipping(context.Context, types.RemoteCheckOptions, func(string) bool, func(types.RemoteCheckResult) error) error {
+	return nil
+}
 func (s *slowStore) DiskUsage(context.Context) (*types.DiskUsage, error) {
 	return &types.DiskUsage{}, nil
 }

@@ -64,9 +64,22 @@ type checkTarget struct {
 // a host delayed a healthy registry's answers from under 1 s to 19 s with
 // --registry-timeout 6s).
 func (s *Store) CheckRemote(ctx context.Context, opts types.RemoteCheckOptions, emit func(types.RemoteCheckResult) error) error {
+	return s.CheckRemoteSkipping(ctx, opts, nil, emit)
+}
+
+// CheckRemoteSkipping is CheckRemote without the tags whose registry (the
+// reference's domain: "docker.io", "127.0.0.1:5000") skip names: nothing
+// is asked of those registries and no result is emitted for their tags.
+// The daemon's watch (daemon/watch.go) skips a registry backed off by a
+// 429 or 503 rather than queueing a round of requests behind its gate.
+// skip nil skips nothing.
+func (s *Store) CheckRemoteSkipping(ctx context.Context, opts types.RemoteCheckOptions, skip func(registry string) bool, emit func(types.RemoteCheckResult) error) error {
 	targets, err := s.checkTargets(opts.Names)
 	if err != nil {
 		return err
+	}
+	if skip != nil {
+		targets = slices.DeleteFunc(targets, func(t checkTarget) bool { return skip(reference.Domain(t.ref)) })
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -153,29 +166,70 @@ func (s *Store) checkRegistry(ctx context.Context, ts []checkTarget, workers int
 		}
 		send(res)
 	}
+	// list reads the tag listing of t's repository into the run (newer=1)
+	// ahead of its tags: see the feed below.
+	list := func(t checkTarget) {
+		mu.Lock()
+		d := down
+		mu.Unlock()
+		if d == nil {
+			_, _ = s.dist.RepoTagListing(ctx, t.ref, run.opts, run.listings)
+		}
+	}
+	listed := map[string]bool{}
 	if len(ts) > 1 {
 		ask(ts[0])
+		listed[ts[0].ref.Name()] = true // when it needed its listing, it has read it
 		ts = ts[1:]
 	}
-	jobs := make(chan checkTarget)
+	jobs := make(chan checkJob)
 	var wg sync.WaitGroup
 	for range min(workers, len(ts)) {
 		wg.Go(func() {
-			for t := range jobs {
-				ask(t)
+			for j := range jobs {
+				if j.listing {
+					list(j.t)
+				} else {
+					ask(j.t)
+				}
 			}
 		})
 	}
+	// With newer=1 a repository's listing is a job of its own, fed just
+	// before the repository's first tag that needs it, so that it is in
+	// flight while that repository's HEADs are, within the same workers:
+	// as a step of the first tag's check it was one request in flight
+	// while the repository's other tags (up to 7 workers) waited for it.
+	// 100 tags in 10 repositories at 25 ms RTT (make bench, case 12): 694
+	// ms that way, 1.42× a plain client sending the same 110 requests 8 at
+	// a time; 468–488 ms this way, 1.15–1.18×. Nothing is asked that
+	// the tags would not ask: only repositories with a version tag that
+	// was pulled, each once per run (TagListings).
 feed:
 	for _, t := range ts {
-		select {
-		case jobs <- t:
-		case <-ctx.Done():
-			break feed
+		var js []checkJob
+		if run.opts.Newer && !listed[t.ref.Name()] && len(t.pulled) > 0 && distribution.IsVersionTag(t.ref.Tag()) {
+			listed[t.ref.Name()] = true
+			js = append(js, checkJob{t: t, listing: true})
+		}
+		js = append(js, checkJob{t: t})
+		for _, j := range js {
+			select {
+			case jobs <- j:
+			case <-ctx.Done():
+				break feed
+			}
 		}
 	}
 	close(jobs)
 	wg.Wait()
+}
+
+// checkJob is one job of a registry's workers: a tag to check, or
+// (listing) the tag listing of its repository to read into the run.
+type checkJob struct {
+	t       checkTarget
+	listing bool
 }
 
 // workerShares splits budget workers between registries with tags[i] tags

@@ -211,3 +211,31 @@ func TestWorkerSharesGiveEveryRegistryItsOwn(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckRemoteSkipping: the tags of a registry skip names are neither
+// asked about nor emitted; the others are checked as by CheckRemote.
+func TestCheckRemoteSkipping(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newLocalTestStore(t)
+	a := putCustomImage(t, s, store.ImageConfig{}, [][]byte{[]byte("a")}, "busybox:1")
+	putCustomImage(t, s, store.ImageConfig{}, [][]byte{[]byte("b")}, "localhost:5000/app:1")
+	pulled := "docker.io/library/busybox@" + digest.FromString("pulled").String()
+	if _, err := s.st.Update(false, func(tx *store.Txn) error { return tx.PointRef(pulled, a.ID) }); err != nil {
+		t.Fatal(err)
+	}
+	var asked []string
+	got := map[string]string{}
+	err := s.CheckRemoteSkipping(ctx, types.RemoteCheckOptions{}, func(reg string) bool {
+		asked = append(asked, reg)
+		return reg == "docker.io"
+	}, func(r types.RemoteCheckResult) error {
+		got[r.Repository+":"+r.Tag] = r.RemoteStatus
+		return nil
+	})
+	if err != nil || fmt.Sprint(got) != "map[localhost:5000/app:1:local]" {
+		t.Fatalf("got %v, %v; want only the tag of localhost:5000", got, err)
+	}
+	if !slices.Contains(asked, "docker.io") || !slices.Contains(asked, "localhost:5000") {
+		t.Errorf("skip was asked about %v", asked)
+	}
+}

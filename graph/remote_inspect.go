@@ -46,6 +46,7 @@ func (s *Store) LookupRemote(ctx context.Context, name string, opts types.Remote
 		PlatformManifestDigest: ri.Manifest.Digest.String(),
 		ManifestAnnotations:    ri.Annotations,
 	}
+	out.BaseName, out.BaseDigest, out.BaseSource = baseOf(ri.Annotations, insp)
 	if out.PlatformManifestDigest == "" {
 		out.PlatformManifestDigest = out.Digest
 	}
@@ -77,6 +78,24 @@ func (s *Store) LookupRemote(ctx context.Context, name string, opts types.Remote
 		"digest":   out.Digest,
 	}})
 	return out, nil
+}
+
+// baseOf is the base an image names (org.opencontainers.image.base.name
+// and .digest): its manifest's annotations, else its config's labels, as
+// the update check reads them (check_newer.go, imageBase); both keys or
+// nothing.
+func baseOf(annotations map[string]string, insp *types.ImageInspect) (name, dgst, source string) {
+	pick := func(kv map[string]string) bool {
+		name, dgst = kv[types.AnnotationBaseName], kv[types.AnnotationBaseDigest]
+		return name != "" && dgst != ""
+	}
+	if pick(annotations) {
+		return name, dgst, "annotations"
+	}
+	if insp.Config != nil && pick(insp.Config.Labels) {
+		return name, dgst, "labels"
+	}
+	return "", "", ""
 }
 
 // remoteInspectSource fills the InspectSource the way the local store does

@@ -2,7 +2,8 @@
 # The whole wharf story on one machine, nothing from the internet:
 #   two real CNCF registries on 127.0.0.1, wharfd on a temp data-root and socket,
 #   import -> images -> inspect -> push -> rmi -> inspect --remote,
-#   the update check (a tag moved in the registry: images --check-remote),
+#   the update check (a tag moved in the registry: images --check-remote;
+#   1.1 pushed: images --check-remote --newer offers it to 1.0),
 #   copy to the second registry (the same digest there, nothing stored),
 #   the same through curl on the socket and through the docker CLI,
 #   signature verification: an image signed by the real cosign (a Sigstore
@@ -324,6 +325,13 @@ check "the moved tag is outdated" outdated \
 show wharf images --check-remote --exit-code -q "$IMG"
 wharf images --check-remote --exit-code -q "$IMG" >/dev/null 2>&1
 check "--exit-code exits 1 when an image is outdated" 1 "$?"
+
+heading "Newer versions: push 1.1, and wharf images --check-remote --newer offers it to 1.0"
+ok "wharf tag (1.1)" wharf tag "$REG/demo/hello:2.0" "$REG/demo/hello:1.1"
+ok "wharf push (1.1)" wharf push "$REG/demo/hello:1.1"
+ok "wharf images --check-remote --newer" wharf images --check-remote --newer "$IMG"
+check "1.0 is offered 1.1 (minor) and 2.0 (major), same shape" "1.1 2.0" \
+	"$(wharf images --check-remote --newer --format '{{.NewerMinor}} {{.NewerMajor}}' "$IMG" 2>/dev/null)"
 
 heading "Signatures: a key pair and a signed image (the real cosign, offline)"
 # cosign runs without the user's config, keychain or a terminal: an empty

@@ -14,7 +14,8 @@ var inspectOrder = []string{
 	"Container", "ContainerConfig", "DockerVersion", "Author", "Config",
 	"Architecture", "Variant", "Os", "OsVersion", "Size", "VirtualSize",
 	"GraphDriver", "RootFS", "Metadata", "Descriptor", "Manifests", "Identity", "Trust",
-	"Registry", "ServedBy", "Digest", "Tag", "PlatformManifestDigest", "ManifestAnnotations", "Referrers", "RateLimit",
+	"Registry", "ServedBy", "Digest", "Tag", "PlatformManifestDigest", "ManifestAnnotations",
+	"BaseName", "BaseDigest", "BaseSource", "Referrers", "RateLimit",
 }
 
 // configOrder is the field order of the image Config (container.Config in

@@ -61,6 +61,9 @@ type gatedInspect struct {
 	Tag                    *string           `json:",omitempty"`
 	PlatformManifestDigest string            `json:",omitempty"`
 	ManifestAnnotations    map[string]string `json:",omitempty"`
+	BaseName               string            `json:",omitempty"`
+	BaseDigest             string            `json:",omitempty"`
+	BaseSource             string            `json:",omitempty"`
 	Referrers              *types.Referrers  `json:",omitempty"`
 	RateLimit              *types.RateLimit  `json:",omitempty"`
 }
@@ -132,6 +135,7 @@ func gateInspectTyped(v any, legacy types.LegacyImageFields, version string) ([]
 		g.ServedBy = remote.ServedBy
 		g.PlatformManifestDigest = remote.PlatformManifestDigest
 		g.ManifestAnnotations = remote.ManifestAnnotations
+		g.BaseName, g.BaseDigest, g.BaseSource = remote.BaseName, remote.BaseDigest, remote.BaseSource
 		g.Referrers = remote.Referrers
 		g.RateLimit = remote.RateLimit
 	} else {

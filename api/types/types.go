@@ -63,6 +63,14 @@ type RemoteImageInspect struct {
 	PlatformManifestDigest string `json:",omitempty"`
 	// ManifestAnnotations are the annotations of the platform manifest.
 	ManifestAnnotations map[string]string `json:",omitempty"`
+	// BaseName and BaseDigest are the base the image says it was built
+	// FROM (org.opencontainers.image.base.name and .digest, issue 24):
+	// from the platform manifest's annotations, else the config's labels
+	// (BaseSource "annotations" or "labels"); absent when it names none.
+	// The update check's base=1 compares them with what the base names now.
+	BaseName   string `json:",omitempty"`
+	BaseDigest string `json:",omitempty"`
+	BaseSource string `json:",omitempty"`
 	// Referrers lists what refers to the image, with referrers=1 only.
 	Referrers *Referrers `json:",omitempty"`
 	// RateLimit is what the registry that answered said last of its rate

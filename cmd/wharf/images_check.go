@@ -26,8 +26,8 @@ import (
 
 // Exit status with --exit-code (without it: 0 unless the command fails).
 const (
-	exitOutdated    = 1 // some image is outdated or missing
-	exitCheckFailed = 2 // none outdated or missing, but some could not be checked
+	exitOutdated    = 1 // some image is outdated or missing, has a newer version (--newer) or a moved base (--base)
+	exitCheckFailed = 2 // none of those, but some could not be checked (digest, tag listing or base)
 )
 
 type checkRemoteFlags struct {
@@ -39,7 +39,7 @@ type checkRemoteFlags struct {
 
 func (f *checkRemoteFlags) register(fl *pflag.FlagSet) {
 	fl.BoolVar(&f.enabled, "check-remote", false, "Check each tagged image against its registry (adds a REMOTE column: current, outdated, missing, local or error)")
-	fl.BoolVar(&f.exitCode, "exit-code", false, "With --check-remote: exit 1 when any image is outdated or missing, else 2 when any could not be checked")
+	fl.BoolVar(&f.exitCode, "exit-code", false, "With --check-remote: exit 1 when any image is outdated or missing, has a newer version (--newer) or a base that moved (--base), else 2 when any could not be checked")
 	fl.BoolVar(&f.newer, "newer", false, "With --check-remote: add the newer versions of each version tag, of the same shape, per level (a NEWER column: patch, minor, major)")
 	fl.BoolVar(&f.base, "base", false, "With --check-remote: check the base of each image that names it (org.opencontainers.image.base.name/.digest; a BASE column: current, outdated or unknown)")
 	fl.StringVar(&f.baseName, "base-name", "", "With --check-remote: the base (REF) of the images that name none, compared by layer prefix (implies --base)")
@@ -266,12 +266,28 @@ func checkOutcome(c *cli, results map[string]types.RemoteCheckResult, exitCode b
 	sort.Strings(keys)
 	var stale, failed int
 	for _, k := range keys {
-		switch r := results[k]; r.RemoteStatus {
+		r := results[k]
+		switch r.RemoteStatus {
 		case types.RemoteOutdated, types.RemoteMissing:
 			stale++
 		case types.RemoteError:
 			failed++
 			fmt.Fprintf(c.err, "%s: %s\n", familiarTag(r), r.RemoteError)
+		}
+		// With --newer and --base (the fields are only there when asked):
+		// a newer version or a moved base is something to act on, as an
+		// outdated tag is; a listing or a base that could not be asked is
+		// a check that failed.
+		if len(r.NewerVersions()) > 0 || r.BaseOutdated() {
+			stale++
+		}
+		if r.NewerError != "" && r.RemoteStatus != types.RemoteError {
+			failed++
+			fmt.Fprintf(c.err, "%s: newer versions: %s\n", familiarTag(r), r.NewerError)
+		}
+		if r.BaseStatus == types.BaseUnknown {
+			failed++
+			fmt.Fprintf(c.err, "%s: base %s: %s\n", familiarTag(r), r.BaseName, r.BaseError)
 		}
 	}
 	switch {

@@ -76,11 +76,18 @@ func TestImagesCheckRemoteColumnsAndExitCode(t *testing.T) {
 		{[]string{current, outdated, failed}, 1},
 		{[]string{current, failed}, 2},
 		{[]string{current}, 0},
+		// --newer and --base answers count too (issue 24).
+		{[]string{`{"Repository":"localhost:5000/app","Tag":"1.0","RemoteStatus":"current","VersionTag":true,"NewerMinor":"1.1"}`}, 1},
+		{[]string{`{"Repository":"localhost:5000/app","Tag":"1.0","RemoteStatus":"current","VersionTag":true}`}, 0},
+		{[]string{`{"Repository":"localhost:5000/app","Tag":"1.0","RemoteStatus":"current","BaseStatus":"outdated"}`}, 1},
+		{[]string{`{"Repository":"localhost:5000/app","Tag":"1.0","RemoteStatus":"current","BaseStatus":"current"}`}, 0},
+		{[]string{`{"Repository":"localhost:5000/app","Tag":"1.0","RemoteStatus":"current","BaseStatus":"unknown","BaseError":"refused"}`}, 2},
+		{[]string{`{"Repository":"localhost:5000/app","Tag":"1.0","RemoteStatus":"current","VersionTag":true,"NewerError":"listing the tags: 403"}`}, 2},
 	} {
 		d := checkDaemon(t, tc.lines...)
 		res := runCLI(t, env, "", "-H", d.host(), "images", "--check-remote", "--exit-code", "--format", "json")
 		if res.code != tc.code {
-			t.Errorf("%d lines: exit %d, want %d (%s)", len(tc.lines), res.code, tc.code, res.stderr)
+			t.Errorf("%q: exit %d, want %d (%s)", tc.lines, res.code, tc.code, res.stderr)
 		}
 		for _, line := range strings.Split(strings.TrimSpace(res.stdout), "\n") {
 			var row map[string]any

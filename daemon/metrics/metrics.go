@@ -20,6 +20,10 @@
 //	wharf_registry_ratelimit_remaining{host}                    gauge, read from the registry client at scrape time
 //	wharf_trust_verifications_total                             counter, signature verdicts computed (not cached), read at scrape time
 //	wharf_trust_verdicts_total{decision}                        counter, the same by decision (accepted, rejected, no-policy)
+//	wharf_images_outdated{registry}, wharf_images_newer_version{registry},
+//	wharf_images_base_outdated, wharf_check_remote_last_success_timestamp_seconds{registry},
+//	wharf_check_remote_rounds_total, wharf_check_remote_interval_seconds
+//	                                                            the watch (checkremote.go), read at scrape time
 //
 // plus the standard go_* and process_* collectors.
 package metrics
