@@ -36,12 +36,13 @@ func TestMultiPlatformTarget(t *testing.T) {
 	idx := ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{pa, pb, att}}
 	ib, _ := json.Marshal(idx)
 	top, lease := writeTestBlob(t, s, ocispec.MediaTypeImageIndex, ib)
-	// Only the amd64 image is recorded against the index (the pulled one);
-	// the arm64 record goes away as after a single-platform pull.
+	// One image of the index holding both platforms (as two pulls or a
+	// load leave it); the arm64 record of its own goes away.
 	if _, err := s.ImageDelete(ctx, rb.ID.String(), false, false); err != nil {
 		t.Fatal(err)
 	}
-	rec := ImageRecord{ID: ra.ID, Target: top, Manifest: ra.Manifest,
+	rec := ImageRecord{ID: ra.ID, Target: top, Manifest: pa, Platforms: []store.PlatformImage{
+		{Platform: *pa.Platform, Manifest: pa, Config: ra.ID}, {Platform: *pb.Platform, Manifest: pb, Config: rb.ID}},
 		RepoTags: []string{"multi:1.0"}, RepoDigests: []string{"multi@" + top.Digest.String()}}
 	if err := s.st.Put(lease, rec); err != nil {
 		t.Fatal(err)
@@ -71,7 +72,7 @@ func TestMultiPlatformTarget(t *testing.T) {
 	}
 	// Save carries the platform manifest; load gives the same ID.
 	var buf bytes.Buffer
-	if err := s.ExportImage(ctx, []string{"multi:1.0"}, &buf); err != nil {
+	if err := s.ExportImage(ctx, []string{"multi:1.0"}, nil, &buf); err != nil {
 		t.Fatal(err)
 	}
 	s2, _ := newLocalTestStore(t)
@@ -118,7 +119,8 @@ func TestMultiPlatformInspectAfterRestart(t *testing.T) {
 	if _, err := s.ImageDelete(ctx, rb.ID.String(), false, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.st.Put(lease, ImageRecord{ID: ra.ID, Target: top, Manifest: ra.Manifest, RepoTags: []string{"multi:1.0"}}); err != nil {
+	if err := s.st.Put(lease, ImageRecord{ID: ra.ID, Target: top, Manifest: pa, RepoTags: []string{"multi:1.0"}, Platforms: []store.PlatformImage{
+		{Platform: *pa.Platform, Manifest: pa, Config: ra.ID}, {Platform: *pb.Platform, Manifest: pb, Config: rb.ID}}}); err != nil {
 		t.Fatal(err)
 	}
 	lease.Release()

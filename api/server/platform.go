@@ -72,6 +72,32 @@ func parsePlatformString(s string) (*ocispec.Platform, error) {
 
 // platformParam is the JSON "platform" parameter of a route that accepts it
 // from API version since on (nil when absent or older).
+// platformsParam reads the JSON platform values of a save or load: the
+// first at API ≥ since, every one at ≥ 1.52 (several platform values on
+// save and load, moby api/docs/CHANGELOG.md).
+func platformsParam(r *http.Request, since string) ([]ocispec.Platform, error) {
+	vs := r.Form["platform"]
+	v := apiVersionFrom(r.Context())
+	if len(vs) == 0 || !versionAtLeast(v, since) {
+		return nil, nil
+	}
+	if !versionAtLeast(v, "1.52") {
+		vs = vs[:1]
+	}
+	var out []ocispec.Platform
+	for _, s := range vs {
+		if s == "" {
+			continue
+		}
+		p, err := decodePlatformJSON(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *p)
+	}
+	return out, nil
+}
+
 func platformParam(r *http.Request, since string) (*ocispec.Platform, error) {
 	v := r.Form.Get("platform")
 	if v == "" || !versionAtLeast(apiVersionFrom(r.Context()), since) {

@@ -63,7 +63,7 @@ func (s *Service) PushImage(ctx context.Context, opts types.PushOptions, out typ
 		return err
 	}
 	for _, tag := range tags {
-		if err := s.pushTag(ctx, repo, repoName, tag, imgs[tag], opts.Platform != nil, po); err != nil {
+		if err := s.pushTag(ctx, repo, repoName, tag, imgs[tag], opts.Platform, po); err != nil {
 			return err
 		}
 	}
@@ -87,15 +87,20 @@ func (s *Service) PushImage(ctx context.Context, opts types.PushOptions, out typ
 // it: then only the platform manifest is pushed, and its digest is the
 // one reported and recorded.
 //
-// onePlatform (push --platform, checked by the caller) pushes the platform
-// manifest alone, never the index.
-func (s *Service) pushTag(ctx context.Context, repo *registry.Repository, repoName reference.Named, tag string, img *store.ImageRecord, onePlatform bool, po *progressOutput) error {
+// platform (push --platform, checked by the caller) pushes that present
+// platform's manifest alone, never the index.
+func (s *Service) pushTag(ctx context.Context, repo *registry.Repository, repoName reference.Named, tag string, img *store.ImageRecord, platform *ocispec.Platform, po *progressOutput) error {
 	lease := s.st.NewLease()
 	defer lease.Release()
 	if err := lease.AddImage(img); err != nil {
 		return err
 	}
-	pm, err := s.readStoredManifest(img.Manifest)
+	onePlatform := platform != nil
+	view, err := s.st.PlatformView(img, reference.FamiliarName(repoName)+":"+tag, platform)
+	if err != nil {
+		return err
+	}
+	pm, err := s.readStoredManifest(view.Manifest)
 	if err != nil {
 		return err
 	}
