@@ -29,7 +29,7 @@ func (s *Store) ImageHistory(ctx context.Context, name string, platform *ocispec
 	if err != nil {
 		return nil, err
 	}
-	return buildHistory(meta, rec)
+	return buildHistory(meta, view)
 }
 
 func buildHistory(meta *store.ImageMeta, rec *ImageRecord) ([]image.HistoryResponseItem, error) {

@@ -77,6 +77,17 @@ func (s *Archiver) LoadImage(ctx context.Context, r io.Reader, quiet bool, platf
 		recs := make([]store.ImageRecord, 0, len(imgs))
 		for _, im := range imgs {
 			im.rec.RepoTags = im.tags
+			if imagespec.IsIndex(im.rec.Target.MediaType) {
+				// An index keeps its digest: name@index, as the pull
+				// recorded it and Engine 29 shows after a load.
+				for _, t := range im.tags {
+					if n, err := reference.ParseNormalizedNamed(t); err == nil {
+						if c, err := reference.WithDigest(reference.TrimNamed(n), im.rec.Target.Digest); err == nil {
+							im.rec.RepoDigests = appendUnique(im.rec.RepoDigests, c.String())
+						}
+					}
+				}
+			}
 			recs = append(recs, *im.rec)
 		}
 		err = s.st.Put(lease, recs...)

@@ -30,6 +30,7 @@ type dockerManifestEntry struct {
 // savedImage is one image of an export with the references to record.
 type savedImage struct {
 	rec  *store.ImageRecord // seen as its primary saved platform
+	orig *store.ImageRecord // as recorded (what the lease pins)
 	meta *store.ImageMeta
 	tags []string // fully qualified name:tag
 	// multi: the platforms saved under the image's index target, when
@@ -58,7 +59,7 @@ func (s *Archiver) ExportImage(ctx context.Context, names []string, platforms []
 	lease := s.st.NewLease()
 	defer lease.Release()
 	for _, im := range imgs {
-		if err := lease.AddImage(im.rec); err != nil {
+		if err := lease.AddImage(im.orig); err != nil {
 			return err
 		}
 	}
@@ -206,7 +207,7 @@ func (s *Archiver) resolveExport(names []string, platforms []ocispec.Platform) (
 			if err != nil {
 				return err
 			}
-			im = &savedImage{rec: rec.View(sel[0])}
+			im = &savedImage{rec: rec.View(sel[0]), orig: rec}
 			if len(sel) > 1 {
 				im.multi = sel
 				for _, p := range sel {
