@@ -241,3 +241,46 @@ func (s *MultiPlatformSuite) TestSaveLoadPushRmiPerPlatform(c *check.C) {
 	s.d.DockerOK(c, "rmi", "--platform", hostP, ref)
 	c.Check(s.d.Docker(c, "image", "inspect", ref).ExitCode, check.Not(check.Equals), 0)
 }
+
+// The wharf CLI's --platform on history, save, load, push and rmi acts as
+// the docker CLI's does.
+func (s *MultiPlatformSuite) TestWharfCLIPlatformFlags(c *check.C) {
+	ix := pushIndex(c, s.reg, "mp/cli", "1", testregistry.IndexOptions{})
+	host, other, hostP, otherP := hostAndOther(ix)
+	ref := s.reg.Host + "/mp/cli:1"
+	s.d.WharfOK(c, "pull", "--platform", hostP, ref)
+	s.d.WharfOK(c, "pull", "--platform", otherP, ref)
+
+	h := s.d.WharfOK(c, "history", "--no-trunc", "-q", "--platform", otherP, ref)
+	c.Check(strings.Contains(h.Stdout, other.Config.Digest), check.Equals, true, check.Commentf("%s", h))
+
+	dir := c.MkDir()
+	both := filepath.Join(dir, "both.tar")
+	s.d.WharfOK(c, "save", "--platform", hostP, "--platform", otherP, "-o", both, ref)
+	blobs, _ := mpTarEntries(c, both)
+	c.Check(blobs[host.Config.Digest] && blobs[other.Config.Digest] && blobs[ix.Digest()], check.Equals, true)
+	one := filepath.Join(dir, "one.tar")
+	s.d.WharfOK(c, "save", "--platform", otherP, "-o", one, ref)
+	blobs, _ = mpTarEntries(c, one)
+	c.Check(blobs[other.Config.Digest] && !blobs[host.Config.Digest], check.Equals, true)
+
+	d2 := s.startDaemon(c)
+	d2.WharfOK(c, "load", "--platform", otherP, "-i", both)
+	r := d2.WharfOK(c, "inspect", "-f", "{{.Id}}", ref)
+	c.Check(strings.TrimSpace(r.Stdout), check.Equals, other.Config.Digest)
+
+	s.d.WharfOK(c, "tag", ref, s.reg.Host+"/mp/clipushed:one")
+	s.d.WharfOK(c, "push", "--platform", otherP, s.reg.Host+"/mp/clipushed:one")
+	ctx, cancel := fixtureCtx()
+	defer cancel()
+	_, _, d, err := s.reg.Client().GetManifest(ctx, "mp/clipushed", "one")
+	c.Assert(err, check.IsNil)
+	c.Check(d, check.Equals, other.Manifest.Digest)
+
+	rm := s.d.WharfOK(c, "rmi", "--platform", otherP, ref)
+	c.Check(rm.Stdout, check.Matches, `(?s).*Deleted: `+other.Manifest.Digest+`.*`)
+	r = s.d.WharfOK(c, "inspect", "-f", "{{.Id}}", ref)
+	c.Check(strings.TrimSpace(r.Stdout), check.Equals, host.Config.Digest)
+	bad := s.d.Wharf(c, "inspect", "--platform", otherP, ref)
+	c.Check(bad.ExitCode, check.Not(check.Equals), 0)
+}

@@ -72,17 +72,15 @@ func parsePlatformString(s string) (*ocispec.Platform, error) {
 
 // platformParam is the JSON "platform" parameter of a route that accepts it
 // from API version since on (nil when absent or older).
-// platformsParam reads the JSON platform values of a save or load: the
-// first at API ≥ since, every one at ≥ 1.52 (several platform values on
-// save and load, moby api/docs/CHANGELOG.md).
+// platformsParam reads the JSON platform values of a save or load at API ≥
+// since. moby reads several from 1.52 on (api/docs/CHANGELOG.md) and only
+// the first before; wharfd reads every one at any version from since on: a
+// client at an older version sends one (the docker CLI 28 does), and the
+// wharf CLI, at 1.50, sends several for `save --platform A --platform B`.
 func platformsParam(r *http.Request, since string) ([]ocispec.Platform, error) {
 	vs := r.Form["platform"]
-	v := apiVersionFrom(r.Context())
-	if len(vs) == 0 || !versionAtLeast(v, since) {
+	if len(vs) == 0 || !versionAtLeast(apiVersionFrom(r.Context()), since) {
 		return nil, nil
-	}
-	if !versionAtLeast(v, "1.52") {
-		vs = vs[:1]
 	}
 	var out []ocispec.Platform
 	for _, s := range vs {
