@@ -5,8 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/opencontainers/image-spec/specs-go"
+	"io"
+	"strings"
 	"testing"
+
+	"github.com/containerd/errdefs"
+	"github.com/opencontainers/image-spec/specs-go"
 
 	"github.com/moby/moby/api/types/image"
 	"github.com/opencontainers/go-digest"
@@ -135,5 +139,44 @@ func TestMultiPlatformInspectAfterRestart(t *testing.T) {
 	h, err := s2.ImageHistory(ctx, "multi:1.0", armP)
 	if err != nil || len(h) != 1 || h[0].CreatedBy != "arm layer" {
 		t.Fatalf("history --platform linux/arm64 after restart: %+v %v", h, err)
+	}
+}
+
+// TestPlatformNotPresentChangesNothing: rmi, save and push checks of a
+// platform the image does not hold are NotFound in dockerd's words, and
+// the image is untouched.
+func TestPlatformNotPresentChangesNothing(t *testing.T) {
+	s, _ := newLocalTestStore(t)
+	ctx := context.Background()
+	var amd store.ImageConfig
+	amd.OS, amd.Architecture = "linux", "amd64"
+	ra := putCustomImage(t, s, amd, [][]byte{[]byte("amd layer")})
+	if err := s.TagImage(ctx, ra.ID.String(), "single", "1"); err != nil {
+		t.Fatal(err)
+	}
+	s390 := ocispec.Platform{OS: "linux", Architecture: "s390x"}
+	if _, err := s.ImageDeletePlatforms(ctx, "single:1", []ocispec.Platform{s390}, false, true); !errdefs.IsNotFound(err) ||
+		!strings.Contains(err.Error(), "does not provide the specified platform (linux/s390x)") {
+		t.Fatalf("rmi --platform linux/s390x: %v", err)
+	}
+	if err := s.ExportImage(ctx, []string{"single:1"}, []ocispec.Platform{s390}, io.Discard); !errdefs.IsNotFound(err) {
+		t.Fatalf("save --platform linux/s390x: %v", err)
+	}
+	if err := s.CheckPlatform(ctx, "single:1", s390); !errdefs.IsNotFound(err) {
+		t.Fatalf("CheckPlatform linux/s390x: %v", err)
+	}
+	if err := s.CheckPlatform(ctx, "single:1", ocispec.Platform{OS: "linux", Architecture: "amd64"}); err != nil {
+		t.Fatalf("CheckPlatform linux/amd64: %v", err)
+	}
+	if got, err := s.Lookup("single:1"); err != nil || got.ID != ra.ID || !s.HasBlob(ra.ID) {
+		t.Fatalf("image changed: %+v %v", got, err)
+	}
+	// rmi --platform of its only platform removes the image, as rmi does.
+	resp, err := s.ImageDeletePlatforms(ctx, "single:1", []ocispec.Platform{{OS: "linux", Architecture: "amd64"}}, false, true)
+	if err != nil || len(resp) == 0 || resp[len(resp)-1].Deleted != ra.ID.String() {
+		t.Fatalf("rmi --platform of the last platform: %+v %v", resp, err)
+	}
+	if _, err := s.Lookup("single:1"); !errdefs.IsNotFound(err) {
+		t.Fatalf("image survived: %v", err)
 	}
 }

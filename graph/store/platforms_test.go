@@ -140,3 +140,29 @@ func TestRecordWithoutPlatformsIsOnePlatform(t *testing.T) {
 	}
 	checkClean(t, s)
 }
+
+// TestConcurrentPlatformPullsJoin: two platforms of one index put at the
+// same time (two pulls racing) end as one image holding both, whichever
+// commits first.
+func TestConcurrentPlatformPullsJoin(t *testing.T) {
+	for i := 0; i < 10; i++ {
+		s := newTestStore(t)
+		s.platform = ocispec.Platform{OS: "linux", Architecture: "amd64"}
+		lease := s.NewLease()
+		amd, arm, _ := twoPlatforms(t, lease)
+		amd.RepoTags, arm.RepoTags = []string{"multi:1"}, []string{"multi:1"}
+		errs := make(chan error, 2)
+		for _, r := range []ImageRecord{amd, arm} {
+			go func() { errs <- s.Put(lease, r) }()
+		}
+		must(t, <-errs)
+		must(t, <-errs)
+		lease.Release()
+		got, err := s.Lookup("multi:1")
+		if err != nil || got.ID != amd.ID || len(got.Platforms) != 2 || s.Count() != 1 {
+			t.Fatalf("round %d: %+v %v (count %d)", i, got, err, s.Count())
+		}
+		checkClean(t, s)
+		dbConsistent(t, s)
+	}
+}

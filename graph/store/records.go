@@ -464,7 +464,11 @@ func (tx *Txn) mergeByTarget(img *ImageRecord, tags, digs *[]string) {
 			continue
 		}
 		others = append(others, o)
-		ps = append(ps, o.Present()...)
+		for _, p := range o.Present() {
+			// A record of an older store may not say its platform.
+			p.Platform = tx.s.PlatformOf(o, p)
+			ps = append(ps, p)
+		}
 	}
 	*img = tx.s.withPlatforms(*img, ps)
 	for _, o := range others {
