@@ -1,6 +1,9 @@
 package store
 
 import (
+	"context"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/opencontainers/go-digest"
@@ -164,5 +167,31 @@ func TestConcurrentPlatformPullsJoin(t *testing.T) {
 		}
 		checkClean(t, s)
 		dbConsistent(t, s)
+	}
+}
+
+// TestCheckSeesEveryPresentPlatform: the store check reads every present
+// platform of an image, not only the one it is recorded under: a missing
+// config of the other platform is reported against the image.
+func TestCheckSeesEveryPresentPlatform(t *testing.T) {
+	s := newTestStore(t)
+	s.platform = ocispec.Platform{OS: "linux", Architecture: "amd64"}
+	lease := s.NewLease()
+	amd, arm, _ := twoPlatforms(t, lease)
+	amd.RepoTags = []string{"multi:1"}
+	amd.Platforms = []PlatformImage{{Platform: *amd.Manifest.Platform, Manifest: amd.Manifest, Config: amd.ID}, {Platform: *arm.Manifest.Platform, Manifest: arm.Manifest, Config: arm.ID}}
+	must(t, s.Put(lease, amd))
+	lease.Release()
+	checkClean(t, s)
+	must(t, os.Remove(s.blobPath(arm.ID)))
+	rep, err := s.Check(context.Background(), false)
+	must(t, err)
+	found := false
+	for _, p := range rep.Problems {
+		found = found || (p.Kind == ProblemMissingBlob && p.Object == arm.ID.String() && p.Image == amd.ID.String() &&
+			strings.Contains(p.Message, "platform linux/arm64 config"))
+	}
+	if !found {
+		t.Fatalf("problems: %+v", rep.Problems)
 	}
 }
