@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"gopkg.in/check.v1"
 
 	"github.com/wharfproject/wharf/internal/testregistry"
@@ -283,4 +284,26 @@ func (s *MultiPlatformSuite) TestWharfCLIPlatformFlags(c *check.C) {
 	c.Check(strings.TrimSpace(r.Stdout), check.Equals, host.Config.Digest)
 	bad := s.d.Wharf(c, "inspect", "--platform", otherP, ref)
 	c.Check(bad.ExitCode, check.Not(check.Equals), 0)
+}
+
+// push without --platform of an image holding some platforms of its index,
+// none of them the daemon's: Engine 29 refuses (409 "multiple matching
+// manifests found but no specific platform requested"); with --platform
+// it pushes that one.
+func (s *MultiPlatformSuite) TestPushPartialIndexWithoutHostPlatform(c *check.C) {
+	ix := pushIndex(c, s.reg, "mp/partial", "1", testregistry.IndexOptions{Platforms: []ocispec.Platform{
+		{OS: "linux", Architecture: runtime.GOARCH}, {OS: "linux", Architecture: "s390x"}, {OS: "linux", Architecture: "ppc64le"}}})
+	ref := s.reg.Host + "/mp/partial:1"
+	s.d.WharfOK(c, "pull", "--platform", "linux/s390x", ref)
+	s.d.WharfOK(c, "pull", "--platform", "linux/ppc64le", ref)
+	s.d.DockerOK(c, "tag", ref, s.reg.Host+"/mp/partialpush:1")
+	r := s.d.Docker(c, "push", s.reg.Host+"/mp/partialpush:1")
+	c.Check(r.ExitCode, check.Not(check.Equals), 0, check.Commentf("%s", r))
+	c.Check(r.Stdout+r.Stderr, check.Matches, `(?s).*multiple matching manifests found but no specific platform requested.*`)
+	s.d.DockerOK(c, "push", "--platform", "linux/ppc64le", s.reg.Host+"/mp/partialpush:1")
+	ctx, cancel := fixtureCtx()
+	defer cancel()
+	_, _, d, err := s.reg.Client().GetManifest(ctx, "mp/partialpush", "1")
+	c.Assert(err, check.IsNil)
+	c.Check(d, check.Equals, ix.Images[2].Manifest.Digest)
 }

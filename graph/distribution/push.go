@@ -109,6 +109,12 @@ func (s *Service) pushTag(ctx context.Context, repo *registry.Repository, repoNa
 		if children, idxBytes, ok := s.localIndex(img.Target); ok {
 			manifests = children
 			top = planManifest{desc: ocispec.Descriptor{MediaType: img.Target.MediaType, Digest: img.Target.Digest, Size: int64(len(idxBytes))}, bytes: idxBytes}
+		} else if len(img.Present()) > 1 && imagespec.BestMatch(s.platform, []ocispec.Platform{s.platformOfManifest(img)}) < 0 {
+			// Engine 29 (getPushDescriptor): not every platform is
+			// present, several are and none is the daemon's: which one
+			// to push is the client's choice.
+			return fmt.Errorf("%s:%s: multiple matching manifests found but no specific platform requested; push with --platform%.0w",
+				reference.FamiliarName(repoName), tag, errdefs.ErrConflict)
 		}
 	}
 	// Foreign layers too: the store holds them, and the image names them.
@@ -221,4 +227,15 @@ func mountSources(repoName reference.Named, img *store.ImageRecord) []string {
 		}
 	}
 	return out
+}
+
+// platformOfManifest is the platform of img's own manifest (the one it is
+// recorded under).
+func (s *Service) platformOfManifest(img *store.ImageRecord) ocispec.Platform {
+	for _, p := range img.Present() {
+		if p.Manifest.Digest == img.Manifest.Digest {
+			return s.st.PlatformOf(img, p)
+		}
+	}
+	return ocispec.Platform{}
 }
