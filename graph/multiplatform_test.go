@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -179,4 +180,82 @@ func TestPlatformNotPresentChangesNothing(t *testing.T) {
 	if _, err := s.Lookup("single:1"); !errdefs.IsNotFound(err) {
 		t.Fatalf("image survived: %v", err)
 	}
+}
+
+// TestLoadPartialIndexArchive: an archive whose index names two platforms
+// but holds one whole (Engine 29's save of an image with one platform
+// present) loads that one; a platform asked for that the archive does not
+// hold whole is refused.
+func TestLoadPartialIndexArchive(t *testing.T) {
+	s, _ := newLocalTestStore(t)
+	ctx := context.Background()
+	var amd, arm store.ImageConfig
+	amd.OS, amd.Architecture = "linux", "amd64"
+	arm.OS, arm.Architecture = "linux", "arm64"
+	ra := putCustomImage(t, s, amd, [][]byte{[]byte("amd layer")})
+	rb := putCustomImage(t, s, arm, [][]byte{[]byte("arm layer")})
+	pa, pb := ra.Manifest, rb.Manifest
+	pa.Platform = &ocispec.Platform{OS: "linux", Architecture: "amd64"}
+	pb.Platform = &ocispec.Platform{OS: "linux", Architecture: "arm64"}
+	idx := ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{pa, pb}}
+	ib, _ := json.Marshal(idx)
+	top, lease := writeTestBlob(t, s, ocispec.MediaTypeImageIndex, ib)
+	if _, err := s.ImageDelete(ctx, rb.ID.String(), false, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.st.Put(lease, ImageRecord{ID: ra.ID, Target: top, Manifest: pa, RepoTags: []string{"multi:1.0"}, Platforms: []store.PlatformImage{
+		{Platform: *pa.Platform, Manifest: pa, Config: ra.ID}, {Platform: *pb.Platform, Manifest: pb, Config: rb.ID}}}); err != nil {
+		t.Fatal(err)
+	}
+	lease.Release()
+	var buf bytes.Buffer
+	if err := s.ExportImage(ctx, []string{"multi:1.0"}, nil, &buf); err != nil {
+		t.Fatal(err)
+	}
+	// Drop the arm64 config from the archive.
+	partial := dropTarEntry(t, buf.Bytes(), "blobs/sha256/"+rb.ID.Encoded())
+	s2, _ := newLocalTestStore(t)
+	if err := s2.LoadImage(ctx, bytes.NewReader(partial), true, []ocispec.Platform{{OS: "linux", Architecture: "arm64"}}, types.DiscardProgress); err == nil {
+		t.Fatal("load --platform linux/arm64 of an archive without its config succeeded")
+	}
+	if err := s2.LoadImage(ctx, bytes.NewReader(partial), true, nil, types.DiscardProgress); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s2.Lookup("multi:1.0")
+	if err != nil || got.ID != ra.ID || len(got.Present()) != 1 || got.Target.Digest != top.Digest {
+		t.Fatalf("loaded: %+v %v", got, err)
+	}
+	if rep, err := s2.Check(ctx, false); err != nil || len(rep.Problems) != 0 {
+		t.Fatalf("check: %+v %v", rep, err)
+	}
+}
+
+// dropTarEntry is the tar b without the entry name.
+func dropTarEntry(t *testing.T, b []byte, name string) []byte {
+	t.Helper()
+	tr := tar.NewReader(bytes.NewReader(b))
+	var out bytes.Buffer
+	tw := tar.NewWriter(&out)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Name == name {
+			continue
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.Copy(tw, tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
 }
