@@ -456,7 +456,7 @@ func (tx *Txn) mergeByTarget(img *ImageRecord, tags, digs *[]string) {
 	if !imagespec.IsIndex(img.Target.MediaType) {
 		return
 	}
-	ps := img.Present()
+	ps := slices.Clone(img.Present())
 	var others []*ImageRecord
 	for _, id := range tx.byTarget(img.Target.Digest) {
 		o := tx.Image(id)
@@ -556,7 +556,7 @@ func (s *Store) Put(lease *Lease, imgs ...ImageRecord) error {
 			// The platforms the caller brings (the one pulled, or those
 			// loaded), checked like the primary; those already recorded
 			// for the index join in the change (mergeByTarget).
-			ps := img.Present()
+			ps := slices.Clone(img.Present()) // the caller's list stays as given
 			if len(ps) == 1 && ps[0].Platform.OS == "" {
 				c := meta.Config.Platform
 				ps[0].Platform = ocispec.Platform{OS: c.OS, Architecture: c.Architecture, Variant: c.Variant, OSVersion: c.OSVersion}
