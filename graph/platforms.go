@@ -6,7 +6,6 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
-	"github.com/moby/moby/api/types/events"
 	"github.com/moby/moby/api/types/image"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
@@ -84,10 +83,7 @@ func (s *Store) ImageDeletePlatforms(ctx context.Context, name string, ps []ocis
 	if err != nil {
 		return nil, err
 	}
-	evs := make([]store.Event, 0, len(sel))
-	for _, p := range sel {
-		evs = append(evs, store.NewEvent(p.Manifest.Digest.String(), events.ActionDelete, p.Manifest.Digest.String(), nil))
-	}
-	store.Emit(ctx, s.opts.Events, evs...)
+	// No event, as moby's deleteImagePlatforms logs none: the image
+	// (its ID, its references) is still there.
 	return resp, nil
 }
