@@ -46,7 +46,19 @@ func (c *Client) ImageImport(ctx context.Context, src io.Reader, opts ImportOpti
 
 // ImageSave calls GET /images/get?names=…: a tar of the images.
 func (c *Client) ImageSave(ctx context.Context, names []string) (io.ReadCloser, error) {
+	return c.ImageSavePlatforms(ctx, names, nil)
+}
+
+// ImageSavePlatforms is ImageSave of some present platforms of each image
+// (platform, API 1.48; several are sent, which wharfd and dockerd read at
+// API 1.52); none saves every present platform.
+func (c *Client) ImageSavePlatforms(ctx context.Context, names []string, ps []ocispec.Platform) (io.ReadCloser, error) {
 	q := url.Values{"names": names}
+	for i := range ps {
+		if err := addJSONPlatforms(q, "platform", &ps[i]); err != nil {
+			return nil, err
+		}
+	}
 	resp, err := c.do(ctx, request{method: http.MethodGet, path: "/images/get", query: q})
 	if err != nil {
 		return nil, err
@@ -57,9 +69,20 @@ func (c *Client) ImageSave(ctx context.Context, names []string) (io.ReadCloser, 
 // ImageLoad calls POST /images/load with the tar in src. quiet=1 asks for
 // only the final "Loaded image" lines.
 func (c *Client) ImageLoad(ctx context.Context, src io.Reader, quiet bool) (io.ReadCloser, error) {
+	return c.ImageLoadPlatforms(ctx, src, quiet, nil)
+}
+
+// ImageLoadPlatforms is ImageLoad of some platforms of a multi-platform
+// image (platform, API 1.48); none loads every platform the archive holds.
+func (c *Client) ImageLoadPlatforms(ctx context.Context, src io.Reader, quiet bool, ps []ocispec.Platform) (io.ReadCloser, error) {
 	q := url.Values{"quiet": {"0"}}
 	if quiet {
 		q.Set("quiet", "1")
+	}
+	for i := range ps {
+		if err := addJSONPlatforms(q, "platform", &ps[i]); err != nil {
+			return nil, err
+		}
 	}
 	resp, err := c.do(ctx, request{method: http.MethodPost, path: "/images/load", query: q, body: src, ctype: "application/x-tar"})
 	if err != nil {
@@ -102,6 +125,8 @@ type PushOptions struct {
 	// Tag is the tag to push; empty pushes every local tag of the repository.
 	Tag  string
 	Auth *registry.AuthConfig
+	// Platform pushes that present platform's manifest alone (API 1.46).
+	Platform *ocispec.Platform
 }
 
 // ImagePush calls POST /images/{name}/push?tag=T, always with an
@@ -110,6 +135,9 @@ func (c *Client) ImagePush(ctx context.Context, name string, opts PushOptions) (
 	q := url.Values{}
 	if opts.Tag != "" {
 		q.Set("tag", opts.Tag)
+	}
+	if err := addJSONPlatforms(q, "platform", opts.Platform); err != nil {
+		return nil, err
 	}
 	h, err := authHeaderAlways(opts.Auth)
 	if err != nil {

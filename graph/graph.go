@@ -30,7 +30,6 @@ import (
 	"github.com/wharfproject/wharf/graph/archive"
 	"github.com/wharfproject/wharf/graph/distribution"
 	"github.com/wharfproject/wharf/graph/store"
-	"github.com/wharfproject/wharf/imagespec"
 	"github.com/wharfproject/wharf/registry"
 )
 
@@ -98,7 +97,7 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		opts.Logger = logrus.NewEntry(logrus.StandardLogger())
 	}
 	s := &Store{opts: opts, log: opts.Logger, inspects: newInspectCache(inspectCacheEntries)}
-	records, err := store.Open(ctx, store.Options{Root: opts.Root, Logger: opts.Logger})
+	records, err := store.Open(ctx, store.Options{Root: opts.Root, Logger: opts.Logger, Platform: opts.Platform})
 	if err != nil {
 		return nil, err
 	}
@@ -112,28 +111,6 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		Observer:               opts.Transfers,
 	})
 	return s, nil
-}
-
-// CheckPlatform reports whether the local image name is stored for p: nil;
-// NotFound (dockerd's wording) when it does not provide p; NotImplemented
-// when p is another platform of its index, which wharfd does not act on
-// separately (it keeps one platform per image). rmi, save and push with
-// --platform ask it first, so that the flag is honoured or refused, never
-// ignored.
-func (s *Store) CheckPlatform(ctx context.Context, name string, p ocispec.Platform) error {
-	rec, err := s.Lookup(name)
-	if err != nil {
-		return err
-	}
-	m, err := s.manifestForPlatform(rec, p)
-	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	if m.Digest != rec.Manifest.Digest {
-		return fmt.Errorf("%s: %s is another platform of the image's index; wharfd keeps and acts on one platform per image (%s)%.0w",
-			name, imagespec.FormatPlatform(p), rec.Manifest.Digest, errdefs.ErrNotImplemented)
-	}
-	return nil
 }
 
 // ImageRecord is one local image (graph/store owns the type).

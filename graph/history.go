@@ -21,21 +21,15 @@ func (s *Store) ImageHistory(ctx context.Context, name string, platform *ocispec
 	if err != nil {
 		return nil, err
 	}
-	view := rec
-	if platform != nil {
-		manifest, err := s.manifestForPlatform(rec, *platform)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		if view, err = s.platformView(rec, manifest); err != nil {
-			return nil, err
-		}
+	view, err := s.view(rec, name, platform)
+	if err != nil {
+		return nil, err
 	}
 	meta, err := s.st.Meta(view)
 	if err != nil {
 		return nil, err
 	}
-	return buildHistory(meta, rec)
+	return buildHistory(meta, view)
 }
 
 func buildHistory(meta *store.ImageMeta, rec *ImageRecord) ([]image.HistoryResponseItem, error) {

@@ -3,10 +3,8 @@ package graph
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"time"
 
-	"github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/image"
 	"github.com/moby/moby/api/types/storage"
 	"github.com/opencontainers/go-digest"
@@ -113,15 +111,9 @@ func (s *Store) ImageInspect(ctx context.Context, name string, opts types.Inspec
 	if err != nil {
 		return nil, err
 	}
-	view := rec
-	if opts.Platform != nil {
-		manifest, err := s.manifestForPlatform(rec, *opts.Platform)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		if view, err = s.platformView(rec, manifest); err != nil {
-			return nil, err
-		}
+	view, err := s.view(rec, name, opts.Platform)
+	if err != nil {
+		return nil, err
 	}
 	meta, err := s.st.Meta(view)
 	if err != nil {
@@ -149,51 +141,6 @@ func (s *Store) ImageInspect(ctx context.Context, name string, opts types.Inspec
 	return out, nil
 }
 
-// manifestForPlatform picks the manifest of rec for p: of the recorded one
-// and the stored image entries of the target index, the one p runs best
-// (imagespec.BestMatch; the recorded one among equals).
-func (s *Store) manifestForPlatform(rec *ImageRecord, p ocispec.Platform) (ocispec.Descriptor, error) {
-	l := s.st
-	var cands []ocispec.Descriptor
-	var haves []ocispec.Platform
-	if m, err := l.Meta(rec); err == nil {
-		cands, haves = append(cands, rec.Manifest), append(haves, m.Config.Platform)
-	}
-	if imagespec.IsIndex(rec.Target.MediaType) {
-		if idx, err := l.ReadIndex(rec.Target.Digest); err == nil {
-			for _, d := range idx.Manifests {
-				if d.Platform != nil && !imagespec.IsAttestation(d) && l.HasBlob(d.Digest) {
-					cands, haves = append(cands, d), append(haves, *d.Platform)
-				}
-			}
-		}
-	}
-	if best := imagespec.BestMatch(p, haves); best >= 0 {
-		return cands[best], nil
-	}
-	return ocispec.Descriptor{}, fmt.Errorf("image with reference %s was found but does not provide the specified platform (%s)%.0w",
-		rec.ID, imagespec.FormatPlatform(p), errdefs.ErrNotFound)
-}
-
-// platformView is rec seen through m, another platform's manifest of its
-// index: the manifest m and, as ID, the config m names.
-func (s *Store) platformView(rec *ImageRecord, m ocispec.Descriptor) (*ImageRecord, error) {
-	view := rec.Clone()
-	if m.Digest == rec.Manifest.Digest {
-		return view, nil
-	}
-	b, err := s.st.ReadBlob(m.Digest, store.MaxManifestSize)
-	if err != nil {
-		return nil, fmt.Errorf("image %s: manifest %s: %w", rec.ID, m.Digest, err)
-	}
-	var man ocispec.Manifest
-	if err := json.Unmarshal(b, &man); err != nil {
-		return nil, fmt.Errorf("image %s: parse manifest %s: %w", rec.ID, m.Digest, err)
-	}
-	view.Manifest, view.ID = m, man.Config.Digest
-	return view, nil
-}
-
 // manifestSummaries lists the manifests of rec's target (API ≥ 1.48
 // manifests=1): the index entries when the target is an index, else the one
 // manifest. Available means the manifest, its config and layers are stored.
@@ -214,6 +161,10 @@ func (s *Store) manifestSummaries(rec *ImageRecord) []image.ManifestSummary {
 			}
 		}
 		descs = []ocispec.Descriptor{d}
+	}
+	present := map[digest.Digest]bool{}
+	for _, p := range rec.Present() {
+		present[p.Manifest.Digest] = true
 	}
 	out := []image.ManifestSummary{}
 	for _, d := range descs {
@@ -241,6 +192,12 @@ func (s *Store) manifestSummaries(rec *ImageRecord) []image.ManifestSummary {
 					}
 				}
 			}
+		}
+		if ms.Kind == image.ManifestKindImage && !present[d.Digest] {
+			// Stored, maybe, but not a platform of this image (issue 23:
+			// the record says what is present; rmi --platform removed it,
+			// or another image holds it).
+			ms.Available = false
 		}
 		ms.Size.Content = content
 		ms.Size.Total = content

@@ -26,15 +26,20 @@ type ImageBackend interface {
 	ImageHistory(ctx context.Context, name string, platform *ocispec.Platform) ([]image.HistoryResponseItem, error)
 	TagImage(ctx context.Context, name, repo, tag string) error
 	ImageDelete(ctx context.Context, name string, force, prune bool) ([]image.DeleteResponse, error)
+	// ImageDeletePlatforms removes the platforms ps from the image name
+	// (rmi --platform, API 1.50): the image stays while others remain.
+	ImageDeletePlatforms(ctx context.Context, name string, ps []ocispec.Platform, force, prune bool) ([]image.DeleteResponse, error)
 	ImportImage(ctx context.Context, src io.Reader, opts types.ImportOptions, out types.ProgressWriter) error
-	ExportImage(ctx context.Context, names []string, w io.Writer) error
-	// LoadImage loads an archive; platform (API 1.48+) chooses the manifest
-	// of a multi-platform image, nil the daemon's.
-	LoadImage(ctx context.Context, r io.Reader, quiet bool, platform *ocispec.Platform, out types.ProgressWriter) error
-	// CheckPlatform answers whether the local image name is stored for
-	// platform p: nil, NotFound when it does not provide it, NotImplemented
-	// when p is another platform of its index (wharfd keeps and acts on one
-	// platform per image). rmi, save and push with --platform ask it first.
+	// ExportImage saves names; platforms (API 1.48; several at 1.52) the
+	// present platforms to save, none every present one.
+	ExportImage(ctx context.Context, names []string, platforms []ocispec.Platform, w io.Writer) error
+	// LoadImage loads an archive; platforms (API 1.48; several at 1.52)
+	// the platforms of a multi-platform image to load, none every one the
+	// archive holds.
+	LoadImage(ctx context.Context, r io.Reader, quiet bool, platforms []ocispec.Platform, out types.ProgressWriter) error
+	// CheckPlatform answers whether the local image name holds platform p:
+	// nil, or NotFound when it does not. Push with --platform asks it
+	// first.
 	CheckPlatform(ctx context.Context, name string, p ocispec.Platform) error
 	ImagesPrune(ctx context.Context, filters types.Filters) (*image.PruneReport, error)
 }

@@ -79,13 +79,19 @@ func (f *fakeBackend) ImportImage(_ context.Context, r io.Reader, o types.Import
 	}
 	return f.importImage(r, o, out)
 }
-func (f *fakeBackend) ExportImage(_ context.Context, n []string, w io.Writer) error {
+func (f *fakeBackend) ImageDeletePlatforms(_ context.Context, n string, _ []ocispec.Platform, force, prune bool) ([]image.DeleteResponse, error) {
+	if f.del == nil {
+		return nil, errNI
+	}
+	return f.del(n, force, prune)
+}
+func (f *fakeBackend) ExportImage(_ context.Context, n []string, _ []ocispec.Platform, w io.Writer) error {
 	if f.export == nil {
 		return errNI
 	}
 	return f.export(n, w)
 }
-func (f *fakeBackend) LoadImage(_ context.Context, r io.Reader, q bool, _ *ocispec.Platform, out types.ProgressWriter) error {
+func (f *fakeBackend) LoadImage(_ context.Context, r io.Reader, q bool, _ []ocispec.Platform, out types.ProgressWriter) error {
 	if f.load == nil {
 		return errNI
 	}

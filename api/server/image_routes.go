@@ -276,21 +276,25 @@ func (s *Server) deleteImage(w http.ResponseWriter, r *http.Request, vars map[st
 	if strings.TrimSpace(name) == "" {
 		return invalidArg("image name cannot be blank")
 	}
-	// platforms (API 1.50): one JSON platform per value. wharfd keeps one
-	// platform per image, so it removes the image when it is stored for
-	// each of them, and refuses otherwise — never ignores them.
+	// platforms (API 1.50): one JSON platform per value; those platforms
+	// are removed from the image, which stays while others remain.
+	var ps []ocispec.Platform
 	if versionAtLeast(apiVersionFrom(r.Context()), "1.50") {
 		for _, v := range r.Form["platforms"] {
 			p, err := decodePlatformJSON(v)
 			if err != nil {
 				return err
 			}
-			if err := s.backend.CheckPlatform(r.Context(), name, *p); err != nil {
-				return err
-			}
+			ps = append(ps, *p)
 		}
 	}
-	list, err := s.backend.ImageDelete(r.Context(), name, boolValue(r, "force"), !boolValue(r, "noprune"))
+	var list []image.DeleteResponse
+	var err error
+	if len(ps) > 0 {
+		list, err = s.backend.ImageDeletePlatforms(r.Context(), name, ps, boolValue(r, "force"), !boolValue(r, "noprune"))
+	} else {
+		list, err = s.backend.ImageDelete(r.Context(), name, boolValue(r, "force"), !boolValue(r, "noprune"))
+	}
 	if err != nil {
 		return err
 	}
@@ -482,19 +486,12 @@ func (s *Server) getImagesGet(w http.ResponseWriter, r *http.Request, vars map[s
 	if len(names) == 0 {
 		return invalidArg("no image names given")
 	}
-	p, err := platformParam(r, "1.48")
+	ps, err := platformsParam(r, "1.48")
 	if err != nil {
 		return err
 	}
-	if p != nil {
-		for _, n := range names {
-			if err := s.backend.CheckPlatform(r.Context(), n, *p); err != nil {
-				return err
-			}
-		}
-	}
 	tw := &tarWriter{w: w}
-	err = s.backend.ExportImage(r.Context(), names, tw)
+	err = s.backend.ExportImage(r.Context(), names, ps, tw)
 	if err == nil {
 		if !tw.started {
 			_, _ = tw.Write(nil)
@@ -516,12 +513,12 @@ func (s *Server) postImagesLoad(w http.ResponseWriter, r *http.Request, _ map[st
 	}
 	// dockerd's default is quiet when the parameter is absent.
 	quiet := boolValueOrDefault(r, "quiet", true)
-	p, err := platformParam(r, "1.48")
+	ps, err := platformsParam(r, "1.48")
 	if err != nil {
 		return err
 	}
 	out := newStreamWriter(w, "application/json")
-	if err := s.backend.LoadImage(r.Context(), r.Body, quiet, p, out); err != nil {
+	if err := s.backend.LoadImage(r.Context(), r.Body, quiet, ps, out); err != nil {
 		// dockerd reports load errors in-stream even before any output.
 		_ = out.WriteMessage(errorMessage(err))
 	}

@@ -72,6 +72,30 @@ func parsePlatformString(s string) (*ocispec.Platform, error) {
 
 // platformParam is the JSON "platform" parameter of a route that accepts it
 // from API version since on (nil when absent or older).
+// platformsParam reads the JSON platform values of a save or load at API ≥
+// since. moby reads several from 1.52 on (api/docs/CHANGELOG.md) and only
+// the first before; wharfd reads every one at any version from since on: a
+// client at an older version sends one (the docker CLI 28 does), and the
+// wharf CLI, at 1.50, sends several for `save --platform A --platform B`.
+func platformsParam(r *http.Request, since string) ([]ocispec.Platform, error) {
+	vs := r.Form["platform"]
+	if len(vs) == 0 || !versionAtLeast(apiVersionFrom(r.Context()), since) {
+		return nil, nil
+	}
+	var out []ocispec.Platform
+	for _, s := range vs {
+		if s == "" {
+			continue
+		}
+		p, err := decodePlatformJSON(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *p)
+	}
+	return out, nil
+}
+
 func platformParam(r *http.Request, since string) (*ocispec.Platform, error) {
 	v := r.Form.Get("platform")
 	if v == "" || !versionAtLeast(apiVersionFrom(r.Context()), since) {

@@ -1,7 +1,10 @@
 package server
 
 import (
+	"context"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"runtime"
 	"testing"
@@ -94,6 +97,43 @@ func TestMalformedPlatformIs400OnEveryRoute(t *testing.T) {
 		rec := do(t, b, tc.method, tc.path, nil, nil)
 		if rec.Code != 400 || reached {
 			t.Errorf("%s %s: %d (backend reached: %v) %s", tc.method, tc.path, rec.Code, reached, rec.Body)
+		}
+	}
+}
+
+// TestPlatformsParam: every JSON platform value of save/load from the
+// version on; none below it; a malformed one is InvalidArgument.
+func TestPlatformsParam(t *testing.T) {
+	amd, arm := `{"os":"linux","architecture":"amd64"}`, `{"os":"linux","architecture":"arm64","variant":"v8"}`
+	cases := []struct {
+		version string
+		values  []string
+		want    int
+		bad     bool
+	}{
+		{"1.50", nil, 0, false},
+		{"1.47", []string{amd}, 0, false},
+		{"1.48", []string{amd}, 1, false},
+		{"1.50", []string{amd, arm}, 2, false},
+		{"1.52", []string{amd, "", arm}, 2, false},
+		{"1.50", []string{"linux/amd64"}, 0, true},
+		{"1.50", []string{amd, `{"os":`}, 0, true},
+	}
+	for _, tc := range cases {
+		r := httptest.NewRequest(http.MethodGet, "/images/get?"+url.Values{"platform": tc.values}.Encode(), nil)
+		r = r.WithContext(context.WithValue(r.Context(), versionKey{}, tc.version))
+		if err := r.ParseForm(); err != nil {
+			t.Fatal(err)
+		}
+		ps, err := platformsParam(r, "1.48")
+		if tc.bad {
+			if !errdefs.IsInvalidArgument(err) {
+				t.Errorf("%s %v: %v, want InvalidArgument", tc.version, tc.values, err)
+			}
+			continue
+		}
+		if err != nil || len(ps) != tc.want {
+			t.Errorf("%s %v: %+v %v, want %d", tc.version, tc.values, ps, err, tc.want)
 		}
 	}
 }

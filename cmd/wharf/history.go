@@ -37,6 +37,7 @@ type historyRow struct {
 type historyOptions struct {
 	noTrunc, quiet, human bool
 	format                string
+	platform              string
 }
 
 func newHistoryCommand(c *cli) *cobra.Command {
@@ -51,7 +52,11 @@ func newHistoryCommand(c *cli) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			h, err := api.ImageHistory(cmd.Context(), args[0])
+			p, err := parsePlatform(o.platform)
+			if err != nil {
+				return err
+			}
+			h, err := api.ImageHistoryPlatform(cmd.Context(), args[0], p)
 			if err != nil {
 				return err
 			}
@@ -60,6 +65,7 @@ func newHistoryCommand(c *cli) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.BoolVar(&o.noTrunc, "no-trunc", false, "Don't truncate output")
+	fl.StringVar(&o.platform, "platform", "", "Show history for the given platform of a multi-platform image (os/arch[/variant])")
 	fl.BoolVarP(&o.quiet, "quiet", "q", false, "Only show image IDs")
 	fl.BoolVarP(&o.human, "human", "H", true, "Print sizes and dates in human readable format")
 	fl.StringVar(&o.format, "format", "", "Format output using a custom template:\n'table':            Print output in table format with column headers (default)\n'table TEMPLATE':   Print output in table format using the given Go template\n'json':             Print in JSON format\n'TEMPLATE':         Print output using the given Go template")

@@ -10,8 +10,9 @@ import (
 
 func newLoadCommand(c *cli) *cobra.Command {
 	var (
-		input string
-		quiet bool
+		input     string
+		quiet     bool
+		platforms []string
 	)
 	cmd := &cobra.Command{
 		Use:   "load [OPTIONS]",
@@ -34,7 +35,11 @@ func newLoadCommand(c *cli) *cobra.Command {
 				return err
 			}
 			// As the docker CLI: progress only when someone watches it.
-			rc, err := api.ImageLoad(cmd.Context(), in, quiet || !isTerminal(c.out))
+			ps, err := parsePlatforms(platforms)
+			if err != nil {
+				return err
+			}
+			rc, err := api.ImageLoadPlatforms(cmd.Context(), in, quiet || !isTerminal(c.out), ps)
 			if err != nil {
 				return err
 			}
@@ -44,5 +49,6 @@ func newLoadCommand(c *cli) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&input, "input", "i", "", "Read from tar archive file, instead of STDIN")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "Suppress the load output")
+	cmd.Flags().StringSliceVar(&platforms, "platform", nil, "Load only the given platforms of a multi-platform image (os/arch[/variant]; repeat for several); default: every platform the archive holds")
 	return cmd
 }

@@ -9,6 +9,21 @@ import (
 	"github.com/wharfproject/wharf/imagespec"
 )
 
+// parsePlatforms parses each --platform value (parsePlatform).
+func parsePlatforms(vs []string) ([]ocispec.Platform, error) {
+	var out []ocispec.Platform
+	for _, v := range vs {
+		p, err := parsePlatform(v)
+		if err != nil {
+			return nil, err
+		}
+		if p != nil {
+			out = append(out, *p)
+		}
+	}
+	return out, nil
+}
+
 // parsePlatform parses "os/arch[/variant]" (the --platform flag) with
 // wharf's one platform parser; "" is nil.
 func parsePlatform(s string) (*ocispec.Platform, error) {

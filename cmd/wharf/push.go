@@ -12,6 +12,7 @@ import (
 
 func newPushCommand(c *cli) *cobra.Command {
 	var all, quiet bool
+	var platform string
 	cmd := &cobra.Command{
 		Use:               "push [OPTIONS] NAME[:TAG]",
 		Short:             "Upload an image to a registry",
@@ -26,6 +27,9 @@ func newPushCommand(c *cli) *cobra.Command {
 				return errors.New("cannot push a digest reference")
 			}
 			opts := client.PushOptions{}
+			if opts.Platform, err = parsePlatform(platform); err != nil {
+				return err
+			}
 			if nt, ok := ref.(reference.NamedTagged); ok {
 				opts.Tag = nt.Tag()
 			}
@@ -55,6 +59,7 @@ func newPushCommand(c *cli) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVarP(&all, "all-tags", "a", false, "Push all tags of an image to the repository")
+	cmd.Flags().StringVar(&platform, "platform", "", "Push only the given platform of a multi-platform image (os/arch[/variant]); default: the whole index when every platform is present")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "Suppress verbose output")
 	return cmd
 }

@@ -11,6 +11,7 @@ import (
 
 func newRmiCommand(c *cli) *cobra.Command {
 	var o client.ImageRemoveOptions
+	var platforms []string
 	cmd := &cobra.Command{
 		Use:               "rmi [OPTIONS] IMAGE [IMAGE...]",
 		Short:             "Remove one or more images",
@@ -19,6 +20,9 @@ func newRmiCommand(c *cli) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			api, err := c.client()
 			if err != nil {
+				return err
+			}
+			if o.Platforms, err = parsePlatforms(platforms); err != nil {
 				return err
 			}
 			var failures []string
@@ -45,5 +49,6 @@ func newRmiCommand(c *cli) *cobra.Command {
 	}
 	cmd.Flags().BoolVarP(&o.Force, "force", "f", false, "Force removal of the image")
 	cmd.Flags().BoolVar(&o.NoPrune, "no-prune", false, "Do not delete untagged parents")
+	cmd.Flags().StringSliceVar(&platforms, "platform", nil, "Remove only the given platforms of a multi-platform image (os/arch[/variant]); the image stays while others remain")
 	return cmd
 }

@@ -12,6 +12,7 @@ import (
 
 func newSaveCommand(c *cli) *cobra.Command {
 	var output string
+	var platforms []string
 	cmd := &cobra.Command{
 		Use:               "save [OPTIONS] IMAGE [IMAGE...]",
 		Short:             "Save one or more images to a tar archive (streamed to STDOUT by default)",
@@ -25,7 +26,11 @@ func newSaveCommand(c *cli) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rc, err := api.ImageSave(cmd.Context(), args)
+			ps, err := parsePlatforms(platforms)
+			if err != nil {
+				return err
+			}
+			rc, err := api.ImageSavePlatforms(cmd.Context(), args, ps)
 			if err != nil {
 				return err
 			}
@@ -38,6 +43,7 @@ func newSaveCommand(c *cli) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "Write to a file, instead of STDOUT")
+	cmd.Flags().StringSliceVar(&platforms, "platform", nil, "Save only the given platforms of a multi-platform image (os/arch[/variant]; repeat for several); default: every platform present")
 	return cmd
 }
 

@@ -44,6 +44,10 @@ type loadArchive struct {
 	// client) refuses an image not stored for it.
 	platform ocispec.Platform
 	strict   bool
+	// platforms are all the client named (API 1.52 sends several): an
+	// index's entries for them are loaded, and an image matching none is
+	// refused.
+	platforms []ocispec.Platform
 
 	budget  *decompressBudget              // shared by every DiffID computation of the load
 	diffIDs map[digest.Digest]diffIDResult // layer digest → DiffID, computed once

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -45,10 +46,13 @@ type loadedImage struct {
 // sha256:…" when untagged — also when quiet, as dockerd does; without
 // quiet a "Loading layer" line per layer comes first.
 //
-// platform (docker load --platform) chooses the manifest of a multi-platform
-// image instead of the daemon's platform, and an image the archive does not
-// hold for it is refused rather than loaded for another platform.
-func (s *Archiver) LoadImage(ctx context.Context, r io.Reader, quiet bool, platform *ocispec.Platform, out types.ProgressWriter) error {
+// An image index is loaded with every platform the archive holds whole
+// (Engine 29 keeps them; issue 23), recorded under the daemon's platform
+// when present. platforms (docker load --platform; several at API 1.52)
+// load only those platforms of a multi-platform image, and an image the
+// archive does not hold for them is refused rather than loaded for another
+// platform.
+func (s *Archiver) LoadImage(ctx context.Context, r io.Reader, quiet bool, platforms []ocispec.Platform, out types.ProgressWriter) error {
 	// The lease pins every blob the archive stages or names until the
 	// images are recorded; releasing it collects what no image ended up
 	// using (a failed load, or extra files).
@@ -63,9 +67,9 @@ func (s *Archiver) LoadImage(ctx context.Context, r io.Reader, quiet bool, platf
 		// archive's own size: a small archive naming one bomb layer 400
 		// times costs one decompression, not 400.
 		arc.budget = &decompressBudget{in: in, lim: s.bombLimit.orDefault()}
-		arc.platform, arc.strict = s.platform, platform != nil
-		if platform != nil {
-			arc.platform = *platform
+		arc.platform, arc.strict, arc.platforms = s.platform, len(platforms) > 0, platforms
+		if len(platforms) > 0 {
+			arc.platform = platforms[0]
 		}
 		imgs, err = s.loadImages(ctx, arc)
 	}
@@ -73,6 +77,17 @@ func (s *Archiver) LoadImage(ctx context.Context, r io.Reader, quiet bool, platf
 		recs := make([]store.ImageRecord, 0, len(imgs))
 		for _, im := range imgs {
 			im.rec.RepoTags = im.tags
+			if imagespec.IsIndex(im.rec.Target.MediaType) {
+				// An index keeps its digest: name@index, as the pull
+				// recorded it and Engine 29 shows after a load.
+				for _, t := range im.tags {
+					if n, err := reference.ParseNormalizedNamed(t); err == nil {
+						if c, err := reference.WithDigest(reference.TrimNamed(n), im.rec.Target.Digest); err == nil {
+							im.rec.RepoDigests = appendUnique(im.rec.RepoDigests, c.String())
+						}
+					}
+				}
+			}
 			recs = append(recs, *im.rec)
 		}
 		err = s.st.Put(lease, recs...)
@@ -181,6 +196,11 @@ func (s *Archiver) loadOCI(ctx context.Context, arc *loadArchive, idx *ocispec.I
 			return nil, err
 		}
 		rec.Target = target
+		if imagespec.IsIndex(target.MediaType) {
+			if rec.Platforms, err = s.loadPlatforms(ctx, arc, target.Digest, manifest, rec.ID); err != nil {
+				return nil, err
+			}
+		}
 		im := byTarget[desc.Digest]
 		if im == nil {
 			im = &loadedImage{rec: rec}
@@ -470,14 +490,91 @@ func appendUnique(list []string, s string) []string {
 	return list
 }
 
-// checkPlatform refuses, when the client named a platform, an image whose
-// config cb declares another one.
+// checkPlatform refuses, when the client named platforms, an image whose
+// config cb declares none of them.
 func checkPlatform(arc *loadArchive, cb []byte, image string) error {
 	if !arc.strict {
 		return nil
 	}
-	if have := imagespec.ConfigPlatform(cb); have == nil || !imagespec.PlatformMatches(arc.platform, *have) {
-		return fmt.Errorf("image %s does not provide the specified platform (%s)%.0w", image, imagespec.FormatPlatform(arc.platform), errdefs.ErrNotFound)
+	have := imagespec.ConfigPlatform(cb)
+	if have != nil && slices.ContainsFunc(arc.platforms, func(p ocispec.Platform) bool { return imagespec.PlatformMatches(p, *have) }) {
+		return nil
 	}
-	return nil
+	return fmt.Errorf("image %s does not provide the specified platform (%s)%.0w", image, imagespec.FormatPlatform(arc.platform), errdefs.ErrNotFound)
+}
+
+// loadPlatforms are the platforms of index d loaded with it: primary (the
+// manifest pickManifest chose, config id) and every other image entry the
+// archive holds whole — or, when the client named platforms, the entries
+// each of them runs best (one missing is NotFound). Each is checked as the
+// primary is (checkManifest). An entry whose config or layers the archive
+// lacks is left out without a platform asked for: a save of some
+// platforms carries the whole index.
+func (s *Archiver) loadPlatforms(ctx context.Context, arc *loadArchive, d digest.Digest, primary ocispec.Descriptor, id digest.Digest) ([]store.PlatformImage, error) {
+	idx, err := s.st.ReadIndex(d)
+	if err != nil {
+		return nil, fmt.Errorf("invalid archive: %w%.0w", err, errdefs.ErrInvalidArgument)
+	}
+	var cands []ocispec.Descriptor
+	var haves []ocispec.Platform
+	for _, m := range idx.Manifests {
+		if m.Platform == nil || imagespec.IsIndex(m.MediaType) || imagespec.IsAttestation(m) || !arc.lease.Has(m.Digest) {
+			continue
+		}
+		cands, haves = append(cands, m), append(haves, *m.Platform)
+	}
+	var want []ocispec.Descriptor
+	if arc.strict {
+		for _, p := range arc.platforms {
+			i := imagespec.BestMatch(p, haves)
+			if i < 0 {
+				return nil, fmt.Errorf("image index %s does not provide the specified platform (%s)%.0w", d, imagespec.FormatPlatform(p), errdefs.ErrNotFound)
+			}
+			want = append(want, cands[i])
+		}
+	} else {
+		for _, m := range cands {
+			if m.Digest == primary.Digest || s.wholeInArchive(arc, m.Digest) {
+				want = append(want, m)
+			}
+		}
+	}
+	out := []store.PlatformImage{{Manifest: primary, Config: id}}
+	if primary.Platform != nil {
+		out[0].Platform = *primary.Platform
+	}
+	for _, m := range want {
+		if m.Digest == primary.Digest || slices.ContainsFunc(out, func(p store.PlatformImage) bool { return p.Manifest.Digest == m.Digest }) {
+			continue
+		}
+		desc, err := s.archiveDoc(arc, m, "index "+d.String())
+		if err != nil {
+			return nil, err
+		}
+		r, err := s.checkManifest(ctx, arc, desc)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, store.PlatformImage{Platform: *m.Platform, Manifest: desc, Config: r.ID})
+	}
+	return out, nil
+}
+
+// wholeInArchive reports whether the archive holds manifest d's config and
+// every layer.
+func (s *Archiver) wholeInArchive(arc *loadArchive, d digest.Digest) bool {
+	b, err := s.st.ReadBlob(d, store.MaxManifestSize)
+	if err != nil {
+		return false
+	}
+	var m ocispec.Manifest
+	if json.Unmarshal(b, &m) != nil || m.Config.Digest == "" || !arc.lease.Has(m.Config.Digest) {
+		return false
+	}
+	for _, l := range m.Layers {
+		if !arc.lease.Has(l.Digest) {
+			return false
+		}
+	}
+	return true
 }

@@ -29,19 +29,28 @@ type dockerManifestEntry struct {
 
 // savedImage is one image of an export with the references to record.
 type savedImage struct {
-	rec  *store.ImageRecord
+	rec  *store.ImageRecord // seen as its primary saved platform
+	orig *store.ImageRecord // as recorded (what the lease pins)
 	meta *store.ImageMeta
 	tags []string // fully qualified name:tag
+	// multi: the platforms saved under the image's index target, when
+	// more than one (nil: the one manifest rec names is saved).
+	multi []store.PlatformImage
 }
 
 // ExportImage writes names as one tar that both `docker load` and OCI tools
 // read: an OCI layout (oci-layout, index.json, blobs/sha256/…) plus docker's
-// manifest.json and, when a name is tagged, repositories. Each image is
-// saved by its platform manifest (the index of a multi-platform pull is not
-// carried, so its RepoDigests are not either). Every name is resolved before
-// the first byte is written, so a missing one is a plain NotFound.
-func (s *Archiver) ExportImage(ctx context.Context, names []string, w io.Writer) error {
-	imgs, err := s.resolveExport(names)
+// manifest.json and, when a name is tagged, repositories. platforms (API
+// 1.48; several at 1.52) choose the present platforms saved; none means
+// every present one, as Engine 29 saves. An image saved with one platform
+// is saved by its platform manifest (its index is not carried, nor its
+// RepoDigests); with several, index.json names the image's index and the
+// tar holds the index and those platforms' blobs (the index's other
+// entries are absent, as in Engine 29's save), and manifest.json has the
+// entry of the one the daemon's platform runs best. Every name is resolved
+// before the first byte is written, so a missing one is a plain NotFound.
+func (s *Archiver) ExportImage(ctx context.Context, names []string, platforms []ocispec.Platform, w io.Writer) error {
+	imgs, err := s.resolveExport(names, platforms)
 	if err != nil {
 		return err
 	}
@@ -50,7 +59,7 @@ func (s *Archiver) ExportImage(ctx context.Context, names []string, w io.Writer)
 	lease := s.st.NewLease()
 	defer lease.Release()
 	for _, im := range imgs {
-		if err := lease.AddImage(im.rec); err != nil {
+		if err := lease.AddImage(im.orig); err != nil {
 			return err
 		}
 	}
@@ -69,6 +78,18 @@ func (s *Archiver) ExportImage(ctx context.Context, names []string, w io.Writer)
 		m := im.meta.Manifest
 		blobs := append([]ocispec.Descriptor{m.Config}, m.Layers...)
 		blobs = append(blobs, im.rec.Manifest)
+		for _, p := range im.multi {
+			pm, err := s.st.Meta(im.rec.View(p))
+			if err != nil {
+				return err
+			}
+			blobs = append(blobs, pm.Manifest.Config)
+			blobs = append(blobs, pm.Manifest.Layers...)
+			blobs = append(blobs, p.Manifest)
+		}
+		if im.multi != nil {
+			blobs = append(blobs, im.rec.Target)
+		}
 		for _, b := range blobs {
 			if written[b.Digest] {
 				continue
@@ -82,6 +103,9 @@ func (s *Archiver) ExportImage(ctx context.Context, names []string, w io.Writer)
 		p := im.meta.Config.Platform
 		if p.OS != "" {
 			desc.Platform = &ocispec.Platform{OS: p.OS, Architecture: p.Architecture, Variant: p.Variant, OSVersion: p.OSVersion}
+		}
+		if im.multi != nil {
+			desc = ocispec.Descriptor{MediaType: im.rec.Target.MediaType, Digest: im.rec.Target.Digest, Size: im.rec.Target.Size}
 		}
 		entry := dockerManifestEntry{Config: blobTarPath(m.Config.Digest), RepoTags: []string{}}
 		for _, l := range m.Layers {
@@ -169,17 +193,32 @@ func (s *Archiver) writeTarBlob(ctx context.Context, tw *tar.Writer, d digest.Di
 
 // resolveExport maps names to images: a bare repository name means all its
 // tags (as docker save does), name:tag that tag, an ID the image untagged.
-func (s *Archiver) resolveExport(names []string) ([]*savedImage, error) {
+func (s *Archiver) resolveExport(names []string, platforms []ocispec.Platform) ([]*savedImage, error) {
 	var out []*savedImage
 	byID := map[digest.Digest]*savedImage{}
 	add := func(rec *store.ImageRecord, tag string) error {
 		im := byID[rec.ID]
 		if im == nil {
-			meta, err := s.st.Meta(rec)
+			name := tag
+			if name == "" {
+				name = rec.ID.String()
+			}
+			sel, err := s.st.SelectPlatforms(rec, store.Familiar(name), platforms)
 			if err != nil {
 				return err
 			}
-			im = &savedImage{rec: rec, meta: meta}
+			im = &savedImage{rec: rec.View(sel[0]), orig: rec}
+			if len(sel) > 1 {
+				im.multi = sel
+				for _, p := range sel {
+					if p.Manifest.Digest == rec.Manifest.Digest {
+						im.rec = rec // the primary, when saved
+					}
+				}
+			}
+			if im.meta, err = s.st.Meta(im.rec); err != nil {
+				return err
+			}
 			byID[rec.ID] = im
 			out = append(out, im)
 		}

@@ -31,7 +31,7 @@ import (
 func saveToBytes(t *testing.T, s *Archiver, names ...string) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := s.ExportImage(context.Background(), names, &buf); err != nil {
+	if err := s.ExportImage(context.Background(), names, nil, &buf); err != nil {
 		t.Fatalf("ExportImage(%v): %v", names, err)
 	}
 	return buf.Bytes()
@@ -110,7 +110,7 @@ func TestExportImageLayout(t *testing.T) {
 	}
 	// A missing name fails before anything is written.
 	var buf bytes.Buffer
-	err = s.ExportImage(context.Background(), []string{"127.0.0.1:5000/imported:1.0", "nosuchimage"}, &buf)
+	err = s.ExportImage(context.Background(), []string{"127.0.0.1:5000/imported:1.0", "nosuchimage"}, nil, &buf)
 	if !errdefs.IsNotFound(err) || err.Error() != "No such image: nosuchimage" || buf.Len() != 0 {
 		t.Fatalf("missing: %v (%d bytes written)", err, buf.Len())
 	}
@@ -331,7 +331,7 @@ func FuzzLoadArchive(f *testing.F) {
 	seedStore, _ := newLocalTestStore(f)
 	graphtest.ImportImage(f, seedStore, "seed:1", "seed", "LABEL a=b")
 	var saved bytes.Buffer
-	if err := seedStore.ExportImage(context.Background(), []string{"seed:1"}, &saved); err != nil {
+	if err := seedStore.ExportImage(context.Background(), []string{"seed:1"}, nil, &saved); err != nil {
 		f.Fatal(err)
 	}
 	f.Add(saved.Bytes())

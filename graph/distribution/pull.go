@@ -192,8 +192,12 @@ func (s *Service) pullResolved(ctx context.Context, res *registry.Resolved, plat
 	}
 
 	upToDate := false
-	if cur, err := s.st.Lookup(ref.String()); err == nil && cur.Target.Digest == top.Digest && cur.ID == man.Config.Digest {
-		upToDate = true
+	if cur, err := s.st.Lookup(ref.String()); err == nil && cur.Target.Digest == top.Digest {
+		// Up to date when the reference's image holds this platform
+		// already (it may be recorded under another present one).
+		for _, p := range cur.Present() {
+			upToDate = upToDate || p.Config == man.Config.Digest
+		}
 	}
 	// The lease pins every blob of the image from the moment it is checked
 	// ("Already exists") or written until the record is committed, so an

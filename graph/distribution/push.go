@@ -63,7 +63,7 @@ func (s *Service) PushImage(ctx context.Context, opts types.PushOptions, out typ
 		return err
 	}
 	for _, tag := range tags {
-		if err := s.pushTag(ctx, repo, repoName, tag, imgs[tag], opts.Platform != nil, po); err != nil {
+		if err := s.pushTag(ctx, repo, repoName, tag, imgs[tag], opts.Platform, po); err != nil {
 			return err
 		}
 	}
@@ -87,15 +87,20 @@ func (s *Service) PushImage(ctx context.Context, opts types.PushOptions, out typ
 // it: then only the platform manifest is pushed, and its digest is the
 // one reported and recorded.
 //
-// onePlatform (push --platform, checked by the caller) pushes the platform
-// manifest alone, never the index.
-func (s *Service) pushTag(ctx context.Context, repo *registry.Repository, repoName reference.Named, tag string, img *store.ImageRecord, onePlatform bool, po *progressOutput) error {
+// platform (push --platform, checked by the caller) pushes that present
+// platform's manifest alone, never the index.
+func (s *Service) pushTag(ctx context.Context, repo *registry.Repository, repoName reference.Named, tag string, img *store.ImageRecord, platform *ocispec.Platform, po *progressOutput) error {
 	lease := s.st.NewLease()
 	defer lease.Release()
 	if err := lease.AddImage(img); err != nil {
 		return err
 	}
-	pm, err := s.readStoredManifest(img.Manifest)
+	onePlatform := platform != nil
+	view, err := s.st.PlatformView(img, reference.FamiliarName(repoName)+":"+tag, platform)
+	if err != nil {
+		return err
+	}
+	pm, err := s.readStoredManifest(view.Manifest)
 	if err != nil {
 		return err
 	}
@@ -104,6 +109,12 @@ func (s *Service) pushTag(ctx context.Context, repo *registry.Repository, repoNa
 		if children, idxBytes, ok := s.localIndex(img.Target); ok {
 			manifests = children
 			top = planManifest{desc: ocispec.Descriptor{MediaType: img.Target.MediaType, Digest: img.Target.Digest, Size: int64(len(idxBytes))}, bytes: idxBytes}
+		} else if len(img.Present()) > 1 && imagespec.BestMatch(s.platform, []ocispec.Platform{s.platformOfManifest(img)}) < 0 {
+			// Engine 29 (getPushDescriptor): not every platform is
+			// present, several are and none is the daemon's: which one
+			// to push is the client's choice.
+			return fmt.Errorf("%s:%s: multiple matching manifests found but no specific platform requested; push with --platform%.0w",
+				reference.FamiliarName(repoName), tag, errdefs.ErrConflict)
 		}
 	}
 	// Foreign layers too: the store holds them, and the image names them.
@@ -216,4 +227,15 @@ func mountSources(repoName reference.Named, img *store.ImageRecord) []string {
 		}
 	}
 	return out
+}
+
+// platformOfManifest is the platform of img's own manifest (the one it is
+// recorded under).
+func (s *Service) platformOfManifest(img *store.ImageRecord) ocispec.Platform {
+	for _, p := range img.Present() {
+		if p.Manifest.Digest == img.Manifest.Digest {
+			return s.st.PlatformOf(img, p)
+		}
+	}
+	return ocispec.Platform{}
 }

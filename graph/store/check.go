@@ -26,6 +26,8 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/wharfproject/wharf/imagespec"
+
 	"github.com/wharfproject/wharf/api/types"
 )
 
@@ -157,18 +159,26 @@ func (l *Store) checkImage(rec *ImageRecord, add func(CheckProblem)) {
 	if rec.Target.Digest != "" && rec.Target.Digest != rec.Manifest.Digest {
 		blob("target", rec.Target)
 	}
-	if !blob("manifest", rec.Manifest) {
-		return
-	}
-	meta, err := l.Meta(rec)
-	if err != nil {
-		add(CheckProblem{Kind: ProblemBadManifest, Image: id, Object: rec.Manifest.Digest.String(),
-			Message: err.Error()})
-		return
-	}
-	blob("config", meta.Manifest.Config)
-	for i, ld := range meta.Manifest.Layers {
-		blob(fmt.Sprintf("layer %d", i), ld)
+	// Every present platform (issue 23): the record's own, and the
+	// others of its index, each with its manifest, config and layers.
+	for _, p := range rec.Present() {
+		role := ""
+		if p.Manifest.Digest != rec.Manifest.Digest {
+			role = "platform " + imagespec.FormatPlatform(p.Platform) + " "
+		}
+		if !blob(role+"manifest", p.Manifest) {
+			continue
+		}
+		meta, err := l.Meta(rec.View(p))
+		if err != nil {
+			add(CheckProblem{Kind: ProblemBadManifest, Image: id, Object: p.Manifest.Digest.String(),
+				Message: err.Error()})
+			continue
+		}
+		blob(role+"config", meta.Manifest.Config)
+		for i, ld := range meta.Manifest.Layers {
+			blob(fmt.Sprintf("%slayer %d", role, i), ld)
+		}
 	}
 }
 

@@ -28,6 +28,11 @@ type ImageRecord struct {
 	Target ocispec.Descriptor
 	// Manifest is the platform manifest whose config is ID.
 	Manifest ocispec.Descriptor
+	// Platforms are the platforms of the index Target held locally, in
+	// the index's order (platforms.go); ID and Manifest are one of them.
+	// Empty for an image whose target is a manifest, and for a record
+	// written before issue 23 (Present: the one platform, Manifest).
+	Platforms []PlatformImage `json:",omitempty"`
 	// RepoTags are fully qualified references (docker.io/library/busybox:latest);
 	// shown in familiar form on the API.
 	RepoTags []string
@@ -45,6 +50,9 @@ func (r *ImageRecord) Clone() *ImageRecord {
 	c := *r
 	c.RepoTags = append([]string{}, r.RepoTags...)
 	c.RepoDigests = append([]string{}, r.RepoDigests...)
+	if r.Platforms != nil {
+		c.Platforms = slices.Clone(r.Platforms)
+	}
 	return &c
 }
 
@@ -108,13 +116,13 @@ func (tx *Txn) byTarget(d digest.Digest) []digest.Digest {
 	seen := map[digest.Digest]bool{}
 	for _, id := range tx.v.byTarget(d) {
 		seen[id] = true
-		if tr, ok := tx.recs[id]; ok && (tr.rec == nil || (tr.rec.Target.Digest != d && tr.rec.Manifest.Digest != d)) {
+		if tr, ok := tx.recs[id]; ok && (tr.rec == nil || !slices.Contains(targetsOf(tr.rec), d)) {
 			continue // deleted or retargeted by the change
 		}
 		out = append(out, id)
 	}
 	for id, tr := range tx.recs {
-		if !seen[id] && tr.rec != nil && (tr.rec.Target.Digest == d || tr.rec.Manifest.Digest == d) {
+		if !seen[id] && tr.rec != nil && slices.Contains(targetsOf(tr.rec), d) {
 			out = append(out, id)
 		}
 	}
@@ -247,7 +255,7 @@ func (tx *Txn) usesOf(id digest.Digest, rec *ImageRecord) []digest.Digest {
 // keeps alive.
 func (tx *Txn) put(img ImageRecord, tags, digs []string, uses []digest.Digest) {
 	rec := tx.Image(img.ID)
-	if rec != nil && (rec.Target.Digest != img.Target.Digest || rec.Manifest.Digest != img.Manifest.Digest) {
+	if rec != nil && (rec.Target.Digest != img.Target.Digest || rec.Manifest.Digest != img.Manifest.Digest || !samePlatforms(rec.Present(), img.Present())) {
 		// The old index, manifest and other platforms' blobs become
 		// candidates for collection (kept when still in use).
 		tx.candidates = append(tx.candidates, tx.usesOf(img.ID, rec)...)
@@ -269,6 +277,7 @@ func (tx *Txn) put(img ImageRecord, tags, digs []string, uses []digest.Digest) {
 	tr.uses, tr.setUses = uses, true
 	rec.Target = img.Target
 	rec.Manifest = img.Manifest
+	rec.Platforms = img.Platforms
 	if img.Trust != nil { // the latest verdict; a load or import keeps the pull's
 		rec.Trust = img.Trust
 	}
@@ -423,7 +432,62 @@ func targetsOf(r *ImageRecord) []digest.Digest {
 	if r.Manifest.Digest != "" && r.Manifest.Digest != r.Target.Digest {
 		out = append(out, r.Manifest.Digest)
 	}
+	// Every present platform's manifest: name@digest of any of them finds
+	// the image (graph picks that platform).
+	for _, p := range r.Platforms {
+		if d := p.Manifest.Digest; d != "" && !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
 	return out
+}
+
+// samePlatforms reports whether a and b hold the same manifests.
+func samePlatforms(a, b []PlatformImage) bool {
+	return slices.EqualFunc(a, b, func(x, y PlatformImage) bool { return x.Manifest.Digest == y.Manifest.Digest })
+}
+
+// mergeByTarget makes img, whose target is an index, the one image of that
+// index: the platforms of every other record with the same target join
+// img's, their references move to it and they are deleted (a second
+// platform pulled into a tag adds to the image, as Docker's containerd
+// store keeps it). img's ID and Manifest become the primary platform's.
+func (tx *Txn) mergeByTarget(img *ImageRecord, tags, digs *[]string) {
+	if !imagespec.IsIndex(img.Target.MediaType) {
+		return
+	}
+	ps := slices.Clone(img.Present())
+	var others []*ImageRecord
+	for _, id := range tx.byTarget(img.Target.Digest) {
+		o := tx.Image(id)
+		if o == nil || o.Target.Digest != img.Target.Digest {
+			continue
+		}
+		others = append(others, o)
+		for _, p := range o.Present() {
+			// A record of an older store may not say its platform.
+			p.Platform = tx.s.PlatformOf(o, p)
+			ps = append(ps, p)
+		}
+	}
+	*img = tx.s.withPlatforms(*img, ps)
+	for _, o := range others {
+		if o.ID == img.ID {
+			continue // updated in place by put
+		}
+		*tags = append(*tags, o.RepoTags...)
+		*digs = append(*digs, o.RepoDigests...)
+		if o.LastTagTime.After(img.LastTagTime) {
+			img.LastTagTime = o.LastTagTime
+		}
+		if img.Trust == nil {
+			img.Trust = o.Trust
+		}
+		if img.Created.IsZero() || (!o.Created.IsZero() && o.Created.Before(img.Created)) {
+			img.Created = o.Created
+		}
+		tx.Delete(o.ID)
+	}
 }
 
 // Update runs fn as one change to the records and commits it whole or not
@@ -487,16 +551,39 @@ func (s *Store) Put(lease *Lease, imgs ...ImageRecord) error {
 		if err != nil {
 			return err
 		}
-		for _, ld := range meta.Manifest.Layers {
-			lease.Add(ld.Digest)
+		layers := meta.Manifest.Layers
+		if imagespec.IsIndex(img.Target.MediaType) {
+			// The platforms the caller brings (the one pulled, or those
+			// loaded), checked like the primary; those already recorded
+			// for the index join in the change (mergeByTarget).
+			ps := slices.Clone(img.Present()) // the caller's list stays as given
+			if len(ps) == 1 && ps[0].Platform.OS == "" {
+				c := meta.Config.Platform
+				ps[0].Platform = ocispec.Platform{OS: c.OS, Architecture: c.Architecture, Variant: c.Variant, OSVersion: c.OSVersion}
+			}
+			for _, p := range ps {
+				lease.Add(p.Manifest.Digest, p.Config)
+				pm, err := s.Meta(img.View(p))
+				if err != nil {
+					return err
+				}
+				layers = append(layers, pm.Manifest.Layers...)
+				lease.Add(descDigests(pm.Manifest.Layers)...)
+			}
+			img.Platforms = ps
+			img = s.withPlatforms(img, ps)
 		}
 		uses := s.blobsOf(&img)
 		lease.Add(uses...)
-		puts = append(puts, put{img, tags, digs, meta.Manifest.Layers, uses})
+		puts = append(puts, put{img, tags, digs, layers, uses})
 	}
 	_, err := s.Update(true, func(tx *Txn) error {
 		for _, p := range puts {
-			for _, d := range []digest.Digest{p.img.Target.Digest, p.img.Manifest.Digest, p.img.ID} {
+			ds := []digest.Digest{p.img.Target.Digest, p.img.Manifest.Digest, p.img.ID}
+			for _, pi := range p.img.Platforms {
+				ds = append(ds, pi.Manifest.Digest, pi.Config)
+			}
+			for _, d := range ds {
 				if !s.HasBlob(d) {
 					return fmt.Errorf("put image %s: blob %s not stored%.0w", p.img.ID, d, errdefs.ErrNotFound)
 				}
@@ -508,7 +595,17 @@ func (s *Store) Put(lease *Lease, imgs ...ImageRecord) error {
 			}
 		}
 		for _, p := range puts {
-			tx.put(p.img, p.tags, p.digs, p.uses)
+			img, tags, digs, uses := p.img, p.tags, p.digs, p.uses
+			if before := img.Present(); imagespec.IsIndex(img.Target.MediaType) {
+				tx.mergeByTarget(&img, &tags, &digs)
+				if !samePlatforms(before, img.Present()) {
+					// Platforms already recorded joined: they keep
+					// their blobs, stored and named by the records
+					// this change replaces.
+					uses = s.blobsOf(&img)
+				}
+			}
+			tx.put(img, tags, digs, uses)
 		}
 		return nil
 	})
@@ -580,18 +677,41 @@ func (s *Store) blobsOf(rec *ImageRecord) []digest.Digest {
 			out = append(out, ld.Digest)
 		}
 	}
+	for _, p := range rec.Platforms {
+		out = append(out, p.Manifest.Digest, p.Config)
+		if refs, ok := s.docRefs(p.Manifest.Digest); ok {
+			out = append(out, refs...)
+		}
+	}
 	if imagespec.IsIndex(rec.Target.MediaType) {
-		out = append(out, s.indexChildren(rec.Target.Digest)...)
+		out = append(out, s.indexChildren(rec)...)
 	}
 	return out
 }
 
-// indexChildren lists the stored blobs reachable from the index d (one level
-// of manifests, their configs and layers).
-func (s *Store) indexChildren(d digest.Digest) []digest.Digest {
-	children, ok := s.docRefs(d)
-	if !ok {
-		return nil
+// indexChildren lists the stored blobs reachable from rec's index target
+// (one level of manifests, their configs and layers) that rec keeps: with
+// Platforms recorded, the entries that are not another platform's image
+// (attestations, nested indexes) — a platform not present is not kept, so
+// rmi --platform frees it; a record of an older store keeps every stored
+// entry, as it did when it was written.
+func (s *Store) indexChildren(rec *ImageRecord) []digest.Digest {
+	var children []digest.Digest
+	if len(rec.Platforms) > 0 {
+		idx, err := s.ReadIndex(rec.Target.Digest)
+		if err != nil {
+			return nil
+		}
+		for _, m := range idx.Manifests {
+			if m.Platform == nil || imagespec.IsAttestation(m) || imagespec.IsIndex(m.MediaType) {
+				children = append(children, m.Digest)
+			}
+		}
+	} else {
+		var ok bool
+		if children, ok = s.docRefs(rec.Target.Digest); !ok {
+			return nil
+		}
 	}
 	var out []digest.Digest
 	for _, m := range children {
@@ -642,4 +762,12 @@ func (s *Store) docRefs(d digest.Digest) ([]digest.Digest, bool) {
 	s.refs.Add(d, refs)
 	s.metaMu.Unlock()
 	return refs, true
+}
+
+func descDigests(ds []ocispec.Descriptor) []digest.Digest {
+	out := make([]digest.Digest, len(ds))
+	for i, d := range ds {
+		out[i] = d.Digest
+	}
+	return out
 }

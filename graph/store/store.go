@@ -19,6 +19,8 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/sirupsen/logrus"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/wharfproject/wharf/imagespec"
 )
 
 const (
@@ -56,6 +58,10 @@ type Options struct {
 	// IndexDelay is how long after a change index.json is rewritten; 0
 	// means IndexDelay.
 	IndexDelay time.Duration
+	// Platform is the daemon's platform: an image with several platforms
+	// present is recorded under the one it runs best (platforms.go); the
+	// zero value means this machine's.
+	Platform ocispec.Platform
 
 	// stopAfter (tests) is called after each step of a migration; an
 	// error it returns stops Open there, as a crash would.
@@ -94,6 +100,7 @@ type Store struct {
 	idxTimer   *time.Timer
 	closed     bool
 	indexDelay time.Duration
+	platform   ocispec.Platform // the daemon's (Options.Platform)
 
 	leaseMu sync.Mutex
 	pins    map[digest.Digest]int // digest → number of live leases pinning it
@@ -167,6 +174,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		partialMax: PartialMaxBytes,
 		indexDelay: IndexDelay,
 		stopAfter:  opts.stopAfter,
+		platform:   imagespec.DefaultPlatform(opts.Platform),
 		meta:       mustLRU[*ImageMeta](),
 		refs:       mustLRU[[]digest.Digest](),
 	}

@@ -196,8 +196,11 @@ func TestConcurrentTagLookupDelete(t *testing.T) {
 }
 
 // TestIndexTargetKeepsItsChildren: an image whose target is an index keeps
-// the index and every stored child manifest (with its config and layers)
-// alive; deleting it collects them all, and a blob another image uses stays.
+// the index, its present platforms (manifest, config, layers) and the
+// entries that are no platform's image alive; a platform of the index that
+// is stored but not recorded (staged, never put) is not kept (issue 23:
+// what is present is what the record says). Deleting the image collects
+// them all, and a blob another image uses stays.
 func TestIndexTargetKeepsItsChildren(t *testing.T) {
 	s := newTestStore(t)
 	lease := s.NewLease()
@@ -206,7 +209,11 @@ func TestIndexTargetKeepsItsChildren(t *testing.T) {
 	pa, pb := amd.Manifest, arm.Manifest
 	pa.Platform = &ocispec.Platform{OS: "linux", Architecture: "amd64"}
 	pb.Platform = &ocispec.Platform{OS: "linux", Architecture: "arm64", Variant: "v8"}
-	att := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromString("att"), Size: 3}
+	attBlob, err := writeJSON(lease, ocispec.MediaTypeImageManifest, ocispec.Manifest{MediaType: ocispec.MediaTypeImageManifest, Config: ocispec.DescriptorEmptyJSON})
+	must(t, err)
+	att := attBlob
+	att.Annotations = map[string]string{"vnd.docker.reference.type": "attestation-manifest", "vnd.docker.reference.digest": pa.Digest.String()}
+	att.Platform = &ocispec.Platform{OS: "unknown", Architecture: "unknown"}
 	top := writeTestIndex(t, lease, pa, pb, att)
 	// Only the amd64 image is recorded, against the index, as a pull does.
 	rec := amd
@@ -217,13 +224,19 @@ func TestIndexTargetKeepsItsChildren(t *testing.T) {
 	other := putTestImage(t, s, testImage{tags: []string{"other:1"}, layers: []string{"shared"}})
 	lease.Release()
 	all := blobSet(t, s)
-	for _, d := range []digest.Digest{top.Digest, pa.Digest, pb.Digest, arm.ID, amd.ID} {
+	for _, d := range []digest.Digest{top.Digest, pa.Digest, amd.ID, att.Digest} {
 		if !all[d] {
 			t.Fatalf("blob %s of the index collected while the image exists", d)
 		}
 	}
-	if got, err := s.Lookup("multi@" + top.Digest.String()); err != nil || got.ID != amd.ID {
-		t.Fatalf("lookup by index digest: %v %v", got, err)
+	for _, d := range []digest.Digest{pb.Digest, arm.ID} {
+		if all[d] {
+			t.Fatalf("blob %s of a platform not recorded survived the lease", d)
+		}
+	}
+	got, err := s.Lookup("multi@" + top.Digest.String())
+	if err != nil || got.ID != amd.ID || len(got.Platforms) != 1 || got.Platforms[0].Manifest.Digest != pa.Digest {
+		t.Fatalf("lookup by index digest: %+v %v", got, err)
 	}
 	checkClean(t, s)
 	deleteImage(t, s, "multi:1.0", true)
