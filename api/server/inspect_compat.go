@@ -26,8 +26,8 @@ var configOrder = []string{
 	"MacAddress", "OnBuild", "Labels", "StopSignal", "StopTimeout", "Shell",
 }
 
-// configDefaults are the Config keys dockerd always prints even when empty
-// (moby's legacyConfigFields "current").
+// configDefaults are the Config keys dockerd printed even when empty below
+// API 1.52 (moby's legacyConfigFields "v1.50-v1.51"; "v1.49" adds them too).
 var configDefaults = map[string]json.RawMessage{
 	"Cmd": json.RawMessage("null"), "Entrypoint": json.RawMessage("null"),
 	"Env": json.RawMessage("null"), "Labels": json.RawMessage("null"),
@@ -61,7 +61,11 @@ func gateConfig(cfg json.RawMessage, version string) json.RawMessage {
 			}
 		}
 	}
-	fill(configDefaults)
+	// From 1.52 dockerd omits these keys when unset, as the OCI config
+	// does (moby's legacyConfigFields "v1.50-v1.51" end there).
+	if versionLess(version, "1.52") {
+		fill(configDefaults)
+	}
 	if versionLess(version, "1.50") {
 		fill(configDefaultsV149)
 	}
@@ -80,8 +84,10 @@ func gateConfig(cfg json.RawMessage, version string) json.RawMessage {
 //   - legacy container.Config keys below 1.50;
 //   - Parent / Comment / DockerVersion / Author always present below 1.52,
 //     omitted when empty from 1.52;
-//   - Identity at every version (moby: from 1.53; wharf serves it until its
-//     own API reaches 1.53, issue 21), and wharf's Trust beside it.
+//   - the empty Config keys of configDefaults below 1.52, omitted from 1.52;
+//   - Identity from 1.53 (as moby; wharf served it at every version while
+//     its own API was below 1.53, issue 21), and wharf's Trust beside it
+//     at every version (a client at 1.50 reads the verdict there).
 //
 // From API 1.50 the typed gate (gateInspectTyped) answers; gateInspectMap
 // states the rules for every version and is the reference the typed gate is
@@ -126,6 +132,9 @@ func gateInspectMap(v any, legacy types.LegacyImageFields, version string) ([]by
 	}
 	if versionLess(version, "1.48") {
 		delete(m, "Descriptor")
+	}
+	if versionLess(version, "1.53") {
+		delete(m, "Identity")
 	}
 	m["Config"] = gateConfig(m["Config"], version)
 	legacyStrings := map[string]string{"Parent": legacy.Parent, "DockerVersion": legacy.DockerVersion}

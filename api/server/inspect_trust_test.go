@@ -8,12 +8,11 @@ import (
 	"github.com/wharfproject/wharf/api/types"
 )
 
-// moby adds Identity at API 1.53; wharf serves it, and its Trust beside
-// it, at every version until its own API reaches 1.53 (issue 21), so that
-// today's clients (which negotiate 1.41–1.50) can read a verified
-// signature. Before, the gate dropped Identity below 1.53.
-func TestIdentityAndTrustAtEveryVersion(t *testing.T) {
-	for _, v := range []string{"1.24", "1.41", "1.44", "1.50"} {
+// moby adds Identity at API 1.53, and so does wharf now that its own API
+// is 1.55; wharf's Trust is at every version, so that clients that
+// negotiate 1.41–1.50 (the docker CLI 28) still read the verdict.
+func TestIdentityFrom153TrustAtEveryVersion(t *testing.T) {
+	for _, v := range []string{"1.24", "1.41", "1.44", "1.50", "1.52", "1.53", "1.55"} {
 		t.Run(v, func(t *testing.T) {
 			insp := sampleInspect()
 			insp.Trust = &types.Trust{Decision: "accepted", Scope: "docker.io", Signatures: []types.TrustSignature{{
@@ -25,8 +24,12 @@ func TestIdentityAndTrustAtEveryVersion(t *testing.T) {
 				t.Fatalf("status %d: %s", rec.Code, rec.Body)
 			}
 			m := decodeObject(t, rec.Body.Bytes())
-			if got := string(m["Identity"]); got != `{"Signature":[{"Name":"cosign bundle","SignatureType":"bundle-v0.3"}]}` {
-				t.Errorf("Identity = %s", got)
+			want := `{"Signature":[{"Name":"cosign bundle","SignatureType":"bundle-v0.3"}]}`
+			if versionLess(v, "1.53") {
+				want = ""
+			}
+			if got := string(m["Identity"]); got != want {
+				t.Errorf("Identity = %s, want %s", got, want)
 			}
 			if _, ok := m["Trust"]; !ok {
 				t.Errorf("no Trust in %s", rec.Body)

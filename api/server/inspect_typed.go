@@ -37,7 +37,7 @@ type gatedInspect struct {
 	Created       string                  `json:",omitempty"`
 	DockerVersion *string                 `json:",omitempty"` // same rule as Parent
 	Author        *string                 `json:",omitempty"` // same rule as Comment
-	Config        gatedConfig             // always an object
+	Config        any                     // always an object: gatedConfig below 1.52, gatedConfig152 from 1.52
 	Architecture  string                  //
 	Variant       string                  `json:",omitempty"`
 	Os            string                  //
@@ -48,7 +48,7 @@ type gatedInspect struct {
 	Metadata      *image.Metadata         `json:",omitempty"` // local only (always shown there)
 	Descriptor    *ocispec.Descriptor     `json:",omitempty"`
 	Manifests     []image.ManifestSummary `json:",omitempty"`
-	Identity      *image.Identity         `json:",omitempty"` // at every version (issue 21)
+	Identity      *image.Identity         `json:",omitempty"` // from 1.53
 	Trust         *types.Trust            `json:",omitempty"` // wharf's, local and remote
 
 	// RemoteImageInspect's own fields (Registry, Digest and Tag always
@@ -105,7 +105,7 @@ func gateInspectTyped(v any, legacy types.LegacyImageFields, version string) ([]
 		RepoTags:     nonNilStrings(r.RepoTags),
 		RepoDigests:  nonNilStrings(r.RepoDigests),
 		Created:      r.Created,
-		Config:       gateConfigTyped(r.Config),
+		Config:       gateConfigTyped(r.Config, version),
 		Architecture: r.Architecture,
 		Variant:      r.Variant,
 		Os:           r.Os,
@@ -122,10 +122,12 @@ func gateInspectTyped(v any, legacy types.LegacyImageFields, version string) ([]
 		g.Parent, g.DockerVersion = nonEmpty(&legacy.Parent), nonEmpty(&legacy.DockerVersion)
 		g.Comment, g.Author = nonEmpty(&r.Comment), nonEmpty(&r.Author)
 	}
-	// moby adds Identity at 1.53; wharf serves it at every version until
-	// its own API reaches 1.53, so that a client of today can read a
-	// verified signature (issue 21).
-	g.Identity, g.Trust = r.Identity, ii.Trust
+	// moby adds Identity at 1.53; wharf's Trust is at every version, so
+	// that a client at 1.50 still reads the verdict (issue 21).
+	if !versionLess(version, "1.53") {
+		g.Identity = r.Identity
+	}
+	g.Trust = ii.Trust
 	if remote != nil {
 		// A registry knows nothing of the local-only fields (gateInspect).
 		g.Registry, g.Digest, g.Tag = &remote.Registry, &remote.Digest, &remote.Tag
@@ -141,7 +143,35 @@ func gateInspectTyped(v any, legacy types.LegacyImageFields, version string) ([]
 	return json.Marshal(&g)
 }
 
-func gateConfigTyped(c *dockerspec.DockerOCIImageConfig) gatedConfig {
+// gatedConfig152 is gatedConfig from API 1.52: every key omitted when
+// empty, as the OCI image config has it (moby's legacyConfigFields stop at
+// "v1.50-v1.51").
+type gatedConfig152 struct {
+	User         string                        `json:",omitempty"`
+	ExposedPorts map[string]struct{}           `json:",omitempty"`
+	Env          []string                      `json:",omitempty"`
+	Cmd          []string                      `json:",omitempty"`
+	Healthcheck  *dockerspec.HealthcheckConfig `json:",omitempty"`
+	ArgsEscaped  bool                          `json:",omitempty"`
+	Volumes      map[string]struct{}           `json:",omitempty"`
+	WorkingDir   string                        `json:",omitempty"`
+	Entrypoint   []string                      `json:",omitempty"`
+	OnBuild      []string                      `json:",omitempty"`
+	Labels       map[string]string             `json:",omitempty"`
+	StopSignal   string                        `json:",omitempty"`
+	Shell        []string                      `json:",omitempty"`
+}
+
+func gateConfigTyped(c *dockerspec.DockerOCIImageConfig, version string) any {
+	g := gateConfigFields(c)
+	if versionLess(version, "1.52") {
+		return &g
+	}
+	g152 := gatedConfig152(g)
+	return &g152
+}
+
+func gateConfigFields(c *dockerspec.DockerOCIImageConfig) gatedConfig {
 	if c == nil {
 		return gatedConfig{}
 	}
