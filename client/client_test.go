@@ -116,6 +116,13 @@ func TestVersionedPaths(t *testing.T) {
 			return err
 		}, "/v1.55/images/json", "all=1&digests=1", "GET"},
 		{"history", func(c *Client) error { _, err := c.ImageHistory(ctx, "a/b:c"); return err }, "/v1.55/images/a/b:c/history", "", "GET"},
+		{"attestations", func(c *Client) error {
+			_, _, err := c.ImageAttestations(ctx, "127.0.0.1:5000/app:1", AttestationsOptions{
+				Platform: &ocispec.Platform{OS: "linux", Architecture: "arm64"}, PredicateTypes: []string{"https://spdx.dev/Document", "https://slsa.dev/provenance/v0.2"},
+				Statement: true, Remote: true})
+			return err
+		}, "/v1.55/images/127.0.0.1:5000/app:1/attestations",
+			"platform=%7B%22architecture%22%3A%22arm64%22%2C%22os%22%3A%22linux%22%7D&remote=1&statement=1&type=https%3A%2F%2Fspdx.dev%2FDocument&type=https%3A%2F%2Fslsa.dev%2Fprovenance%2Fv0.2", "GET"},
 		{"tag", func(c *Client) error { return c.ImageTag(ctx, "src", "127.0.0.1:5000/x", "1") }, "/v1.55/images/src/tag", "repo=127.0.0.1%3A5000%2Fx&tag=1", "POST"},
 		{"rmi", func(c *Client) error {
 			_, err := c.ImageRemove(ctx, "x", ImageRemoveOptions{Force: true, NoPrune: true})
@@ -173,7 +180,7 @@ func TestVersionedPaths(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r, c := newRecorder(t, 200, "application/json", "{}")
-			if strings.Contains(tt.wantPath, "images/json") || strings.Contains(tt.wantPath, "history") || tt.method == "DELETE" {
+			if strings.Contains(tt.wantPath, "images/json") || strings.Contains(tt.wantPath, "history") || strings.Contains(tt.wantPath, "attestations") || tt.method == "DELETE" {
 				r.answer = "[]"
 			}
 			if err := tt.call(c); err != nil {
@@ -379,5 +386,16 @@ func TestDisplayStreamTerminalRewritesLayerLines(t *testing.T) {
 	}
 	if strings.Contains(plain.String(), "\x1b[") || plain.String() != "1.0: Pulling from x\naaaa: Pull complete\n" {
 		t.Errorf("plain output %q", plain.String())
+	}
+}
+
+// ImageAttestations is API 1.55's: a client pinned below refuses it
+// before sending anything, as moby's does.
+func TestImageAttestationsNeeds155(t *testing.T) {
+	r, c := newRecorder(t, 200, "application/json", "[]")
+	WithVersion("1.50")(c)
+	_, _, err := c.ImageAttestations(context.Background(), "x", AttestationsOptions{})
+	if err == nil || !strings.Contains(err.Error(), "requires API version 1.55") || r.last != nil {
+		t.Fatalf("err %v, request sent %v", err, r.last != nil)
 	}
 }
