@@ -128,3 +128,21 @@ func TestInspectConfigOmitsUnsetFrom152(t *testing.T) {
 		}
 	}
 }
+
+func TestDiskUsage152Types(t *testing.T) {
+	b := &diskBackend{du: &types.DiskUsage{LayersSize: 1, Images: []image.Summary{}}}
+	rec := do(t, b, "GET", "/v1.55/system/df?type=image&verbose=1", nil, nil)
+	m := decodeObject(t, rec.Body.Bytes())
+	if _, ok := m["ImageUsage"]; !ok || len(m) != 1 {
+		t.Errorf("type=image: %s", rec.Body)
+	}
+	rec = do(t, b, "GET", "/v1.55/system/df?type=volume&type=container", nil, nil)
+	m = decodeObject(t, rec.Body.Bytes())
+	if _, ok := m["ImageUsage"]; ok || string(m["VolumeUsage"]) != "{}" || string(m["Containers"]) != "[]" {
+		t.Errorf("type=volume&type=container: %s", rec.Body)
+	}
+	rec = do(t, b, "GET", "/v1.55/system/df?type=nope", nil, nil)
+	if rec.Code != 400 || message(t, rec) != "unknown object type: nope" {
+		t.Errorf("type=nope: %d %s", rec.Code, rec.Body)
+	}
+}

@@ -28,10 +28,10 @@ type diskUsage152 struct {
 	PartialDownloads     int    `json:",omitempty"`
 	PartialDownloadsSize int64  `json:",omitempty"`
 
-	ImageUsage      *image.DiskUsage
-	ContainerUsage  *container.DiskUsage
-	VolumeUsage     *volume.DiskUsage
-	BuildCacheUsage *build.DiskUsage
+	ImageUsage      *image.DiskUsage     `json:",omitempty"`
+	ContainerUsage  *container.DiskUsage `json:",omitempty"`
+	VolumeUsage     *volume.DiskUsage    `json:",omitempty"`
+	BuildCacheUsage *build.DiskUsage     `json:",omitempty"`
 }
 
 // writeDiskUsage152 answers /system/df at API ≥ 1.52. wharfd has no
@@ -40,28 +40,58 @@ type diskUsage152 struct {
 // the list for the legacy fields or verbose, which is every request);
 // TotalSize is LayersSize; ActiveCount 0 (no container uses an image);
 // Reclaimable sums Size − SharedSize, dockerd's rule for an unused image.
-func writeDiskUsage152(w http.ResponseWriter, r *http.Request, du *types.DiskUsage) {
+//
+// type= (repeatable, from 1.42) keeps the object types named, as dockerd
+// computes only those; an unknown one is refused with dockerd's words.
+func writeDiskUsage152(w http.ResponseWriter, r *http.Request, du *types.DiskUsage) error {
+	want := map[string]bool{"container": true, "image": true, "volume": true, "build-cache": true}
+	if ts, ok := r.Form["type"]; ok {
+		want = map[string]bool{}
+		for _, t := range ts {
+			switch t {
+			case "container", "image", "volume", "build-cache":
+				want[t] = true
+			default:
+				return invalidArg("unknown object type: %s", t)
+			}
+		}
+	}
 	iu := &image.DiskUsage{TotalCount: int64(len(du.Images)), TotalSize: du.LayersSize, Items: du.Images}
 	for _, img := range du.Images {
 		if img.Containers == 0 && img.Size != -1 && img.SharedSize != -1 {
 			iu.Reclaimable += img.Size - img.SharedSize
 		}
 	}
-	out := diskUsage152{
-		PartialDownloads:     du.PartialDownloads,
-		PartialDownloadsSize: du.PartialDownloadsSize,
-		ImageUsage:           iu,
-		ContainerUsage:       &container.DiskUsage{},
-		VolumeUsage:          &volume.DiskUsage{},
-		BuildCacheUsage:      &build.DiskUsage{},
+	out := diskUsage152{}
+	legacy := !boolValue(r, "verbose")
+	if want["image"] {
+		out.ImageUsage = iu
+		out.PartialDownloads, out.PartialDownloadsSize = du.PartialDownloads, du.PartialDownloadsSize
+		if legacy {
+			out.LayersSize, out.Images = du.LayersSize, nonNilSlice(du.Images)
+		}
 	}
-	if !boolValue(r, "verbose") {
-		out.LayersSize = du.LayersSize
-		out.Images = nonNilSlice(du.Images)
-		out.Containers, out.Volumes, out.BuildCache = []struct{}{}, []struct{}{}, []struct{}{}
-		out.BuilderSize = &du.BuilderSize
+	if want["container"] {
+		out.ContainerUsage = &container.DiskUsage{}
+		if legacy {
+			out.Containers = []struct{}{}
+		}
+	}
+	if want["volume"] {
+		out.VolumeUsage = &volume.DiskUsage{}
+		if legacy {
+			out.Volumes = []struct{}{}
+		}
+	}
+	if want["build-cache"] {
+		out.BuildCacheUsage = &build.DiskUsage{}
+		if legacy {
+			out.BuildCache = []struct{}{}
+			out.BuilderSize = &du.BuilderSize
+		}
 	}
 	writeJSON(w, http.StatusOK, out)
+	return nil
 }
 
 func nonNilSlice[T any](s []T) []T {

@@ -95,8 +95,7 @@ func (s *Server) getDiskUsage(w http.ResponseWriter, r *http.Request, _ map[stri
 		if err := parseForm(r); err != nil {
 			return err
 		}
-		writeDiskUsage152(w, r, du)
-		return nil
+		return writeDiskUsage152(w, r, du)
 	}
 	if !versionLess(version, "1.48") {
 		writeJSON(w, http.StatusOK, du)
