@@ -333,11 +333,9 @@ func (s *API155Suite) TestVersionIdentityEventsDiskUsage(c *check.C) {
 	c.Assert(err, check.IsNil)
 	c.Assert(insp.Identity, check.NotNil)
 	c.Check(insp.Identity.Pull, check.DeepEquals, []image.PullIdentity{{Repository: s.front.Host + "/api155/app"}})
-	// Not below 1.53 (moby's gate), where the docker CLI 28 still reads
-	// wharf's Trust.
-	r := s.d.Get(c, "/v1.52/images/"+name+"/json")
-	c.Assert(r.Status, check.Equals, http.StatusOK)
-	c.Check(strings.Contains(string(r.Body), `"Identity"`), check.Equals, false, check.Commentf("%s", r.Body))
+	// Below 1.53 too (wharf's, issue 21): the docker CLI 28 at 1.50.
+	out = s.d.DockerOK(c, "image", "inspect", "-f", "{{range .Identity.Pull}}{{.Repository}}{{end}}", name).Stdout
+	c.Check(strings.TrimSpace(out), check.Equals, s.front.Host+"/api155/app")
 
 	// 1.54: identity=1 on the list, on each available image manifest.
 	list, err := s.cli.ImageList(ctx, client.ImageListOptions{Manifests: true, Identity: true,
@@ -352,7 +350,7 @@ func (s *API155Suite) TestVersionIdentityEventsDiskUsage(c *check.C) {
 		}
 	}
 	c.Check(withID, check.Equals, 1, check.Commentf("%+v", list.Items[0].Manifests))
-	r = s.d.Get(c, "/v1.55/images/json?identity=1")
+	r := s.d.Get(c, "/v1.55/images/json?identity=1")
 	c.Check(r.Status, check.Equals, http.StatusBadRequest)
 	c.Check(r.Message(), check.Equals, "conflicting options: identity requires manifests=1")
 
@@ -371,11 +369,11 @@ func (s *API155Suite) TestVersionIdentityEventsDiskUsage(c *check.C) {
 		c.Assert(err, check.IsNil, check.Commentf("%s", out))
 		c.Check(strings.Contains(strings.ToLower(string(out)), "content-type: "+tc.want+"\r\n"), check.Equals, true, check.Commentf("%s", out))
 	}
-	r = s.d.Get(c, "/v1.55/events?since=0&until="+fmt.Sprint(nowUnix()))
+	r = s.d.Get(c, "/v1.55/events?since=0&until="+nowUntil())
 	c.Assert(r.Status, check.Equals, http.StatusOK)
 	c.Check(strings.Contains(string(r.Body), `"Action":"pull"`), check.Equals, true, check.Commentf("%s", r.Body))
 	c.Check(strings.Contains(string(r.Body), `"status":`), check.Equals, false, check.Commentf("%s", r.Body))
-	r = s.d.Get(c, "/v1.50/events?since=0&until="+fmt.Sprint(nowUnix()))
+	r = s.d.Get(c, "/v1.50/events?since=0&until="+nowUntil())
 	c.Check(strings.Contains(string(r.Body), `"status":"pull"`), check.Equals, true, check.Commentf("%s", r.Body))
 
 	// 1.52: /system/df's ImageUsage.
@@ -393,4 +391,9 @@ func (s *API155Suite) TestVersionIdentityEventsDiskUsage(c *check.C) {
 // specsV2 is schemaVersion 2 of manifests and indexes.
 var specsV2 = specs.Versioned{SchemaVersion: 2}
 
-func nowUnix() int64 { return time.Now().Unix() }
+// nowUntil is an events until= of this instant, to the nanosecond: every
+// event already logged is before it, and the stream ends at once.
+func nowUntil() string {
+	t := time.Now()
+	return fmt.Sprintf("%d.%09d", t.Unix(), t.Nanosecond())
+}

@@ -85,9 +85,11 @@ func gateConfig(cfg json.RawMessage, version string) json.RawMessage {
 //   - Parent / Comment / DockerVersion / Author always present below 1.52,
 //     omitted when empty from 1.52;
 //   - the empty Config keys of configDefaults below 1.52, omitted from 1.52;
-//   - Identity from 1.53 (as moby; wharf served it at every version while
-//     its own API was below 1.53, issue 21), and wharf's Trust beside it
-//     at every version (a client at 1.50 reads the verdict there).
+//   - Identity at every version, and wharf's Trust beside it: moby adds
+//     Identity at 1.53; wharf, whose API is 1.55 now, keeps serving it
+//     below too (issue 21), so that the docker CLI 28, which negotiates
+//     1.50, reads a verified signature with `docker inspect -f
+//     '{{.Identity}}'`. An extra field is one an older client ignores.
 //
 // From API 1.50 the typed gate (gateInspectTyped) answers; gateInspectMap
 // states the rules for every version and is the reference the typed gate is
@@ -132,9 +134,6 @@ func gateInspectMap(v any, legacy types.LegacyImageFields, version string) ([]by
 	}
 	if versionLess(version, "1.48") {
 		delete(m, "Descriptor")
-	}
-	if versionLess(version, "1.53") {
-		delete(m, "Identity")
 	}
 	m["Config"] = gateConfig(m["Config"], version)
 	legacyStrings := map[string]string{"Parent": legacy.Parent, "DockerVersion": legacy.DockerVersion}

@@ -8,10 +8,10 @@ import (
 	"github.com/wharfproject/wharf/api/types"
 )
 
-// moby adds Identity at API 1.53, and so does wharf now that its own API
-// is 1.55; wharf's Trust is at every version, so that clients that
-// negotiate 1.41–1.50 (the docker CLI 28) still read the verdict.
-func TestIdentityFrom153TrustAtEveryVersion(t *testing.T) {
+// moby adds Identity at API 1.53; wharf serves it, and its Trust beside
+// it, at every version (issue 21), so that clients that negotiate
+// 1.41–1.50 (the docker CLI 28) read a verified signature too.
+func TestIdentityAndTrustAtEveryVersion(t *testing.T) {
 	for _, v := range []string{"1.24", "1.41", "1.44", "1.50", "1.52", "1.53", "1.55"} {
 		t.Run(v, func(t *testing.T) {
 			insp := sampleInspect()
@@ -25,9 +25,6 @@ func TestIdentityFrom153TrustAtEveryVersion(t *testing.T) {
 			}
 			m := decodeObject(t, rec.Body.Bytes())
 			want := `{"Signature":[{"Name":"cosign bundle","SignatureType":"bundle-v0.3"}]}`
-			if versionLess(v, "1.53") {
-				want = ""
-			}
 			if got := string(m["Identity"]); got != want {
 				t.Errorf("Identity = %s, want %s", got, want)
 			}

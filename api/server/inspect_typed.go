@@ -48,7 +48,7 @@ type gatedInspect struct {
 	Metadata      *image.Metadata         `json:",omitempty"` // local only (always shown there)
 	Descriptor    *ocispec.Descriptor     `json:",omitempty"`
 	Manifests     []image.ManifestSummary `json:",omitempty"`
-	Identity      *image.Identity         `json:",omitempty"` // from 1.53
+	Identity      *image.Identity         `json:",omitempty"` // at every version (issue 21)
 	Trust         *types.Trust            `json:",omitempty"` // wharf's, local and remote
 
 	// RemoteImageInspect's own fields (Registry, Digest and Tag always
@@ -122,12 +122,9 @@ func gateInspectTyped(v any, legacy types.LegacyImageFields, version string) ([]
 		g.Parent, g.DockerVersion = nonEmpty(&legacy.Parent), nonEmpty(&legacy.DockerVersion)
 		g.Comment, g.Author = nonEmpty(&r.Comment), nonEmpty(&r.Author)
 	}
-	// moby adds Identity at 1.53; wharf's Trust is at every version, so
-	// that a client at 1.50 still reads the verdict (issue 21).
-	if !versionLess(version, "1.53") {
-		g.Identity = r.Identity
-	}
-	g.Trust = ii.Trust
+	// moby adds Identity at 1.53; wharf serves it, and Trust, at every
+	// version (gateInspect says why).
+	g.Identity, g.Trust = r.Identity, ii.Trust
 	if remote != nil {
 		// A registry knows nothing of the local-only fields (gateInspect).
 		g.Registry, g.Digest, g.Tag = &remote.Registry, &remote.Digest, &remote.Tag
