@@ -77,10 +77,9 @@ func (s *Store) ImageAttestations(ctx context.Context, name string, opts types.A
 
 // localAttestations reads the attestations of a local image. Its index is
 // stored (a pull keeps the top level); the attestation manifest and the
-// statements are read from the store when a load brought them, and
-// otherwise from the repository the image was pulled from, by digest —
-// wharfd's pull keeps only the platform manifest it pulled
-// (docs/compatibility.md).
+// statements are read from the store when it holds them, and otherwise
+// from the repository the image was pulled from, by digest — wharfd's
+// pull keeps only the platform manifest it pulled (docs/compatibility.md).
 func (s *Store) localAttestations(ctx context.Context, name string, opts types.AttestationOptions) ([]image.AttestationStatement, error) {
 	rec, err := s.Lookup(name)
 	if err != nil {
