@@ -139,6 +139,7 @@ func attestationsOf(ctx context.Context, src blobSource, idx *ocispec.Index, sub
 		n     int
 		total int64
 	)
+	var atts []ocispec.Descriptor
 	for _, d := range idx.Manifests {
 		if !imagespec.IsAttestation(d) || digest.Digest(d.Annotations[imagespec.AnnotationReferenceDigest]) != subject {
 			continue
@@ -149,6 +150,9 @@ func attestationsOf(ctx context.Context, src blobSource, idx *ocispec.Index, sub
 		if n++; n > maxAttestationManifests {
 			return nil, fmt.Errorf("%s has more than %d attestation manifests%.0w", subject, maxAttestationManifests, ErrAttestationTooLarge)
 		}
+		atts = append(atts, d)
+	}
+	for _, d := range atts {
 		b, err := src.read(ctx, d, store.MaxManifestSize)
 		if err != nil {
 			return nil, fmt.Errorf("attestation manifest %s: %w", d.Digest, err)

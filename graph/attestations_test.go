@@ -244,3 +244,35 @@ func FuzzStatementJSON(f *testing.F) {
 		}
 	})
 }
+
+// An index that attaches more attestation manifests to one platform
+// manifest than wharfd reads is refused before any is fetched.
+func TestAttestationsOfTooManyManifests(t *testing.T) {
+	src := mapSource{}
+	subject := digest.FromString("subject")
+	idx := &ocispec.Index{}
+	for i := range maxAttestationManifests + 1 {
+		b, _ := json.Marshal(ocispec.Manifest{MediaType: ocispec.MediaTypeImageManifest, Annotations: map[string]string{"n": fmt.Sprint(i)}})
+		d := src.add(ocispec.MediaTypeImageManifest, b, map[string]string{
+			imagespec.AnnotationReferenceType: imagespec.AttestationManifestType, imagespec.AnnotationReferenceDigest: subject.String()})
+		idx.Manifests = append(idx.Manifests, d)
+	}
+	counting := &countingSource{src: src}
+	_, err := attestationsOf(context.Background(), counting, idx, subject, types.AttestationOptions{})
+	if err == nil || !errors.Is(err, ErrAttestationTooLarge) || !strings.Contains(err.Error(), "more than 16 attestation manifests") {
+		t.Fatalf("err %v", err)
+	}
+	if counting.n != 0 {
+		t.Errorf("%d documents read", counting.n)
+	}
+}
+
+type countingSource struct {
+	src blobSource
+	n   int
+}
+
+func (c *countingSource) read(ctx context.Context, d ocispec.Descriptor, max int64) ([]byte, error) {
+	c.n++
+	return c.src.read(ctx, d, max)
+}
