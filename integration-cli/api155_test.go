@@ -34,6 +34,7 @@ var _ = check.Suite(&SDKSuite{version: "1.55"})
 type API155Suite struct {
 	suiteFixture
 	reg   *testregistry.Registry
+	token *testregistry.Registry // token auth, for credentials
 	front *hostile.HookProxy
 	d     *Daemon
 	cli   *client.Client
@@ -47,6 +48,7 @@ var _ = check.Suite(&API155Suite{})
 
 func (s *API155Suite) SetUpSuite(c *check.C) {
 	s.reg = s.startRegistry(c, testregistry.Options{})
+	s.token = s.startRegistry(c, testregistry.Options{Auth: testregistry.AuthToken})
 	s.tampered, s.fetched = map[string][]byte{}, map[string]int{}
 	front, err := hostile.NewHookProxy(s.reg.DirectURL, func(w http.ResponseWriter, r *http.Request) bool {
 		if r.Method != http.MethodGet || !strings.Contains(r.URL.Path, "/blobs/") {
@@ -94,6 +96,10 @@ type buildxImage struct {
 }
 
 func (s *API155Suite) pushBuildx(c *check.C, repo, tag string, sbomBody []byte) *buildxImage {
+	return pushBuildxTo(c, s.reg, repo, tag, sbomBody)
+}
+
+func pushBuildxTo(c *check.C, reg *testregistry.Registry, repo, tag string, sbomBody []byte) *buildxImage {
 	var bx buildxImage
 	var err error
 	bx.amd, err = testregistry.NewImage(testregistry.ImageOptions{Platform: ocispec.Platform{OS: "linux", Architecture: "amd64"}})
@@ -133,7 +139,7 @@ func (s *API155Suite) pushBuildx(c *check.C, repo, tag string, sbomBody []byte) 
 
 	ctx, cancel := fixtureCtx()
 	defer cancel()
-	cl := s.reg.Client()
+	cl := reg.Client()
 	for _, img := range []*testregistry.Image{bx.amd, bx.arm, bx.att} {
 		c.Assert(cl.PushImage(ctx, repo, "", img), check.IsNil)
 	}
@@ -258,6 +264,26 @@ func (s *API155Suite) TestAttestationsRemoteThenLocal(c *check.C) {
 	c.Assert(json.Unmarshal([]byte(js), &viaCLI), check.IsNil, check.Commentf("%s", js))
 	c.Assert(viaCLI, check.HasLen, 1)
 	sameJSON(c, *viaCLI[0].Statement, bx.prov.Data)
+}
+
+// A local image of a registry that wants credentials: its attestations are
+// read from that registry (a pull keeps no attestation manifest), with the
+// credentials the wharf CLI stored for it; without them the daemon says so.
+func (s *API155Suite) TestAttestationsLocalWithCredentials(c *check.C) {
+	bx := pushBuildxTo(c, s.token, "att/private", "1", nil)
+	name := s.token.Host + "/att/private:1"
+	login := s.d.WharfIn(c, []byte(s.token.Password+"\n"), "login", s.token.Host, "-u", s.token.Username, "--password-stdin")
+	c.Assert(login.ExitCode, check.Equals, 0, check.Commentf("%s", login))
+	s.d.WharfOK(c, "pull", name)
+	js := s.d.WharfOK(c, "attestations", "--statement", name).Stdout
+	var items []image.AttestationStatement
+	c.Assert(json.Unmarshal([]byte(js), &items), check.IsNil, check.Commentf("%s", js))
+	checkStatements(c, items, bx, true)
+	// The bare API sends no credentials: the registry refuses, and the
+	// answer is an error, not a partial list.
+	r, _ := s.attestations(c, name, "")
+	c.Check(r.Status == http.StatusOK, check.Equals, false, check.Commentf("%s", r))
+	c.Check(r.Message(), check.Matches, `attestation manifest `+bx.att.Manifest.Digest+`: .*`, check.Commentf("%s", r))
 }
 
 // Hostile statements: a registry that serves a statement with other bytes

@@ -42,13 +42,14 @@ func (s *Server) getImageAttestations(w http.ResponseWriter, r *http.Request, va
 			opts.PredicateTypes = append(opts.PredicateTypes, pt)
 		}
 	}
-	if opts.Remote {
-		auth, err := decodeAuth(r)
-		if err != nil {
-			return err
-		}
-		opts.Auth, opts.MetaHeaders = auth, metaHeaders(r)
+	// With remote=1, and for a local image whose attestations must be read
+	// from its registry: the registry package gives a set that names its
+	// registry (ServerAddress) to that registry only.
+	auth, err := decodeAuth(r)
+	if err != nil {
+		return err
 	}
+	opts.Auth, opts.MetaHeaders = auth, metaHeaders(r)
 	statements, err := s.backend.ImageAttestations(r.Context(), vars["name"], opts)
 	if err != nil {
 		return err

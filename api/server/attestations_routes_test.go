@@ -51,7 +51,7 @@ func TestImageAttestationsQuery(t *testing.T) {
 		if gotName != "r/app:1" {
 			t.Errorf("%s: name %q", tc.path, gotName)
 		}
-		got.MetaHeaders = nil // metaHeaders' own (empty) map
+		got.MetaHeaders = nil // metaHeaders' own (empty) map, at every call
 		gj, _ := json.Marshal(got)
 		wj, _ := json.Marshal(tc.want)
 		if string(gj) != string(wj) {

@@ -20,8 +20,9 @@ type AttestationOptions struct {
 	// without it no statement blob is read.
 	Statement bool
 	// Remote asks the registry instead of the local store (remote=1,
-	// wharf's, as on inspect); Auth and MetaHeaders go with it, and with a
-	// local image whose attestations must be read from its registry.
+	// wharf's, as on inspect). Auth and MetaHeaders (X-Registry-Auth, X-Meta-*)
+	// go to the registry, for a remote image or a local one whose
+	// attestations are read from its registry.
 	Remote      bool
 	Auth        *registry.AuthConfig
 	MetaHeaders http.Header

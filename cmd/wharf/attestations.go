@@ -68,10 +68,11 @@ func runAttestations(cmd *cobra.Command, c *cli, name string, o attestationsOpti
 		return err
 	}
 	opts := client.AttestationsOptions{Platform: platform, PredicateTypes: o.types, Statement: o.statement, Remote: o.remote}
-	if o.remote {
-		if opts.Auth, err = c.authFor(cmd.Context(), name); err != nil {
-			return err
-		}
+	// The stored credentials of the name's registry, for --remote and for a
+	// local image whose attestations the daemon reads from its registry
+	// (it sends them to that registry only).
+	if opts.Auth, err = c.authFor(cmd.Context(), name); err != nil {
+		return err
 	}
 	items, raw, err := api.ImageAttestations(cmd.Context(), name, opts)
 	if err != nil {
