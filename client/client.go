@@ -15,8 +15,8 @@ import (
 )
 
 // DefaultVersion is the API version the client asks for: every request path
-// starts with /v1.50.
-const DefaultVersion = "1.50"
+// starts with /v1.55.
+const DefaultVersion = "1.55"
 
 // Client talks to one wharfd.
 type Client struct {

@@ -102,78 +102,85 @@ func TestVersionedPaths(t *testing.T) {
 		method    string
 	}{
 		{"ping unversioned", func(c *Client) error { _, err := c.Ping(ctx); return err }, "/_ping", "", "GET"},
-		{"version", func(c *Client) error { _, err := c.Version(ctx); return err }, "/v1.50/version", "", "GET"},
+		{"version", func(c *Client) error { _, err := c.Version(ctx); return err }, "/v1.55/version", "", "GET"},
 		{"inspect with slash and port", func(c *Client) error {
 			_, _, err := c.ImageInspect(ctx, "127.0.0.1:5000/tiny:1.0", InspectOptions{})
 			return err
-		}, "/v1.50/images/127.0.0.1:5000/tiny:1.0/json", "", "GET"},
+		}, "/v1.55/images/127.0.0.1:5000/tiny:1.0/json", "", "GET"},
 		{"inspect digest", func(c *Client) error {
 			_, _, err := c.ImageInspect(ctx, "tiny@sha256:abc", InspectOptions{})
 			return err
-		}, "/v1.50/images/tiny@sha256:abc/json", "", "GET"},
+		}, "/v1.55/images/tiny@sha256:abc/json", "", "GET"},
 		{"list", func(c *Client) error {
 			_, err := c.ImageList(ctx, ImageListOptions{All: true, Digests: true})
 			return err
-		}, "/v1.50/images/json", "all=1&digests=1", "GET"},
-		{"history", func(c *Client) error { _, err := c.ImageHistory(ctx, "a/b:c"); return err }, "/v1.50/images/a/b:c/history", "", "GET"},
-		{"tag", func(c *Client) error { return c.ImageTag(ctx, "src", "127.0.0.1:5000/x", "1") }, "/v1.50/images/src/tag", "repo=127.0.0.1%3A5000%2Fx&tag=1", "POST"},
+		}, "/v1.55/images/json", "all=1&digests=1", "GET"},
+		{"history", func(c *Client) error { _, err := c.ImageHistory(ctx, "a/b:c"); return err }, "/v1.55/images/a/b:c/history", "", "GET"},
+		{"attestations", func(c *Client) error {
+			_, _, err := c.ImageAttestations(ctx, "127.0.0.1:5000/app:1", AttestationsOptions{
+				Platform: &ocispec.Platform{OS: "linux", Architecture: "arm64"}, PredicateTypes: []string{"https://spdx.dev/Document", "https://slsa.dev/provenance/v0.2"},
+				Statement: true, Remote: true})
+			return err
+		}, "/v1.55/images/127.0.0.1:5000/app:1/attestations",
+			"platform=%7B%22architecture%22%3A%22arm64%22%2C%22os%22%3A%22linux%22%7D&remote=1&statement=1&type=https%3A%2F%2Fspdx.dev%2FDocument&type=https%3A%2F%2Fslsa.dev%2Fprovenance%2Fv0.2", "GET"},
+		{"tag", func(c *Client) error { return c.ImageTag(ctx, "src", "127.0.0.1:5000/x", "1") }, "/v1.55/images/src/tag", "repo=127.0.0.1%3A5000%2Fx&tag=1", "POST"},
 		{"rmi", func(c *Client) error {
 			_, err := c.ImageRemove(ctx, "x", ImageRemoveOptions{Force: true, NoPrune: true})
 			return err
-		}, "/v1.50/images/x", "force=1&noprune=1", "DELETE"},
+		}, "/v1.55/images/x", "force=1&noprune=1", "DELETE"},
 		{"save", func(c *Client) error {
 			rc, err := c.ImageSave(ctx, []string{"a", "b:1"})
 			if rc != nil {
 				rc.Close()
 			}
 			return err
-		}, "/v1.50/images/get", "names=a&names=b%3A1", "GET"},
+		}, "/v1.55/images/get", "names=a&names=b%3A1", "GET"},
 		{"pull platform plain string", func(c *Client) error {
 			rc, err := c.ImagePull(ctx, "docker.io/library/alpine", PullOptions{Tag: "latest", Platform: &ocispec.Platform{OS: "linux", Architecture: "arm64", Variant: "v8"}})
 			if rc != nil {
 				rc.Close()
 			}
 			return err
-		}, "/v1.50/images/create", "fromImage=docker.io%2Flibrary%2Falpine&platform=linux%2Farm64%2Fv8&tag=latest", "POST"},
+		}, "/v1.55/images/create", "fromImage=docker.io%2Flibrary%2Falpine&platform=linux%2Farm64%2Fv8&tag=latest", "POST"},
 		{"import", func(c *Client) error {
 			rc, err := c.ImageImport(ctx, strings.NewReader("tar"), ImportOptions{Ref: "r/n:t", Changes: []string{"ENV A=1", "CMD [\"sh\"]"}, Message: "m"})
 			if rc != nil {
 				rc.Close()
 			}
 			return err
-		}, "/v1.50/images/create", "changes=ENV+A%3D1&changes=CMD+%5B%22sh%22%5D&fromSrc=-&message=m&repo=r%2Fn%3At", "POST"},
+		}, "/v1.55/images/create", "changes=ENV+A%3D1&changes=CMD+%5B%22sh%22%5D&fromSrc=-&message=m&repo=r%2Fn%3At", "POST"},
 		{"load quiet", func(c *Client) error {
 			rc, err := c.ImageLoad(ctx, strings.NewReader("tar"), true)
 			if rc != nil {
 				rc.Close()
 			}
 			return err
-		}, "/v1.50/images/load", "quiet=1", "POST"},
+		}, "/v1.55/images/load", "quiet=1", "POST"},
 		{"push", func(c *Client) error {
 			rc, err := c.ImagePush(ctx, "127.0.0.1:5000/x", PushOptions{Tag: "1"})
 			if rc != nil {
 				rc.Close()
 			}
 			return err
-		}, "/v1.50/images/127.0.0.1:5000/x/push", "tag=1", "POST"},
+		}, "/v1.55/images/127.0.0.1:5000/x/push", "tag=1", "POST"},
 		{"events", func(c *Client) error {
 			rc, err := c.Events(ctx, EventsOptions{Since: "1", Until: "2"})
 			if rc != nil {
 				rc.Close()
 			}
 			return err
-		}, "/v1.50/events", "since=1&until=2", "GET"},
+		}, "/v1.55/events", "since=1&until=2", "GET"},
 		{"distribution", func(c *Client) error {
 			_, err := c.DistributionInspect(ctx, "a/b:1", nil)
 			return err
-		}, "/v1.50/distribution/a/b:1/json", "", "GET"},
-		{"container", func(c *Client) error { _, err := c.ContainerInspect(ctx, "x"); return err }, "/v1.50/containers/x/json", "", "GET"},
-		{"auth", func(c *Client) error { _, err := c.Login(ctx, registry.AuthConfig{Username: "u"}); return err }, "/v1.50/auth", "", "POST"},
+		}, "/v1.55/distribution/a/b:1/json", "", "GET"},
+		{"container", func(c *Client) error { _, err := c.ContainerInspect(ctx, "x"); return err }, "/v1.55/containers/x/json", "", "GET"},
+		{"auth", func(c *Client) error { _, err := c.Login(ctx, registry.AuthConfig{Username: "u"}); return err }, "/v1.55/auth", "", "POST"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r, c := newRecorder(t, 200, "application/json", "{}")
-			if strings.Contains(tt.wantPath, "images/json") || strings.Contains(tt.wantPath, "history") || tt.method == "DELETE" {
+			if strings.Contains(tt.wantPath, "images/json") || strings.Contains(tt.wantPath, "history") || strings.Contains(tt.wantPath, "attestations") || tt.method == "DELETE" {
 				r.answer = "[]"
 			}
 			if err := tt.call(c); err != nil {
@@ -357,7 +364,7 @@ func TestTraceSeesRequestsButNoHeaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _, _ = c.ImageInspectRemote(context.Background(), "x", InspectOptions{Auth: &registry.AuthConfig{Password: "secret"}})
-	if len(lines) != 1 || lines[0] != "GET /v1.50/images/x/json?remote=1 Not Found" {
+	if len(lines) != 1 || lines[0] != "GET /v1.55/images/x/json?remote=1 Not Found" {
 		t.Errorf("trace %q", lines)
 	}
 }
@@ -379,5 +386,16 @@ func TestDisplayStreamTerminalRewritesLayerLines(t *testing.T) {
 	}
 	if strings.Contains(plain.String(), "\x1b[") || plain.String() != "1.0: Pulling from x\naaaa: Pull complete\n" {
 		t.Errorf("plain output %q", plain.String())
+	}
+}
+
+// ImageAttestations is API 1.55's: a client pinned below refuses it
+// before sending anything, as moby's does.
+func TestImageAttestationsNeeds155(t *testing.T) {
+	r, c := newRecorder(t, 200, "application/json", "[]")
+	WithVersion("1.50")(c)
+	_, _, err := c.ImageAttestations(context.Background(), "x", AttestationsOptions{})
+	if err == nil || !strings.Contains(err.Error(), "requires API version 1.55") || r.last != nil {
+		t.Fatalf("err %v, request sent %v", err, r.last != nil)
 	}
 }

@@ -66,7 +66,7 @@ func TestDaemonServesAndShutsDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != 200 || resp.Header.Get("Api-Version") != "1.50" || resp.Header.Get("Server") != "Wharf/9.9-test (linux)" {
+	if resp.StatusCode != 200 || resp.Header.Get("Api-Version") != "1.55" || resp.Header.Get("Server") != "Wharf/9.9-test (linux)" {
 		t.Fatalf("ping: %d %v", resp.StatusCode, resp.Header)
 	}
 	resp, err = c.Get("http://wharf/v1.50/info")

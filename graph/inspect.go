@@ -136,8 +136,9 @@ func (s *Store) ImageInspect(ctx context.Context, name string, opts types.Inspec
 	if opts.Manifests {
 		out.Manifests = s.manifestSummaries(rec)
 	}
-	// The verdict the image was pulled under (issue 21).
-	out.Trust, out.Identity = rec.Trust, rec.Trust.Identity()
+	// The verdict the image was pulled under (issue 21); Identity adds the
+	// repositories it was pulled from or pushed to (API 1.53).
+	out.Trust, out.Identity = rec.Trust, types.ImageIdentity(rec.Trust, rec.RepoDigests)
 	return out, nil
 }
 

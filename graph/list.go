@@ -140,6 +140,17 @@ func (s *Store) Images(ctx context.Context, opts types.ImageListOptions) ([]imag
 				continue // deleted since the summaries were read
 			}
 			out[i].Manifests = s.manifestSummaries(rec)
+			if opts.Identity {
+				// API 1.54 identity=1: each image manifest stored here
+				// carries the image's Identity, as dockerd repeats it on
+				// every available image manifest.
+				id := types.ImageIdentity(rec.Trust, rec.RepoDigests)
+				for j := range out[i].Manifests {
+					if m := &out[i].Manifests[j]; m.ImageData != nil && m.Available && id != nil {
+						m.ImageData.Identity = id
+					}
+				}
+			}
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {

@@ -66,7 +66,10 @@ func (s *Store) LookupRemote(ctx context.Context, name string, opts types.Remote
 	if out.Trust, err = s.dist.JudgeRemote(ctx, ri, opts); err != nil {
 		return nil, err
 	}
-	out.Identity = out.Trust.Identity()
+	// Identity as the local store would show it after a pull of this name
+	// (RepoDigests mirror that too): the verdict's signatures and the
+	// repository.
+	out.Identity = types.ImageIdentity(out.Trust, out.RepoDigests)
 
 	actor := out.ID
 	if actor == "" {

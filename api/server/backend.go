@@ -42,6 +42,9 @@ type ImageBackend interface {
 	// first.
 	CheckPlatform(ctx context.Context, name string, p ocispec.Platform) error
 	ImagesPrune(ctx context.Context, filters types.Filters) (*image.PruneReport, error)
+	// ImageAttestations lists the in-toto statements attached to an image
+	// (API 1.55); with opts.Remote, as its registry has them now.
+	ImageAttestations(ctx context.Context, name string, opts types.AttestationOptions) ([]image.AttestationStatement, error)
 }
 
 // RegistryBackend is everything that talks to a registry.

@@ -127,9 +127,16 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request, _ map[string]
 	past, live, cancel := s.backend.SubscribeEvents(since, until, f)
 	defer cancel()
 
+	// dockerd: application/json below 1.52 (what it always said, though
+	// the body is a stream), application/jsonl from 1.52, and at every
+	// version the stream type the Accept header names explicitly (1.52:
+	// x-ndjson and json-seq, 1.53: jsonl).
 	contentType := "application/json"
 	if versionAtLeast(version, "1.52") {
-		contentType = "application/jsonl"
+		contentType = mediaTypeJSONLines
+	}
+	if ct := matchAcceptStrict(r.Header.Values("Accept"), eventStreamTypes); ct != "" {
+		contentType = ct
 	}
 	w.Header().Set("Content-Type", contentType)
 	w.WriteHeader(http.StatusOK)
@@ -140,12 +147,25 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request, _ map[string]
 	skip := func(ev types.EventMessage) bool {
 		return versionLess(version, "1.46") && ev.Type == events.ImageEventType && ev.Action == events.ActionCreate
 	}
+	// The legacy status, id and from fields go at 1.52 (dockerd's
+	// includeLegacyFields); the daemon fills them, so they are cleared here.
+	legacy := versionLess(version, "1.52")
 	enc := json.NewEncoder(w)
 	send := func(ev types.EventMessage) error {
 		if skip(ev) {
 			return nil
 		}
-		backfillLegacy(&ev)
+		if legacy {
+			backfillLegacy(&ev)
+		} else {
+			ev.Status, ev.ID, ev.From = "", "", ""
+		}
+		if contentType == mediaTypeJSONSequence {
+			// RFC 7464: each record starts with RS (0x1E); Encode adds the LF.
+			if _, err := w.Write([]byte{0x1e}); err != nil {
+				return err
+			}
+		}
 		if err := enc.Encode(ev); err != nil {
 			return err
 		}

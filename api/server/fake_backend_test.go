@@ -39,6 +39,14 @@ type fakeBackend struct {
 	remoteTags     func(string, types.RemoteTagsOptions) (*types.RemoteTags, error)
 	systemCheck    func(full bool) (*CheckReport, error)
 	subscribe      func(since, until time.Time, f types.Filters) ([]types.EventMessage, <-chan types.EventMessage, func())
+	attestations   func(string, types.AttestationOptions) ([]image.AttestationStatement, error)
+}
+
+func (f *fakeBackend) ImageAttestations(_ context.Context, n string, o types.AttestationOptions) ([]image.AttestationStatement, error) {
+	if f.attestations == nil {
+		return nil, errNI
+	}
+	return f.attestations(n, o)
 }
 
 var errNI = errdefs.ErrNotImplemented

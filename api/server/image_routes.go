@@ -46,7 +46,11 @@ func (s *Server) getImagesJSON(w http.ResponseWriter, r *http.Request, _ map[str
 		All:       boolValue(r, "all"),
 		Digests:   boolValue(r, "digests"),
 		Manifests: versionAtLeast(version, "1.47") && boolValue(r, "manifests"),
+		Identity:  versionAtLeast(version, "1.54") && boolValue(r, "identity"),
 		Filters:   f,
+	}
+	if opts.Identity && !opts.Manifests {
+		return invalidArg("conflicting options: identity requires manifests=1")
 	}
 	images, err := s.backend.Images(r.Context(), opts)
 	if err != nil {

@@ -27,8 +27,8 @@ var configOrder = []string{
 	"MacAddress", "OnBuild", "Labels", "StopSignal", "StopTimeout", "Shell",
 }
 
-// configDefaults are the Config keys dockerd always prints even when empty
-// (moby's legacyConfigFields "current").
+// configDefaults are the Config keys dockerd printed even when empty below
+// API 1.52 (moby's legacyConfigFields "v1.50-v1.51"; "v1.49" adds them too).
 var configDefaults = map[string]json.RawMessage{
 	"Cmd": json.RawMessage("null"), "Entrypoint": json.RawMessage("null"),
 	"Env": json.RawMessage("null"), "Labels": json.RawMessage("null"),
@@ -62,7 +62,11 @@ func gateConfig(cfg json.RawMessage, version string) json.RawMessage {
 			}
 		}
 	}
-	fill(configDefaults)
+	// From 1.52 dockerd omits these keys when unset, as the OCI config
+	// does (moby's legacyConfigFields "v1.50-v1.51" end there).
+	if versionLess(version, "1.52") {
+		fill(configDefaults)
+	}
 	if versionLess(version, "1.50") {
 		fill(configDefaultsV149)
 	}
@@ -81,8 +85,12 @@ func gateConfig(cfg json.RawMessage, version string) json.RawMessage {
 //   - legacy container.Config keys below 1.50;
 //   - Parent / Comment / DockerVersion / Author always present below 1.52,
 //     omitted when empty from 1.52;
-//   - Identity at every version (moby: from 1.53; wharf serves it until its
-//     own API reaches 1.53, issue 21), and wharf's Trust beside it.
+//   - the empty Config keys of configDefaults below 1.52, omitted from 1.52;
+//   - Identity at every version, and wharf's Trust beside it: moby adds
+//     Identity at 1.53; wharf, whose API is 1.55 now, keeps serving it
+//     below too (issue 21), so that the docker CLI 28, which negotiates
+//     1.50, reads a verified signature with `docker inspect -f
+//     '{{.Identity}}'`. An extra field is one an older client ignores.
 //
 // From API 1.50 the typed gate (gateInspectTyped) answers; gateInspectMap
 // states the rules for every version and is the reference the typed gate is

@@ -9,11 +9,10 @@ import (
 )
 
 // moby adds Identity at API 1.53; wharf serves it, and its Trust beside
-// it, at every version until its own API reaches 1.53 (issue 21), so that
-// today's clients (which negotiate 1.41–1.50) can read a verified
-// signature. Before, the gate dropped Identity below 1.53.
+// it, at every version (issue 21), so that clients that negotiate
+// 1.41–1.50 (the docker CLI 28) read a verified signature too.
 func TestIdentityAndTrustAtEveryVersion(t *testing.T) {
-	for _, v := range []string{"1.24", "1.41", "1.44", "1.50"} {
+	for _, v := range []string{"1.24", "1.41", "1.44", "1.50", "1.52", "1.53", "1.55"} {
 		t.Run(v, func(t *testing.T) {
 			insp := sampleInspect()
 			insp.Trust = &types.Trust{Decision: "accepted", Scope: "docker.io", Signatures: []types.TrustSignature{{
@@ -25,8 +24,9 @@ func TestIdentityAndTrustAtEveryVersion(t *testing.T) {
 				t.Fatalf("status %d: %s", rec.Code, rec.Body)
 			}
 			m := decodeObject(t, rec.Body.Bytes())
-			if got := string(m["Identity"]); got != `{"Signature":[{"Name":"cosign bundle","SignatureType":"bundle-v0.3"}]}` {
-				t.Errorf("Identity = %s", got)
+			want := `{"Signature":[{"Name":"cosign bundle","SignatureType":"bundle-v0.3"}]}`
+			if got := string(m["Identity"]); got != want {
+				t.Errorf("Identity = %s, want %s", got, want)
 			}
 			if _, ok := m["Trust"]; !ok {
 				t.Errorf("no Trust in %s", rec.Body)

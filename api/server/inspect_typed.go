@@ -66,25 +66,41 @@ type gatedInspect struct {
 	BaseSource             string            `json:",omitempty"`
 	Referrers              *types.Referrers  `json:",omitempty"`
 	RateLimit              *types.RateLimit  `json:",omitempty"`
+
+	// cfg holds the Config values gatedConfig points at, in g itself: g
+	// escapes to the heap once (json.Marshal(&g)), so the pointers cost no
+	// allocation.
+	cfg configValues
 }
 
-// gatedConfig is the image Config in configOrder with the keys dockerd
-// always prints (configDefaults) present: a nil or empty list or map is
-// null, an empty string "".
+// gatedConfig is the image Config in configOrder. The keys dockerd printed
+// even when empty below API 1.52 (configDefaults: a nil or empty list or
+// map as null, an empty string as "") are pointers: set, they print; nil,
+// they are left out, as from 1.52 an unset one is.
 type gatedConfig struct {
-	User         string
-	ExposedPorts map[string]struct{} `json:",omitempty"`
-	Env          []string
-	Cmd          []string
+	User         *string                       `json:",omitempty"`
+	ExposedPorts map[string]struct{}           `json:",omitempty"`
+	Env          *[]string                     `json:",omitempty"`
+	Cmd          *[]string                     `json:",omitempty"`
 	Healthcheck  *dockerspec.HealthcheckConfig `json:",omitempty"`
 	ArgsEscaped  bool                          `json:",omitempty"`
-	Volumes      map[string]struct{}
-	WorkingDir   string
-	Entrypoint   []string
-	OnBuild      []string
-	Labels       map[string]string
-	StopSignal   string   `json:",omitempty"`
-	Shell        []string `json:",omitempty"`
+	Volumes      *map[string]struct{}          `json:",omitempty"`
+	WorkingDir   *string                       `json:",omitempty"`
+	Entrypoint   *[]string                     `json:",omitempty"`
+	OnBuild      *[]string                     `json:",omitempty"`
+	Labels       *map[string]string            `json:",omitempty"`
+	StopSignal   string                        `json:",omitempty"`
+	Shell        []string                      `json:",omitempty"`
+}
+
+// configValues are the values of gatedConfig's pointer keys, empty lists
+// and maps made nil (the source's omitempty followed by the gate's
+// default prints them null).
+type configValues struct {
+	User, WorkingDir              string
+	Env, Cmd, Entrypoint, OnBuild []string
+	Volumes                       map[string]struct{}
+	Labels                        map[string]string
 }
 
 // gateInspectTyped is gateInspect for API ≥ typedGateMinVersion; v is a
@@ -108,7 +124,6 @@ func gateInspectTyped(v any, legacy types.LegacyImageFields, version string) ([]
 		RepoTags:     nonNilStrings(r.RepoTags),
 		RepoDigests:  nonNilStrings(r.RepoDigests),
 		Created:      r.Created,
-		Config:       gateConfigTyped(r.Config),
 		Architecture: r.Architecture,
 		Variant:      r.Variant,
 		Os:           r.Os,
@@ -118,16 +133,17 @@ func gateInspectTyped(v any, legacy types.LegacyImageFields, version string) ([]
 		Descriptor:   r.Descriptor,
 		Manifests:    r.Manifests,
 	}
-	if versionLess(version, "1.52") {
+	below152 := versionLess(version, "1.52") // once: each comparison splits both strings
+	gateConfigTyped(&g.Config, &g.cfg, r.Config, below152)
+	if below152 {
 		g.Parent, g.DockerVersion = &legacy.Parent, &legacy.DockerVersion
 		g.Comment, g.Author = &r.Comment, &r.Author
 	} else {
 		g.Parent, g.DockerVersion = nonEmpty(&legacy.Parent), nonEmpty(&legacy.DockerVersion)
 		g.Comment, g.Author = nonEmpty(&r.Comment), nonEmpty(&r.Author)
 	}
-	// moby adds Identity at 1.53; wharf serves it at every version until
-	// its own API reaches 1.53, so that a client of today can read a
-	// verified signature (issue 21).
+	// moby adds Identity at 1.53; wharf serves it, and Trust, at every
+	// version (gateInspect says why).
 	g.Identity, g.Trust = r.Identity, ii.Trust
 	if remote != nil {
 		// A registry knows nothing of the local-only fields (gateInspect).
@@ -145,24 +161,37 @@ func gateInspectTyped(v any, legacy types.LegacyImageFields, version string) ([]
 	return json.Marshal(&g)
 }
 
-func gateConfigTyped(c *dockerspec.DockerOCIImageConfig) gatedConfig {
-	if c == nil {
-		return gatedConfig{}
+// gateConfigTyped fills g from c, its pointer keys pointing into v: every
+// one when all (below 1.52), only those with a value from 1.52.
+func gateConfigTyped(g *gatedConfig, v *configValues, c *dockerspec.DockerOCIImageConfig, all bool) {
+	if c != nil {
+		*v = configValues{
+			User: c.User, WorkingDir: c.WorkingDir,
+			Env: nilIfEmpty(c.Env), Cmd: nilIfEmpty(c.Cmd), Entrypoint: nilIfEmpty(c.Entrypoint), OnBuild: nilIfEmpty(c.OnBuild),
+			Volumes: nilIfEmptyMap(c.Volumes), Labels: nilIfEmptyMap(c.Labels),
+		}
+		g.ExposedPorts, g.Healthcheck, g.ArgsEscaped = c.ExposedPorts, c.Healthcheck, c.ArgsEscaped
+		g.StopSignal, g.Shell = c.StopSignal, c.Shell
 	}
-	return gatedConfig{
-		User:         c.User,
-		ExposedPorts: c.ExposedPorts,
-		Env:          nilIfEmpty(c.Env),
-		Cmd:          nilIfEmpty(c.Cmd),
-		Healthcheck:  c.Healthcheck,
-		ArgsEscaped:  c.ArgsEscaped,
-		Volumes:      nilIfEmptyMap(c.Volumes),
-		WorkingDir:   c.WorkingDir,
-		Entrypoint:   nilIfEmpty(c.Entrypoint),
-		OnBuild:      nilIfEmpty(c.OnBuild),
-		Labels:       nilIfEmptyMap(c.Labels),
-		StopSignal:   c.StopSignal,
-		Shell:        c.Shell,
+	if all || v.User != "" {
+		g.User = &v.User
+	}
+	if all || v.WorkingDir != "" {
+		g.WorkingDir = &v.WorkingDir
+	}
+	for _, f := range []struct {
+		dst **[]string
+		src *[]string
+	}{{&g.Env, &v.Env}, {&g.Cmd, &v.Cmd}, {&g.Entrypoint, &v.Entrypoint}, {&g.OnBuild, &v.OnBuild}} {
+		if all || *f.src != nil {
+			*f.dst = f.src
+		}
+	}
+	if all || v.Volumes != nil {
+		g.Volumes = &v.Volumes
+	}
+	if all || v.Labels != nil {
+		g.Labels = &v.Labels
 	}
 }
 

@@ -52,11 +52,11 @@ func TestDockerGoSDK(t *testing.T) {
 	ctx := context.Background()
 
 	ping, err := c.Ping(ctx, client.PingOptions{})
-	if err != nil || ping.APIVersion != "1.50" || ping.OSType != "linux" {
+	if err != nil || ping.APIVersion != "1.55" || ping.OSType != "linux" {
 		t.Fatalf("ping %+v %v", ping, err)
 	}
 	list, err := c.ImageList(ctx, client.ImageListOptions{})
-	if err != nil || len(list.Items) != 1 || list.Items[0].RepoTags[0] != "busybox:latest" || list.Items[0].Containers != -1 {
+	if err != nil || len(list.Items) != 1 || list.Items[0].RepoTags[0] != "busybox:latest" || list.Items[0].Containers != 0 {
 		t.Fatalf("list %+v %v", list, err)
 	}
 	ins, err := c.ImageInspect(ctx, "busybox")

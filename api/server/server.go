@@ -102,6 +102,7 @@ func (s *Server) routes() []route {
 		{http.MethodPost, checkRemotePath, s.postImagesCheckRemote},
 		{http.MethodGet, "/images/{name:.*}/json", s.getImageByName},
 		{http.MethodGet, "/images/{name:.*}/history", s.getImageHistory},
+		{http.MethodGet, "/images/{name:.*}/attestations", s.getImageAttestations}, // API 1.55 (attestations_routes.go)
 		{http.MethodGet, "/images/{name:.*}/get", s.getImagesGet},
 		{http.MethodPost, "/images/{name:.*}/tag", s.postImageTag},
 		{http.MethodPost, "/images/{name:.*}/push", s.postImagePush},

@@ -49,8 +49,10 @@ func TestVersionMiddleware(t *testing.T) {
 		{"/v1.50/version", 200, "", "application/json"},
 		{"/v1.24/version", 200, "", "application/json"},
 		{"/v1.41/version", 200, "", "application/json"},
-		{"/v1.51/version", 400, "client version 1.51 is too new. Maximum supported API version is 1.50", "application/json"},
-		{"/v1.100/version", 400, "client version 1.100 is too new. Maximum supported API version is 1.50", "application/json"},
+		{"/v1.51/version", 200, "", "application/json"},
+		{"/v1.55/version", 200, "", "application/json"},
+		{"/v1.56/version", 400, "client version 1.56 is too new. Maximum supported API version is 1.55", "application/json"},
+		{"/v1.100/version", 400, "client version 1.100 is too new. Maximum supported API version is 1.55", "application/json"},
 		// Old clients that pin a version (skopeo 1.9: 1.22) are served, down
 		// to dockerd 20.10's floor.
 		{"/v1.23/version", 200, "", "application/json"},
@@ -71,7 +73,7 @@ func TestVersionMiddleware(t *testing.T) {
 			if got := rec.Header().Get("Content-Type"); got != tc.contentType {
 				t.Errorf("Content-Type %q, want %q", got, tc.contentType)
 			}
-			if rec.Header().Get("Api-Version") != "1.50" || rec.Header().Get("Ostype") != "linux" {
+			if rec.Header().Get("Api-Version") != "1.55" || rec.Header().Get("Ostype") != "linux" {
 				t.Errorf("version headers missing: %v", rec.Header())
 			}
 			if got := rec.Header().Get("Server"); got != "Wharf/1.0-test (linux)" {
@@ -147,7 +149,7 @@ func TestPing(t *testing.T) {
 			t.Fatalf("%s /_ping: %d", m, rec.Code)
 		}
 		for k, v := range map[string]string{
-			"Api-Version":         "1.50",
+			"Api-Version":         "1.55",
 			"Cache-Control":       "no-cache, no-store, must-revalidate",
 			"Pragma":              "no-cache",
 			"Docker-Experimental": "false",

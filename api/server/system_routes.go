@@ -91,6 +91,12 @@ func (s *Server) getDiskUsage(w http.ResponseWriter, r *http.Request, _ map[stri
 		return err
 	}
 	version := apiVersionFrom(r.Context())
+	if !versionLess(version, "1.52") {
+		if err := parseForm(r); err != nil {
+			return err
+		}
+		return writeDiskUsage152(w, r, du)
+	}
 	if !versionLess(version, "1.48") {
 		writeJSON(w, http.StatusOK, du)
 		return nil

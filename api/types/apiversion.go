@@ -20,7 +20,7 @@ import (
 // operator lower that; wharfd, an image daemon whose old clients are
 // image tools, accepts them by default (docs/compatibility.md).
 const (
-	DefaultAPIVersion      = "1.50"
+	DefaultAPIVersion      = "1.55"
 	DefaultMinAPIVersion   = "1.12"
 	MinSupportedAPIVersion = "1.12"
 )

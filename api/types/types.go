@@ -144,7 +144,10 @@ type ImageListOptions struct {
 	All       bool
 	Digests   bool
 	Manifests bool
-	Filters   Filters
+	// Identity (API 1.54, with Manifests) fills each image manifest's
+	// ImageData.Identity.
+	Identity bool
+	Filters  Filters
 }
 
 // ImportOptions are the query options of POST /images/create?fromSrc=-.

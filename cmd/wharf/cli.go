@@ -186,6 +186,7 @@ func newRootCommand(c *cli) *cobra.Command {
 		newImagesCommand(c),
 		newInspectCommand(c),
 		newHistoryCommand(c),
+		newAttestationsCommand(c),
 		newTagCommand(c),
 		newTagsCommand(c),
 		newRmiCommand(c),

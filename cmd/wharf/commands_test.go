@@ -14,7 +14,7 @@ func echoDaemon(t *testing.T) *fakeDaemon {
 	return newFakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.Path
 		switch {
-		case p == "/v1.50/images/json":
+		case p == "/v1.55/images/json":
 			writeJSON(w, 200, `[{"Id":"sha256:a3e3b447a0a2bdac3511bc6921b1540d9a4971a37cdc3bbb80f5ce471fa8b2a2","RepoTags":["x:1"],"RepoDigests":[],"Created":1,"Size":1,"SharedSize":-1,"Containers":-1}]`)
 		case strings.HasSuffix(p, "/tag"):
 			if strings.Contains(p, "nosuch") {
@@ -28,17 +28,17 @@ func echoDaemon(t *testing.T) *fakeDaemon {
 				return
 			}
 			writeJSON(w, 200, `[{"Untagged":"x:1"},{"Deleted":"sha256:a3e3"}]`)
-		case p == "/v1.50/images/get":
+		case p == "/v1.55/images/get":
 			w.Header().Set("Content-Type", "application/x-tar")
 			_, _ = io.WriteString(w, "TARBYTES")
-		case p == "/v1.50/images/load":
+		case p == "/v1.55/images/load":
 			writeJSON(w, 200, `{"stream":"Loaded image: x:1\n"}`+"\r\n")
-		case p == "/v1.50/images/create":
+		case p == "/v1.55/images/create":
 			writeJSON(w, 200, `{"status":"sha256:a3e3b447a0a2bdac3511bc6921b1540d9a4971a37cdc3bbb80f5ce471fa8b2a2"}`+"\r\n")
-		case p == "/v1.50/events":
+		case p == "/v1.55/events":
 			writeJSON(w, 200, `{"status":"tag","id":"sha256:1","Type":"image","Action":"tag","Actor":{"ID":"sha256:1","Attributes":{"name":"x:1","b":"2"}},"scope":"local","time":1796283967,"timeNano":1796283967000000001}`+"\n")
-		case p == "/v1.50/version":
-			writeJSON(w, 200, `{"Version":"0.1.0","ApiVersion":"1.50","MinAPIVersion":"1.40","Os":"linux","Arch":"amd64","GoVersion":"go1.26"}`)
+		case p == "/v1.55/version":
+			writeJSON(w, 200, `{"Version":"0.1.0","ApiVersion":"1.55","MinAPIVersion":"1.40","Os":"linux","Arch":"amd64","GoVersion":"go1.26"}`)
 		default:
 			writeJSON(w, 404, `{"message":"page not found"}`)
 		}
@@ -69,7 +69,7 @@ func TestTagAndRmi(t *testing.T) {
 		t.Fatalf("tag: %d %s", res.code, res.stderr)
 	}
 	r := d.requests()[0]
-	if r.URL.EscapedPath() != "/v1.50/images/x:1/tag" || r.URL.RawQuery != "repo=127.0.0.1%3A5000%2Fy&tag=latest" {
+	if r.URL.EscapedPath() != "/v1.55/images/x:1/tag" || r.URL.RawQuery != "repo=127.0.0.1%3A5000%2Fy&tag=latest" {
 		t.Errorf("tag request %s?%s", r.URL.EscapedPath(), r.URL.RawQuery)
 	}
 	res := runCLI(t, testEnv(t), "", "-H", d.host(), "tag", "nosuch", "y:1")
@@ -143,7 +143,7 @@ func TestEventsPrintsLikeDocker(t *testing.T) {
 func TestVersionFormat(t *testing.T) {
 	d := echoDaemon(t)
 	res := runCLI(t, testEnv(t), "", "-H", d.host(), "version", "--format", "{{.Server.Version}} {{.Server.ApiVersion}} {{.Client.ApiVersion}}")
-	if res.code != 0 || res.stdout != "0.1.0 1.50 1.50\n" {
+	if res.code != 0 || res.stdout != "0.1.0 1.55 1.55\n" {
 		t.Errorf("exit %d stdout %q stderr %q", res.code, res.stdout, res.stderr)
 	}
 }

@@ -16,10 +16,10 @@ import (
 func checkDaemon(t *testing.T, lines ...string) *fakeDaemon {
 	return newFakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
-		case "/v1.50/images/json":
+		case "/v1.55/images/json":
 			writeJSON(w, 200, `[{"Id":"sha256:a3e3b447a0a2bdac3511bc6921b1540d9a4971a37cdc3bbb80f5ce471fa8b2a2","RepoTags":["localhost:5000/app:1","localhost:5000/app:2"],"RepoDigests":[],"Created":1,"Size":1,"SharedSize":-1,"Containers":-1},
 				{"Id":"sha256:b3e3b447a0a2bdac3511bc6921b1540d9a4971a37cdc3bbb80f5ce471fa8b2a2","RepoTags":["other.example:5000/base:1"],"RepoDigests":[],"Created":1,"Size":1,"SharedSize":-1,"Containers":-1}]`)
-		case "/v1.50/wharf/images/check-remote":
+		case "/v1.55/wharf/images/check-remote":
 			w.Header().Set("Content-Type", "application/x-ndjson")
 			_, _ = io.WriteString(w, strings.Join(lines, "\n")+"\n")
 		default:

@@ -23,11 +23,11 @@ func imagesDaemon(t *testing.T, found map[string]string) *fakeDaemon {
 	return newFakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.Path
 		switch {
-		case strings.HasPrefix(p, "/v1.50/containers/") && strings.HasSuffix(p, "/json"):
-			name := strings.TrimSuffix(strings.TrimPrefix(p, "/v1.50/containers/"), "/json")
+		case strings.HasPrefix(p, "/v1.55/containers/") && strings.HasSuffix(p, "/json"):
+			name := strings.TrimSuffix(strings.TrimPrefix(p, "/v1.55/containers/"), "/json")
 			writeJSON(w, 404, `{"message":"No such container: `+name+`"}`)
-		case strings.HasPrefix(p, "/v1.50/images/") && strings.HasSuffix(p, "/json"):
-			name := strings.TrimSuffix(strings.TrimPrefix(p, "/v1.50/images/"), "/json")
+		case strings.HasPrefix(p, "/v1.55/images/") && strings.HasSuffix(p, "/json"):
+			name := strings.TrimSuffix(strings.TrimPrefix(p, "/v1.55/images/"), "/json")
 			if r.URL.Query().Get("raw") == "1" {
 				if body, ok := found[name+"#raw"]; ok {
 					w.Header().Set("Content-Type", "application/vnd.oci.image.manifest.v1+json")
@@ -62,7 +62,7 @@ func TestInspectSeveralNamesPrintsFoundThenErrorsAndExits1(t *testing.T) {
 	if res.stderr != "Error: No such image or container: missing\n" {
 		t.Errorf("stderr %q", res.stderr)
 	}
-	want := []string{"GET /v1.50/containers/tiny/json", "GET /v1.50/images/tiny/json", "GET /v1.50/containers/missing/json", "GET /v1.50/images/missing/json"}
+	want := []string{"GET /v1.55/containers/tiny/json", "GET /v1.55/images/tiny/json", "GET /v1.55/containers/missing/json", "GET /v1.55/images/missing/json"}
 	if got := d.paths(); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("requests\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}

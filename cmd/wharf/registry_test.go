@@ -16,9 +16,9 @@ import (
 func registryDaemon(t *testing.T) *fakeDaemon {
 	return newFakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {
 		switch {
-		case r.URL.Path == "/v1.50/auth":
+		case r.URL.Path == "/v1.55/auth":
 			writeJSON(w, 200, `{"IdentityToken":"","Status":"Login Succeeded"}`)
-		case r.URL.Path == "/v1.50/images/create":
+		case r.URL.Path == "/v1.55/images/create":
 			w.Header().Set("Content-Type", "application/json")
 			if r.URL.Query().Get("tag") == "broken" {
 				_, _ = w.Write([]byte(`{"status":"Pulling from x","id":"broken"}` + "\r\n" + `{"errorDetail":{"message":"manifest unknown"},"error":"manifest unknown"}` + "\r\n"))
@@ -206,7 +206,7 @@ func TestPushSendsEmptyAuthAndFamiliarName(t *testing.T) {
 		t.Fatalf("exit %d %s", res.code, res.stderr)
 	}
 	r := d.requests()[0]
-	if r.URL.EscapedPath() != "/v1.50/images/127.0.0.1:5000/tiny/push" || r.URL.RawQuery != "tag=1.0" {
+	if r.URL.EscapedPath() != "/v1.55/images/127.0.0.1:5000/tiny/push" || r.URL.RawQuery != "tag=1.0" {
 		t.Errorf("request %s?%s", r.URL.EscapedPath(), r.URL.RawQuery)
 	}
 	if a := decodeAuth(t, r); a != (registry.AuthConfig{}) {

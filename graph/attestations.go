@@ -1,0 +1,343 @@
+package graph
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/containerd/errdefs"
+	"github.com/distribution/reference"
+	"github.com/moby/moby/api/types/image"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/graph/store"
+	"github.com/wharfproject/wharf/imagespec"
+	"github.com/wharfproject/wharf/registry"
+)
+
+// GET /images/{name}/attestations (API 1.55): the in-toto statements
+// BuildKit attaches to a platform manifest. buildx puts them in the image's
+// index as an "attestation manifest" (platform unknown/unknown, annotations
+// vnd.docker.reference.type=attestation-manifest and
+// vnd.docker.reference.digest=<the platform manifest>), whose layers are
+// the statements (application/vnd.in-toto+json), each annotated with its
+// in-toto.io/predicate-type. dockerd reads them the same way
+// (daemon/containerd/image_attestations.go): only an index can carry them,
+// layers without the predicate-type annotation are skipped, and statement
+// bodies are read only when asked for.
+//
+// Everything read here comes from a registry, directly (remote=1) or
+// through a pull or load: each document is capped before it is read and
+// checked against its digest and size before it is used.
+
+// PredicateTypeAnnotation is the layer annotation BuildKit records the
+// in-toto predicate type under.
+const PredicateTypeAnnotation = "in-toto.io/predicate-type"
+
+// Bounds of one answer. An SPDX SBOM of a large image is a few MiB (the
+// biggest buildx writes for a distro base are ~5 MiB); 32 MiB per statement
+// leaves room for that six times over, and 64 MiB for all the bodies of
+// one answer keeps the daemon's memory for a request bounded. An index
+// carries one attestation manifest per platform manifest; 16 per platform
+// and 1,000 statements per manifest are far beyond what BuildKit writes (it
+// writes 1–3 statements) and keep a hostile index from making the daemon
+// fetch without end.
+const (
+	maxStatementSize            = 32 << 20
+	maxStatementBytes           = 64 << 20
+	maxAttestationManifests     = 16
+	maxStatementsPerAttestation = 1000
+)
+
+// ErrAttestationTooLarge is the class of a statement (or all of them)
+// over the bounds above: a registry's document wharfd will not hold, so
+// also registry.ErrUpstream (502).
+var ErrAttestationTooLarge = fmt.Errorf("attestation too large%.0w", registry.ErrUpstream)
+
+// blobSource reads one document of an image: its bytes, verified against
+// desc and at most max long.
+type blobSource interface {
+	read(ctx context.Context, desc ocispec.Descriptor, max int64) ([]byte, error)
+}
+
+// ImageAttestations answers GET /images/{name}/attestations: for a local
+// image from the store, with remote=1 from the registry.
+func (s *Store) ImageAttestations(ctx context.Context, name string, opts types.AttestationOptions) ([]image.AttestationStatement, error) {
+	if opts.Remote {
+		return s.remoteAttestations(ctx, name, opts)
+	}
+	return s.localAttestations(ctx, name, opts)
+}
+
+// localAttestations reads the attestations of a local image. Its index is
+// stored (a pull keeps the top level); the attestation manifest and the
+// statements are read from the store when it holds them, and otherwise
+// from the repository the image was pulled from, by digest — wharfd's
+// pull keeps only the platform manifest it pulled (docs/compatibility.md).
+func (s *Store) localAttestations(ctx context.Context, name string, opts types.AttestationOptions) ([]image.AttestationStatement, error) {
+	rec, err := s.Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	if !imagespec.IsIndex(rec.Target.MediaType) {
+		return nil, nil // a lone manifest has nowhere to keep attestations
+	}
+	idx, err := s.st.ReadIndex(rec.Target.Digest)
+	if err != nil {
+		return nil, fmt.Errorf("image %s: index %s: %w", name, rec.Target.Digest, err)
+	}
+	subject := rec.Manifest
+	if opts.Platform != nil {
+		if subject, err = imagespec.SelectManifest(idx, *opts.Platform); err != nil {
+			return nil, fmt.Errorf("image with reference %s was found but does not provide the specified platform (%s)%.0w",
+				name, imagespec.FormatPlatform(*opts.Platform), errdefs.ErrNotFound)
+		}
+	}
+	src := &localSource{s: s, rec: rec, opts: opts}
+	return attestationsOf(ctx, src, idx, subject.Digest, opts)
+}
+
+// remoteAttestations reads them from the registry: the top level the name
+// resolves to now, the attestation manifest and (statement=1) the
+// statements, nothing stored.
+func (s *Store) remoteAttestations(ctx context.Context, name string, opts types.AttestationOptions) ([]image.AttestationStatement, error) {
+	if s.opts.Registry == nil {
+		return nil, fmt.Errorf("no registry access configured%.0w", errdefs.ErrNotImplemented)
+	}
+	res, err := s.opts.Registry.FindImage(ctx, name, registry.Credentials{Auth: opts.Auth, MetaHeaders: opts.MetaHeaders})
+	if err != nil {
+		if errdefs.IsNotFound(err) && !errors.Is(err, registry.ErrNoMatchingPlatform) {
+			return nil, fmt.Errorf("No such image: %s%.0w", name, errdefs.ErrNotFound)
+		}
+		return nil, err
+	}
+	if res.Index == nil {
+		return nil, nil
+	}
+	want := s.opts.Platform
+	if opts.Platform != nil {
+		want = *opts.Platform
+	}
+	subject, err := imagespec.SelectManifest(res.Index, want)
+	if err != nil {
+		return nil, err
+	}
+	return attestationsOf(ctx, &remoteSource{repo: res.Repository()}, res.Index, subject.Digest, opts)
+}
+
+// attestationsOf lists the statements of the attestation manifests idx
+// attaches to subject: nil when there are none.
+func attestationsOf(ctx context.Context, src blobSource, idx *ocispec.Index, subject digest.Digest, opts types.AttestationOptions) ([]image.AttestationStatement, error) {
+	var (
+		out   []image.AttestationStatement
+		n     int
+		total int64
+	)
+	var atts []ocispec.Descriptor
+	for _, d := range idx.Manifests {
+		if !imagespec.IsAttestation(d) || digest.Digest(d.Annotations[imagespec.AnnotationReferenceDigest]) != subject {
+			continue
+		}
+		if !imagespec.IsManifest(d.MediaType) {
+			continue // not an image manifest: nothing BuildKit writes
+		}
+		if n++; n > maxAttestationManifests {
+			return nil, fmt.Errorf("%s has more than %d attestation manifests%.0w", subject, maxAttestationManifests, ErrAttestationTooLarge)
+		}
+		atts = append(atts, d)
+	}
+	for _, d := range atts {
+		b, err := src.read(ctx, d, store.MaxManifestSize)
+		if err != nil {
+			return nil, fmt.Errorf("attestation manifest %s: %w", d.Digest, err)
+		}
+		layers, err := ParseAttestationManifest(b)
+		if err != nil {
+			return nil, fmt.Errorf("attestation manifest %s: %w", d.Digest, err)
+		}
+		for _, l := range layers {
+			pt := l.Annotations[PredicateTypeAnnotation]
+			if pt == "" || len(opts.PredicateTypes) > 0 && !slices.Contains(opts.PredicateTypes, pt) {
+				continue
+			}
+			out = append(out, image.AttestationStatement{Descriptor: l, PredicateType: pt})
+		}
+	}
+	if !opts.Statement {
+		return out, nil
+	}
+	// Every bound is checked on the descriptors before the first body is
+	// fetched: an answer over them costs no transfer.
+	for _, st := range out {
+		l := st.Descriptor
+		if l.Size > maxStatementSize {
+			return nil, fmt.Errorf("attestation statement %s is %d bytes, more than the %d wharfd reads%.0w", l.Digest, l.Size, maxStatementSize, ErrAttestationTooLarge)
+		}
+		if total += l.Size; total > maxStatementBytes {
+			return nil, fmt.Errorf("the attestation statements of %s are more than the %d bytes wharfd reads for one answer%.0w", subject, maxStatementBytes, ErrAttestationTooLarge)
+		}
+	}
+	for i := range out {
+		l := out[i].Descriptor
+		body, err := src.read(ctx, l, maxStatementSize)
+		if err != nil {
+			return nil, fmt.Errorf("attestation statement %s: %w", l.Digest, err)
+		}
+		raw, err := statementJSON(body)
+		if err != nil {
+			return nil, fmt.Errorf("attestation statement %s: %w", l.Digest, err)
+		}
+		out[i].Statement = &raw
+	}
+	return out, nil
+}
+
+// ParseAttestationManifest reads an attestation manifest (outside input)
+// and returns its layers: each with a valid digest and a size that is not
+// negative, at most maxStatementsPerAttestation.
+func ParseAttestationManifest(b []byte) ([]ocispec.Descriptor, error) {
+	var m ocispec.Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("not a manifest: %v%.0w", err, registry.ErrUpstream)
+	}
+	if m.MediaType != "" && !imagespec.IsManifest(m.MediaType) {
+		return nil, fmt.Errorf("media type %q is not an image manifest%.0w", m.MediaType, registry.ErrUpstream)
+	}
+	if len(m.Layers) > maxStatementsPerAttestation {
+		return nil, fmt.Errorf("%d layers, more than %d%.0w", len(m.Layers), maxStatementsPerAttestation, ErrAttestationTooLarge)
+	}
+	for _, l := range m.Layers {
+		if err := store.ValidateDigest(l.Digest); err != nil {
+			return nil, fmt.Errorf("layer: %v%.0w", err, registry.ErrUpstream)
+		}
+		if l.Size < 0 {
+			return nil, fmt.Errorf("layer %s: size %d%.0w", l.Digest, l.Size, registry.ErrUpstream)
+		}
+	}
+	return m.Layers, nil
+}
+
+// statementJSON is body as the Statement field: an in-toto statement is a
+// JSON object, and it goes into the answer verbatim, so anything else
+// would break the answer.
+func statementJSON(body []byte) (json.RawMessage, error) {
+	t := bytes.TrimSpace(body)
+	if len(t) == 0 || t[0] != '{' || !json.Valid(t) {
+		return nil, fmt.Errorf("not a JSON object%.0w", registry.ErrUpstream)
+	}
+	return json.RawMessage(t), nil
+}
+
+// verifyBlob checks b against desc: its size and its digest.
+func verifyBlob(desc ocispec.Descriptor, b []byte) error {
+	if int64(len(b)) != desc.Size {
+		return fmt.Errorf("%s: %d bytes, the descriptor says %d%.0w", desc.Digest, len(b), desc.Size, registry.ErrUpstream)
+	}
+	if got := desc.Digest.Algorithm().FromBytes(b); got != desc.Digest {
+		return fmt.Errorf("digest mismatch: %s has digest %s%.0w", desc.Digest, got, registry.ErrUpstream)
+	}
+	return nil
+}
+
+// localSource reads from the store, and what the store lacks from the
+// repository the image came from (its repo digest at its top level).
+type localSource struct {
+	s    *Store
+	rec  *ImageRecord
+	opts types.AttestationOptions
+
+	remote    blobSource // resolved on first need
+	remoteErr error
+}
+
+func (l *localSource) read(ctx context.Context, desc ocispec.Descriptor, max int64) ([]byte, error) {
+	if err := store.ValidateDigest(desc.Digest); err != nil {
+		return nil, fmt.Errorf("%v%.0w", err, registry.ErrUpstream)
+	}
+	if desc.Size > max {
+		return nil, fmt.Errorf("%s is %d bytes, more than %d%.0w", desc.Digest, desc.Size, max, ErrAttestationTooLarge)
+	}
+	if l.s.st.HasBlob(desc.Digest) {
+		b, err := l.s.st.ReadBlob(desc.Digest, max)
+		if err != nil {
+			return nil, err
+		}
+		return b, verifyBlob(desc, b)
+	}
+	if l.remote == nil && l.remoteErr == nil {
+		l.remote, l.remoteErr = l.origin(ctx)
+	}
+	if l.remoteErr != nil {
+		return nil, fmt.Errorf("%s is not stored locally, and %w", desc.Digest, l.remoteErr)
+	}
+	return l.remote.read(ctx, desc, max)
+}
+
+// origin is the repository a pull or push recorded for the image's top
+// level (a repo digest naming it).
+func (l *localSource) origin(ctx context.Context) (blobSource, error) {
+	if l.s.opts.Registry == nil {
+		return nil, fmt.Errorf("wharfd has no registry access to read it from%.0w", errdefs.ErrNotFound)
+	}
+	var lastErr error
+	for _, rd := range l.rec.RepoDigests {
+		ref, err := reference.ParseNormalizedNamed(rd)
+		if err != nil {
+			continue
+		}
+		c, ok := ref.(reference.Canonical)
+		if !ok || c.Digest() != l.rec.Target.Digest {
+			continue
+		}
+		res, err := l.s.opts.Registry.FindImage(ctx, c.String(), registry.Credentials{Auth: l.opts.Auth, MetaHeaders: l.opts.MetaHeaders})
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		return &remoteSource{repo: res.Repository()}, nil
+	}
+	if lastErr != nil {
+		return nil, fmt.Errorf("its repository could not be read: %w", lastErr)
+	}
+	return nil, fmt.Errorf("the image names no repository to read it from%.0w", errdefs.ErrNotFound)
+}
+
+// remoteSource reads from a repository: manifests through the registry
+// client (capped at 4 MiB, verified, cached by digest), blobs streamed and
+// capped here.
+type remoteSource struct {
+	repo *registry.Repository
+}
+
+func (r *remoteSource) read(ctx context.Context, desc ocispec.Descriptor, max int64) ([]byte, error) {
+	if err := store.ValidateDigest(desc.Digest); err != nil {
+		return nil, fmt.Errorf("%v%.0w", err, registry.ErrUpstream)
+	}
+	if desc.Size > max {
+		return nil, fmt.Errorf("%s is %d bytes, more than %d%.0w", desc.Digest, desc.Size, max, ErrAttestationTooLarge)
+	}
+	if imagespec.IsKnownManifest(desc.MediaType) {
+		b, err := r.repo.FetchManifest(ctx, desc)
+		if err != nil {
+			return nil, err
+		}
+		return b, verifyBlob(desc, b)
+	}
+	rc, err := r.repo.FetchBlob(ctx, desc)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	// One byte more than the descriptor says shows a blob that is longer.
+	b, err := io.ReadAll(io.LimitReader(rc, desc.Size+1))
+	if err != nil {
+		return nil, err
+	}
+	return b, verifyBlob(desc, b)
+}
