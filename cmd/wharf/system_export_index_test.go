@@ -15,7 +15,7 @@ func TestSystemExportIndex(t *testing.T) {
 	if res.code != 0 || res.stdout != "/var/lib/wharf/index.json: 12 entries\n" {
 		t.Fatalf("%d %q %q", res.code, res.stdout, res.stderr)
 	}
-	if got := d.paths(); len(got) != 1 || got[0] != "POST /v" + client.DefaultVersion + "/wharf/system/export-index" {
+	if got := d.paths(); len(got) != 1 || got[0] != "POST /v"+client.DefaultVersion+"/wharf/system/export-index" {
 		t.Fatalf("requests %v", got)
 	}
 	res = runCLI(t, testEnv(t), "", "-H", d.host(), "system", "export-index", "--json")
