@@ -175,6 +175,14 @@ func (s *StoreUpgradeSuite) TestUpgradeFromPreviousFormat(c *check.C) {
 
 	for _, im := range images {
 		got := d.Inspect(c, im.ref)
+		// Fields this wharfd added since the old commit (Identity, issue 21
+		// and API 1.53) are additions, not changes: compare what the old
+		// answer had. A field the old answer had and this one lacks still fails.
+		for k := range got {
+			if _, ok := im.inspect[k]; !ok {
+				delete(got, k)
+			}
+		}
 		c.Assert(got, check.DeepEquals, im.inspect, check.Commentf("inspect %s after the migration", im.ref))
 		c.Assert(bytes.Equal(saveBytes(c, d, im.ref), im.save), check.Equals, true, check.Commentf("save %s after the migration", im.ref))
 	}
