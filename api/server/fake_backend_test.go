@@ -145,6 +145,10 @@ func (f *fakeBackend) CopyImage(_ context.Context, o types.CopyOptions, out type
 	}
 	return f.copyImage(o, out)
 }
+func (f *fakeBackend) SyncImages(context.Context, types.SyncOptions, func(types.SyncEvent) error) error {
+	return errdefs.ErrNotImplemented
+}
+
 func (f *fakeBackend) CheckRemote(_ context.Context, o types.RemoteCheckOptions, emit func(types.RemoteCheckResult) error) error {
 	if f.checkRemote == nil {
 		return errNI

@@ -1,0 +1,282 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"gopkg.in/check.v1"
+
+	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/internal/hostile"
+	"github.com/wharfproject/wharf/internal/testregistry"
+)
+
+// SyncSuite: `wharf sync` and POST /wharf/images/sync mirror repositories
+// between real registries — src with token auth, dst anonymous — each
+// image that differs through the copy, the others by one HEAD each side
+// (issue 25).
+type SyncSuite struct {
+	suiteFixture
+	src, dst *testregistry.Registry
+	d        *Daemon
+	// digests of src's namespace: repo → tag → digest
+	ns map[string]map[string]string
+}
+
+var _ = check.Suite(&SyncSuite{})
+
+// The namespace: 20 repositories × 5 tags.
+const (
+	syncNS    = "sync/ns"
+	syncRepos = 20
+)
+
+var syncTags = []string{"1.0.0", "1.1.0", "1.2.0", "2.0.0", "latest"}
+
+func syncRepo(i int) string { return fmt.Sprintf("%s/r%02d", syncNS, i) }
+
+func (s *SyncSuite) SetUpSuite(c *check.C) {
+	s.src = s.startRegistry(c, testregistry.Options{Auth: testregistry.AuthToken})
+	s.dst = s.startRegistry(c, testregistry.Options{})
+	s.d = s.startDaemon(c)
+	s.ns = map[string]map[string]string{}
+	for i := range syncRepos {
+		s.ns[syncRepo(i)] = map[string]string{}
+		for _, t := range syncTags {
+			img := pushImage(c, s.src, syncRepo(i), t, testregistry.ImageOptions{Layers: 1, LayerSize: 512})
+			s.ns[syncRepo(i)][t] = img.Manifest.Digest
+		}
+	}
+	s.d.WharfIn(c, []byte(s.src.Password+"\n"), "login", s.src.Host, "-u", s.src.Username, "--password-stdin")
+}
+
+// syncJSON runs `wharf sync --format json` and returns its events (the
+// summary last) and the result.
+func (s *SyncSuite) syncJSON(c *check.C, args ...string) ([]types.SyncEvent, Result) {
+	r := s.d.Wharf(c, append([]string{"sync", "--format", "json"}, args...)...)
+	var evs []types.SyncEvent
+	for _, l := range strings.Split(strings.TrimSpace(r.Stdout), "\n") {
+		if l == "" {
+			continue
+		}
+		var ev types.SyncEvent
+		c.Assert(json.Unmarshal([]byte(l), &ev), check.IsNil, check.Commentf("%s", r))
+		evs = append(evs, ev)
+	}
+	c.Assert(len(evs) > 0, check.Equals, true, check.Commentf("%s", r))
+	c.Assert(evs[len(evs)-1].Summary, check.NotNil, check.Commentf("%s", r))
+	return evs, r
+}
+
+func countStatus(evs []types.SyncEvent, status string) int {
+	n := 0
+	for _, ev := range evs {
+		if ev.Status == status {
+			n++
+		}
+	}
+	return n
+}
+
+// A namespace of 20 repositories × 5 tags, synced with a semver range and
+// then a regex: exactly the tags selected land at dst with the source's
+// digests. A re-run with nothing to do costs one HEAD per tag on each
+// side, the listings at src, and nothing else: no manifest or blob GET,
+// no upload.
+func (s *SyncSuite) TestSyncNamespaceSemverRegexAndNothingToDo(c *check.C) {
+	evs, r := s.syncJSON(c, "--semver", ">= 1.1, < 2", s.src.Host+"/"+syncNS, s.dst.Host+"/m1")
+	c.Assert(r.ExitCode, check.Equals, 0, check.Commentf("%s", r))
+	sum := evs[len(evs)-1].Summary
+	c.Assert(sum.Images, check.Equals, 2*syncRepos, check.Commentf("%s", r))
+	c.Assert(sum.Synced, check.Equals, 2*syncRepos, check.Commentf("%s", r))
+	for i := range syncRepos {
+		base := fmt.Sprintf("r%02d", i)
+		for _, t := range syncTags {
+			want := ""
+			if t == "1.1.0" || t == "1.2.0" {
+				want = s.ns[syncRepo(i)][t]
+			}
+			c.Assert(dstDigest(c, s.dst, "m1/"+base, t), check.Equals, want, check.Commentf("m1/%s:%s", base, t))
+		}
+	}
+
+	// Nothing to do: 2 HEADs per tag, no body.
+	s.src.ResetCounters()
+	s.dst.ResetCounters()
+	evs, r = s.syncJSON(c, "--semver", ">= 1.1, < 2", s.src.Host+"/"+syncNS, s.dst.Host+"/m1")
+	c.Assert(r.ExitCode, check.Equals, 0, check.Commentf("%s", r))
+	sum = evs[len(evs)-1].Summary
+	c.Assert(sum.Skipped, check.Equals, 2*syncRepos, check.Commentf("%s", r))
+	c.Assert(sum.Synced, check.Equals, 0)
+	c.Assert(s.dst.Counter.Count("HEAD manifests"), check.Equals, 2*syncRepos, check.Commentf("%s", s.dst.Counter.Summary()))
+	c.Assert(s.src.Counter.Count("HEAD manifests"), check.Equals, 2*syncRepos, check.Commentf("%s", s.src.Counter.Summary()))
+	for _, reg := range []*testregistry.Registry{s.src, s.dst} {
+		for _, class := range []string{"GET manifests", "GET blobs", "HEAD blobs", "POST uploads", "PATCH uploads", "PUT uploads", "PUT manifests"} {
+			c.Assert(reg.Counter.Count(class), check.Equals, 0, check.Commentf("%s: %s", class, reg.Counter.Summary()))
+		}
+	}
+	// The listings: the namespace's own tag list (404: no repository by
+	// that name), the catalog, one tag list per repository. At dst: the
+	// HEADs and nothing else.
+	c.Assert(s.src.Counter.Count("GET tags"), check.Equals, 1+syncRepos, check.Commentf("%s", s.src.Counter.Summary()))
+	c.Assert(s.src.Counter.Count("GET other"), check.Equals, 1, check.Commentf("%s", s.src.Counter.Summary()))
+	c.Assert(s.dst.Counter.Total(), check.Equals, 2*syncRepos, check.Commentf("%s", s.dst.Counter.Summary()))
+
+	// A regex over the same namespace: only latest.
+	evs, r = s.syncJSON(c, "--tag-regex", "^lat", s.src.Host+"/"+syncNS, s.dst.Host+"/m1")
+	c.Assert(r.ExitCode, check.Equals, 0, check.Commentf("%s", r))
+	c.Assert(evs[len(evs)-1].Summary.Synced, check.Equals, syncRepos, check.Commentf("%s", r))
+	c.Assert(dstDigest(c, s.dst, "m1/r07", "latest"), check.Equals, s.ns[syncRepo(7)]["latest"])
+	c.Assert(dstDigest(c, s.dst, "m1/r07", "2.0.0"), check.Equals, "")
+}
+
+// --dry-run prints the plan and moves nothing; --latest keeps the highest
+// versions; --scoped keeps the source host and path.
+func (s *SyncSuite) TestSyncDryRunLatestScoped(c *check.C) {
+	src := s.src.Host + "/" + syncRepo(3)
+	evs, r := s.syncJSON(c, "--dry-run", "--latest", "2", "--scoped", src, s.dst.Host+"/dry")
+	c.Assert(r.ExitCode, check.Equals, 0, check.Commentf("%s", r))
+	c.Assert(countStatus(evs, types.SyncPlanned), check.Equals, 2, check.Commentf("%s", r))
+	scopedHost := strings.ReplaceAll(s.src.Host, ":", "_")
+	want := s.dst.Host + "/dry/" + scopedHost + "/" + syncRepo(3)
+	got := map[string]bool{}
+	for _, ev := range evs {
+		if ev.Status == types.SyncPlanned {
+			got[ev.Destination] = true
+		}
+	}
+	c.Assert(got, check.DeepEquals, map[string]bool{want + ":1.2.0": true, want + ":2.0.0": true}, check.Commentf("%s", r))
+	c.Assert(dstDigest(c, s.dst, "dry/"+scopedHost+"/"+syncRepo(3), "2.0.0"), check.Equals, "")
+
+	// The text form says what would be copied.
+	r = s.d.WharfOK(c, "sync", "--dry-run", "--latest", "1", src, s.dst.Host+"/dry")
+	c.Assert(r.Stdout, check.Matches, `(?s).*planned +`+src+`:2\.0\.0 -> `+s.dst.Host+`/dry/r03:2\.0\.0.*Dry run: 1 images, 1 to copy.*`)
+}
+
+// A source that fails one image mid-run: with --keep-going the others are
+// synced, the failure is exactly that image (step copy, class from its
+// typed error), --failures has it, the exit status is 1; the re-run copies
+// only what is missing.
+func (s *SyncSuite) TestSyncKeepGoingAndRerun(c *check.C) {
+	src := s.startRegistry(c, testregistry.Options{})
+	imgs := map[string]*testregistry.Image{}
+	for i := range 6 {
+		repo := fmt.Sprintf("kg/a%d", i)
+		imgs[repo] = pushImage(c, src, repo, "1", testregistry.ImageOptions{Layers: 2, LayerSize: 1024})
+	}
+	victim := imgs["kg/a3"].Layers[1].Digest
+	var (
+		mu      sync.Mutex
+		failing = true
+	)
+	proxy, err := hostile.NewHookProxy(src.URL, func(w http.ResponseWriter, r *http.Request) bool {
+		mu.Lock()
+		fail := failing && r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/blobs/"+victim)
+		mu.Unlock()
+		if fail {
+			hostile.WriteError(w, http.StatusNotFound, "BLOB_UNKNOWN", "injected: blob unknown to registry")
+		}
+		return fail
+	}, nil)
+	c.Assert(err, check.IsNil)
+	defer proxy.Close()
+
+	failures := filepath.Join(c.MkDir(), "failures.json")
+	evs, r := s.syncJSON(c, "--keep-going", "--failures", failures, proxy.Host+"/kg", s.dst.Host+"/kg")
+	c.Assert(r.ExitCode, check.Equals, 1, check.Commentf("%s", r))
+	sum := evs[len(evs)-1].Summary
+	c.Assert(sum.Synced, check.Equals, 5, check.Commentf("%s", r))
+	c.Assert(sum.Failed, check.Equals, 1, check.Commentf("%s", r))
+	f := sum.Failures[0]
+	c.Assert(f.Image, check.Equals, proxy.Host+"/kg/a3:1")
+	c.Assert(f.Step, check.Equals, "copy")
+	c.Assert(f.Class, check.Equals, "not-found")
+	b, err := os.ReadFile(failures)
+	c.Assert(err, check.IsNil)
+	var file struct{ Failures []types.SyncFailure }
+	c.Assert(json.Unmarshal(b, &file), check.IsNil)
+	c.Assert(file.Failures, check.DeepEquals, sum.Failures)
+	c.Assert(dstDigest(c, s.dst, "kg/a3", "1"), check.Equals, "")
+	c.Assert(dstDigest(c, s.dst, "kg/a4", "1"), check.Equals, imgs["kg/a4"].Manifest.Digest)
+
+	// Without --keep-going the first failure ends the run.
+	_, r = s.syncJSON(c, proxy.Host+"/kg/a3", s.dst.Host+"/kg")
+	c.Assert(r.ExitCode, check.Equals, 1, check.Commentf("%s", r))
+
+	// The re-run: only a3 moves, and of its blobs only the one missing.
+	mu.Lock()
+	failing = false
+	mu.Unlock()
+	s.dst.ResetCounters()
+	evs, r = s.syncJSON(c, "--keep-going", "--failures", failures, proxy.Host+"/kg", s.dst.Host+"/kg")
+	c.Assert(r.ExitCode, check.Equals, 0, check.Commentf("%s", r))
+	sum = evs[len(evs)-1].Summary
+	c.Assert(sum.Synced, check.Equals, 1, check.Commentf("%s", r))
+	c.Assert(sum.Skipped, check.Equals, 5, check.Commentf("%s", r))
+	c.Assert(sum.BlobsUploaded <= 2, check.Equals, true, check.Commentf("%+v", sum))
+	c.Assert(dstDigest(c, s.dst, "kg/a3", "1"), check.Equals, imgs["kg/a3"].Manifest.Digest)
+	b, err = os.ReadFile(failures)
+	c.Assert(err, check.IsNil)
+	c.Assert(strings.Contains(string(b), `"failures": []`), check.Equals, true, check.Commentf("%s", b))
+}
+
+// --backup keeps what a destination tag named before the sync moves it.
+func (s *SyncSuite) TestSyncBackupBeforeOverwrite(c *check.C) {
+	old := pushImage(c, s.src, "sync/bk", "1", testregistry.ImageOptions{Layers: 1})
+	s.d.WharfOK(c, "sync", s.src.Host+"/sync/bk", s.dst.Host+"/bk")
+	c.Assert(dstDigest(c, s.dst, "bk/bk", "1"), check.Equals, old.Manifest.Digest)
+	moved := pushImage(c, s.src, "sync/bk", "1", testregistry.ImageOptions{Layers: 1})
+
+	evs, r := s.syncJSON(c, "--backup", "{{.Tag}}-backup-{{.Digest.Short}}", s.src.Host+"/sync/bk", s.dst.Host+"/bk")
+	c.Assert(r.ExitCode, check.Equals, 0, check.Commentf("%s", r))
+	backup := "1-backup-" + strings.TrimPrefix(old.Manifest.Digest, "sha256:")[:12]
+	c.Assert(countStatus(evs, types.SyncBackup), check.Equals, 1, check.Commentf("%s", r))
+	c.Assert(evs[len(evs)-1].Summary.Backups, check.Equals, 1)
+	c.Assert(dstDigest(c, s.dst, "bk/bk", backup), check.Equals, old.Manifest.Digest)
+	c.Assert(dstDigest(c, s.dst, "bk/bk", "1"), check.Equals, moved.Manifest.Digest)
+
+	// A template that cannot make a tag is refused before anything moves.
+	r = s.d.Wharf(c, "sync", "--backup", "{{.Digest}}", s.src.Host+"/sync/bk", s.dst.Host+"/bk")
+	c.Assert(r.ExitCode, check.Not(check.Equals), 0)
+	c.Assert(r.Stderr, check.Matches, `(?s).*not a tag.*`)
+}
+
+// A skopeo sync YAML taken as is: images, images-by-tag-regex,
+// images-by-semver; its credentials and tls-verify are not taken (a
+// warning says so) and the stored credentials are used.
+func (s *SyncSuite) TestSyncSkopeoYAML(c *check.C) {
+	yml := fmt.Sprintf(`%s:
+  images:
+    %s:
+      - "1.0.0"
+  images-by-tag-regex:
+    %s: ^2\.
+  images-by-semver:
+    %s: ">= 1.1.0"
+  credentials:
+    username: nobody
+    password: not-this-one
+  tls-verify: false
+`, s.src.Host, syncRepo(10), syncRepo(11), syncRepo(12))
+	file := filepath.Join(c.MkDir(), "sync.yaml")
+	c.Assert(os.WriteFile(file, []byte(yml), 0o600), check.IsNil)
+	evs, r := s.syncJSON(c, file, s.dst.Host+"/y")
+	c.Assert(r.ExitCode, check.Equals, 0, check.Commentf("%s", r))
+	c.Assert(r.Stderr, check.Matches, `(?s).*credentials in the YAML are ignored.*`)
+	c.Assert(r.Stderr, check.Matches, `(?s).*tls-verify: false is not taken.*`)
+	c.Assert(evs[len(evs)-1].Summary.Synced, check.Equals, 1+1+3, check.Commentf("%s", r))
+	c.Assert(dstDigest(c, s.dst, "y/r10", "1.0.0"), check.Equals, s.ns[syncRepo(10)]["1.0.0"])
+	c.Assert(dstDigest(c, s.dst, "y/r11", "2.0.0"), check.Equals, s.ns[syncRepo(11)]["2.0.0"])
+	c.Assert(dstDigest(c, s.dst, "y/r11", "1.0.0"), check.Equals, "")
+	for _, t := range []string{"1.1.0", "1.2.0", "2.0.0"} {
+		c.Assert(dstDigest(c, s.dst, "y/r12", t), check.Equals, s.ns[syncRepo(12)][t])
+	}
+	for _, h := range s.src.TokenCounter.HeaderValues("Authorization") {
+		c.Assert(strings.Contains(h, "bm9ib2R5"), check.Equals, false, check.Commentf("the YAML's username was sent"))
+	}
+}
