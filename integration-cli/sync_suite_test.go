@@ -280,3 +280,45 @@ func (s *SyncSuite) TestSyncSkopeoYAML(c *check.C) {
 		c.Assert(strings.Contains(h, "bm9ib2R5"), check.Equals, false, check.Commentf("the YAML's username was sent"))
 	}
 }
+
+// --with-referrers carries a cosign signature of each image synced, in
+// both schemas: the legacy sha256-<hex>.sig tag and a bundle referrer
+// (the referrers tag schema on distribution); cosign verifies the mirror
+// with the signer's key. A re-run with nothing to do moves no referrer.
+func (s *SyncSuite) TestSyncWithReferrersCarriesCosignSignature(c *check.C) {
+	bin := cosignBinary(c)
+	src := s.startRegistry(c, testregistry.Options{})
+	keys := c.MkDir()
+	runCosign(c, bin, keys, "generate-key-pair", "--output-key-prefix", filepath.Join(keys, "signer"))
+	imgs := map[string]*testregistry.Image{}
+	for i, bundle := range []bool{false, true} {
+		repo := fmt.Sprintf("signed/s%d", i)
+		img := pushImage(c, src, repo, "1", testregistry.ImageOptions{Layers: 1})
+		imgs[repo] = img
+		args := append(append([]string{}, cosignSignArgs...), "--key", filepath.Join(keys, "signer.key"),
+			fmt.Sprintf("--new-bundle-format=%v", bundle), src.Host+"/"+repo+"@"+img.Manifest.Digest)
+		runCosign(c, bin, keys, args...)
+	}
+	evs, r := s.syncJSON(c, "--with-referrers", src.Host+"/signed", s.dst.Host+"/signed")
+	c.Assert(r.ExitCode, check.Equals, 0, check.Commentf("%s", r))
+	sum := evs[len(evs)-1].Summary
+	c.Assert(sum.Synced, check.Equals, 2, check.Commentf("%s", r))
+	referrers := 0
+	for _, ev := range evs {
+		if ev.Copy != nil {
+			referrers += ev.Copy.Referrers
+		}
+	}
+	c.Assert(referrers, check.Equals, 2, check.Commentf("%s", r))
+
+	sigTag := "sha256-" + strings.TrimPrefix(imgs["signed/s0"].Manifest.Digest, "sha256:") + ".sig"
+	want := dstDigest(c, src, "signed/s0", sigTag)
+	c.Assert(want, check.Not(check.Equals), "")
+	c.Assert(dstDigest(c, s.dst, "signed/s0", sigTag), check.Equals, want)
+	schemaTag := "sha256-" + strings.TrimPrefix(imgs["signed/s1"].Manifest.Digest, "sha256:")
+	c.Assert(dstDigest(c, s.dst, "signed/s1", schemaTag), check.Not(check.Equals), "", check.Commentf("no referrers index at dst"))
+	for repo, img := range imgs {
+		runCosign(c, bin, keys, "verify", "--key", filepath.Join(keys, "signer.pub"), "--insecure-ignore-tlog=true",
+			"--allow-insecure-registry", "--allow-http-registry", s.dst.Host+"/"+repo+"@"+img.Manifest.Digest)
+	}
+}

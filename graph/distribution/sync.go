@@ -173,7 +173,7 @@ func (r *syncRun) plan(ctx context.Context, global tagFilter, dstHost, dstPath s
 		if _, ok := named.(reference.Digested); ok {
 			return nil, fmt.Errorf("source %q: a digest names no tag to sync%.0w", src.Repository, errdefs.ErrInvalidArgument)
 		}
-		f := tagFilter{regexes: global.regexes, ranges: global.ranges, latest: r.opts.Latest}
+		f := tagFilter{regexes: global.regexes, ranges: global.ranges, latest: r.opts.Latest, noReferrerTags: r.opts.WithReferrers}
 		if err := f.add(src.TagRegex, src.Semver); err != nil {
 			return nil, err
 		}

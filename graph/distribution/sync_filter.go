@@ -19,10 +19,15 @@ const maxSyncPattern = 4096
 // images), regexes and semver ranges (all must match), then the latest N
 // by semver order.
 type tagFilter struct {
-	only    map[string]bool // nil: every tag
-	regexes []*regexp.Regexp
-	ranges  []*semver.Constraints
-	latest  int
+	only map[string]bool // nil: every tag
+	// noReferrerTags leaves out the tags that hold referrers (the tag
+	// schema's sha256-<hex> index, cosign's sha256-<hex>.sig/.att/.sbom):
+	// with --with-referrers they travel with their subject, and syncing
+	// them as images too would write the same tag twice at once.
+	noReferrerTags bool
+	regexes        []*regexp.Regexp
+	ranges         []*semver.Constraints
+	latest         int
 }
 
 // compileTagRegex compiles a tag regex as skopeo's images-by-tag-regex
@@ -71,6 +76,9 @@ func (f *tagFilter) add(regex, rng string) error {
 	return nil
 }
 
+// referrerTag is a tag that holds referrers of sha256:<hex>.
+var referrerTag = regexp.MustCompile(`^sha256-[0-9a-f]{64}(?:\.(?:sig|att|sbom))?$`)
+
 // tagVersion is t as a semver version, parsed by the parser of `wharf tags
 // --sort semver` (tagsort.go: an optional v, one to three numeric parts,
 // -prerelease, +build); nil when t is not a version. Missing parts are 0,
@@ -92,7 +100,7 @@ func tagVersion(t string) *semver.Version {
 func (f *tagFilter) apply(tags []string) []string {
 	var out []string
 	for _, t := range tags {
-		if f.only != nil && !f.only[t] {
+		if f.only != nil && !f.only[t] || f.noReferrerTags && referrerTag.MatchString(t) {
 			continue
 		}
 		ok := true

@@ -14,12 +14,15 @@ import (
 )
 
 func TestTagFilter(t *testing.T) {
+	h := digest.FromString("x").Encoded()
 	tags := []string{"latest", "1.0.0", "1.1.0", "v1.2", "1.2.0-rc1", "2.0.0", "2.1.0-alpine", "3", "edge"}
+	refTags := []string{"sha256-" + h, "sha256-" + h + ".sig", "sha256-" + h + ".att"}
 	for _, tc := range []struct {
 		name         string
 		regex, rng   string
 		only         []string
 		latest       int
+		refTags      bool
 		want         []string
 		wantErrClass bool
 	}{
@@ -36,6 +39,7 @@ func TestTagFilter(t *testing.T) {
 		{name: "latest more than there are", regex: "^l", latest: 5, want: []string{"latest"}},
 		{name: "only", only: []string{"edge", "1.0.0", "missing"}, want: []string{"1.0.0", "edge"}},
 		{name: "bad regex", regex: "(", wantErrClass: true},
+		{name: "referrer tags", refTags: true, regex: "^(sha|1.0)", want: []string{"1.0.0"}},
 		{name: "bad range", rng: "~> one", wantErrClass: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -50,14 +54,18 @@ func TestTagFilter(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f.latest = tc.latest
+			f.latest, f.noReferrerTags = tc.latest, tc.refTags
 			if tc.only != nil {
 				f.only = map[string]bool{}
 				for _, o := range tc.only {
 					f.only[o] = true
 				}
 			}
-			if got := f.apply(tags); !slices.Equal(got, tc.want) {
+			in := tags
+			if tc.refTags {
+				in = append(slices.Clone(tags), refTags...)
+			}
+			if got := f.apply(in); !slices.Equal(got, tc.want) {
 				t.Fatalf("apply = %q, want %q", got, tc.want)
 			}
 		})
