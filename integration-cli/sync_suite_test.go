@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"gopkg.in/check.v1"
 
@@ -321,4 +322,54 @@ func (s *SyncSuite) TestSyncWithReferrersCarriesCosignSignature(c *check.C) {
 		runCosign(c, bin, keys, "verify", "--key", filepath.Join(keys, "signer.pub"), "--insecure-ignore-tlog=true",
 			"--allow-insecure-registry", "--allow-http-registry", s.dst.Host+"/"+repo+"@"+img.Manifest.Digest)
 	}
+}
+
+// --rate-limit-floor: a source whose answers say fewer requests remain
+// than the floor is paused until its window (w=2: 2 s) has passed, the
+// stream says so, and the sync then completes.
+func (s *SyncSuite) TestSyncRateLimitFloorPauses(c *check.C) {
+	src := s.startRegistry(c, testregistry.Options{})
+	for i := range 6 {
+		pushImage(c, src, fmt.Sprintf("rl/a%d", i), "1", testregistry.ImageOptions{Layers: 1})
+	}
+	var (
+		mu        sync.Mutex
+		served    int
+		exhausted time.Time
+	)
+	proxy, err := hostile.NewHookProxy(src.URL, func(w http.ResponseWriter, r *http.Request) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		remaining := 100
+		switch {
+		case !exhausted.IsZero() && time.Since(exhausted) >= 2*time.Second:
+			// the window has passed: a fresh quota
+		case strings.Contains(r.URL.Path, "/manifests/"):
+			served++
+			remaining = max(0, 8-served)
+			if remaining < 3 && exhausted.IsZero() {
+				exhausted = time.Now()
+			}
+		default:
+			remaining = max(0, 8-served)
+		}
+		w.Header().Set("RateLimit-Limit", "8;w=2")
+		w.Header().Set("RateLimit-Remaining", fmt.Sprintf("%d;w=2", remaining))
+		return false
+	}, nil)
+	c.Assert(err, check.IsNil)
+	defer proxy.Close()
+
+	evs, r := s.syncJSON(c, "--rate-limit-floor", "3", proxy.Host+"/rl", s.dst.Host+"/rl")
+	c.Assert(r.ExitCode, check.Equals, 0, check.Commentf("%s", r))
+	c.Assert(evs[len(evs)-1].Summary.Synced, check.Equals, 6, check.Commentf("%s", r))
+	paused := 0
+	for _, ev := range evs {
+		if ev.Status == types.SyncPaused {
+			paused++
+			c.Assert(ev.Registry, check.Equals, proxy.Host)
+			c.Assert(ev.Until, check.Not(check.Equals), "")
+		}
+	}
+	c.Assert(paused >= 1, check.Equals, true, check.Commentf("%s", r))
 }
