@@ -23,6 +23,10 @@ COSIGN_BIN := $(CACHE_BIN)/cosign
 # Real cosign signs the trust/sigstore fixtures (its live test and
 # trust/sigstore/testdata/gen.sh); v3.1.3 is the newest that builds with Go 1.26.
 COSIGN_PKG := github.com/sigstore/cosign/v3/cmd/cosign@v3.1.3
+ORAS_BIN := $(CACHE_BIN)/oras
+# oras reads the archives `wharf sync SOURCE oci-archive:FILE` writes
+# (SyncSuite); v1.3.6 builds with Go 1.26.
+ORAS_PKG := oras.land/oras/cmd/oras@v1.3.6
 
 # Version stamp: cmd/wharfd and cmd/wharf declare main.version (wharfd also
 # main.gitCommit and main.buildTime; the linker ignores -X for a variable a
@@ -40,7 +44,7 @@ UNIT_PKGS = $(shell $(GO) list ./... | grep -v /integration-cli)
 FUZZTIME ?= 10s
 INTEGRATION_TIMEOUT ?= 8m
 
-.PHONY: help build registry cosign test unit integration lint man completion demo bench fuzz clean distclean \
+.PHONY: help build registry cosign oras test unit integration lint man completion demo bench fuzz clean distclean \
 	install uninstall deb nfpm
 
 help: ## list the targets
@@ -62,6 +66,11 @@ cosign: $(COSIGN_BIN) ## build cosign into .cache/bin (once)
 $(COSIGN_BIN):
 	GOFLAGS= GOBIN=$(CACHE_BIN) $(GO) install $(COSIGN_PKG)
 
+oras: $(ORAS_BIN) ## build oras into .cache/bin (once)
+
+$(ORAS_BIN):
+	GOFLAGS= GOBIN=$(CACHE_BIN) $(GO) install $(ORAS_PKG)
+
 # The commands are variables so that `test` runs each step once, in order,
 # while `unit`, `integration` and `lint` stay available on their own.
 VET = $(GO) vet ./...
@@ -75,7 +84,7 @@ UNIT = $(GO) test -race -count=1 $(UNIT_PKGS)
 INTEGRATION = WHARF_BIN_DIR=$(BIN_DIR) WHARF_REGISTRY_BIN=$(REGISTRY_BIN) PATH="$(CACHE_BIN):$$PATH" \
 	$(GO) test -v -count=1 -timeout $(INTEGRATION_TIMEOUT) ./integration-cli/...
 
-test: build registry cosign ## vet, gofmt, depcheck, unit tests (-race), integration suites
+test: build registry cosign oras ## vet, gofmt, depcheck, unit tests (-race), integration suites
 	$(VET)
 	@echo "gofmt -l"; $(FMT_CHECK)
 	$(DEPCHECK)
@@ -85,7 +94,7 @@ test: build registry cosign ## vet, gofmt, depcheck, unit tests (-race), integra
 unit: ## unit tests with the race detector
 	$(UNIT)
 
-integration: build registry cosign ## end-to-end suites against bin/, the real registry and cosign
+integration: build registry cosign oras ## end-to-end suites against bin/, the real registry and cosign
 	$(INTEGRATION)
 
 lint: ## go vet, gofmt -l must be empty, imports point down (depcheck)

@@ -91,6 +91,8 @@ func (s *Server) routes() []route {
 		{http.MethodGet, tagsPath, s.getRemoteTags},   // wharf's own (tags_routes.go)
 		{http.MethodPost, copyPath, s.postImageCopy},  // wharf's own (copy_routes.go)
 		{http.MethodPost, syncPath, s.postImagesSync}, // wharf's own (sync_routes.go)
+		{http.MethodPost, syncExportPath, s.postImagesSyncExport},
+		{http.MethodPost, syncImportPath, s.postImagesSyncImport},
 		// images; the fixed paths first, {name:.*} ones after
 		{http.MethodGet, "/images/json", s.getImagesJSON},
 		{http.MethodGet, "/images/get", s.getImagesGet},

@@ -2,11 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/moby/moby/api/types/registry"
 	"github.com/spf13/cobra"
 
 	"github.com/wharfproject/wharf/client"
@@ -21,7 +24,8 @@ func newSyncCommand(c *cli) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sync [OPTIONS] SOURCE DEST",
 		Short: "Mirror repositories from one registry to another, through the daemon, copying only what differs",
-		Long: `Mirror repositories from one registry to another, through the daemon.
+		Long: `Mirror repositories from one registry to another, through the daemon,
+or across an air gap through an OCI image layout archive.
 
 SOURCE is a repository (host/repo: every tag, host/repo:tag: that tag), a
 namespace (host/ns: every repository the registry's catalog lists under it),
@@ -30,12 +34,19 @@ lands there under its last path element, or with --scoped under its source
 host and whole path.
 
 An image whose tag already names the same digest at DEST costs one HEAD on
-each side; the others go through the one-image copy (wharf copy).`,
+each side; the others go through the one-image copy (wharf copy).
+
+DEST oci-archive:FILE (oci-archive:- for stdout) writes every image selected
+into one OCI image layout tar instead; SOURCE oci-archive:FILE (- for stdin)
+pushes the images of such an archive to DEST.`,
 		Args: requiresExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			src, dst := args[0], args[1]
 			if format != "" && format != "json" && format != "text" {
 				return fmt.Errorf("invalid --format %q: text or json", format)
+			}
+			if path, ok := strings.CutPrefix(src, "oci-archive:"); ok {
+				return c.syncImport(cmd, path, dst, opts, failures, format)
 			}
 			if isSyncYAML(src) {
 				b, err := readCapped(src, maxSyncYAML)
@@ -53,7 +64,10 @@ each side; the others go through the one-image copy (wharf copy).`,
 			} else {
 				opts.Sources = []client.SyncSource{{Repository: src}}
 			}
-			opts.Destination = dst
+			archive, toArchive := strings.CutPrefix(dst, "oci-archive:")
+			if !toArchive {
+				opts.Destination = dst
+			}
 			if opts.Platform != "" {
 				if _, err := parsePlatform(opts.Platform); err != nil {
 					return err
@@ -61,7 +75,10 @@ each side; the others go through the one-image copy (wharf copy).`,
 			}
 			// The stored credentials of every registry named, keyed by
 			// registry: the daemon sends each set to its own registry only.
-			names := []string{dst}
+			var names []string
+			if !toArchive {
+				names = append(names, dst)
+			}
 			for _, s := range opts.Sources {
 				names = append(names, s.Repository)
 			}
@@ -73,6 +90,9 @@ each side; the others go through the one-image copy (wharf copy).`,
 			api, err := c.client()
 			if err != nil {
 				return err
+			}
+			if toArchive {
+				return c.syncExport(cmd, api, archive, opts, auth, failures)
 			}
 			sum, err := api.ImageSync(ctx, opts, auth, func(ev client.SyncEvent) error {
 				if format == "json" {
@@ -88,21 +108,7 @@ each side; the others go through the one-image copy (wharf copy).`,
 				}
 				return nil
 			})
-			if failures != "" && sum != nil {
-				if werr := writeFailures(failures, sum.Failures); werr != nil {
-					return werr
-				}
-			}
-			if err != nil {
-				return err
-			}
-			if format != "json" {
-				fmt.Fprintln(c.out, summaryLine(sum, opts.DryRun))
-			}
-			if sum.Failed > 0 {
-				return &statusError{status: 1, message: fmt.Sprintf("%d of %d images failed to sync", sum.Failed, sum.Images)}
-			}
-			return nil
+			return c.syncDone(sum, err, failures, format, opts.DryRun, c.out)
 		},
 	}
 	fl := cmd.Flags()
@@ -211,4 +217,98 @@ func summaryLine(s *client.SyncSummary, dryRun bool) string {
 		line += fmt.Sprintf(", %d backups", s.Backups)
 	}
 	return line + fmt.Sprintf(" (blobs: %d uploaded, %d mounted, %d existed; %s uploaded)", s.BlobsUploaded, s.BlobsMounted, s.BlobsExisted, humanSize(s.BytesUploaded))
+}
+
+// syncDone writes the failures file, prints the summary and gives the
+// exit status: 1 when an image failed.
+func (c *cli) syncDone(sum *client.SyncSummary, err error, failures, format string, dryRun bool, out io.Writer) error {
+	if failures != "" && sum != nil {
+		if werr := writeFailures(failures, sum.Failures); werr != nil {
+			return werr
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if format != "json" {
+		fmt.Fprintln(out, summaryLine(sum, dryRun))
+	}
+	if sum.Failed > 0 {
+		return &statusError{status: 1, message: fmt.Sprintf("%d of %d images failed to sync", sum.Failed, sum.Images)}
+	}
+	return nil
+}
+
+// syncExport writes the archive to path (- for stdout: the summary then
+// goes to stderr). A file is written beside its name and renamed once the
+// daemon's summary says the archive is whole.
+func (c *cli) syncExport(cmd *cobra.Command, api *client.Client, path string, opts client.SyncOptions, auth map[string]registry.AuthConfig, failures string) error {
+	exp, err := api.ImageSyncExport(cmd.Context(), opts, auth)
+	if err != nil {
+		return err
+	}
+	defer exp.Body.Close()
+	var w io.Writer = c.out
+	var tmp *os.File
+	if path != "-" {
+		if path == "" {
+			return errors.New("oci-archive: needs a file name, or - for stdout")
+		}
+		if tmp, err = os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*"); err != nil {
+			return err
+		}
+		defer os.Remove(tmp.Name()) // after the rename: nothing
+		defer tmp.Close()
+		w = tmp
+	} else if isTerminal(c.out) {
+		return errors.New("refusing to write an archive to a terminal: redirect stdout or name a file")
+	}
+	if _, err := io.Copy(w, exp.Body); err != nil {
+		return fmt.Errorf("the export broke off: %w", err)
+	}
+	sum, err := exp.Summary()
+	if err == nil && tmp != nil {
+		if err = tmp.Close(); err == nil {
+			err = os.Rename(tmp.Name(), path)
+		}
+	}
+	return c.syncDone(sum, err, failures, "", opts.DryRun, c.err)
+}
+
+// syncImport pushes the archive at path (- for stdin) to dst.
+func (c *cli) syncImport(cmd *cobra.Command, path, dst string, opts client.SyncOptions, failures, format string) error {
+	var r io.Reader = c.in
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		r = f
+	}
+	opts.Destination = dst
+	ctx := cmd.Context()
+	auth, err := c.registryConfig(ctx, []string{dst}, nil)
+	if err != nil {
+		return err
+	}
+	api, err := c.client()
+	if err != nil {
+		return err
+	}
+	sum, err := api.ImageSyncImport(ctx, r, opts, auth, func(ev client.SyncEvent) error {
+		if format == "json" {
+			b, err := json.Marshal(ev)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(c.out, "%s\n", b)
+			return err
+		}
+		if ev.Summary == nil {
+			fmt.Fprintln(c.out, syncLine(ev))
+		}
+		return nil
+	})
+	return c.syncDone(sum, err, failures, format, opts.DryRun, c.out)
 }

@@ -55,49 +55,26 @@ type syncItem struct {
 }
 
 func (it syncItem) srcRef() string { return it.srcName.String() + ":" + it.tag }
-func (it syncItem) dstRef() string { return it.dstName.String() + ":" + it.tag }
+func (it syncItem) dstRef() string {
+	if it.dstName == nil {
+		return ""
+	}
+	return it.dstName.String() + ":" + it.tag
+}
 
 // SyncImages runs a sync, emitting one event per image (and per pause) as
 // it goes and a summary last. Errors before the plan is made (arguments, a
 // source that cannot be listed without KeepGoing) are returned; a failed
 // image is an event and a line of the summary, never the error returned.
 func (s *Service) SyncImages(ctx context.Context, opts types.SyncOptions, emit func(types.SyncEvent) error) error {
-	svc, err := s.registryService()
+	r, global, err := s.newSyncRun(opts, emit)
 	if err != nil {
 		return err
-	}
-	if len(opts.Sources) == 0 {
-		return fmt.Errorf("sync needs a source%.0w", errdefs.ErrInvalidArgument)
-	}
-	if len(opts.Sources) > maxSyncSources {
-		return fmt.Errorf("sync takes at most %d sources, not %d%.0w", maxSyncSources, len(opts.Sources), errdefs.ErrInvalidArgument)
-	}
-	if opts.Latest < 0 {
-		return fmt.Errorf("latest must not be negative%.0w", errdefs.ErrInvalidArgument)
-	}
-	var platform *ocispec.Platform
-	if opts.Platform != "" {
-		p, err := imagespec.ParsePlatform(opts.Platform)
-		if err != nil {
-			return err
-		}
-		platform = &p
 	}
 	dstHost, dstPath, err := splitSyncDestination(opts.Destination)
 	if err != nil {
 		return err
 	}
-	backup, err := parseBackupTemplate(opts.Backup)
-	if err != nil {
-		return err
-	}
-	var global tagFilter
-	if err := global.add(opts.TagRegex, opts.Semver); err != nil {
-		return err
-	}
-	creds := registry.Credentials{Registries: opts.Auth, MetaHeaders: opts.MetaHeaders}
-	r := &syncRun{s: s, svc: svc, opts: opts, platform: platform, creds: creds, backup: backup, emitFn: emit, pauses: map[string]*sync.Mutex{}}
-
 	items, err := r.plan(ctx, global, dstHost, dstPath)
 	if err != nil {
 		return err
@@ -108,6 +85,40 @@ func (s *Service) SyncImages(ctx context.Context, opts types.SyncOptions, emit f
 	sum := r.sum
 	r.mu.Unlock()
 	return emit(types.SyncEvent{Summary: &sum})
+}
+
+// newSyncRun checks opts (all but the destination) and makes the run with
+// its global tag filter.
+func (s *Service) newSyncRun(opts types.SyncOptions, emit func(types.SyncEvent) error) (*syncRun, tagFilter, error) {
+	svc, err := s.registryService()
+	if err != nil {
+		return nil, tagFilter{}, err
+	}
+	if len(opts.Sources) > maxSyncSources {
+		return nil, tagFilter{}, fmt.Errorf("sync takes at most %d sources, not %d%.0w", maxSyncSources, len(opts.Sources), errdefs.ErrInvalidArgument)
+	}
+	if opts.Latest < 0 {
+		return nil, tagFilter{}, fmt.Errorf("latest must not be negative%.0w", errdefs.ErrInvalidArgument)
+	}
+	var platform *ocispec.Platform
+	if opts.Platform != "" {
+		p, err := imagespec.ParsePlatform(opts.Platform)
+		if err != nil {
+			return nil, tagFilter{}, err
+		}
+		platform = &p
+	}
+	backup, err := parseBackupTemplate(opts.Backup)
+	if err != nil {
+		return nil, tagFilter{}, err
+	}
+	var global tagFilter
+	if err := global.add(opts.TagRegex, opts.Semver); err != nil {
+		return nil, tagFilter{}, err
+	}
+	creds := registry.Credentials{Registries: opts.Auth, MetaHeaders: opts.MetaHeaders}
+	r := &syncRun{s: s, svc: svc, opts: opts, platform: platform, creds: creds, backup: backup, emitFn: emit, pauses: map[string]*sync.Mutex{}}
+	return r, global, nil
 }
 
 // syncRun is one sync under way.
@@ -164,6 +175,9 @@ func (r *syncRun) stopped() bool {
 // plan lists every source's images. A source that cannot be listed is a
 // failure at step "list" (with KeepGoing the others are still planned).
 func (r *syncRun) plan(ctx context.Context, global tagFilter, dstHost, dstPath string) ([]syncItem, error) {
+	if len(r.opts.Sources) == 0 {
+		return nil, fmt.Errorf("sync needs a source%.0w", errdefs.ErrInvalidArgument)
+	}
 	var items []syncItem
 	for _, src := range r.opts.Sources {
 		named, err := reference.ParseNormalizedNamed(src.Repository)
@@ -252,13 +266,16 @@ func (r *syncRun) plan(ctx context.Context, global tagFilter, dstHost, dstPath s
 			continue
 		}
 		for _, sr := range repos {
-			dstName, err := syncDestinationName(dstHost, dstPath, sr.name, r.opts.Scoped)
-			if err != nil {
-				return nil, err
-			}
-			dst, err := r.svc.Repository(ctx, dstName, r.creds)
-			if err != nil {
-				return nil, err
+			var dstName reference.Named
+			var dst *registry.Repository
+			if dstHost != "" { // "": an export, whose destination is the archive
+				dstName, err = syncDestinationName(dstHost, dstPath, sr.name, r.opts.Scoped)
+				if err != nil {
+					return nil, err
+				}
+				if dst, err = r.svc.Repository(ctx, dstName, r.creds); err != nil {
+					return nil, err
+				}
 			}
 			for _, t := range f.apply(sr.tags) {
 				if len(items) >= maxSyncImages {
@@ -502,6 +519,9 @@ func (r *syncRun) pauseUntil(host string, floor int64) (time.Time, bool) {
 // port, or localhost), since a path alone would be Docker Hub by default,
 // the last place a mirror should land by accident.
 func splitSyncDestination(s string) (host, p string, err error) {
+	if strings.HasPrefix(s, "oci-archive:") {
+		return "", "", fmt.Errorf("destination %q: an archive is written by the export (POST /wharf/images/sync/export)%.0w", s, errdefs.ErrInvalidArgument)
+	}
 	host, p, _ = strings.Cut(strings.TrimSuffix(s, "/"), "/")
 	if host == "" || !(strings.ContainsAny(host, ".:") || host == "localhost") {
 		return "", "", fmt.Errorf("destination %q: want a registry host[:port][/path]%.0w", s, errdefs.ErrInvalidArgument)
