@@ -162,7 +162,11 @@ func (r *syncRun) fail(image, step string, err error, ev types.SyncEvent) {
 		r.stop = true
 	}
 	r.mu.Unlock()
-	r.s.syncObserved(hostOf(image), types.SyncFailed)
+	reg := hostOf(image)
+	if strings.HasPrefix(image, "oci-archive:") {
+		reg = "oci-archive"
+	}
+	r.s.syncObserved(reg, types.SyncFailed)
 	r.emit(ev)
 }
 

@@ -437,6 +437,7 @@ func (r *syncRun) importOne(ctx context.Context, la *layoutArchive, dst *registr
 		if ans.Descriptor.Digest == desc.Digest {
 			ev.Status = types.SyncSkipped
 			r.sum.Skipped++
+			r.s.syncObserved("oci-archive", types.SyncSkipped)
 			r.emit(ev)
 			return
 		}
