@@ -27,6 +27,9 @@ ORAS_BIN := $(CACHE_BIN)/oras
 # oras reads the archives `wharf sync SOURCE oci-archive:FILE` writes
 # (SyncSuite); v1.3.6 builds with Go 1.26.
 ORAS_PKG := oras.land/oras/cmd/oras@v1.3.6
+REGSYNC_BIN := $(CACHE_BIN)/regsync
+# regclient's regsync, the bench's baseline for `wharf sync` (case 12).
+REGSYNC_PKG := github.com/regclient/regclient/cmd/regsync@v0.11.7
 
 # Version stamp: cmd/wharfd and cmd/wharf declare main.version (wharfd also
 # main.gitCommit and main.buildTime; the linker ignores -X for a variable a
@@ -44,7 +47,7 @@ UNIT_PKGS = $(shell $(GO) list ./... | grep -v /integration-cli)
 FUZZTIME ?= 10s
 INTEGRATION_TIMEOUT ?= 8m
 
-.PHONY: help build registry cosign oras test unit integration lint man completion demo bench fuzz clean distclean \
+.PHONY: help build registry cosign oras regsync test unit integration lint man completion demo bench fuzz clean distclean \
 	install uninstall deb nfpm
 
 help: ## list the targets
@@ -67,6 +70,11 @@ $(COSIGN_BIN):
 	GOFLAGS= GOBIN=$(CACHE_BIN) $(GO) install $(COSIGN_PKG)
 
 oras: $(ORAS_BIN) ## build oras into .cache/bin (once)
+
+regsync: $(REGSYNC_BIN) ## build regclient's regsync into .cache/bin (once)
+
+$(REGSYNC_BIN):
+	GOFLAGS= GOBIN=$(CACHE_BIN) $(GO) install $(REGSYNC_PKG)
 
 $(ORAS_BIN):
 	GOFLAGS= GOBIN=$(CACHE_BIN) $(GO) install $(ORAS_PKG)
@@ -209,7 +217,7 @@ demo: cosign ## the whole story against a real registry, signatures included (sc
 
 # The suite (bench/, build tag `bench`, issue 5) starts the registry and
 # wharfd itself; until it exists, whatever `func Benchmark…` the packages have.
-bench: build registry ## the benchmark suite (bench/, issue 5), else go test -bench
+bench: build registry regsync ## the benchmark suite (bench/, issue 5), else go test -bench
 	@if [ -f bench/main.go ]; then \
 		WHARFD=$(BIN_DIR)/wharfd $(GO) run -tags bench ./bench; \
 	elif grep -rqs --include='*_test.go' -E '^func Benchmark' .; then \
