@@ -455,3 +455,62 @@ func orasBinary(c *check.C) string {
 	}
 	return bin
 }
+
+// A token the registry refuses: it is fetched again once for the request
+// that met the 401 and the sync goes on; a registry that refuses every
+// token fails the image (class unauthorized or denied) after a bounded
+// number of token requests, never a loop.
+func (s *SyncSuite) TestSyncRefusedTokenRefreshedNeverLooped(c *check.C) {
+	var (
+		mu      sync.Mutex
+		refuse  int // the next n authorized manifest requests are refused
+		refused int
+	)
+	proxy, err := hostile.NewHookProxy(s.src.URL, func(w http.ResponseWriter, r *http.Request) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if refuse != 0 && r.Header.Get("Authorization") != "" && strings.Contains(r.URL.Path, "/manifests/") {
+			// The registry itself answers, without the token: its 401
+			// and its challenge, as for a token that expired.
+			r.Header.Del("Authorization")
+			refused++
+			if refuse > 0 {
+				refuse--
+			}
+		}
+		return false
+	}, nil)
+	c.Assert(err, check.IsNil)
+	defer proxy.Close()
+	s.d.WharfIn(c, []byte(s.src.Password+"\n"), "login", proxy.Host, "-u", s.src.Username, "--password-stdin")
+	src := proxy.Host + "/" + syncRepo(15)
+
+	// One refusal: refreshed once, synced.
+	mu.Lock()
+	refuse = 1
+	mu.Unlock()
+	s.src.TokenCounter.Reset()
+	evs, r := s.syncJSON(c, "--tag-regex", "^1.0.0$", src, s.dst.Host+"/tok")
+	c.Assert(r.ExitCode, check.Equals, 0, check.Commentf("%s", r))
+	c.Assert(evs[len(evs)-1].Summary.Synced, check.Equals, 1, check.Commentf("%s", r))
+	c.Assert(dstDigest(c, s.dst, "tok/r15", "1.0.0"), check.Equals, s.ns[syncRepo(15)]["1.0.0"])
+	mu.Lock()
+	c.Assert(refused, check.Equals, 1)
+	mu.Unlock()
+
+	// Every token refused: the image fails, the token requests stay few.
+	mu.Lock()
+	refuse, refused = -1, 0
+	mu.Unlock()
+	s.src.TokenCounter.Reset()
+	evs, r = s.syncJSON(c, "--keep-going", "--tag-regex", "^1.1.0$", src, s.dst.Host+"/tok")
+	c.Assert(r.ExitCode, check.Equals, 1, check.Commentf("%s", r))
+	sum := evs[len(evs)-1].Summary
+	c.Assert(sum.Failed, check.Equals, 1, check.Commentf("%s", r))
+	c.Assert(sum.Failures[0].Class, check.Matches, "unauthorized|denied", check.Commentf("%+v", sum.Failures[0]))
+	mu.Lock()
+	n := refused
+	mu.Unlock()
+	c.Assert(n <= 4, check.Equals, true, check.Commentf("%d refused requests", n))
+	c.Assert(s.src.TokenCounter.Total() <= 4, check.Equals, true, check.Commentf("%s", s.src.TokenCounter.Summary()))
+}
