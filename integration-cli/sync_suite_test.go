@@ -514,3 +514,37 @@ func (s *SyncSuite) TestSyncRefusedTokenRefreshedNeverLooped(c *check.C) {
 	c.Assert(n <= 4, check.Equals, true, check.Commentf("%d refused requests", n))
 	c.Assert(s.src.TokenCounter.Total() <= 4, check.Equals, true, check.Commentf("%s", s.src.TokenCounter.Summary()))
 }
+
+// --platform: the destination holds the platform manifest (its digest as
+// the source's index lists it), and a re-run compares that digest, so it
+// skips. The metrics count synced, skipped and failed images per source
+// registry.
+func (s *SyncSuite) TestSyncPlatformAndMetrics(c *check.C) {
+	d := s.startDaemon(c, "--metrics-addr", "127.0.0.1:0")
+	m := metricsListening.FindStringSubmatch(d.Log())
+	c.Assert(m, check.NotNil, check.Commentf("no metrics address in the log:\n%s", d.Log()))
+	ms := &MetricsSuite{url: m[1]}
+	src := s.startRegistry(c, testregistry.Options{})
+	ix := pushIndex(c, src, "plat/app", "1", testregistry.IndexOptions{})
+	var arm string
+	for _, img := range ix.Images {
+		if img.Platform.Architecture == "arm64" {
+			arm = img.Manifest.Digest
+		}
+	}
+	c.Assert(arm, check.Not(check.Equals), "")
+
+	for i, want := range []string{types.SyncSynced, types.SyncSkipped} {
+		r := d.Wharf(c, "sync", "--format", "json", "--platform", "linux/arm64", src.Host+"/plat/app", s.dst.Host+"/plat")
+		c.Assert(r.ExitCode, check.Equals, 0, check.Commentf("round %d: %s", i, r))
+		c.Assert(strings.Contains(r.Stdout, `"status":"`+want+`"`), check.Equals, true, check.Commentf("round %d: %s", i, r))
+		c.Assert(dstDigest(c, s.dst, "plat/app", "1"), check.Equals, arm)
+	}
+	r := d.Wharf(c, "sync", "--keep-going", src.Host+"/plat/app:nope", s.dst.Host+"/plat")
+	c.Assert(r.ExitCode, check.Equals, 1, check.Commentf("%s", r))
+
+	fams := ms.scrape(c)
+	for outcome, n := range map[string]float64{"synced": 1, "skipped": 1, "failed": 1} {
+		c.Assert(fams.value(c, "wharf_sync_images_total", map[string]string{"registry": src.Host, "outcome": outcome}), check.Equals, n, check.Commentf("%s", outcome))
+	}
+}
