@@ -267,7 +267,7 @@ func (c *cli) syncExport(cmd *cobra.Command, api *client.Client, path string, op
 		return fmt.Errorf("the export broke off: %w", err)
 	}
 	sum, err := exp.Summary()
-	if err == nil && tmp != nil {
+	if err == nil && tmp != nil && !opts.DryRun { // a dry run writes no archive
 		if err = tmp.Close(); err == nil {
 			err = os.Rename(tmp.Name(), path)
 		}
