@@ -548,3 +548,36 @@ func (s *SyncSuite) TestSyncPlatformAndMetrics(c *check.C) {
 		c.Assert(fams.value(c, "wharf_sync_images_total", map[string]string{"registry": src.Host, "outcome": outcome}), check.Equals, n, check.Commentf("%s", outcome))
 	}
 }
+
+// --with-referrers between two registries that serve the referrers API
+// (go-containerregistry's): a cosign bundle found through the API at the
+// source is listed by the destination's API, and cosign verifies there.
+func (s *SyncSuite) TestSyncWithReferrersAPI(c *check.C) {
+	bin := cosignBinary(c)
+	src, dst := startSpecReferrersRegistry(c), startSpecReferrersRegistry(c)
+	s.closeAtEnd(src.Close)
+	s.closeAtEnd(dst.Close)
+	keys := c.MkDir()
+	runCosign(c, bin, keys, "generate-key-pair", "--output-key-prefix", filepath.Join(keys, "signer"))
+	img, err := testregistry.NewImage(testregistry.ImageOptions{Layers: 1})
+	c.Assert(err, check.IsNil)
+	ctx, cancel := fixtureCtx()
+	defer cancel()
+	c.Assert(src.Client().PushImage(ctx, "api/app", "1", img), check.IsNil)
+	runCosign(c, bin, keys, append(append([]string{}, cosignSignArgs...), "--key", filepath.Join(keys, "signer.key"),
+		"--new-bundle-format=true", src.Host+"/api/app@"+img.Manifest.Digest)...)
+
+	evs, r := s.syncJSON(c, "--with-referrers", src.Host+"/api/app", dst.Host+"/mirror")
+	c.Assert(r.ExitCode, check.Equals, 0, check.Commentf("%s", r))
+	c.Assert(evs[len(evs)-1].Summary.Synced, check.Equals, 1, check.Commentf("%s", r))
+	c.Assert(evs[0].Copy.Referrers, check.Equals, 1, check.Commentf("%s", r))
+
+	resp, err := http.Get(dst.Counter.URL + "/v2/mirror/app/referrers/" + img.Manifest.Digest)
+	c.Assert(err, check.IsNil)
+	defer resp.Body.Close()
+	var idx struct{ Manifests []struct{ Digest string } }
+	c.Assert(json.NewDecoder(resp.Body).Decode(&idx), check.IsNil)
+	c.Assert(idx.Manifests, check.HasLen, 1, check.Commentf("the destination's referrers API lists %+v", idx))
+	runCosign(c, bin, keys, "verify", "--key", filepath.Join(keys, "signer.pub"), "--insecure-ignore-tlog=true",
+		"--allow-insecure-registry", "--allow-http-registry", dst.Host+"/mirror/app@"+img.Manifest.Digest)
+}
