@@ -403,12 +403,15 @@ func (s *SyncSuite) TestSyncAirGapRoundTrip(c *check.C) {
 		c.Assert(err, check.IsNil, check.Commentf("skopeo inspect %s: %s", ref, out))
 		c.Assert(digest.FromBytes(out).String(), check.Equals, want, check.Commentf("skopeo read %s", ref))
 	}
+	out, err := exec.Command(skopeo, "copy", "--dest-tls-verify=false", "oci-archive:"+file+":airgap/app:1", "docker://"+other.Host+"/skopeo/app:1").CombinedOutput()
+	c.Assert(err, check.IsNil, check.Commentf("skopeo copy: %s", out))
+	c.Assert(dstDigest(c, other, "skopeo/app", "1"), check.Equals, one.Manifest.Digest)
 	// oras too (an extracted layout: oras reads directories), by digest:
 	// its layout references end in a plain tag, and the ref names are
 	// path:tag.
 	if oras := orasBinary(c); oras != "" {
 		dir := c.MkDir()
-		out, err := exec.Command("tar", "-xf", file, "-C", dir).CombinedOutput()
+		out, err = exec.Command("tar", "-xf", file, "-C", dir).CombinedOutput()
 		c.Assert(err, check.IsNil, check.Commentf("%s", out))
 		out, err = exec.Command(oras, "manifest", "fetch", "--oci-layout", dir+"@"+one.Manifest.Digest).Output()
 		c.Assert(err, check.IsNil, check.Commentf("oras manifest fetch: %s", out))
