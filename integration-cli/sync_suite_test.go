@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"archive/tar"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -432,6 +434,11 @@ func (s *SyncSuite) TestSyncAirGapRoundTrip(c *check.C) {
 	runCosign(c, bin, keys, "verify", "--key", filepath.Join(keys, "signer.pub"), "--insecure-ignore-tlog=true",
 		"--allow-insecure-registry", "--allow-http-registry", other.Host+"/imported/app@"+one.Manifest.Digest)
 
+	// The import left nothing in the data-root.
+	left, err := os.ReadDir(filepath.Join(s.d.Root, "ingest"))
+	c.Assert(err, check.IsNil)
+	c.Assert(left, check.HasLen, 0, check.Commentf("ingest/ after the import: %v", left))
+
 	other.ResetCounters()
 	evs, r = s.syncJSON(c, "oci-archive:"+file, other.Host+"/imported")
 	c.Assert(r.ExitCode, check.Equals, 0, check.Commentf("%s", r))
@@ -583,4 +590,31 @@ func (s *SyncSuite) TestSyncWithReferrersAPI(c *check.C) {
 	c.Assert(idx.Manifests, check.HasLen, 1, check.Commentf("the destination's referrers API lists %+v", idx))
 	runCosign(c, bin, keys, "verify", "--key", filepath.Join(keys, "signer.pub"), "--insecure-ignore-tlog=true",
 		"--allow-insecure-registry", "--allow-http-registry", dst.Host+"/mirror/app@"+img.Manifest.Digest)
+}
+
+// A hostile archive (an entry that leaves the layout) is refused before
+// anything is pushed, and leaves nothing in the data-root.
+func (s *SyncSuite) TestSyncImportRefusesHostileArchive(c *check.C) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, e := range []struct{ name, data string }{
+		{"oci-layout", `{"imageLayoutVersion":"1.0.0"}`},
+		{"../../escape", "x"},
+		{"index.json", `{"schemaVersion":2,"manifests":[]}`},
+	} {
+		c.Assert(tw.WriteHeader(&tar.Header{Name: e.name, Size: int64(len(e.data)), Mode: 0o644, Typeflag: tar.TypeReg}), check.IsNil)
+		_, err := tw.Write([]byte(e.data))
+		c.Assert(err, check.IsNil)
+	}
+	c.Assert(tw.Close(), check.IsNil)
+	file := filepath.Join(c.MkDir(), "hostile.tar")
+	c.Assert(os.WriteFile(file, buf.Bytes(), 0o600), check.IsNil)
+	r := s.d.Wharf(c, "sync", "oci-archive:"+file, s.dst.Host+"/hostile")
+	c.Assert(r.ExitCode, check.Not(check.Equals), 0, check.Commentf("%s", r))
+	c.Assert(r.Stderr, check.Matches, `(?s).*not part of an OCI image layout.*`)
+	left, err := os.ReadDir(filepath.Join(s.d.Root, "ingest"))
+	c.Assert(err, check.IsNil)
+	c.Assert(left, check.HasLen, 0)
+	_, err = os.Stat(filepath.Join(s.d.Root, "escape"))
+	c.Assert(os.IsNotExist(err), check.Equals, true)
 }
