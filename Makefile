@@ -27,6 +27,13 @@ CRANE_BIN := $(CACHE_BIN)/crane
 # crane reads the data-root as an OCI layout in the OCI readers suite
 # (integration-cli/oci_readers_test.go); the version go.mod pins.
 CRANE_PKG := github.com/google/go-containerregistry/cmd/crane@v0.22.1
+ORAS_BIN := $(CACHE_BIN)/oras
+# oras reads the archives `wharf sync SOURCE oci-archive:FILE` writes
+# (SyncSuite); v1.3.6 builds with Go 1.26.
+ORAS_PKG := oras.land/oras/cmd/oras@v1.3.6
+REGSYNC_BIN := $(CACHE_BIN)/regsync
+# regclient's regsync, the bench's baseline for `wharf sync` (case 13).
+REGSYNC_PKG := github.com/regclient/regclient/cmd/regsync@v0.11.7
 
 # Version stamp: cmd/wharfd and cmd/wharf declare main.version (wharfd also
 # main.gitCommit and main.buildTime; the linker ignores -X for a variable a
@@ -44,7 +51,7 @@ UNIT_PKGS = $(shell $(GO) list ./... | grep -v /integration-cli)
 FUZZTIME ?= 10s
 INTEGRATION_TIMEOUT ?= 8m
 
-.PHONY: help build registry cosign crane test unit integration lint man completion demo bench fuzz clean distclean \
+.PHONY: help build registry cosign crane oras regsync test unit integration lint man completion demo bench fuzz clean distclean \
 	install uninstall deb nfpm
 
 help: ## list the targets
@@ -70,6 +77,15 @@ crane: $(CRANE_BIN) ## build crane into .cache/bin (once)
 
 $(CRANE_BIN):
 	GOFLAGS= GOBIN=$(CACHE_BIN) $(GO) install $(CRANE_PKG)
+oras: $(ORAS_BIN) ## build oras into .cache/bin (once)
+
+regsync: $(REGSYNC_BIN) ## build regclient's regsync into .cache/bin (once)
+
+$(REGSYNC_BIN):
+	GOFLAGS= GOBIN=$(CACHE_BIN) $(GO) install $(REGSYNC_PKG)
+
+$(ORAS_BIN):
+	GOFLAGS= GOBIN=$(CACHE_BIN) $(GO) install $(ORAS_PKG)
 
 # The commands are variables so that `test` runs each step once, in order,
 # while `unit`, `integration` and `lint` stay available on their own.
@@ -84,7 +100,7 @@ UNIT = $(GO) test -race -count=1 $(UNIT_PKGS)
 INTEGRATION = WHARF_BIN_DIR=$(BIN_DIR) WHARF_REGISTRY_BIN=$(REGISTRY_BIN) PATH="$(CACHE_BIN):$$PATH" \
 	$(GO) test -v -count=1 -timeout $(INTEGRATION_TIMEOUT) ./integration-cli/...
 
-test: build registry cosign crane ## vet, gofmt, depcheck, unit tests (-race), integration suites
+test: build registry cosign crane oras ## vet, gofmt, depcheck, unit tests (-race), integration suites
 	$(VET)
 	@echo "gofmt -l"; $(FMT_CHECK)
 	$(DEPCHECK)
@@ -94,7 +110,7 @@ test: build registry cosign crane ## vet, gofmt, depcheck, unit tests (-race), i
 unit: ## unit tests with the race detector
 	$(UNIT)
 
-integration: build registry cosign crane ## end-to-end suites against bin/, the real registry, cosign and crane
+integration: build registry cosign crane oras ## end-to-end suites against bin/, the real registry, cosign, crane and oras
 	$(INTEGRATION)
 
 lint: ## go vet, gofmt -l must be empty, imports point down (depcheck)
@@ -209,7 +225,7 @@ demo: cosign ## the whole story against a real registry, signatures included (sc
 
 # The suite (bench/, build tag `bench`, issue 5) starts the registry and
 # wharfd itself; until it exists, whatever `func Benchmark…` the packages have.
-bench: build registry ## the benchmark suite (bench/, issue 5), else go test -bench
+bench: build registry regsync ## the benchmark suite (bench/, issue 5), else go test -bench
 	@if [ -f bench/main.go ]; then \
 		WHARFD=$(BIN_DIR)/wharfd $(GO) run -tags bench ./bench; \
 	elif grep -rqs --include='*_test.go' -E '^func Benchmark' .; then \

@@ -14,7 +14,9 @@
 // 10: the cost of verifying signatures, issue 21, with the real cosign;
 // 11: the store at scale, issue 22, at 500, 5,000 and 50,000 images — not
 // in the default set, as 50,000 images take many minutes: BENCH_SCALE=1
-// adds it, or list it in BENCH_CASES);
+// adds it, or list it in BENCH_CASES; 12: newer versions and the watch,
+// issue 24; 13: sync of 20 images, issue 25,
+// beside skopeo sync and regsync);
 // WHARFD the daemon binary (default bin/wharfd).
 package main
 
@@ -50,7 +52,7 @@ func run() error {
 		}
 	}
 	handshake := os.Getenv("BENCH_HANDSHAKE") != "0"
-	cases := map[string]bool{"1": true, "2": true, "3": true, "4": true, "5": true, "6": true, "7": true, "8": true, "9": true, "10": true, "12": true}
+	cases := map[string]bool{"1": true, "2": true, "3": true, "4": true, "5": true, "6": true, "7": true, "8": true, "9": true, "10": true, "12": true, "13": true}
 	if os.Getenv("BENCH_SCALE") == "1" {
 		cases["11"] = true
 	}
@@ -191,6 +193,11 @@ func run() error {
 		step("case 10: the cost of verifying, issue 21: cosign-signed images under a sigstoreSigned policy at RTT %s, beside no policy", rtt)
 		rows, err := caseTrust(ctx, root, bin, rtt, quick)
 		collect("case 10", rows, err)
+	}
+	if cases["13"] {
+		step("case 13: sync of 20 images, issue 25: wharf sync beside skopeo sync and regsync, at RTT %s", rtt)
+		rows, err := caseSync(ctx, root, rtt, bin)
+		collect("case 13", rows, err)
 	}
 	if cases["11"] {
 		step("case 11: the store at scale, issue 22: %v images", scaleSizes(quick))

@@ -63,6 +63,14 @@ type RegistryBackend interface {
 	// CopyImage copies an image registry to registry, without the local
 	// store (POST /wharf/images/copy, copy_routes.go).
 	CopyImage(ctx context.Context, opts types.CopyOptions, out types.ProgressWriter) error
+	// SyncImages mirrors repositories registry to registry, each image
+	// that differs through the copy (POST /wharf/images/sync,
+	// sync_routes.go): one event per image through emit, a summary last.
+	SyncImages(ctx context.Context, opts types.SyncOptions, emit func(types.SyncEvent) error) error
+	// SyncExport writes what a sync selects as an OCI layout tar to w;
+	// SyncImport pushes such a tar to opts.Destination (the air gap).
+	SyncExport(ctx context.Context, opts types.SyncOptions, w io.Writer) (*types.SyncSummary, error)
+	SyncImport(ctx context.Context, opts types.SyncOptions, body io.Reader, emit func(types.SyncEvent) error) error
 	// CheckRemote is the update check: each local tag against its registry,
 	// one result per tag through emit (POST /wharf/images/check-remote,
 	// checkremote_routes.go).

@@ -159,6 +159,18 @@ func (f *fakeBackend) CopyImage(_ context.Context, o types.CopyOptions, out type
 	}
 	return f.copyImage(o, out)
 }
+func (f *fakeBackend) SyncImages(context.Context, types.SyncOptions, func(types.SyncEvent) error) error {
+	return errdefs.ErrNotImplemented
+}
+
+func (f *fakeBackend) SyncExport(context.Context, types.SyncOptions, io.Writer) (*types.SyncSummary, error) {
+	return nil, errdefs.ErrNotImplemented
+}
+
+func (f *fakeBackend) SyncImport(context.Context, types.SyncOptions, io.Reader, func(types.SyncEvent) error) error {
+	return errdefs.ErrNotImplemented
+}
+
 func (f *fakeBackend) CheckRemote(_ context.Context, o types.RemoteCheckOptions, emit func(types.RemoteCheckResult) error) error {
 	if f.checkRemote == nil {
 		return errNI

@@ -91,6 +91,9 @@ func (s *Server) routes() []route {
 		{http.MethodGet, trustPath, s.getTrust},                     // wharf's own (trust_routes.go)
 		{http.MethodGet, tagsPath, s.getRemoteTags},                 // wharf's own (tags_routes.go)
 		{http.MethodPost, copyPath, s.postImageCopy},                // wharf's own (copy_routes.go)
+		{http.MethodPost, syncPath, s.postImagesSync},               // wharf's own (sync_routes.go)
+		{http.MethodPost, syncExportPath, s.postImagesSyncExport},
+		{http.MethodPost, syncImportPath, s.postImagesSyncImport},
 		// images; the fixed paths first, {name:.*} ones after
 		{http.MethodGet, "/images/json", s.getImagesJSON},
 		{http.MethodGet, "/images/get", s.getImagesGet},

@@ -197,6 +197,7 @@ func newRootCommand(c *cli) *cobra.Command {
 		newPullCommand(c),
 		newPushCommand(c),
 		newCopyCommand(c),
+		newSyncCommand(c),
 		newLoginCommand(c),
 		newLogoutCommand(c),
 		newSystemCommand(c),

@@ -80,6 +80,7 @@ type Metrics struct {
 	pushedBytes      prometheus.Counter
 	apiRequests      *prometheus.CounterVec
 	apiDuration      *prometheus.HistogramVec
+	syncImages       *prometheus.CounterVec
 
 	hosts labelCap
 }
@@ -127,6 +128,10 @@ func New() *Metrics {
 			Help:    "Time to serve an API request, to the end of its response (streams included), by route template and method.",
 			Buckets: apiBuckets,
 		}, []string{"route", "method"}),
+		syncImages: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wharf_sync_images_total",
+			Help: "Images wharf sync finished with, by source registry host:port and outcome (synced: copied; skipped: the destination had the digest, one HEAD each side; failed).",
+		}, []string{"registry", "outcome"}),
 		hosts: labelCap{max: maxHostLabels, seen: map[string]struct{}{}},
 	}
 	m.reg.MustRegister(
@@ -134,7 +139,7 @@ func New() *Metrics {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.registryRequests, m.registryDuration, m.cacheHits, m.cacheMisses,
 		m.pullsInFlight, m.pulledBytes, m.pushedBytes,
-		m.apiRequests, m.apiDuration,
+		m.apiRequests, m.apiDuration, m.syncImages,
 	)
 	// Every cache is listed from the start, at 0, so that a ratio of hits
 	// to look-ups has both series before the first miss.
@@ -194,6 +199,11 @@ func (m *Metrics) PullsInFlight(delta int) { m.pullsInFlight.Add(float64(delta))
 
 // PulledBytes implements distribution.Observer.
 func (m *Metrics) PulledBytes(n int64) { m.pulledBytes.Add(float64(n)) }
+
+// SyncImage implements distribution.Observer.
+func (m *Metrics) SyncImage(registry, outcome string) {
+	m.syncImages.WithLabelValues(m.hosts.label(registry), outcome).Inc()
+}
 
 // PushedBytes implements distribution.Observer.
 func (m *Metrics) PushedBytes(n int64) { m.pushedBytes.Add(float64(n)) }

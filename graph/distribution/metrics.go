@@ -18,13 +18,17 @@ type Observer interface {
 	PulledBytes(n int64)
 	// PushedBytes are blob bytes read from the store for an upload.
 	PushedBytes(n int64)
+	// SyncImage is one image a sync finished with, by its source
+	// registry: outcome is synced, skipped or failed.
+	SyncImage(registry, outcome string)
 }
 
 type nopObserver struct{}
 
-func (nopObserver) PullsInFlight(int) {}
-func (nopObserver) PulledBytes(int64) {}
-func (nopObserver) PushedBytes(int64) {}
+func (nopObserver) PullsInFlight(int)        {}
+func (nopObserver) PulledBytes(int64)        {}
+func (nopObserver) PushedBytes(int64)        {}
+func (nopObserver) SyncImage(string, string) {}
 
 // observer is o, or one that does nothing.
 func observer(o Observer) Observer {
@@ -124,4 +128,9 @@ func (r *countingReader) Read(p []byte) (int, error) {
 		r.add(int64(n))
 	}
 	return n, err
+}
+
+// syncObserved counts one image a sync finished with.
+func (s *Service) syncObserved(registry, outcome string) {
+	observer(s.transfers.obs).SyncImage(registry, outcome)
 }

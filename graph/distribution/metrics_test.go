@@ -14,9 +14,10 @@ type countingObserver struct {
 	inFlight, pulled, pushed atomic.Int64
 }
 
-func (o *countingObserver) PullsInFlight(d int) { o.inFlight.Add(int64(d)) }
-func (o *countingObserver) PulledBytes(n int64) { o.pulled.Add(n) }
-func (o *countingObserver) PushedBytes(n int64) { o.pushed.Add(n) }
+func (o *countingObserver) PullsInFlight(d int)      { o.inFlight.Add(int64(d)) }
+func (o *countingObserver) PulledBytes(n int64)      { o.pulled.Add(n) }
+func (o *countingObserver) PushedBytes(n int64)      { o.pushed.Add(n) }
+func (o *countingObserver) SyncImage(string, string) {}
 
 // Layer bytes are counted once as they are read from the registry, a
 // layer already stored not at all.
