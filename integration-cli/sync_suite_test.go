@@ -423,6 +423,13 @@ func (s *SyncSuite) TestSyncAirGapRoundTrip(c *check.C) {
 	evs, r := s.syncJSON(c, "oci-archive:"+file, other.Host+"/imported")
 	c.Assert(r.ExitCode, check.Equals, 0, check.Commentf("%s", r))
 	c.Assert(evs[len(evs)-1].Summary.Synced, check.Equals, 2, check.Commentf("%s", r))
+	for _, ev := range evs {
+		// Each image's blob count is what it moved (the CLI prints "N blobs:
+		// E existed, M mounted, U uploaded"; an import once said 0 blobs).
+		if ev.Copy != nil {
+			c.Assert(ev.Copy.Blobs > 0 && ev.Copy.Blobs == ev.Copy.Existed+ev.Copy.Mounted+ev.Copy.Uploaded, check.Equals, true, check.Commentf("%+v", *ev.Copy))
+		}
+	}
 	c.Assert(dstDigest(c, other, "imported/app", "1"), check.Equals, one.Manifest.Digest)
 	c.Assert(dstDigest(c, other, "imported/app", "2"), check.Equals, ix.Digest())
 	for _, img := range ix.Images {

@@ -139,6 +139,7 @@ func (r *syncRun) exportOne(ctx context.Context, it syncItem, aw *archiveWriter)
 	src := it.src
 	var res2 types.CopyResult
 	write := func(p *transferPlan) error {
+		res2.Blobs += len(p.layers) + len(p.configs)
 		for _, d := range append(append([]ocispec.Descriptor(nil), p.layers...), p.configs...) {
 			n, err := aw.blob(ctx, d, func(ctx context.Context) (io.ReadCloser, error) { return src.OpenBlobAt(ctx, d, 0) })
 			if err != nil {
@@ -480,6 +481,9 @@ func (r *syncRun) importOne(ctx context.Context, la *layoutArchive, dst *registr
 				res.BytesUploaded += size
 			}
 		}}
+	// Blobs counts what was moved, as CopyImage's result does, so that it
+	// adds up to Existed+Mounted+Uploaded.
+	res.Blobs = len(plan.layers) + len(plan.configs)
 	if err := plan.run(ctx, t, tag); err != nil {
 		r.fail(image, "copy", err, ev)
 		return
@@ -510,6 +514,7 @@ func (r *syncRun) importOne(ctx context.Context, la *layoutArchive, dst *registr
 			return
 		}
 		rp := newTransferPlan(planManifest{}, []planManifest{m}, r.opts.IncludeForeign)
+		res.Blobs += len(rp.layers) + len(rp.configs)
 		if err := rp.moveBlobs(ctx, t); err != nil {
 			r.fail(image, "referrers", err, ev)
 			return
