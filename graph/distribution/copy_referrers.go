@@ -43,6 +43,30 @@ func referrerSubjects(top planManifest, manifests []planManifest, idx *ocispec.I
 	return out
 }
 
+// distinctReferrers are refs without repeats, checked before any is
+// fetched: each a manifest, not an index (wharf copies referrers that are
+// manifests), and all of them within maxReferrerManifestBytes in all (they
+// are held in memory until written). Copy and sync's export share it.
+func distinctReferrers(refs []registry.Referrer) ([]registry.Referrer, error) {
+	var unique []registry.Referrer
+	seen := map[digest.Digest]bool{}
+	var total int64
+	for _, ref := range refs {
+		if seen[ref.Descriptor.Digest] {
+			continue
+		}
+		seen[ref.Descriptor.Digest] = true
+		if imagespec.IsIndex(ref.Descriptor.MediaType) {
+			return nil, fmt.Errorf("referrer %s of %s is an index: wharf copies referrers that are manifests%.0w", ref.Descriptor.Digest, ref.Subject, errdefs.ErrNotImplemented)
+		}
+		if total += ref.Descriptor.Size; total > maxReferrerManifestBytes {
+			return nil, fmt.Errorf("the referrers' manifests are larger than %d bytes in all%.0w", maxReferrerManifestBytes, errdefs.ErrNotImplemented)
+		}
+		unique = append(unique, ref)
+	}
+	return unique, nil
+}
+
 // copyReferrers copies, after the image, what refers to subjects at SRC:
 // every referrer's blobs through TransferBlob (as the image's), then its
 // manifest byte for byte (so its digest and its subject stay SRC's), by
@@ -56,24 +80,9 @@ func (s *Service) copyReferrers(ctx context.Context, res *registry.Resolved, dst
 		return fmt.Errorf("list referrers: %w", err)
 	}
 	src := res.Repository()
-	// The distinct referrers, checked before any is fetched: a manifest,
-	// not an index, and all of them within maxReferrerManifestBytes (they
-	// are held until written).
-	var unique []registry.Referrer
-	seen := map[digest.Digest]bool{}
-	var total int64
-	for _, ref := range refs {
-		if seen[ref.Descriptor.Digest] {
-			continue
-		}
-		seen[ref.Descriptor.Digest] = true
-		if imagespec.IsIndex(ref.Descriptor.MediaType) {
-			return fmt.Errorf("referrer %s of %s is an index: wharf copies referrers that are manifests%.0w", ref.Descriptor.Digest, ref.Subject, errdefs.ErrNotImplemented)
-		}
-		if total += ref.Descriptor.Size; total > maxReferrerManifestBytes {
-			return fmt.Errorf("the referrers' manifests are larger than %d bytes in all%.0w", maxReferrerManifestBytes, errdefs.ErrNotImplemented)
-		}
-		unique = append(unique, ref)
+	unique, err := distinctReferrers(refs)
+	if err != nil {
+		return err
 	}
 	order := make([]planManifest, len(unique))
 	g, gctx := errgroup.WithContext(ctx)

@@ -215,21 +215,13 @@ func (r *syncRun) exportReferrers(ctx context.Context, res *registry.Resolved, p
 	if err != nil {
 		return nil, nil, err
 	}
+	unique, err := distinctReferrers(refs)
+	if err != nil {
+		return nil, nil, err
+	}
 	var out []planManifest
 	var listed []registry.Referrer
-	seen := map[digest.Digest]bool{}
-	var total int64
-	for _, ref := range refs {
-		if seen[ref.Descriptor.Digest] {
-			continue
-		}
-		seen[ref.Descriptor.Digest] = true
-		if imagespec.IsIndex(ref.Descriptor.MediaType) {
-			return nil, nil, fmt.Errorf("referrer %s of %s is an index: wharf copies referrers that are manifests%.0w", ref.Descriptor.Digest, ref.Subject, errdefs.ErrNotImplemented)
-		}
-		if total += ref.Descriptor.Size; total > maxReferrerManifestBytes {
-			return nil, nil, fmt.Errorf("the referrers' manifests are larger than %d bytes in all%.0w", maxReferrerManifestBytes, errdefs.ErrNotImplemented)
-		}
+	for _, ref := range unique {
 		b, err := res.Repository().FetchManifest(ctx, ref.Descriptor)
 		if err != nil {
 			return nil, nil, err
