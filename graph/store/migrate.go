@@ -24,6 +24,7 @@ package store
 // it was read; it is never read again (BOLT.md: why it stays).
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,6 +33,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/opencontainers/go-digest"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -201,10 +203,17 @@ func (s *Store) createDB(path string, recs []*ImageRecord) error {
 // references (a reference two records claim stays with the first in ID
 // order, and leaves the other's lists), their targets and the blobs they
 // keep alive, read from their documents now.
+//
+// Every bucket is written in key order. bbolt splits a transaction's nodes
+// only at commit, so one transaction's puts into a bucket go into one
+// growing node, and a put out of key order moves the node's tail: the
+// blobs pairs of 50,000 images sharing three layers, put image by image,
+// took ~38 s of memmove (BOLT.md). images, uses and summaries are keyed
+// by image ID, and recs is sorted by it; refs, targets and blobs are
+// gathered, sorted and then put.
 func (s *Store) importRecords(btx *bolt.Tx, recs []*ImageRecord) error {
 	sort.Slice(recs, func(i, j int) bool { return recs[i].ID < recs[j].ID })
-	images, refs, targets := btx.Bucket(bucketImages), btx.Bucket(bucketRefs), btx.Bucket(bucketTargets)
-	uses, blobs, sums := btx.Bucket(bucketUses), btx.Bucket(bucketBlobs), btx.Bucket(bucketSummaries)
+	images, uses, sums := btx.Bucket(bucketImages), btx.Bucket(bucketUses), btx.Bucket(bucketSummaries)
 	claimed := map[string]bool{}
 	keep := func(list []string) []string {
 		out := []string{}
@@ -216,11 +225,14 @@ func (s *Store) importRecords(btx *bolt.Tx, recs []*ImageRecord) error {
 		}
 		return out
 	}
+	var refs, targets, blobs []kv
 	var n uint64
+	var last digest.Digest
 	for _, r := range recs {
-		if images.Get([]byte(r.ID)) != nil {
+		if n > 0 && r.ID == last {
 			continue // a duplicate: the first wins
 		}
+		last = r.ID
 		r.RepoTags, r.RepoDigests = keep(r.RepoTags), keep(r.RepoDigests)
 		b, err := json.Marshal(r)
 		if err != nil {
@@ -230,22 +242,30 @@ func (s *Store) importRecords(btx *bolt.Tx, recs []*ImageRecord) error {
 			return err
 		}
 		for _, ref := range append(append([]string{}, r.RepoTags...), r.RepoDigests...) {
-			if err := refs.Put([]byte(ref), []byte(r.ID)); err != nil {
-				return err
-			}
+			refs = append(refs, kv{[]byte(ref), []byte(r.ID)})
 		}
 		for _, d := range targetsOf(r) {
-			if err := targets.Put(pairKey(d, r.ID), nil); err != nil {
-				return err
-			}
+			targets = append(targets, kv{k: pairKey(d, r.ID)})
 		}
-		if err := putUses(uses, blobs, r.ID, s.blobsOf(r)); err != nil {
+		list := dedupDigests(s.blobsOf(r))
+		if err := putUsesList(uses, r.ID, list); err != nil {
 			return err
+		}
+		for _, d := range list {
+			blobs = append(blobs, kv{k: pairKey(d, r.ID)})
 		}
 		if err := putSummary(sums, s.summaryOf(r, nil)); err != nil {
 			return err
 		}
 		n++
+	}
+	for _, w := range []struct {
+		b   *bolt.Bucket
+		kvs []kv
+	}{{btx.Bucket(bucketRefs), refs}, {btx.Bucket(bucketTargets), targets}, {btx.Bucket(bucketBlobs), blobs}} {
+		if err := putSorted(w.b, w.kvs); err != nil {
+			return err
+		}
 	}
 	// The migration read every manifest once: the caches would otherwise
 	// start out holding the whole store.
@@ -261,6 +281,20 @@ func (s *Store) importRecords(btx *bolt.Tx, recs []*ImageRecord) error {
 		return err
 	}
 	return putU64(m, keyGen, 1)
+}
+
+// kv is one key and value to put.
+type kv struct{ k, v []byte }
+
+// putSorted puts kvs into b in key order (see importRecords).
+func putSorted(b *bolt.Bucket, kvs []kv) error {
+	sort.Slice(kvs, func(i, j int) bool { return bytes.Compare(kvs[i].k, kvs[j].k) < 0 })
+	for _, e := range kvs {
+		if err := b.Put(e.k, e.v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // finishStub makes images.json the version-2 stub, keeping a version-1

@@ -388,11 +388,7 @@ func (tx *Txn) apply() error {
 // putUses writes the blobs id keeps alive, both ways.
 func putUses(uses, blobs *bolt.Bucket, id digest.Digest, list []digest.Digest) error {
 	list = dedupDigests(list)
-	b, err := json.Marshal(list)
-	if err != nil {
-		return err
-	}
-	if err := uses.Put([]byte(id), b); err != nil {
+	if err := putUsesList(uses, id, list); err != nil {
 		return err
 	}
 	for _, d := range list {
@@ -401,6 +397,15 @@ func putUses(uses, blobs *bolt.Bucket, id digest.Digest, list []digest.Digest) e
 		}
 	}
 	return nil
+}
+
+// putUsesList writes the uses entry of id: list, deduplicated and sorted.
+func putUsesList(uses *bolt.Bucket, id digest.Digest, list []digest.Digest) error {
+	b, err := json.Marshal(list)
+	if err != nil {
+		return err
+	}
+	return uses.Put([]byte(id), b)
 }
 
 func dedupDigests(in []digest.Digest) []digest.Digest {
