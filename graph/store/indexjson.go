@@ -13,8 +13,13 @@ package store
 // background, not on the start-up path.
 
 import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,14 +33,41 @@ import (
 // within it share one write.
 const IndexDelay = time.Second
 
-// indexBytes is the index.json the records of v call for (the system check
-// compares it with the file).
-func indexBytes(v dbView) ([]byte, error) {
-	idx := ocispec.Index{
-		MediaType: ocispec.MediaTypeImageIndex,
-		Manifests: []ocispec.Descriptor{},
-	}
+// indexHead and indexTail frame the entries of index.json as json.Marshal
+// of an ocispec.Index writes them (the fields after manifests are empty).
+var indexHead, indexTail = func() ([]byte, []byte) {
+	idx := ocispec.Index{MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{}}
 	idx.SchemaVersion = 2
+	b, err := json.Marshal(idx)
+	if err != nil || !bytes.HasSuffix(b, []byte("[]}")) {
+		panic(fmt.Sprintf("graph: index.json frame: %s %v", b, err))
+	}
+	return b[:len(b)-2], []byte("]}")
+}()
+
+// writeIndex writes the index.json the records of v call for to w, an
+// entry at a time: the same bytes json.Marshal of the whole ocispec.Index
+// gives, without holding it (50,000 tagged images: a 15 MB file, and about
+// three times that on the heap when built whole).
+func writeIndex(w io.Writer, v dbView) error {
+	if _, err := w.Write(indexHead); err != nil {
+		return err
+	}
+	first := true
+	put := func(d ocispec.Descriptor) error {
+		b, err := json.Marshal(d)
+		if err != nil {
+			return err
+		}
+		if !first {
+			if _, err := w.Write([]byte{','}); err != nil {
+				return err
+			}
+		}
+		first = false
+		_, err = w.Write(b)
+		return err
+	}
 	err := v.forEachImage(func(r *ImageRecord) error {
 		target := r.Target
 		if target.Digest == "" {
@@ -44,8 +76,7 @@ func indexBytes(v dbView) ([]byte, error) {
 		target.Annotations = nil
 		target.Data = nil
 		if len(r.RepoTags) == 0 {
-			idx.Manifests = append(idx.Manifests, target)
-			return nil
+			return put(target)
 		}
 		for _, t := range r.RepoTags {
 			d := target
@@ -54,14 +85,27 @@ func indexBytes(v dbView) ([]byte, error) {
 				tag = t[i+1:]
 			}
 			d.Annotations = map[string]string{AnnRefName: tag, AnnImageName: t}
-			idx.Manifests = append(idx.Manifests, d)
+			if err := put(d); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
 	if err != nil {
+		return err
+	}
+	_, err = w.Write(indexTail)
+	return err
+}
+
+// indexBytes is writeIndex into memory (the check's detailed comparison,
+// only when the file differs).
+func indexBytes(v dbView) ([]byte, error) {
+	var b bytes.Buffer
+	if err := writeIndex(&b, v); err != nil {
 		return nil, err
 	}
-	return json.Marshal(idx)
+	return b.Bytes(), nil
 }
 
 // indexChanged schedules a rewrite of index.json IndexDelay from now,
@@ -96,7 +140,10 @@ func (s *Store) FlushIndex() error {
 		return errClosed
 	}
 	var gen, stored uint64
-	var b []byte
+	// The file is written from inside the read transaction, an entry at
+	// a time: the transaction lasts as long as the write (~0.3 s at
+	// 50,000 images), which delays no writer (bbolt's writers wait for
+	// readers only to grow the file's mapping).
 	err := s.db.View(func(btx *bolt.Tx) error {
 		v := dbView{btx}
 		gen, stored = v.gen(), u64(btx.Bucket(bucketMeta).Get(keyIndexGen))
@@ -105,18 +152,14 @@ func (s *Store) FlushIndex() error {
 				return nil
 			}
 		}
-		var err error
-		b, err = indexBytes(v)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	if b != nil {
-		if err := s.writeFileAtomic(s.root, IndexFile, b); err != nil {
+		if err := s.writeFileAtomicFunc(s.root, IndexFile, func(w io.Writer) error { return writeIndex(w, v) }); err != nil {
 			return err
 		}
 		s.idxGen = gen
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if stored == gen {
 		return nil
@@ -139,6 +182,13 @@ func (s *Store) checkIndex(v dbView, add func(CheckProblem)) error {
 		}
 		return nil
 	}
+	// The common case, a file written from these records, is settled by
+	// hashing both streams; only a difference builds both indexes in
+	// memory to name the entries.
+	same, err := s.indexFileIs(v)
+	if err != nil || same {
+		return err
+	}
 	b, err := indexBytes(v)
 	if err != nil {
 		return err
@@ -151,15 +201,34 @@ func (s *Store) checkIndex(v dbView, add func(CheckProblem)) error {
 	return nil
 }
 
+// indexFileIs reports whether index.json holds exactly the bytes writeIndex
+// writes from v (a missing or unreadable file is not).
+func (s *Store) indexFileIs(v dbView) (bool, error) {
+	f, err := os.Open(filepath.Join(s.root, IndexFile))
+	if err != nil {
+		return false, nil
+	}
+	defer f.Close()
+	fh := sha256.New()
+	if _, err := io.Copy(fh, f); err != nil {
+		return false, nil
+	}
+	wh := sha256.New()
+	bw := bufio.NewWriterSize(wh, 64<<10)
+	if err := writeIndex(bw, v); err != nil {
+		return false, err
+	}
+	if err := bw.Flush(); err != nil {
+		return false, err
+	}
+	return bytes.Equal(fh.Sum(nil), wh.Sum(nil)), nil
+}
+
 // writeIndexFrom writes index.json from v inside a read transaction (the
 // generation is recorded in memory only: a write transaction cannot start
 // inside a read one without risking a deadlock on the mmap).
 func (s *Store) writeIndexFrom(v dbView) error {
-	b, err := indexBytes(v)
-	if err != nil {
-		return err
-	}
-	if err := s.writeFileAtomic(s.root, IndexFile, b); err != nil {
+	if err := s.writeFileAtomicFunc(s.root, IndexFile, func(w io.Writer) error { return writeIndex(w, v) }); err != nil {
 		return err
 	}
 	s.idxGen = v.gen()
