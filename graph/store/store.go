@@ -159,6 +159,7 @@ type Store struct {
 	idxTimer   *time.Timer
 	closed     bool
 	indexDelay time.Duration
+	idxCost    atomic.Int64 // the last background write's duration, ns (indexDelayNow)
 
 	leaseMu sync.Mutex
 	pins    map[digest.Digest]int // digest → number of live leases pinning it
