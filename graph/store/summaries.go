@@ -186,3 +186,28 @@ func (s *Store) Summaries(fn func(*Summary) error) error {
 		return nil
 	})
 }
+
+// SummariesOf calls fn with the summary of each of ids, in order, from one
+// read transaction (nil for an image that has none: deleted since). The
+// list's second pass reads its page of images this way.
+func (s *Store) SummariesOf(ids []digest.Digest, fn func(digest.Digest, *Summary) error) error {
+	return s.db.View(func(btx *bolt.Tx) error {
+		b := btx.Bucket(bucketSummaries)
+		if b == nil {
+			return fmt.Errorf("graph: %s: no summaries bucket", dbFile)
+		}
+		for _, id := range ids {
+			var sm *Summary
+			if v := b.Get([]byte(id)); v != nil {
+				var err error
+				if sm, err = decodeSummary(v); err != nil {
+					return fmt.Errorf("graph: image summary %s: %w", id, err)
+				}
+			}
+			if err := fn(id, sm); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
