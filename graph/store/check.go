@@ -91,6 +91,7 @@ func (s *Store) check(ctx context.Context, full bool) (*CheckReport, error) {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
+			l.scanned(btx, 1024) // a record and its stats
 			rep.Images++
 			l.checkImage(rec, add)
 			return nil
@@ -99,6 +100,7 @@ func (s *Store) check(ctx context.Context, full bool) (*CheckReport, error) {
 			return err
 		}
 		err = btx.Bucket(bucketRefs).ForEach(func(k, id []byte) error {
+			l.scanned(btx, len(k)+len(id)+seekCost)
 			if v.raw(digest.Digest(id)) == nil {
 				add(CheckProblem{Kind: ProblemDanglingTag, Image: string(id), Object: string(k),
 					Message: fmt.Sprintf("reference %s names image %s, which has no record", k, id)})
@@ -115,6 +117,7 @@ func (s *Store) check(ctx context.Context, full bool) (*CheckReport, error) {
 			return err
 		}
 		orphans, err = l.orphansIn(ctx, v)
+		l.dropMapped(btx)
 		return err
 	})
 	l.idxMu.Unlock()

@@ -49,7 +49,7 @@ var indexHead, indexTail = func() ([]byte, []byte) {
 // entry at a time: the same bytes json.Marshal of the whole ocispec.Index
 // gives, without holding it (50,000 tagged images: a 15 MB file, and about
 // three times that on the heap when built whole).
-func writeIndex(w io.Writer, v dbView) error {
+func (s *Store) writeIndex(w io.Writer, v dbView) error {
 	if _, err := w.Write(indexHead); err != nil {
 		return err
 	}
@@ -74,6 +74,7 @@ func writeIndex(w io.Writer, v dbView) error {
 		RepoTags         []string
 	}
 	err := v.tx.Bucket(bucketImages).ForEach(func(k, b []byte) error {
+		s.scanned(v.tx, len(k)+len(b))
 		r.Target, r.Manifest, r.RepoTags = ocispec.Descriptor{}, ocispec.Descriptor{}, nil
 		if err := json.Unmarshal(b, &r); err != nil {
 			return fmt.Errorf("graph: image record %s: %w", k, err)
@@ -109,9 +110,9 @@ func writeIndex(w io.Writer, v dbView) error {
 
 // indexBytes is writeIndex into memory (the check's detailed comparison,
 // only when the file differs).
-func indexBytes(v dbView) ([]byte, error) {
+func (s *Store) indexBytes(v dbView) ([]byte, error) {
 	var b bytes.Buffer
-	if err := writeIndex(&b, v); err != nil {
+	if err := s.writeIndex(&b, v); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), nil
@@ -182,7 +183,7 @@ func (s *Store) FlushIndex() error {
 			}
 		}
 		t := time.Now()
-		if err := s.writeFileAtomicFunc(s.root, IndexFile, func(w io.Writer) error { return writeIndex(w, v) }); err != nil {
+		if err := s.writeFileAtomicFunc(s.root, IndexFile, func(w io.Writer) error { return s.writeIndex(w, v) }); err != nil {
 			return err
 		}
 		s.idxCost.Store(int64(time.Since(t)))
@@ -220,7 +221,7 @@ func (s *Store) checkIndex(v dbView, add func(CheckProblem)) error {
 	if err != nil || same {
 		return err
 	}
-	b, err := indexBytes(v)
+	b, err := s.indexBytes(v)
 	if err != nil {
 		return err
 	}
@@ -246,7 +247,7 @@ func (s *Store) indexFileIs(v dbView) (bool, error) {
 	}
 	wh := sha256.New()
 	bw := bufio.NewWriterSize(wh, 64<<10)
-	if err := writeIndex(bw, v); err != nil {
+	if err := s.writeIndex(bw, v); err != nil {
 		return false, err
 	}
 	if err := bw.Flush(); err != nil {
@@ -259,7 +260,7 @@ func (s *Store) indexFileIs(v dbView) (bool, error) {
 // generation is recorded in memory only: a write transaction cannot start
 // inside a read one without risking a deadlock on the mmap).
 func (s *Store) writeIndexFrom(v dbView) error {
-	if err := s.writeFileAtomicFunc(s.root, IndexFile, func(w io.Writer) error { return writeIndex(w, v) }); err != nil {
+	if err := s.writeFileAtomicFunc(s.root, IndexFile, func(w io.Writer) error { return s.writeIndex(w, v) }); err != nil {
 		return err
 	}
 	s.idxGen = v.gen()

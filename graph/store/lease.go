@@ -284,6 +284,7 @@ func (s *Store) orphansIn(ctx context.Context, v dbView) ([]ocispec.Descriptor, 
 				return nil, err
 			}
 			d := digest.NewDigestFromEncoded(alg, e.Name())
+			s.scanned(v.tx, seekCost)
 			if ValidateDigest(d) != nil || !e.Type().IsRegular() || s.pins[d] > 0 || v.used(d) {
 				continue
 			}

@@ -153,7 +153,8 @@ func (tx *Txn) Image(id digest.Digest) *ImageRecord {
 func (tx *Txn) Images() []*ImageRecord {
 	var out []*ImageRecord
 	seen := map[digest.Digest]bool{}
-	_ = tx.v.tx.Bucket(bucketImages).ForEach(func(k, _ []byte) error {
+	_ = tx.v.tx.Bucket(bucketImages).ForEach(func(k, b []byte) error {
+		tx.s.scanned(tx.v.tx, len(k)+len(b))
 		id := digest.Digest(k)
 		seen[id] = true
 		if r := tx.Image(id); r != nil {
@@ -565,6 +566,7 @@ func (s *Store) Snapshot() []*ImageRecord {
 	var out []*ImageRecord
 	err := s.db.View(func(btx *bolt.Tx) error {
 		return dbView{btx}.forEachImage(func(r *ImageRecord) error {
+			s.scanned(btx, 1024)
 			out = append(out, r)
 			return nil
 		})

@@ -188,6 +188,9 @@ type Store struct {
 	failWrite func(name string) error
 	stopAfter func(step string) error
 
+	// scan counts what walks read of meta.db's mapping (mapped.go).
+	scan scanMeter
+
 	// The background scrub (scrub.go).
 	scrubMu     sync.Mutex
 	scrub       scrubState

@@ -144,7 +144,9 @@ func (s *Store) fillSummaries() error {
 		if err != nil {
 			return err
 		}
+		sb.FillPercent = bulkFill // written in ID order
 		err = dbView{btx}.forEachImage(func(r *ImageRecord) error {
+			s.scanned(btx, 2048) // the record read, its summary written
 			n++
 			return putSummary(sb, s.summaryOf(r, nil))
 		})
@@ -175,6 +177,7 @@ func (s *Store) Summaries(fn func(*Summary) error) error {
 		}
 		c := b.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
+			s.scanned(btx, len(k)+len(v))
 			sm, err := decodeSummary(v)
 			if err != nil {
 				return fmt.Errorf("graph: image summary %s: %w", k, err)
@@ -198,6 +201,7 @@ func (s *Store) SummariesOf(ids []digest.Digest, fn func(digest.Digest, *Summary
 		}
 		for _, id := range ids {
 			var sm *Summary
+			s.scanned(btx, seekCost)
 			if v := b.Get([]byte(id)); v != nil {
 				var err error
 				if sm, err = decodeSummary(v); err != nil {
