@@ -17,20 +17,25 @@ import (
 
 // mappedBudget is the bytes of keys and values a walk reads between two
 // releases: 8 MiB of them sit in ~16 MiB of pages (leaves are about half
-// full after random inserts). A variable for the tests.
-var mappedBudget int64 = 8 << 20
+// full after random inserts).
+const mappedBudget = 8 << 20
 
 // seekCost is what scanned counts for one cursor Seek or Get (a leaf page
 // and the branches above it, mostly shared with the previous one).
 const seekCost = 512
 
-// scanMeter counts the bytes walks read since the last release.
-type scanMeter struct{ n atomic.Int64 }
+// scanMeter counts the bytes walks read since the last release; budget,
+// when not 0, replaces mappedBudget (tests).
+type scanMeter struct{ n, budget atomic.Int64 }
 
 // scanned notes n bytes read in the read transaction btx, releasing the
 // mapping's pages when the budget is spent.
 func (s *Store) scanned(btx *bolt.Tx, n int) {
-	if s.scan.n.Add(int64(n)) < mappedBudget {
+	budget := s.scan.budget.Load()
+	if budget == 0 {
+		budget = mappedBudget
+	}
+	if s.scan.n.Add(int64(n)) < budget {
 		return
 	}
 	s.scan.n.Store(0)
