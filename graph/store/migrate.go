@@ -260,7 +260,7 @@ func (s *Store) importRecords(btx *bolt.Tx, recs []*ImageRecord) error {
 		for _, d := range list {
 			blobs = append(blobs, kv{k: pairKey(d, r.ID)})
 		}
-		if err := putSummary(sums, s.summaryOf(r, nil)); err != nil {
+		if err := putSummary(sums, s.summaryOf(r, nil, nil)); err != nil {
 			return err
 		}
 		n++

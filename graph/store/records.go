@@ -69,6 +69,9 @@ type Txn struct {
 type txRec struct {
 	rec  *ImageRecord // nil: deleted by the change
 	orig []byte       // as stored before the change; nil: new
+	// old is orig decoded, for apply (its targets and references: its
+	// slices are the change's own copies).
+	old  *ImageRecord
 	uses []digest.Digest
 	// setUses: uses replaces the stored list.
 	setUses bool
@@ -92,7 +95,9 @@ func (tx *Txn) image(id digest.Digest) (*ImageRecord, error) {
 	if err != nil {
 		return nil, fmt.Errorf("graph: image record %s: %w", id, err)
 	}
-	tx.recs[id] = &txRec{rec: r, orig: bytes.Clone(b)}
+	old := *r
+	old.RepoTags, old.RepoDigests = slices.Clone(r.RepoTags), slices.Clone(r.RepoDigests)
+	tx.recs[id] = &txRec{rec: r, orig: bytes.Clone(b), old: &old}
 	return r, nil
 }
 
@@ -294,8 +299,8 @@ func (tx *Txn) apply() error {
 	slices.Sort(ids) // sorted keys: fewer page splits
 	for _, id := range ids {
 		tr := tx.recs[id]
-		var old *ImageRecord
-		if tr.orig != nil {
+		old := tr.old
+		if old == nil && tr.orig != nil {
 			var err error
 			if old, err = decodeRecord(tr.orig); err != nil {
 				return err
@@ -325,7 +330,7 @@ func (tx *Txn) apply() error {
 			}
 			// The summary goes with the record: its meta part is kept
 			// when the manifest is the same (a tag reads no document).
-			if err := putSummary(sums, tx.s.summaryOf(tr.rec, storedSummary(sums, id))); err != nil {
+			if err := putSummary(sums, tx.s.summaryOf(tr.rec, storedSummary(sums, id), old)); err != nil {
 				return err
 			}
 		}

@@ -62,13 +62,16 @@ func (sm *Summary) Record() *ImageRecord {
 
 // summaryOf builds the summary of rec. prev, when its meta part was read
 // from the same manifest, is reused: a tag or untag reads no document.
-func (s *Store) summaryOf(rec *ImageRecord, prev *Summary) *Summary {
+// prev's references, with old (the record prev was written from), give
+// the familiar form of every reference rec kept: a tag parses only its
+// new reference (parsing them all was a third of a group commit's CPU).
+func (s *Store) summaryOf(rec *ImageRecord, prev *Summary, old *ImageRecord) *Summary {
 	sm := &Summary{
 		ID:          rec.ID,
 		Target:      rec.Target,
 		Manifest:    rec.Manifest.Digest,
-		RepoTags:    FamiliarRefs(rec.RepoTags),
-		RepoDigests: FamiliarRefs(rec.RepoDigests),
+		RepoTags:    familiarFrom(rec.RepoTags, prevRefs(old, prev, true)),
+		RepoDigests: familiarFrom(rec.RepoDigests, prevRefs(old, prev, false)),
 	}
 	sm.Target.Data = nil
 	if prev != nil && prev.HasMeta && prev.Manifest == rec.Manifest.Digest && prev.ID == rec.ID {
@@ -83,6 +86,40 @@ func (s *Store) summaryOf(rec *ImageRecord, prev *Summary) *Summary {
 		sm.Size = m.Size
 	}
 	return sm
+}
+
+// prevRefs maps old's references (tags, or digests) to their familiar
+// form in prev; nil when prev was not written from old.
+func prevRefs(old *ImageRecord, prev *Summary, tags bool) map[string]string {
+	if old == nil || prev == nil || prev.ID != old.ID {
+		return nil
+	}
+	full, fam := old.RepoDigests, prev.RepoDigests
+	if tags {
+		full, fam = old.RepoTags, prev.RepoTags
+	}
+	if len(full) != len(fam) {
+		return nil
+	}
+	m := make(map[string]string, len(full))
+	for i, r := range full {
+		m[r] = fam[i]
+	}
+	return m
+}
+
+// familiarFrom is FamiliarRefs(refs), taking the familiar form of a
+// reference from known when it is there.
+func familiarFrom(refs []string, known map[string]string) []string {
+	out := make([]string, 0, len(refs))
+	for _, r := range refs {
+		if f, ok := known[r]; ok {
+			out = append(out, f)
+		} else {
+			out = append(out, Familiar(r))
+		}
+	}
+	return out
 }
 
 func decodeSummary(b []byte) (*Summary, error) {
@@ -148,7 +185,7 @@ func (s *Store) fillSummaries() error {
 		err = dbView{btx}.forEachImage(func(r *ImageRecord) error {
 			s.scanned(btx, 2048) // the record read, its summary written
 			n++
-			return putSummary(sb, s.summaryOf(r, nil))
+			return putSummary(sb, s.summaryOf(r, nil, nil))
 		})
 		if err != nil {
 			return err
