@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"github.com/opencontainers/go-digest"
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"io/fs"
 	"path/filepath"
 	"sort"
@@ -372,31 +371,39 @@ func (s *Store) DiskUsage(ctx context.Context) (*types.DiskUsage, error) {
 	}
 	// SHARED SIZE of `docker system df -v`: the bytes of an image's layers
 	// that another image uses too (each stored once; LayersSize counts every
-	// blob once). UNIQUE SIZE is the CLI's Size − SharedSize.
-	users := map[digest.Digest]int{}
-	layersOf := map[string][]ocispec.Descriptor{}
-	for _, rec := range s.st.Snapshot() {
-		meta, err := s.st.Meta(rec)
+	// blob once). UNIQUE SIZE is the CLI's Size − SharedSize. Whether a
+	// layer is shared is the blob → image index's answer (two keys read),
+	// and each image's layers are read from its manifest one image at a
+	// time: no record, and no map of every layer, is held for the store.
+	shared := map[digest.Digest]bool{} // the layers asked about, at most one entry each
+	for i := range imgs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		imgs[i].SharedSize = 0
+		rec, err := s.st.Lookup(imgs[i].ID)
+		if err != nil {
+			continue // deleted since the list
+		}
+		layers, err := s.st.ManifestLayers(rec.Manifest.Digest)
 		if err != nil {
 			continue
 		}
 		seen := map[digest.Digest]bool{}
-		for _, l := range meta.Manifest.Layers {
-			if !seen[l.Digest] {
-				seen[l.Digest] = true
-				users[l.Digest]++
-				layersOf[rec.ID.String()] = append(layersOf[rec.ID.String()], l)
+		for _, l := range layers {
+			if seen[l.Digest] {
+				continue
+			}
+			seen[l.Digest] = true
+			sh, ok := shared[l.Digest]
+			if !ok {
+				sh = s.st.SharedBlob(l.Digest)
+				shared[l.Digest] = sh
+			}
+			if sh {
+				imgs[i].SharedSize += l.Size
 			}
 		}
-	}
-	for i := range imgs {
-		var shared int64
-		for _, l := range layersOf[imgs[i].ID] {
-			if users[l.Digest] > 1 {
-				shared += l.Size
-			}
-		}
-		imgs[i].SharedSize = shared
 	}
 	partials, partialBytes := s.st.PartialUsage()
 	return &types.DiskUsage{
