@@ -26,6 +26,10 @@ type wharfd struct {
 	http                *http.Client
 }
 
+// pingDeadline bounds startWharfd's wait for /_ping (case 11 raises it for
+// the first start on a store of 50,000 images: the migration).
+var pingDeadline = 30 * time.Second
+
 // startWharfd starts bin/wharfd on root (created when missing) and waits for /_ping.
 func startWharfd(bin, root string, args ...string) (*wharfd, error) {
 	dir, err := os.MkdirTemp("", "wb")
@@ -57,7 +61,7 @@ func startWharfd(bin, root string, args ...string) (*wharfd, error) {
 		MaxIdleConnsPerHost: 256,
 		DisableCompression:  true,
 	}}
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(pingDeadline)
 	for {
 		resp, err := d.http.Get("http://wharfd/_ping")
 		if err == nil {
@@ -73,7 +77,7 @@ func startWharfd(bin, root string, args ...string) (*wharfd, error) {
 		}
 		if time.Now().After(deadline) {
 			d.stop()
-			return nil, fmt.Errorf("wharfd did not answer /_ping in 30s:\n%s", d.logTail())
+			return nil, fmt.Errorf("wharfd did not answer /_ping in %s:\n%s", pingDeadline, d.logTail())
 		}
 	}
 }

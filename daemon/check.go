@@ -3,10 +3,12 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/sirupsen/logrus"
 
 	"github.com/wharfproject/wharf/api/server"
+	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/graph"
 )
 
@@ -36,26 +38,44 @@ func toServerReport(rep *graph.CheckReport) *server.CheckReport {
 // of missing blobs is one message plus a pointer to `wharf system check`.
 const maxStartupProblemsLogged = 20
 
-// startupCheck runs the cheap store check (existence and sizes, no hashing)
-// and logs what it finds; problems also become /info warnings. The daemon
-// starts anyway: the images that are intact stay usable, and a pull of a
-// damaged one repairs it.
-func startupCheck(ctx context.Context, sc storeChecker, log *logrus.Entry) []string {
-	rep, err := sc.Check(ctx, false)
-	if err != nil {
-		log.WithError(err).Warn("start-up store check failed")
-		return []string{"WARNING: start-up store check failed: " + err.Error()}
+// scrubber is the store's background scrub (graph/store scrub.go): the
+// orphan collection and the quick check start-up used to run before the
+// API answered.
+type scrubber interface {
+	StartScrub(done func(*types.ScrubReport))
+}
+
+// startScrub starts the store's scrub; when it ends, its findings are
+// logged and become /info warnings. The daemon serves meanwhile: the
+// images that are intact are usable, and a pull of a damaged one repairs
+// it.
+func (d *Daemon) startScrub(sc scrubber, log *logrus.Entry) {
+	sc.StartScrub(func(rep *types.ScrubReport) {
+		w := scrubWarnings(rep, log)
+		d.scrubWarnings.Store(&w)
+	})
+}
+
+// scrubWarnings logs what the scrub found, as the start-up check did, and
+// returns the /info warnings it calls for.
+func scrubWarnings(rep *types.ScrubReport, log *logrus.Entry) []string {
+	if rep.Error != "" {
+		log.WithField("error", rep.Error).Warn("start-up store check failed")
+		return []string{"WARNING: start-up store check failed: " + rep.Error}
 	}
-	if len(rep.Problems) == 0 {
-		log.WithFields(logrus.Fields{"images": rep.Images, "blobs": rep.Blobs}).Info("start-up store check: no problems")
+	took := rep.Finished.Sub(rep.Started).Round(time.Millisecond)
+	if rep.ProblemCount == 0 {
+		log.WithFields(logrus.Fields{"images": rep.Images, "blobs": rep.Blobs, "took": took}).Info("start-up store check: no problems")
 		return nil
 	}
 	for i, p := range rep.Problems {
 		if i == maxStartupProblemsLogged {
-			log.Errorf("start-up store check: %d more problems not shown", len(rep.Problems)-i)
 			break
 		}
 		log.WithField("kind", p.Kind).Error("start-up store check: " + p.Message)
 	}
-	return []string{fmt.Sprintf("WARNING: the image store has %d problem(s); run `wharf system check` for the list", len(rep.Problems))}
+	if rep.ProblemCount > maxStartupProblemsLogged {
+		log.Errorf("start-up store check: %d more problems not shown", rep.ProblemCount-maxStartupProblemsLogged)
+	}
+	return []string{fmt.Sprintf("WARNING: the image store has %d problem(s); run `wharf system check` for the list", rep.ProblemCount)}
 }

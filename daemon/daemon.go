@@ -40,6 +40,7 @@ type imageStore interface {
 	server.ImageBackend
 	server.RegistryBackend
 	storeChecker
+	scrubber
 	Count() int
 	DiskUsage(ctx context.Context) (*types.DiskUsage, error)
 	// CheckRemoteSkipping is the update check the watch runs (watch.go).
@@ -78,6 +79,8 @@ type Daemon struct {
 	metrics  *metrics.Metrics // nil when off (metrics.go)
 	id       string
 	warnings []string
+	// scrubWarnings are the scrub's, set when it ends (check.go).
+	scrubWarnings atomic.Pointer[[]string]
 	// policyRevision is the signature policy's, "" without one (reload.go).
 	policyRevision string
 	// policy is the one installed and its file, for trust show (trust.go).
@@ -195,7 +198,6 @@ func Run(ctx context.Context, cfg *Config, opts Options) error {
 		log.Warn(w)
 	}
 	d.warnings = append(d.warnings, cfg.warnings...)
-	d.warnings = append(d.warnings, startupCheck(ctx, store, log.WithField("module", "graph"))...)
 	return d.serve(ctx, log)
 }
 
@@ -255,6 +257,9 @@ func (d *Daemon) serve(ctx context.Context, log *logrus.Entry) error {
 	stopWatch := d.startWatch(ctx, log)
 	defer stopWatch()
 	log.WithFields(logrus.Fields{"version": d.opts.Version, "data-root": d.cfg.Root}).Info("wharfd started")
+	// The orphan collection and the quick check, off the start-up path:
+	// the API answers first (graph/store scrub.go).
+	d.startScrub(d.imageStore, log.WithField("module", "graph"))
 	if d.opts.Ready != nil {
 		d.opts.Ready(addrs)
 	}

@@ -57,7 +57,7 @@ func (d *Daemon) SystemInfo(ctx context.Context) (*system.Info, error) {
 		ServerVersion:      d.opts.Version,
 		Swarm:              swarm.Info{LocalNodeState: swarm.LocalNodeStateInactive},
 		SecurityOptions:    []string{},
-		Warnings:           d.warnings,
+		Warnings:           d.allWarnings(),
 	}
 	// Proxy URLs may carry credentials (http://user:pass@proxy): never show them.
 	info.HTTPProxy, info.HTTPSProxy = maskCredentials(info.HTTPProxy), maskCredentials(info.HTTPSProxy)
@@ -180,4 +180,13 @@ func operatingSystem() (name, version string) {
 		return name, version
 	}
 	return "", ""
+}
+
+// allWarnings are the daemon's warnings and the last scrub's.
+func (d *Daemon) allWarnings() []string {
+	sw := d.scrubWarnings.Load()
+	if sw == nil || len(*sw) == 0 {
+		return d.warnings
+	}
+	return append(append([]string{}, d.warnings...), *sw...)
 }

@@ -31,6 +31,8 @@ type slowStore struct {
 
 func (s *slowStore) SetPolicy(graph.Judge) {}
 
+func (s *slowStore) StartScrub(func(*types.ScrubReport)) {} // a scrub that never ends
+
 func (s *slowStore) PullImage(ctx context.Context, _ types.PullOptions, out types.ProgressWriter) error {
 	_ = out.WriteMessage(jsonstream.Message{Status: "Pulling from library/busybox"})
 	close(s.started)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"github.com/opencontainers/go-digest"
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"io/fs"
 	"path/filepath"
 	"sort"
@@ -26,9 +25,158 @@ var imageListFilters = []string{"before", "dangling", "label", "reference", "sin
 
 // Images answers GET /images/json like dockerd: newest first; the reference
 // filter (glob on familiar names) also narrows RepoTags/RepoDigests to the
-// matching references; dangling=true keeps untagged images only.
+// matching references; dangling=true keeps untagged images only. It is
+// ImagesEach gathered into a slice.
 func (s *Store) Images(ctx context.Context, opts types.ImageListOptions) ([]image.Summary, error) {
-	f := opts.Filters
+	out := []image.Summary{}
+	err := s.ImagesEach(ctx, opts, func(sum image.Summary) error {
+		out = append(out, sum)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// listPage is how many images the list's second pass reads per read
+// transaction: a slow client never holds one open, and only a page of
+// summaries is decoded at a time.
+const listPage = 256
+
+// listKey is what the list keeps of each image it returns until it emits
+// it: the sort key (dockerd's order, newest first, then ID). 50,000 images
+// are ~5 MB of keys, where the summaries built whole were ~110 MB.
+type listKey struct {
+	created int64
+	id      digest.Digest
+}
+
+// ImagesEach is Images handing each image to emit as it is built, in the
+// list's order, so that GET /images/json can stream them. A first pass
+// over the summaries (one read transaction) keeps the sort key of every
+// image the filters keep; the keys are sorted; a second pass reads the
+// summaries again, a page per read transaction, and emits. An error
+// before the first emit (a bad filter, an unknown before= image) is
+// returned before anything is emitted. An image changed between the
+// passes is emitted as it is then if the filters still keep it (skipped if
+// deleted): the list is not one snapshot, as dockerd's is not.
+func (s *Store) ImagesEach(ctx context.Context, opts types.ImageListOptions, emit func(image.Summary) error) error {
+	keep, err := s.listFilter(opts.Filters)
+	if err != nil {
+		return err
+	}
+	// A summary written without its meta part (the documents were
+	// unreadable then) is completed from Meta after the transaction; such
+	// images are rare, and kept whole until they are emitted.
+	var keys []listKey
+	var noMeta []*store.Summary
+	err = s.st.Summaries(func(sm *store.Summary) error {
+		if !sm.HasMeta {
+			noMeta = append(noMeta, sm)
+			return nil
+		}
+		if sum, ok := keep(sm); ok {
+			keys = append(keys, listKey{sum.Created, sm.ID})
+		}
+		return ctx.Err()
+	})
+	if err != nil {
+		return err
+	}
+	completed := map[digest.Digest]*store.Summary{}
+	for _, sm := range noMeta {
+		if !s.completeSummary(sm) {
+			continue
+		}
+		if sum, ok := keep(sm); ok {
+			completed[sm.ID] = sm
+			keys = append(keys, listKey{sum.Created, sm.ID})
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].created != keys[j].created {
+			return keys[i].created > keys[j].created
+		}
+		return keys[i].id < keys[j].id
+	})
+	ids := make([]digest.Digest, 0, listPage)
+	page := make([]image.Summary, 0, listPage)
+	for len(keys) > 0 {
+		n := min(listPage, len(keys))
+		ids = ids[:0]
+		for _, k := range keys[:n] {
+			ids = append(ids, k.id)
+		}
+		keys = keys[n:]
+		page = page[:0]
+		err := s.st.SummariesOf(ids, func(id digest.Digest, sm *store.Summary) error {
+			if sm == nil {
+				return nil // deleted since the first pass
+			}
+			if !sm.HasMeta {
+				c := completed[id]
+				if c == nil || c.Manifest != sm.Manifest {
+					return nil // unreadable since the first pass
+				}
+				sm.Created, sm.Labels, sm.Parent, sm.Size, sm.HasMeta = c.Created, c.Labels, c.Parent, c.Size, true
+			}
+			if sum, ok := keep(sm); ok {
+				page = append(page, sum)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for i := range page {
+			if opts.Manifests {
+				rec, err := s.st.Lookup(page[i].ID)
+				if err != nil {
+					continue // deleted since the summaries were read
+				}
+				page[i].Manifests = s.manifestSummaries(rec)
+				if opts.Identity {
+					// API 1.54 identity=1: each image manifest stored here
+					// carries the image's Identity, as dockerd repeats it on
+					// every available image manifest.
+					id := types.ImageIdentity(rec.Trust, rec.RepoDigests)
+					for j := range page[i].Manifests {
+						if m := &page[i].Manifests[j]; m.ImageData != nil && m.Available && id != nil {
+							m.ImageData.Identity = id
+						}
+					}
+				}
+			}
+			if err := emit(page[i]); err != nil {
+				return err
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// completeSummary fills the meta part of a summary written without it from
+// Meta; false when the documents are still unreadable (the image is left
+// out of the list, with a warning, as before the summaries).
+func (s *Store) completeSummary(sm *store.Summary) bool {
+	meta, err := s.st.Meta(sm.Record())
+	if err != nil {
+		s.log.WithError(err).WithField("image", sm.ID).Warn("list: skip unreadable image")
+		return false
+	}
+	sm.Created, sm.Labels, sm.Parent, sm.Size = meta.Config.CreatedTime(), meta.Config.Config.Labels, meta.Config.Parent, meta.Size
+	sm.HasMeta = true
+	return true
+}
+
+// listFilter validates the filters of GET /images/json and returns the
+// test each summary (with its meta part) passes: the list entry it makes,
+// and whether the filters keep it.
+func (s *Store) listFilter(f types.Filters) (func(*store.Summary) (image.Summary, bool), error) {
 	if err := f.Validate(imageListFilters...); err != nil {
 		return nil, fmt.Errorf("%v%.0w", err, errdefs.ErrInvalidArgument)
 	}
@@ -72,94 +220,38 @@ func (s *Store) Images(ctx context.Context, opts types.ImageListOptions) ([]imag
 		}
 	}
 	labels := f.Values("label")
-
-	// One read transaction over the summaries bucket: no record, manifest
-	// or config is read per image. A summary written without its meta part
-	// (the documents were unreadable then) and the Manifests field are
-	// done after the transaction.
-	out := []image.Summary{}
-	keep := func(sm *store.Summary) {
+	return func(sm *store.Summary) (image.Summary, bool) {
 		created := sm.Created
 		// An image without a creation time is neither before nor after
 		// anything (dockerd skips a nil Created the same way).
 		if (beforeSet || sinceSet) && created.IsZero() {
-			return
+			return image.Summary{}, false
 		}
 		if beforeSet && !created.Before(before) {
-			return
+			return image.Summary{}, false
 		}
 		if sinceSet && !created.After(since) {
-			return
+			return image.Summary{}, false
 		}
 		if !until.IsZero() && !created.Before(until) {
-			return
+			return image.Summary{}, false
 		}
 		if !matchLabels(sm.Labels, labels) {
-			return
+			return image.Summary{}, false
+		}
+		if danglingSet && danglingOnly != (len(sm.RepoTags) == 0) {
+			return image.Summary{}, false
 		}
 		sum := summarize(sm)
 		if len(patterns) > 0 {
 			sum.RepoTags = filterRefs(sum.RepoTags, patterns)
 			sum.RepoDigests = filterRefs(sum.RepoDigests, patterns)
 			if len(sum.RepoTags) == 0 && len(sum.RepoDigests) == 0 {
-				return
+				return image.Summary{}, false
 			}
 		}
-		if danglingSet {
-			if danglingOnly != (len(sm.RepoTags) == 0) {
-				return
-			}
-		}
-		out = append(out, sum)
-	}
-	var noMeta []*store.Summary
-	err = s.st.Summaries(func(sm *store.Summary) error {
-		if sm.HasMeta {
-			keep(sm)
-		} else {
-			noMeta = append(noMeta, sm)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	for _, sm := range noMeta {
-		meta, err := s.st.Meta(sm.Record())
-		if err != nil {
-			s.log.WithError(err).WithField("image", sm.ID).Warn("list: skip unreadable image")
-			continue
-		}
-		sm.Created, sm.Labels, sm.Parent, sm.Size = meta.Config.CreatedTime(), meta.Config.Config.Labels, meta.Config.Parent, meta.Size
-		keep(sm)
-	}
-	if opts.Manifests {
-		for i := range out {
-			rec, err := s.st.Lookup(out[i].ID)
-			if err != nil {
-				continue // deleted since the summaries were read
-			}
-			out[i].Manifests = s.manifestSummaries(rec)
-			if opts.Identity {
-				// API 1.54 identity=1: each image manifest stored here
-				// carries the image's Identity, as dockerd repeats it on
-				// every available image manifest.
-				id := types.ImageIdentity(rec.Trust, rec.RepoDigests)
-				for j := range out[i].Manifests {
-					if m := &out[i].Manifests[j]; m.ImageData != nil && m.Available && id != nil {
-						m.ImageData.Identity = id
-					}
-				}
-			}
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].Created != out[j].Created {
-			return out[i].Created > out[j].Created
-		}
-		return out[i].ID < out[j].ID
-	})
-	return out, nil
+		return sum, true
+	}, nil
 }
 
 // summarize builds the list entry of the image sm summarises. Containers is the real count of
@@ -290,31 +382,39 @@ func (s *Store) DiskUsage(ctx context.Context) (*types.DiskUsage, error) {
 	}
 	// SHARED SIZE of `docker system df -v`: the bytes of an image's layers
 	// that another image uses too (each stored once; LayersSize counts every
-	// blob once). UNIQUE SIZE is the CLI's Size − SharedSize.
-	users := map[digest.Digest]int{}
-	layersOf := map[string][]ocispec.Descriptor{}
-	for _, rec := range s.st.Snapshot() {
-		meta, err := s.st.Meta(rec)
+	// blob once). UNIQUE SIZE is the CLI's Size − SharedSize. Whether a
+	// layer is shared is the blob → image index's answer (two keys read),
+	// and each image's layers are read from its manifest one image at a
+	// time: no record, and no map of every layer, is held for the store.
+	shared := map[digest.Digest]bool{} // the layers asked about, at most one entry each
+	for i := range imgs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		imgs[i].SharedSize = 0
+		rec, err := s.st.Lookup(imgs[i].ID)
+		if err != nil {
+			continue // deleted since the list
+		}
+		layers, err := s.st.ManifestLayers(rec.Manifest.Digest)
 		if err != nil {
 			continue
 		}
 		seen := map[digest.Digest]bool{}
-		for _, l := range meta.Manifest.Layers {
-			if !seen[l.Digest] {
-				seen[l.Digest] = true
-				users[l.Digest]++
-				layersOf[rec.ID.String()] = append(layersOf[rec.ID.String()], l)
+		for _, l := range layers {
+			if seen[l.Digest] {
+				continue
+			}
+			seen[l.Digest] = true
+			sh, ok := shared[l.Digest]
+			if !ok {
+				sh = s.st.SharedBlob(l.Digest)
+				shared[l.Digest] = sh
+			}
+			if sh {
+				imgs[i].SharedSize += l.Size
 			}
 		}
-	}
-	for i := range imgs {
-		var shared int64
-		for _, l := range layersOf[imgs[i].ID] {
-			if users[l.Digest] > 1 {
-				shared += l.Size
-			}
-		}
-		imgs[i].SharedSize = shared
 	}
 	partials, partialBytes := s.st.PartialUsage()
 	return &types.DiskUsage{

@@ -184,3 +184,33 @@ func benchmarkOpen(b *testing.B, drop bool) {
 		b.StartTimer()
 	}
 }
+
+// BenchmarkMigrate50000 is the v1 → v2 migration of 50,000 images (half
+// of them tagged, three layers shared by all): each run puts the root
+// back to its version-1 images.json and opens it.
+func BenchmarkMigrate50000(b *testing.B) {
+	root := listBenchRoot(b, 50000)
+	wharf := filepath.Join(root, "wharf")
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		if v1, err := os.ReadFile(filepath.Join(wharf, "images.json.v1")); err == nil {
+			if err := os.Remove(filepath.Join(wharf, "meta.db")); err != nil {
+				b.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(wharf, "images.json"), v1, 0o600); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StartTimer()
+		s, err := New(context.Background(), Options{Root: root, Logger: graphtest.QuietLogger(), Platform: graphtest.Platform(), Events: &graphtest.EventRecorder{}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		if c := s.st.Count(); c != 50000 {
+			b.Fatalf("Count = %d", c)
+		}
+		s.Close()
+		b.StartTimer()
+	}
+}

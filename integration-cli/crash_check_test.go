@@ -2,10 +2,13 @@ package integration
 
 import (
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
+	"github.com/opencontainers/go-digest"
 	"gopkg.in/check.v1"
 )
 
@@ -31,10 +34,19 @@ func systemCheck(c *check.C, d *Daemon, extra ...string) (checkReport, int) {
 }
 
 type checkReport struct {
-	Full     bool
-	Images   int
-	Blobs    int
-	Problems []struct{ Kind, Image, Object, Message string }
+	Full      bool
+	Images    int
+	Blobs     int
+	Problems  []struct{ Kind, Image, Object, Message string }
+	LastScrub *struct {
+		Started, Finished time.Time
+		Error             string
+		CollectedBlobs    int
+		CollectedBytes    int64
+		Collected         []string
+		Images, Blobs     int
+		ProblemCount      int
+	}
 }
 
 func (r checkReport) String() string {
@@ -95,10 +107,66 @@ func (s *CrashSuite) TestSystemCheckFindsDamageAndStartupReportsIt(c *check.C) {
 	c.Assert(manifest, check.Not(check.Equals), "")
 	c.Assert(os.Remove(manifest), check.IsNil)
 	d.Start(c)
+	// The start-up check runs in the background scrub once the API
+	// answers; a check waits for it (and the scrub has logged by then).
+	rep, code = systemCheck(c, d, "--quick")
+	c.Assert(code, check.Equals, 1, check.Commentf("%s", rep))
+	c.Assert(rep.LastScrub, check.NotNil)
+	c.Assert(rep.LastScrub.ProblemCount, check.Equals, 1, check.Commentf("%+v", rep.LastScrub))
 	c.Assert(d.Log(), check.Matches, "(?s).*start-up store check: image "+id+": manifest sha256:[0-9a-f]{64} is missing.*")
 	var info struct{ Warnings []string }
 	d.Get(c, "/v1.50/info").JSON(c, &info)
 	c.Assert(strings.Join(info.Warnings, "\n"), check.Matches, "(?s).*the image store has 1 problem.*wharf system check.*")
 	// The intact image still works.
 	d.WharfOK(c, "inspect", "intact:1")
+}
+
+// TestStartAnswersBeforeTheScrubCollects: start-up no longer walks blobs/
+// before the API answers. A daemon on a data-root with an orphan blob (a
+// crash's leftover) answers _ping; the background scrub, started once the
+// API listens, then moves the orphan out of blobs/ (into the partial
+// downloads), and `wharf system check` reports that scrub: its time, the
+// blob it collected, its quick check.
+func (s *CrashSuite) TestStartAnswersBeforeTheScrubCollects(c *check.C) {
+	d := StartDaemon(c)
+	defer d.Kill()
+	d.Import(c, "kept:1")
+	d.Stop(c)
+	body := []byte("a layer a killed pull had stored")
+	orphan := digest.FromBytes(body)
+	orphanPath := filepath.Join(d.Root, "blobs", "sha256", orphan.Encoded())
+	c.Assert(os.WriteFile(orphanPath, body, 0o600), check.IsNil)
+	logStart := len(d.Log())
+
+	started := time.Now()
+	d.Start(c)
+	c.Assert(d.Get(c, "/_ping").Status, check.Equals, http.StatusOK)
+
+	rep, code := systemCheck(c, d, "--quick")
+	c.Assert(code, check.Equals, 0, check.Commentf("%s", rep))
+	c.Assert(rep.LastScrub, check.NotNil)
+	sc := rep.LastScrub
+	c.Assert(sc.Error, check.Equals, "")
+	c.Assert(sc.CollectedBlobs, check.Equals, 1)
+	c.Assert(sc.CollectedBytes, check.Equals, int64(len(body)))
+	c.Assert(sc.Collected, check.DeepEquals, []string{orphan.String()})
+	c.Assert(sc.Images, check.Equals, 1)
+	c.Assert(sc.ProblemCount, check.Equals, 0)
+	c.Assert(sc.Started.Before(started), check.Equals, false, check.Commentf("scrub started %v, daemon %v", sc.Started, started))
+	c.Assert(sc.Finished.Before(sc.Started), check.Equals, false)
+	_, err := os.Stat(orphanPath)
+	c.Assert(os.IsNotExist(err), check.Equals, true, check.Commentf("orphan still in blobs/: %v", err))
+	_, err = os.Stat(filepath.Join(d.Root, "partial", "sha256", orphan.Encoded()))
+	c.Assert(err, check.IsNil, check.Commentf("the orphan is not among the partial downloads"))
+	// The API listened before the scrub moved the orphan.
+	c.Assert(d.Log()[logStart:], check.Matches, "(?s).*API listening on.*unreferenced blobs left by an earlier run moved.*")
+
+	// The plain output says it too (on stderr; stdout lists problems only).
+	r := d.Wharf(c, "system", "check", "--quick")
+	c.Assert(r.ExitCode, check.Equals, 0, check.Commentf("%s", r))
+	c.Assert(r.Stdout, check.Equals, "")
+	c.Assert(r.Stderr, check.Matches, "(?s).*last scrub: [0-9T:Z-]+, took [0-9.]+m?s\n"+
+		"  moved 1 blob\\(s\\) no image used \\([0-9.]+ ?B\\) out of blobs/: "+orphan.String()+"\n"+
+		"  checked sizes of 1 images and [0-9]+ blobs: 0 problem\\(s\\)\n.*")
+	d.WharfOK(c, "inspect", "kept:1")
 }

@@ -21,7 +21,10 @@ import (
 
 // ImageBackend is the local image store.
 type ImageBackend interface {
-	Images(ctx context.Context, opts types.ImageListOptions) ([]image.Summary, error)
+	// ImagesEach hands GET /images/json's entries over one at a time, in
+	// the list's order, so that the list of 50,000 images is never held
+	// whole (graph.Store.ImagesEach).
+	ImagesEach(ctx context.Context, opts types.ImageListOptions, emit func(image.Summary) error) error
 	ImageInspect(ctx context.Context, name string, opts types.InspectOptions) (*types.ImageInspect, error)
 	ImageHistory(ctx context.Context, name string, platform *ocispec.Platform) ([]image.HistoryResponseItem, error)
 	TagImage(ctx context.Context, name, repo, tag string) error

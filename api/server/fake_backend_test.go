@@ -51,11 +51,20 @@ func (f *fakeBackend) ImageAttestations(_ context.Context, n string, o types.Att
 
 var errNI = errdefs.ErrNotImplemented
 
-func (f *fakeBackend) Images(_ context.Context, o types.ImageListOptions) ([]image.Summary, error) {
+func (f *fakeBackend) ImagesEach(_ context.Context, o types.ImageListOptions, emit func(image.Summary) error) error {
 	if f.images == nil {
-		return nil, errNI
+		return errNI
 	}
-	return f.images(o)
+	list, err := f.images(o)
+	if err != nil {
+		return err
+	}
+	for _, img := range list {
+		if err := emit(img); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 func (f *fakeBackend) ImageInspect(_ context.Context, n string, o types.InspectOptions) (*types.ImageInspect, error) {
 	if f.inspect == nil {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -287,6 +288,15 @@ type preparedFile struct {
 // prepareFile writes data to a temp file in dir and fsyncs it: where a full
 // disk or an I/O error shows, before anything visible changed.
 func (s *Store) prepareFile(dir, name string, data []byte) (*preparedFile, error) {
+	return s.prepareFileFunc(dir, name, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// prepareFileFunc is prepareFile for content that write produces in
+// pieces (index.json of 50,000 images: ~15 MB never held whole).
+func (s *Store) prepareFileFunc(dir, name string, write func(io.Writer) error) (*preparedFile, error) {
 	if s.failWrite != nil {
 		if err := s.failWrite(name); err != nil {
 			return nil, err
@@ -297,7 +307,11 @@ func (s *Store) prepareFile(dir, name string, data []byte) (*preparedFile, error
 		return nil, err
 	}
 	p := &preparedFile{tmp: f.Name(), dir: dir, name: name}
-	_, err = f.Write(data)
+	bw := bufio.NewWriterSize(f, 64<<10)
+	err = write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
 	if err == nil {
 		err = f.Sync()
 	}
@@ -334,6 +348,15 @@ func (p *preparedFile) abort() {
 // rename, fsync dir.
 func (s *Store) writeFileAtomic(dir, name string, data []byte) error {
 	p, err := s.prepareFile(dir, name, data)
+	if err != nil {
+		return err
+	}
+	return p.commit()
+}
+
+// writeFileAtomicFunc is writeFileAtomic for content written by write.
+func (s *Store) writeFileAtomicFunc(dir, name string, write func(io.Writer) error) error {
+	p, err := s.prepareFileFunc(dir, name, write)
 	if err != nil {
 		return err
 	}

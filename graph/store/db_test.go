@@ -86,7 +86,7 @@ func summariesMatch(s *Store, btx *bolt.Tx) error {
 		if got == nil {
 			return fmt.Errorf("record %s has no summary", r.ID)
 		}
-		want := s.summaryOf(r, nil)
+		want := s.summaryOf(r, nil, nil)
 		gb, _ := json.Marshal(got)
 		wb, _ := json.Marshal(want)
 		if !bytes.Equal(gb, wb) {

@@ -214,24 +214,26 @@ func (l *Lease) Release() int64 {
 // and every ingest temp file no live ingestion owns. It returns the number
 // of blobs removed and the bytes freed.
 func (s *Store) CollectAll(ctx context.Context) (int, int64, error) {
-	return s.collectAll(ctx, false)
+	got, freed, err := s.collectAll(ctx, false)
+	return len(got), freed, err
 }
 
-// collectAll is CollectAll; keep moves the orphans into partial/ instead
-// (start-up: a pull killed after some of its layers were complete keeps
-// them for the next pull, under the partial lease).
-func (s *Store) collectAll(ctx context.Context, keep bool) (int, int64, error) {
+// collectAll is CollectAll, returning the blobs it took out of blobs/;
+// keep moves the orphans into partial/ instead (the scrub after a start:
+// a pull killed after some of its layers were complete keeps them for
+// the next pull, under the partial lease).
+func (s *Store) collectAll(ctx context.Context, keep bool) ([]ocispec.Descriptor, int64, error) {
 	s.leaseMu.Lock()
 	defer s.leaseMu.Unlock()
 	orphans, err := s.orphansLocked(ctx)
 	if err != nil {
-		return 0, 0, err
+		return nil, 0, err
 	}
-	var n int
+	var got []ocispec.Descriptor
 	var freed int64
 	for _, o := range orphans {
 		if keep && s.keepAsPartialLocked(o.Digest) {
-			n++
+			got = append(got, o)
 			continue
 		}
 		b, err := s.removeBlob(o.Digest)
@@ -240,7 +242,7 @@ func (s *Store) collectAll(ctx context.Context, keep bool) (int, int64, error) {
 			continue
 		}
 		s.forget(o.Digest)
-		n++
+		got = append(got, o)
 		freed += b
 	}
 	ents, _ := os.ReadDir(filepath.Join(s.root, ingestDir))
@@ -250,7 +252,7 @@ func (s *Store) collectAll(ctx context.Context, keep bool) (int, int64, error) {
 		}
 	}
 	freed += s.collectPartialsLocked(time.Now())
-	return n, freed, nil
+	return got, freed, nil
 }
 
 // orphansLocked lists the stored blobs that no record and no lease uses.
@@ -282,6 +284,7 @@ func (s *Store) orphansIn(ctx context.Context, v dbView) ([]ocispec.Descriptor, 
 				return nil, err
 			}
 			d := digest.NewDigestFromEncoded(alg, e.Name())
+			s.scanned(v.tx, seekCost)
 			if ValidateDigest(d) != nil || !e.Type().IsRegular() || s.pins[d] > 0 || v.used(d) {
 				continue
 			}

@@ -2,7 +2,9 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -155,5 +157,36 @@ func benchmarkTag(b *testing.B, n int) {
 		if err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkTag64Concurrent is 64 tags of distinct images at once (the
+// group commit), at 5,000 images; one op is the 64. Beside
+// BenchmarkTagWith5000Images (one tag), it is what the store adds to
+// bench case 11's concurrent row without HTTP.
+func BenchmarkTag64Concurrent(b *testing.B) {
+	s := newTestStore(b)
+	ids := make([]digest.Digest, 64)
+	for k := range ids {
+		ids[k] = putTagged(b, s, fmt.Sprintf("bench%d:1", k), fmt.Sprint("bench", k)).ID
+	}
+	fillRecords(s, 5000, func(i int) string { return "docker.io/library/img" + strings.Repeat("x", i%50) + ":latest" })
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		var wg sync.WaitGroup
+		for k := range ids {
+			wg.Add(1)
+			go func(k int) {
+				defer wg.Done()
+				_, err := s.Update(false, func(tx *Txn) error {
+					tx.Image(ids[k]).LastTagTime = time.Now().UTC()
+					return tx.PointRef(fmt.Sprintf("docker.io/library/bench%d:t%d", k, i%8), ids[k]) // at most 9 tags each
+				})
+				if err != nil {
+					b.Error(err)
+				}
+			}(k)
+		}
+		wg.Wait()
 	}
 }

@@ -63,8 +63,25 @@ type ImageMeta struct {
 
 // Meta loads (or returns the cached) manifest and config of rec.
 func (s *Store) Meta(rec *ImageRecord) (*ImageMeta, error) {
+	return s.meta1(rec, true)
+}
+
+// metaNoFill is Meta for a walk over every image (the check): it uses a
+// cached entry but adds none, so the walk neither evicts the images in
+// use nor fills the cache with 4,096 it will not read again.
+func (s *Store) metaNoFill(rec *ImageRecord) (*ImageMeta, error) {
+	return s.meta1(rec, false)
+}
+
+func (s *Store) meta1(rec *ImageRecord, fill bool) (*ImageMeta, error) {
 	s.metaMu.Lock()
-	m, ok := s.meta.Get(rec.Manifest.Digest)
+	var m *ImageMeta
+	var ok bool
+	if fill {
+		m, ok = s.meta.Get(rec.Manifest.Digest)
+	} else {
+		m, ok = s.meta.Peek(rec.Manifest.Digest)
+	}
 	s.metaMu.Unlock()
 	if ok {
 		if m.Manifest.Config.Digest != rec.ID {
@@ -94,9 +111,11 @@ func (s *Store) Meta(rec *ImageRecord) (*ImageMeta, error) {
 	for _, ld := range m.Manifest.Layers {
 		m.Size += ld.Size
 	}
-	s.metaMu.Lock()
-	s.meta.Add(rec.Manifest.Digest, m)
-	s.metaMu.Unlock()
+	if fill {
+		s.metaMu.Lock()
+		s.meta.Add(rec.Manifest.Digest, m)
+		s.metaMu.Unlock()
+	}
 	return m, nil
 }
 

@@ -180,10 +180,13 @@ func TestCompletedDownloadOfAFailedPullIsKept(t *testing.T) {
 	if _, err := l.WriteResumableBlob(context.Background(), desc, cutSource(t, blob, -1, &asked), keepUnlessWrong); err != nil {
 		t.Fatal(err)
 	}
-	// Unrecorded again, and the daemon dies with it in blobs/: start-up
-	// moves it to partial/.
+	// Unrecorded again, and the daemon dies with it in blobs/: the scrub
+	// after the next start moves it to partial/.
 	s.Close()
 	s = openTestStore(t, root)
+	if rep := s.Scrub(context.Background()); rep.CollectedBlobs != 1 || rep.Error != "" {
+		t.Fatalf("scrub: %+v", rep)
+	}
 	if s.HasBlob(desc.Digest) {
 		t.Fatal("an orphan stayed in blobs/ after a restart")
 	}

@@ -77,6 +77,9 @@ type Txn struct {
 type txRec struct {
 	rec  *ImageRecord // nil: deleted by the change
 	orig []byte       // as stored before the change; nil: new
+	// old is orig decoded, for apply (its targets and references: its
+	// slices are the change's own copies).
+	old  *ImageRecord
 	uses []digest.Digest
 	// setUses: uses replaces the stored list.
 	setUses bool
@@ -100,7 +103,9 @@ func (tx *Txn) image(id digest.Digest) (*ImageRecord, error) {
 	if err != nil {
 		return nil, fmt.Errorf("graph: image record %s: %w", id, err)
 	}
-	tx.recs[id] = &txRec{rec: r, orig: bytes.Clone(b)}
+	old := *r
+	old.RepoTags, old.RepoDigests = slices.Clone(r.RepoTags), slices.Clone(r.RepoDigests)
+	tx.recs[id] = &txRec{rec: r, orig: bytes.Clone(b), old: &old}
 	return r, nil
 }
 
@@ -161,7 +166,8 @@ func (tx *Txn) Image(id digest.Digest) *ImageRecord {
 func (tx *Txn) Images() []*ImageRecord {
 	var out []*ImageRecord
 	seen := map[digest.Digest]bool{}
-	_ = tx.v.tx.Bucket(bucketImages).ForEach(func(k, _ []byte) error {
+	_ = tx.v.tx.Bucket(bucketImages).ForEach(func(k, b []byte) error {
+		tx.s.scanned(tx.v.tx, len(k)+len(b))
 		id := digest.Digest(k)
 		seen[id] = true
 		if r := tx.Image(id); r != nil {
@@ -302,8 +308,8 @@ func (tx *Txn) apply() error {
 	slices.Sort(ids) // sorted keys: fewer page splits
 	for _, id := range ids {
 		tr := tx.recs[id]
-		var old *ImageRecord
-		if tr.orig != nil {
+		old := tr.old
+		if old == nil && tr.orig != nil {
 			var err error
 			if old, err = decodeRecord(tr.orig); err != nil {
 				return err
@@ -333,7 +339,7 @@ func (tx *Txn) apply() error {
 			}
 			// The summary goes with the record: its meta part is kept
 			// when the manifest is the same (a tag reads no document).
-			if err := putSummary(sums, tx.s.summaryOf(tr.rec, storedSummary(sums, id))); err != nil {
+			if err := putSummary(sums, tx.s.summaryOf(tr.rec, storedSummary(sums, id), old)); err != nil {
 				return err
 			}
 		}
@@ -397,11 +403,7 @@ func (tx *Txn) apply() error {
 // putUses writes the blobs id keeps alive, both ways.
 func putUses(uses, blobs *bolt.Bucket, id digest.Digest, list []digest.Digest) error {
 	list = dedupDigests(list)
-	b, err := json.Marshal(list)
-	if err != nil {
-		return err
-	}
-	if err := uses.Put([]byte(id), b); err != nil {
+	if err := putUsesList(uses, id, list); err != nil {
 		return err
 	}
 	for _, d := range list {
@@ -410,6 +412,15 @@ func putUses(uses, blobs *bolt.Bucket, id digest.Digest, list []digest.Digest) e
 		}
 	}
 	return nil
+}
+
+// putUsesList writes the uses entry of id: list, deduplicated and sorted.
+func putUsesList(uses *bolt.Bucket, id digest.Digest, list []digest.Digest) error {
+	b, err := json.Marshal(list)
+	if err != nil {
+		return err
+	}
+	return uses.Put([]byte(id), b)
 }
 
 func dedupDigests(in []digest.Digest) []digest.Digest {
@@ -657,6 +668,7 @@ func (s *Store) Snapshot() []*ImageRecord {
 	var out []*ImageRecord
 	err := s.db.View(func(btx *bolt.Tx) error {
 		return dbView{btx}.forEachImage(func(r *ImageRecord) error {
+			s.scanned(btx, 1024)
 			out = append(out, r)
 			return nil
 		})

@@ -101,6 +101,7 @@ type Store struct {
 	closed     bool
 	indexDelay time.Duration
 	platform   ocispec.Platform // the daemon's (Options.Platform)
+	idxCost    atomic.Int64     // the last background write's duration, ns (indexDelayNow)
 
 	leaseMu sync.Mutex
 	pins    map[digest.Digest]int // digest → number of live leases pinning it
@@ -128,6 +129,15 @@ type Store struct {
 	// returns fails the write as ENOSPC would.
 	failWrite func(name string) error
 	stopAfter func(step string) error
+
+	// scan counts what walks read of meta.db's mapping (mapped.go).
+	scan scanMeter
+
+	// The background scrub (scrub.go).
+	scrubMu     sync.Mutex
+	scrub       scrubState
+	scrubClosed bool
+	scrubWG     sync.WaitGroup
 }
 
 // recordsDoc is the JSON form of wharf/images.json (version 1: the
@@ -140,8 +150,10 @@ type recordsDoc struct {
 
 // Open opens (creating when needed) the store at opts.Root: takes its lock,
 // tightens modes, cleans the ingest area, opens meta.db (migrating the
-// version-1 images.json into it first: migrate.go), schedules index.json's
-// rewrite when it is behind, and collects every unreferenced blob.
+// version-1 images.json into it first: migrate.go) and schedules
+// index.json's rewrite when it is behind. It reads nothing per image or
+// per blob: the orphan collection and the quick check that start-up used
+// to run are the scrub's (StartScrub), once the API answers.
 func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.Root == "" {
 		return nil, fmt.Errorf("graph: empty data-root: %w", errdefs.ErrInvalidArgument)
@@ -246,17 +258,9 @@ func (s *Store) open(ctx context.Context) error {
 		s.idxGen = ^uint64(0) // unknown: the writer rewrites it
 		s.indexChanged()
 	}
-	// No lease can exist yet: whatever no record uses is an orphan left by a
-	// crash (a pull killed after some layers were complete, a load killed
-	// after staging blobs, an rmi killed between its record write and its
-	// collection). It leaves blobs/ now, into partial/: a pull's next
-	// attempt downloads nothing of it, and the partial lease (24 h, 8 GiB)
-	// removes the rest.
-	if n, freed, err := s.collectAll(ctx, true); err != nil {
-		return fmt.Errorf("graph: collect unreferenced blobs: %w", err)
-	} else if n > 0 {
-		s.log.WithFields(logrus.Fields{"blobs": n, "bytes": freed}).Info("unreferenced blobs left by an earlier run moved to the partial downloads")
-	}
+	// Orphans (blobs no record uses, left by a crash) are not collected
+	// here: walking blobs/ took seconds at 50,000 images before the API
+	// could answer. The scrub does it in the background (scrub.go).
 	return nil
 }
 
@@ -297,6 +301,7 @@ func (s *Store) Root() string { return s.root }
 // Close writes index.json if it is behind, closes meta.db and releases
 // the store's lock. Closing twice is a no-op.
 func (s *Store) Close() error {
+	s.stopScrub()
 	s.idxSchedMu.Lock()
 	if s.closed {
 		s.idxSchedMu.Unlock()

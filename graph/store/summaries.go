@@ -62,13 +62,16 @@ func (sm *Summary) Record() *ImageRecord {
 
 // summaryOf builds the summary of rec. prev, when its meta part was read
 // from the same manifest, is reused: a tag or untag reads no document.
-func (s *Store) summaryOf(rec *ImageRecord, prev *Summary) *Summary {
+// prev's references, with old (the record prev was written from), give
+// the familiar form of every reference rec kept: a tag parses only its
+// new reference (parsing them all was a third of a group commit's CPU).
+func (s *Store) summaryOf(rec *ImageRecord, prev *Summary, old *ImageRecord) *Summary {
 	sm := &Summary{
 		ID:          rec.ID,
 		Target:      rec.Target,
 		Manifest:    rec.Manifest.Digest,
-		RepoTags:    FamiliarRefs(rec.RepoTags),
-		RepoDigests: FamiliarRefs(rec.RepoDigests),
+		RepoTags:    familiarFrom(rec.RepoTags, prevRefs(old, prev, true)),
+		RepoDigests: familiarFrom(rec.RepoDigests, prevRefs(old, prev, false)),
 	}
 	sm.Target.Data = nil
 	if prev != nil && prev.HasMeta && prev.Manifest == rec.Manifest.Digest && prev.ID == rec.ID {
@@ -83,6 +86,40 @@ func (s *Store) summaryOf(rec *ImageRecord, prev *Summary) *Summary {
 		sm.Size = m.Size
 	}
 	return sm
+}
+
+// prevRefs maps old's references (tags, or digests) to their familiar
+// form in prev; nil when prev was not written from old.
+func prevRefs(old *ImageRecord, prev *Summary, tags bool) map[string]string {
+	if old == nil || prev == nil || prev.ID != old.ID {
+		return nil
+	}
+	full, fam := old.RepoDigests, prev.RepoDigests
+	if tags {
+		full, fam = old.RepoTags, prev.RepoTags
+	}
+	if len(full) != len(fam) {
+		return nil
+	}
+	m := make(map[string]string, len(full))
+	for i, r := range full {
+		m[r] = fam[i]
+	}
+	return m
+}
+
+// familiarFrom is FamiliarRefs(refs), taking the familiar form of a
+// reference from known when it is there.
+func familiarFrom(refs []string, known map[string]string) []string {
+	out := make([]string, 0, len(refs))
+	for _, r := range refs {
+		if f, ok := known[r]; ok {
+			out = append(out, f)
+		} else {
+			out = append(out, Familiar(r))
+		}
+	}
+	return out
 }
 
 func decodeSummary(b []byte) (*Summary, error) {
@@ -144,9 +181,11 @@ func (s *Store) fillSummaries() error {
 		if err != nil {
 			return err
 		}
+		sb.FillPercent = bulkFill // written in ID order
 		err = dbView{btx}.forEachImage(func(r *ImageRecord) error {
+			s.scanned(btx, 2048) // the record read, its summary written
 			n++
-			return putSummary(sb, s.summaryOf(r, nil))
+			return putSummary(sb, s.summaryOf(r, nil, nil))
 		})
 		if err != nil {
 			return err
@@ -175,11 +214,38 @@ func (s *Store) Summaries(fn func(*Summary) error) error {
 		}
 		c := b.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
+			s.scanned(btx, len(k)+len(v))
 			sm, err := decodeSummary(v)
 			if err != nil {
 				return fmt.Errorf("graph: image summary %s: %w", k, err)
 			}
 			if err := fn(sm); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// SummariesOf calls fn with the summary of each of ids, in order, from one
+// read transaction (nil for an image that has none: deleted since). The
+// list's second pass reads its page of images this way.
+func (s *Store) SummariesOf(ids []digest.Digest, fn func(digest.Digest, *Summary) error) error {
+	return s.db.View(func(btx *bolt.Tx) error {
+		b := btx.Bucket(bucketSummaries)
+		if b == nil {
+			return fmt.Errorf("graph: %s: no summaries bucket", dbFile)
+		}
+		for _, id := range ids {
+			var sm *Summary
+			s.scanned(btx, seekCost)
+			if v := b.Get([]byte(id)); v != nil {
+				var err error
+				if sm, err = decodeSummary(v); err != nil {
+					return fmt.Errorf("graph: image summary %s: %w", id, err)
+				}
+			}
+			if err := fn(id, sm); err != nil {
 				return err
 			}
 		}

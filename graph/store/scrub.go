@@ -1,0 +1,153 @@
+package store
+
+// The background scrub. Start-up used to walk blobs/ for orphans (blobs
+// no record uses, left by a crash) and run the quick check (every image's
+// blobs present with their sizes) before the API answered: ~6 s of a
+// 50,000-image start (BOLT.md). Open now does neither; the daemon calls
+// StartScrub once the API answers, and the scrub does both in the
+// background:
+//
+//  1. the orphan collection, under the same rules as every collection
+//     (leaseMu; a blob a live lease pins, or being ingested, is never
+//     taken; lease.go), orphans moving into partial/ as they did at
+//     start-up;
+//  2. the quick check (check.go), reported as start-up's was: logged, and
+//     /info warnings when it finds problems (the daemon's part).
+//
+// Its report is kept and shown by `wharf system check` (CheckReport's
+// LastScrub). A check waits for a scrub under way, so what it reports of
+// the store, and of the scrub, is after the scrub.
+
+import (
+	"context"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/wharfproject/wharf/api/types"
+)
+
+// ScrubReport is what the last scrub did and found.
+type ScrubReport = types.ScrubReport
+
+// scrubState is the scrub's: running is closed when the scrub under way
+// ends (nil: none is); last is the last finished one's report.
+type scrubState struct {
+	running chan struct{}
+	last    *ScrubReport
+	cancel  context.CancelFunc
+}
+
+// StartScrub starts the scrub in the background and returns at once;
+// done, when not nil, is called with its report when it ends, before a
+// check waiting for it goes on. A scrub
+// already under way, or a closed store, starts nothing (done is not
+// called). Close stops a scrub under way.
+func (s *Store) StartScrub(done func(*ScrubReport)) {
+	s.scrubMu.Lock()
+	defer s.scrubMu.Unlock()
+	if s.scrub.running != nil || s.scrubClosed {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	running := make(chan struct{})
+	s.scrub.running, s.scrub.cancel = running, cancel
+	s.scrubWG.Add(1)
+	go func() {
+		defer s.scrubWG.Done()
+		rep := s.Scrub(ctx)
+		cancel()
+		// done (the daemon's log and /info warnings) before a waiting
+		// check returns: what it reports has been told.
+		if done != nil {
+			done(rep)
+		}
+		s.scrubMu.Lock()
+		s.scrub.running, s.scrub.cancel = nil, nil
+		s.scrubMu.Unlock()
+		close(running)
+	}()
+}
+
+// Scrub runs the scrub now, keeps its report as the last one, and returns
+// it (StartScrub runs it in the background; tests call it directly).
+func (s *Store) Scrub(ctx context.Context) *ScrubReport {
+	rep := s.scrub1(ctx)
+	rep.Finished = time.Now()
+	s.scrubMu.Lock()
+	s.scrub.last = rep
+	s.scrubMu.Unlock()
+	return rep
+}
+
+func (s *Store) scrub1(ctx context.Context) *ScrubReport {
+	rep := &ScrubReport{Started: time.Now(), Collected: []string{}, Problems: []CheckProblem{}}
+	got, freed, err := s.collectAll(ctx, true)
+	for _, o := range got {
+		rep.CollectedBlobs++
+		rep.CollectedBytes += o.Size
+		if len(rep.Collected) < types.MaxScrubListed {
+			rep.Collected = append(rep.Collected, o.Digest.String())
+		}
+	}
+	if err != nil {
+		rep.Error = "collect unreferenced blobs: " + err.Error()
+		return rep
+	}
+	if len(got) > 0 {
+		s.log.WithFields(logrus.Fields{"blobs": len(got), "bytes": freed}).Info("unreferenced blobs left by an earlier run moved to the partial downloads")
+	}
+	crep, err := s.check(ctx, false)
+	if err != nil {
+		rep.Error = "quick check: " + err.Error()
+		return rep
+	}
+	rep.Images, rep.Blobs, rep.ProblemCount = crep.Images, crep.Blobs, len(crep.Problems)
+	if len(crep.Problems) > types.MaxScrubListed {
+		crep.Problems = crep.Problems[:types.MaxScrubListed]
+	}
+	rep.Problems = append(rep.Problems, crep.Problems...)
+	return rep
+}
+
+// LastScrub is a copy of the last finished scrub's report; nil when none
+// has finished.
+func (s *Store) LastScrub() *ScrubReport {
+	s.scrubMu.Lock()
+	defer s.scrubMu.Unlock()
+	if s.scrub.last == nil {
+		return nil
+	}
+	rep := *s.scrub.last
+	rep.Collected = append([]string{}, rep.Collected...)
+	rep.Problems = append([]CheckProblem{}, rep.Problems...)
+	return &rep
+}
+
+// waitScrub waits for the scrub under way, if any, to end.
+func (s *Store) waitScrub(ctx context.Context) error {
+	s.scrubMu.Lock()
+	running := s.scrub.running
+	s.scrubMu.Unlock()
+	if running == nil {
+		return nil
+	}
+	select {
+	case <-running:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// stopScrub stops a scrub under way and waits for it (Close), and starts
+// no other.
+func (s *Store) stopScrub() {
+	s.scrubMu.Lock()
+	s.scrubClosed = true
+	if s.scrub.cancel != nil {
+		s.scrub.cancel()
+	}
+	s.scrubMu.Unlock()
+	s.scrubWG.Wait()
+}
