@@ -16,6 +16,8 @@ import (
 	"time"
 
 	registrytypes "github.com/moby/moby/api/types/registry"
+
+	"github.com/wharfproject/wharf/registry"
 )
 
 // The watch's credentials (check-remote-auth-file, issue 24): a docker-style
@@ -230,14 +232,30 @@ func loadAuthFile(path string) (f *authFile, warning string, err error) {
 	return f, f.warning, nil
 }
 
+// roundAuth is what a round presents: the sets by the file's keys, and
+// the keys whose helper failed (their registries are skipped for the
+// round: docs/security.md, "a failing credential helper is an error, not
+// a silent anonymous request").
+type roundAuth struct {
+	sets   map[string]registrytypes.AuthConfig
+	failed map[string]registrytypes.AuthConfig // key → a placeholder bound to it
+}
+
+// skips reports whether reg (a reference domain) is a registry whose
+// helper failed, matched as the sets are (registry.Credentials.For).
+func (a roundAuth) skips(reg string) bool {
+	return len(a.failed) != 0 && (registry.Credentials{Registries: a.failed}).For(reg) != nil
+}
+
 // credentials are the sets for a round: the inline ones, and the helpers'
 // answers, asked now (a helper's token may have been renewed since the
 // last round: ecr-login's last 12 hours). A host a helper holds nothing
-// for is left out; a helper that fails leaves its host out and is one
-// error of errs (which names host and helper, never output).
-func (f *authFile) credentials(ctx context.Context) (map[string]registrytypes.AuthConfig, []error) {
+// for is left out (asked anonymously); a helper that fails puts its host
+// in failed and is one error of errs (which names host and helper, never
+// output).
+func (f *authFile) credentials(ctx context.Context) (roundAuth, []error) {
 	if f == nil {
-		return nil, nil
+		return roundAuth{}, nil
 	}
 	out := make(map[string]registrytypes.AuthConfig, len(f.inline)+len(f.helpers))
 	for k, v := range f.inline {
@@ -248,17 +266,24 @@ func (f *authFile) credentials(ctx context.Context) (map[string]registrytypes.Au
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	var errs []error
+	var (
+		errs   []error
+		failed map[string]registrytypes.AuthConfig
+	)
 	for _, k := range keys {
 		ac, found, err := helperGet(ctx, f.helpers[k], k)
 		switch {
 		case err != nil:
 			errs = append(errs, err)
+			if failed == nil {
+				failed = map[string]registrytypes.AuthConfig{}
+			}
+			failed[k] = registrytypes.AuthConfig{Username: "-", ServerAddress: k}
 		case found:
 			out[k] = ac
 		}
 	}
-	return out, errs
+	return roundAuth{sets: out, failed: failed}, errs
 }
 
 // cappedBuffer keeps the first max bytes written and drains the rest, so

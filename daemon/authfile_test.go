@@ -136,11 +136,11 @@ func TestAuthFileSetsGoOnlyToTheirRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	creds, errs := af.credentials(context.Background())
+	ra, errs := af.credentials(context.Background())
 	if len(errs) != 0 {
 		t.Fatal(errs)
 	}
-	c := registry.Credentials{Registries: creds}
+	c := registry.Credentials{Registries: ra.sets}
 	for _, tc := range []struct{ registry, user, token string }{
 		{"docker.io", "hub", ""},
 		{"index.docker.io", "hub", ""},
@@ -255,10 +255,15 @@ esac
 	if err != nil {
 		t.Fatal(err)
 	}
-	creds, errs := af.credentials(context.Background())
+	ra, errs := af.credentials(context.Background())
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "broken.example") {
 		t.Errorf("errs %v, want one, for broken.example", errs)
 	}
+	// The failed helper's registry is skipped for the round, no other.
+	if !ra.skips("broken.example") || ra.skips("missing.example") || ra.skips("user.example") || ra.skips("broken.example:5000") {
+		t.Errorf("skips: %v", ra.failed)
+	}
+	creds := ra.sets
 	if len(creds) != 3 || creds["user.example"].Password != "hunter2" || creds["token.example"].IdentityToken != "idtok" || creds["inline.example"].Password != "pi" {
 		t.Errorf("creds: %d sets", len(creds))
 	}

@@ -213,13 +213,24 @@ func (w *watcher) run(ctx context.Context) {
 // round runs one check and reports what changed.
 func (w *watcher) round(ctx context.Context, iv time.Duration) {
 	skipped := w.backedOff()
-	skip := func(reg string) bool { return skipped[reg] }
 	af := w.Auth()
-	auths, herrs := af.credentials(ctx)
+	ra, herrs := af.credentials(ctx)
 	for _, e := range herrs {
 		// Names the helper and the host, never what it printed.
-		w.log.WithError(e).Warn("check-remote round: a credential helper failed; its registry is asked anonymously")
+		w.log.WithError(e).Warn("check-remote round: a credential helper failed; its registry is skipped this round (its tags keep their state)")
 	}
+	// A registry whose helper failed is skipped as a backed-off one is
+	// (its tags keep their state), not asked anonymously: an anonymous
+	// answer from a registry that would have been asked with credentials
+	// is not the answer the operator configured. skip is called by the
+	// check before it asks anything, from one goroutine.
+	skip := func(reg string) bool {
+		if !skipped[reg] && ra.skips(reg) {
+			skipped[reg] = true
+		}
+		return skipped[reg]
+	}
+	auths := ra.sets
 	opts := types.RemoteCheckOptions{MaxAge: iv / 2, Newer: true, Base: true, Auth: auths}
 	var results []types.RemoteCheckResult
 	err := w.check.CheckRemoteSkipping(ctx, opts, skip, func(r types.RemoteCheckResult) error {

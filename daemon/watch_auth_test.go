@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,15 +17,20 @@ import (
 // given and answers with results.
 type authRecorder struct {
 	got     []map[string]string // per round: key → username
+	skipped []bool              // per round: whether the results' registry was skipped
 	results []types.RemoteCheckResult
 }
 
-func (a *authRecorder) CheckRemoteSkipping(_ context.Context, opts types.RemoteCheckOptions, _ func(string) bool, emit func(types.RemoteCheckResult) error) error {
+func (a *authRecorder) CheckRemoteSkipping(_ context.Context, opts types.RemoteCheckOptions, skip func(string) bool, emit func(types.RemoteCheckResult) error) error {
 	m := map[string]string{}
 	for k, v := range opts.Auth {
 		m[k] = v.Username
 	}
 	a.got = append(a.got, m)
+	a.skipped = append(a.skipped, skip("127.0.0.1:5000"))
+	if skip("127.0.0.1:5000") {
+		return nil
+	}
 	for _, r := range a.results {
 		if err := emit(r); err != nil {
 			return err
@@ -49,7 +56,7 @@ func TestWatchRoundUsesAuthFileAndSaysWhyOnce(t *testing.T) {
 		var out []string
 		for _, e := range hook.AllEntries() {
 			if e.Level == logrus.WarnLevel {
-				out = append(out, e.Message)
+				out = append(out, e.Message+" "+fmt.Sprint(e.Data))
 			}
 		}
 		hook.Reset()
@@ -94,5 +101,39 @@ func TestWatchRoundUsesAuthFileAndSaysWhyOnce(t *testing.T) {
 	w.round(context.Background(), 0)
 	if ws := warnings(); len(ws) != 0 {
 		t.Fatalf("a clean round warned: %q", ws)
+	}
+	if slices.Contains(st.skipped, true) {
+		t.Fatalf("skipped: %v", st.skipped)
+	}
+
+	// A helper that fails: its registry is skipped (not asked
+	// anonymously), its tags keep their state, one warning without the
+	// helper's output.
+	st.results = []types.RemoteCheckResult{res("1", types.RemoteOutdated, "sha256:bb")}
+	w.round(context.Background(), 0)
+	if got := actions(w.events.(*Events)); !slices.Equal(got, []string{"outdated 127.0.0.1:5000/app:1"}) {
+		t.Fatalf("events %v", got)
+	}
+	warnings()
+	fakeHelper(t, "failing", "echo leaked-secret; exit 4\n")
+	helped, err := parseAuthFile([]byte(`{"credHelpers":{"127.0.0.1:5000":"failing"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.SetAuth(helped)
+	st.results = []types.RemoteCheckResult{res("1", types.RemoteCurrent, "sha256:aa")}
+	w.round(context.Background(), 0)
+	if !st.skipped[len(st.skipped)-1] {
+		t.Fatal("the registry of a failed helper was asked")
+	}
+	if got := actions(w.events.(*Events)); len(got) != 1 {
+		t.Fatalf("a skipped registry's tag changed: %v", got)
+	}
+	if s := w.sample(); len(s.Registries) != 1 || s.Registries[0].Outdated != 1 {
+		t.Fatalf("the skipped registry's state was forgotten: %+v", s)
+	}
+	ws = warnings()
+	if len(ws) != 1 || !strings.Contains(ws[0], "credential helper failed") || strings.Contains(ws[0], "leaked-secret") {
+		t.Fatalf("warnings %q", ws)
 	}
 }
