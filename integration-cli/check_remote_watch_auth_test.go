@@ -223,3 +223,54 @@ func (s *CheckRemoteWatchAuthSuite) TestWatchAuthFileMissingAtStart(c *check.C) 
 	c.Check(strings.Contains(d.Log(), `invalid value for "check-remote-auth-file"`) && strings.Contains(d.Log(), missing+": no such file or directory"),
 		check.Equals, true, check.Commentf("%s", logTail(d)))
 }
+
+// TestWatchAuthFileCredentialHelper: a credHelpers entry runs a real
+// docker-credential-NAME (a shell script on wharfd's PATH) once a round,
+// with the registry's host on stdin, and its answer reads A's private tag:
+// one outdated event when it moves. The helper's secret is not logged.
+func (s *CheckRemoteWatchAuthSuite) TestWatchAuthFileCredentialHelper(c *check.C) {
+	a := s.a
+	dir := c.MkDir()
+	calls := filepath.Join(dir, "calls")
+	helper := filepath.Join(dir, "docker-credential-wharftest")
+	script := "#!/bin/sh\n[ \"$1\" = get ] || exit 9\nread -r host\necho \"$host\" >> " + calls + "\n" +
+		"if [ \"$host\" = \"" + a.Host + "\" ]; then printf '{\"ServerURL\":\"%s\",\"Username\":\"" + watchAuthUserA + "\",\"Secret\":\"" + watchAuthPassA + "\"}' \"$host\"; exit 0; fi\n" +
+		"printf 'credentials not found in native keychain'; exit 1\n"
+	c.Assert(os.WriteFile(helper, []byte(script), 0o755), check.IsNil)
+	authFile := filepath.Join(dir, "config.json")
+	c.Assert(os.WriteFile(authFile, []byte(`{"credHelpers":{"`+a.Host+`":"wharftest"}}`), 0o600), check.IsNil)
+
+	// wharfd inherits the test's environment: the helper's directory goes
+	// first on PATH for the daemon started here, and is taken off after.
+	oldPath := os.Getenv("PATH")
+	c.Assert(os.Setenv("PATH", dir+string(os.PathListSeparator)+oldPath), check.IsNil)
+	d := s.startDaemon(c, "--check-remote-interval", "1s", "--check-remote-auth-file", authFile, "--metrics-addr", "127.0.0.1:0")
+	c.Assert(os.Setenv("PATH", oldPath), check.IsNil)
+	url := watchMetrics(c, d)
+
+	pushImage(c, a, "wh/app", "latest", testregistry.ImageOptions{})
+	r, lines := d.Pull(c, a.Host+"/wh/app", "latest", auth(a))
+	c.Assert(r.Status, check.Equals, http.StatusOK, check.Commentf("%s", r))
+	c.Assert(lines.Err(), check.Equals, "")
+	t0 := time.Now()
+	moved := pushImage(c, a, "wh/app", "latest", testregistry.ImageOptions{})
+	before := scrapeURL(c, url).value(c, "wharf_check_remote_rounds_total", nil)
+	after := waitRounds(c, url, 2+2)
+	evs := imageEvents(c, d, t0)
+	c.Assert(evs, check.HasLen, 1, check.Commentf("%+v\n%s", evs, logTail(d)))
+	c.Check(evs[0].Action, check.Equals, "outdated")
+	c.Check(evs[0].Actor.Attributes["name"], check.Equals, a.Host+"/wh/app:latest")
+	c.Check(evs[0].Actor.Attributes["remoteDigest"], check.Equals, moved.Manifest.Digest)
+
+	// One helper run per round, each for A's host exactly.
+	b, err := os.ReadFile(calls)
+	c.Assert(err, check.IsNil)
+	runs := strings.Fields(string(b))
+	for _, h := range runs {
+		c.Check(h, check.Equals, a.Host)
+	}
+	c.Check(float64(len(runs)) >= after-before && float64(len(runs)) <= after+1, check.Equals, true,
+		check.Commentf("%d helper runs, rounds %v → %v", len(runs), before, after))
+	c.Check(strings.Contains(d.Log(), watchAuthPassA), check.Equals, false, check.Commentf("the helper's secret in the log"))
+	c.Check(strings.Contains(d.Log(), "credential helper failed"), check.Equals, false, check.Commentf("%s", logTail(d)))
+}
