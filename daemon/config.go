@@ -68,6 +68,12 @@ type Config struct {
 	// (watch.go); a SIGHUP changes it. In daemon.json a Go duration
 	// string ("6h"). At least 1 s; under 1 minute is for tests (a warning).
 	CheckRemoteInterval time.Duration `json:"check-remote-interval"`
+	// CheckRemoteAuthFile is a docker-style config.json (auths,
+	// credHelpers, credsStore) whose credentials the watch's rounds
+	// present, each only to the registry it is listed for (authfile.go);
+	// empty = the watch asks anonymously. Read at start and on SIGHUP;
+	// API requests never use it. An absolute path.
+	CheckRemoteAuthFile string `json:"check-remote-auth-file"`
 
 	// Flag-only settings.
 
@@ -77,6 +83,9 @@ type Config struct {
 	// the port can pull, push with the daemon's network position, and delete
 	// images. Off unless asked for explicitly.
 	AllowInsecureTCP bool `json:"-"`
+
+	// watchAuth is CheckRemoteAuthFile as LoadConfig read it (nil: none).
+	watchAuth *authFile
 
 	// warnings found while loading (deprecated settings); /info shows them.
 	warnings []string
@@ -114,6 +123,7 @@ var fileKeyOfFlag = map[string]string{
 	"metrics-addr":             "metrics-addr",
 	"signature-policy":         "signature-policy",
 	"check-remote-interval":    "check-remote-interval",
+	"check-remote-auth-file":   "check-remote-auth-file",
 }
 
 // InstallFlags defines wharfd's flags on fs, bound to cfg.
@@ -139,6 +149,7 @@ func InstallFlags(fs *pflag.FlagSet, cfg *Config) {
 	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "Serve Prometheus metrics at http://HOST:PORT/metrics (off by default; no authentication: keep it on loopback)")
 	fs.StringVar(&cfg.SignaturePolicy, "signature-policy", "", "Signature policy in containers-policy.json(5) format: what inspect verifies and pull and copy refuse (default /etc/wharf/policy.json when it exists; $XDG_CONFIG_HOME/wharf/policy.json when not root)")
 	fs.DurationVar(&cfg.CheckRemoteInterval, "check-remote-interval", 0, "Check every local tag against its registry (digest, newer versions, base) this often, with 10% jitter, and report changes as image events and metrics (off by default; at least 1s, under 1m for tests only; SIGHUP reloads it)")
+	fs.StringVar(&cfg.CheckRemoteAuthFile, "check-remote-auth-file", "", "Docker config.json (auths, credHelpers, credsStore) with the registry credentials the check-remote-interval watch uses, each only for the registry it names (absolute path; keep it mode 0600; SIGHUP re-reads it; API requests never use it)")
 	fs.BoolVar(&cfg.AllowInsecureTCP, "allow-insecure-tcp", false, "Allow tcp:// hosts without TLS (INSECURE: gives the network full control of the image store)")
 }
 
@@ -173,7 +184,23 @@ func LoadConfig(cfg *Config, fs *pflag.FlagSet, env Env) error {
 	if v := env.getenv(registryTimeoutEnv); v != "" {
 		cfg.warnings = append(cfg.warnings, fmt.Sprintf("%s=%s is ignored: it is no longer read; use --registry-timeout or \"registry-timeout\" in daemon.json", registryTimeoutEnv, v))
 	}
-	return cfg.Validate()
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	// Read here, so that a start and a reload meet the same errors, and a
+	// reload that cannot read it keeps the running configuration whole.
+	cfg.watchAuth = nil
+	if p := cfg.CheckRemoteAuthFile; p != "" {
+		f, warn, err := loadAuthFile(p)
+		if err != nil {
+			return fmt.Errorf("invalid value for \"check-remote-auth-file\": %w", err)
+		}
+		cfg.watchAuth = f
+		if warn != "" {
+			cfg.warnings = append(cfg.warnings, warn)
+		}
+	}
+	return nil
 }
 
 func readConfigFile(path string) ([]byte, error) {
@@ -286,6 +313,7 @@ func (c *Config) fieldsByKey() map[string]any {
 		"min-api-version":          &c.MinAPIVersion,
 		"metrics-addr":             &c.MetricsAddr,
 		"check-remote-interval":    (*jsonDuration)(&c.CheckRemoteInterval),
+		"check-remote-auth-file":   &c.CheckRemoteAuthFile,
 	}
 }
 
@@ -395,6 +423,9 @@ func (c *Config) Validate() error {
 	}
 	if c.CheckRemoteInterval != 0 && c.CheckRemoteInterval < watchMinInterval {
 		return fmt.Errorf("invalid value for \"check-remote-interval\": %s: must be 0 (off) or at least %s", c.CheckRemoteInterval, watchMinInterval)
+	}
+	if p := c.CheckRemoteAuthFile; p != "" && !filepath.IsAbs(p) {
+		return fmt.Errorf("invalid value for \"check-remote-auth-file\": %q is not an absolute path", p)
 	}
 	if c.RegistryTimeout < 0 {
 		return fmt.Errorf("invalid value for \"registry-timeout\": %s: must not be negative", c.RegistryTimeout)

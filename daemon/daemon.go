@@ -190,6 +190,7 @@ func Run(ctx context.Context, cfg *Config, opts Options) error {
 	d := &Daemon{imageStore: store, events: evs, registry: reg, cfg: cfg, opts: opts, id: id, metrics: mt, policyRevision: policyRevision(pol)}
 	d.installPolicy(pol, cfg, env)
 	d.watch = newWatcher(store, evs, reg.Backoffs, cfg.CheckRemoteInterval, log.WithField("module", "watch"))
+	d.watch.SetAuth(cfg.watchAuth)
 	if mt != nil {
 		mt.WatchRateLimits(d.rateLimitSamples)
 		mt.WatchCheckRemote(d.watch.sample)

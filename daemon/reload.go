@@ -73,6 +73,16 @@ func (d *Daemon) reload(log *logrus.Entry) {
 			d.watch.SetInterval(cfg.CheckRemoteInterval)
 			changes = append(changes, fmt.Sprintf("check-remote-interval: %s → %s", intervalString(before), intervalString(cfg.CheckRemoteInterval)))
 		}
+		// Read again by LoadConfig on every reload (a file that cannot be
+		// read failed the reload above): "changed" when its bytes did.
+		// Never more than that: not the hosts, not a hash of the secrets.
+		if before := d.watch.Auth(); !before.same(cfg.watchAuth) {
+			d.watch.SetAuth(cfg.watchAuth)
+			changes = append(changes, fmt.Sprintf("check-remote-auth-file: %s", authChange(before, cfg.watchAuth)))
+		}
+		if cfg.watchAuth != nil && cfg.watchAuth.warning != "" {
+			log.Warn(cfg.watchAuth.warning)
+		}
 	}
 	for _, s := range fixedSettingsChanged(d.cfg, cfg) {
 		log.Warnf("reload: %s changed; it takes effect at the next start", s)
@@ -82,6 +92,17 @@ func (d *Daemon) reload(log *logrus.Entry) {
 		return
 	}
 	log.WithField("changes", strings.Join(changes, "; ")).Info("configuration reloaded")
+}
+
+// authChange says how the auth file changed, for the reload's log.
+func authChange(before, after *authFile) string {
+	switch {
+	case before == nil:
+		return "none → " + after.String()
+	case after == nil:
+		return "removed (the watch asks anonymously)"
+	}
+	return "changed (" + after.String() + ")"
 }
 
 // intervalString is a check-remote-interval for the reload's log: "off"

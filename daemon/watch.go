@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"sort"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/distribution/reference"
 	"github.com/moby/moby/api/types/events"
+	registrytypes "github.com/moby/moby/api/types/registry"
 	"github.com/sirupsen/logrus"
 
 	"github.com/wharfproject/wharf/api/types"
@@ -43,9 +45,14 @@ import (
 // Retry-After (registry.Service.Backoffs) is skipped for the round: its
 // tags keep their state and no request queues behind its gate.
 //
-// Credentials: the daemon keeps none (the CLI sends them with each
-// request), so the watch asks anonymously; a tag whose registry refuses an
-// anonymous read keeps its state (an error changes nothing).
+// Credentials: API requests bring their own (the CLI sends them with each
+// request); the watch has no client, so it presents those of
+// check-remote-auth-file (authfile.go), asked afresh each round from the
+// file as last read and its credential helpers, each set only for the
+// registry it is listed for. Without the file, or for a registry it does
+// not list, the watch asks anonymously; a tag whose registry refuses the
+// read keeps its state (an error changes nothing), and the round says so
+// in one log line for all such tags (unreadable), not one per tag.
 
 // watchMinInterval is the shortest check-remote-interval accepted (1 s,
 // for tests: the integration tests and the bench watch at 1 s); under
@@ -102,8 +109,10 @@ type watcher struct {
 	mu    sync.Mutex
 	// interval is the one in force (0: off).
 	interval time.Duration
-	state    map[string]tagState // by familiar repository:tag
-	lastOK   map[string]time.Time
+	// auth is the auth file in force (nil: anonymous).
+	auth   *authFile
+	state  map[string]tagState // by familiar repository:tag
+	lastOK map[string]time.Time
 	// skipUntil: registries backed off, skipped until then (backedOff).
 	skipUntil map[string]time.Time
 	rounds    int64
@@ -141,6 +150,21 @@ func (w *watcher) SetInterval(d time.Duration) {
 	case w.reset <- struct{}{}:
 	default:
 	}
+}
+
+// Auth is the auth file in force (nil: none).
+func (w *watcher) Auth() *authFile {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.auth
+}
+
+// SetAuth replaces the auth file (a reload); the next round uses it, the
+// round in progress keeps the one it started with.
+func (w *watcher) SetAuth(f *authFile) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.auth = f
 }
 
 // delay is the wait before the next round.
@@ -189,8 +213,25 @@ func (w *watcher) run(ctx context.Context) {
 // round runs one check and reports what changed.
 func (w *watcher) round(ctx context.Context, iv time.Duration) {
 	skipped := w.backedOff()
-	skip := func(reg string) bool { return skipped[reg] }
-	opts := types.RemoteCheckOptions{MaxAge: iv / 2, Newer: true, Base: true}
+	af := w.Auth()
+	ra, herrs := af.credentials(ctx)
+	for _, e := range herrs {
+		// Names the helper and the host, never what it printed.
+		w.log.WithError(e).Warn("check-remote round: a credential helper failed; its registry is skipped this round (its tags keep their state)")
+	}
+	// A registry whose helper failed is skipped as a backed-off one is
+	// (its tags keep their state), not asked anonymously: an anonymous
+	// answer from a registry that would have been asked with credentials
+	// is not the answer the operator configured. skip is called by the
+	// check before it asks anything, from one goroutine.
+	skip := func(reg string) bool {
+		if !skipped[reg] && ra.skips(reg) {
+			skipped[reg] = true
+		}
+		return skipped[reg]
+	}
+	auths := ra.sets
+	opts := types.RemoteCheckOptions{MaxAge: iv / 2, Newer: true, Base: true, Auth: auths}
 	var results []types.RemoteCheckResult
 	err := w.check.CheckRemoteSkipping(ctx, opts, skip, func(r types.RemoteCheckResult) error {
 		results = append(results, r)
@@ -204,7 +245,58 @@ func (w *watcher) round(ctx context.Context, iv time.Duration) {
 		return
 	}
 	n := w.apply(results, skipped)
+	if msg := unreadable(results, auths, af != nil); msg != "" {
+		w.log.Warn(msg)
+	}
 	w.log.WithFields(logrus.Fields{"tags": len(results), "events": n, "skipped-registries": len(skipped)}).Debug("check-remote round")
+}
+
+// unreadable is the round's one line about the tags it could not check
+// ("" none): per registry how many, and whether the watch presented
+// credentials there — a private repository without them is the usual
+// cause, and the line says how to give them. One line per round, however
+// many tags: a registry of 500 private tags must not write 500 lines every
+// interval. Registry error texts are not classified (they are the
+// registry's words); one is shown per registry, for the cause.
+func unreadable(results []types.RemoteCheckResult, auths map[string]registrytypes.AuthConfig, haveFile bool) string {
+	type regErrs struct {
+		n     int
+		first string
+	}
+	by := map[string]*regErrs{}
+	for _, r := range results {
+		if r.RemoteStatus != types.RemoteError {
+			continue
+		}
+		reg := registryOf(r.Repository)
+		e := by[reg]
+		if e == nil {
+			e = &regErrs{first: r.RemoteError}
+			by[reg] = e
+		}
+		e.n++
+	}
+	if len(by) == 0 {
+		return ""
+	}
+	regs := make([]string, 0, len(by))
+	for reg := range by {
+		regs = append(regs, reg)
+	}
+	sort.Strings(regs)
+	parts := make([]string, 0, len(regs))
+	for _, reg := range regs {
+		e := by[reg]
+		how := "anonymously (no check-remote-auth-file)"
+		switch {
+		case (registry.Credentials{Registries: auths}).For(reg) != nil:
+			how = "with the credentials of check-remote-auth-file"
+		case haveFile:
+			how = "anonymously (check-remote-auth-file has no credentials for it)"
+		}
+		parts = append(parts, fmt.Sprintf("%s: %d tags, asked %s (first error: %s)", reg, e.n, how, e.first))
+	}
+	return "check-remote round: tags that could not be checked keep their state; " + strings.Join(parts, "; ")
 }
 
 // backedOff are the registries (reference domains) to skip this round:
