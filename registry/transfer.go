@@ -107,13 +107,28 @@ func (r *Repository) TransferBlob(ctx context.Context, desc ocispec.Descriptor, 
 		}
 		session, uctx = loc, mctx // the last refusal's session carries the upload
 	}
+	// A small blob is read and verified before any session is opened
+	// (upload_whole.go): a source that lies sends nothing.
+	var whole []byte
+	small := open != nil && desc.Size <= r.svc.wholeUploadMax
+	if small {
+		if whole, err = readWhole(ctx, open, desc); err != nil {
+			r.cancelUpload(uctx, ep, session) // a refused mount's, if any
+			return 0, "", err
+		}
+	}
 	for restarts := 0; ; restarts++ {
 		if session == nil {
 			if _, session, err = r.startUpload(uctx, ep, "", ""); err != nil {
 				return 0, "", err
 			}
 		}
-		last, err := r.upload(uctx, ep, session, desc, open)
+		var last *url.URL
+		if small {
+			last, err = r.putWhole(uctx, ep, session, desc, whole)
+		} else {
+			last, err = r.upload(uctx, ep, session, desc, open)
+		}
 		if err == nil {
 			break
 		}
