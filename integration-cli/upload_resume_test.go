@@ -177,7 +177,9 @@ func (s *UploadResumeSuite) checkResumed(c *check.C, p *cuttingProxy, img *testr
 	sent, patches := p.counts()
 	ratio := float64(sent) / float64(blobBytes(img))
 	c.Logf("%d cut(s): %d PATCHes, %d bytes through the proxy for %d bytes of blobs (%.3f×)", cuts, patches, sent, blobBytes(img), ratio)
-	c.Check(patches >= 2+cuts, check.Equals, true, check.Commentf("%d PATCHes: the cuts never happened", patches))
+	// The layer's PATCHes: one, and one more per cut. The config (under
+	// registry's 1 MiB threshold) goes in one PUT with its body, no PATCH.
+	c.Check(patches >= 1+cuts, check.Equals, true, check.Commentf("%d PATCHes: the cuts never happened", patches))
 	c.Check(ratio <= 1.10, check.Equals, true, check.Commentf("%.3f× the blobs crossed the proxy", ratio))
 	c.Check(openUploads(s.dst), check.Equals, 0, check.Commentf("upload sessions left open"))
 }
