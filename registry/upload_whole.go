@@ -3,6 +3,7 @@ package registry
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -110,6 +111,11 @@ func (r *Repository) putWhole(ctx context.Context, ep *repoEndpoint, session *ur
 	}
 	req.Header.Set("Content-Type", "application/octet-stream")
 	resp, err := ep.client.Do(req)
+	if errors.Is(err, ErrDigestMismatch) {
+		// The receipt names another blob (transport's uploadCheck): the
+		// registry's answer, which another session would repeat.
+		return session, err
+	}
 	if err != nil {
 		return session, fmt.Errorf("uploading %s: %w%.0w", desc.Digest, err, errRestartUpload)
 	}

@@ -240,3 +240,34 @@ func TestTransferBlobWholeUploadThreshold(t *testing.T) {
 		})
 	}
 }
+
+// A small blob's PUT answered 201 with a receipt naming another digest:
+// the registry's answer, not the transport's failure, so the upload fails
+// without a second session, and that session is cancelled.
+func TestTransferBlobSmallWrongReceiptIsNotRestarted(t *testing.T) {
+	f := newFakeRegistry(t)
+	f.hook = func(w http.ResponseWriter, r *http.Request) bool {
+		if r.Method != http.MethodPut || !strings.Contains(r.URL.Path, "/blobs/uploads/") {
+			return false
+		}
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Docker-Content-Digest", digest.FromString("something else").String())
+		w.WriteHeader(http.StatusCreated)
+		return true
+	}
+	r := transferRepo(t, testService(t, ServiceOptions{}), f, "dst/app")
+	blob := []byte("small config")
+	desc := ocispec.Descriptor{Digest: digest.FromBytes(blob), Size: int64(len(blob))}
+	f.reset()
+	_, _, err := r.TransferBlob(context.Background(), desc, nil, opener(blob))
+	if !errors.Is(err, ErrDigestMismatch) {
+		t.Fatalf("err = %v, want the receipt's digest mismatch", err)
+	}
+	reqs := f.reset()
+	if got := countPrefix(reqs, "POST "); got != 1 {
+		t.Errorf("%d sessions, want 1:\n%s", got, strings.Join(reqs, "\n"))
+	}
+	if n := f.openSessions(); n != 0 {
+		t.Errorf("%d upload sessions left open", n)
+	}
+}
