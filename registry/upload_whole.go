@@ -95,11 +95,13 @@ func readWhole(ctx context.Context, open BlobOpener, desc ocispec.Descriptor) ([
 // The request's body can be sent again (GetBody): the transport answers a
 // 401 and replays a PUT after a reset or a 5xx, as it does every
 // rewindable PUT. A replay into a session that kept part of the cut
-// attempt is refused — distribution answers 404 BLOB_UPLOAD_INVALID (its
-// offset moved) and cancels the session; another registry appends and
-// refuses the digest (400) — and either is a restart: a new session, the
-// same bytes. A replay after a commit whose answer was lost finds the
-// session closed (404) and the blob there: one HEAD says so.
+// attempt is refused — distribution answers 416 (the session's offset
+// moved past the one its Location's _state names:
+// UploadResumeSuite.TestACutSmallBlobPutRestartsAndLeavesNoSession);
+// another registry appends and refuses the digest (400), or has dropped
+// the session (404) — and each is a restart: a new session, the same
+// bytes. A replay after a commit whose answer was lost finds the session
+// closed (404) and the blob there: one HEAD says so.
 func (r *Repository) putWhole(ctx context.Context, ep *repoEndpoint, session *url.URL, desc ocispec.Descriptor, b []byte) (*url.URL, error) {
 	u := *session
 	q := u.Query()
@@ -129,9 +131,9 @@ func (r *Repository) putWhole(ctx context.Context, ep *repoEndpoint, session *ur
 			return session, nil
 		}
 		return session, fmt.Errorf("%w%.0w", transport.StatusError(http.MethodPut, resp, body, ep.host), errRestartUpload)
-	case http.StatusBadRequest:
+	case http.StatusBadRequest, http.StatusRequestedRangeNotSatisfiable:
 		// b hashes to desc: a refusal says the session held other bytes
-		// beside them.
+		// beside them (400: digest invalid) or its offset moved (416).
 		return session, fmt.Errorf("%w%.0w", transport.StatusError(http.MethodPut, resp, body, ep.host), errRestartUpload)
 	}
 	return session, transport.StatusError(http.MethodPut, resp, body, ep.host)

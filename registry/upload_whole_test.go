@@ -271,3 +271,38 @@ func TestTransferBlobSmallWrongReceiptIsNotRestarted(t *testing.T) {
 		t.Errorf("%d upload sessions left open", n)
 	}
 }
+
+// A small blob's first PUT refused the way a replay into a half-written
+// session is (distribution: 416; a registry that appended: 400; one that
+// dropped the session: 404 and no blob): the session is cancelled and a
+// new one carries the blob.
+func TestTransferBlobSmallPutRefusedRestarts(t *testing.T) {
+	for _, status := range []int{http.StatusRequestedRangeNotSatisfiable, http.StatusBadRequest, http.StatusNotFound} {
+		t.Run(strconv.Itoa(status), func(t *testing.T) {
+			f := newFakeRegistry(t)
+			var puts atomic.Int64
+			f.hook = func(w http.ResponseWriter, r *http.Request) bool {
+				if r.Method != http.MethodPut || !strings.Contains(r.URL.Path, "/blobs/uploads/") || puts.Add(1) > 1 {
+					return false
+				}
+				io.Copy(io.Discard, r.Body)
+				writeErr(w, status, "BLOB_UPLOAD_INVALID", "refused by the test")
+				return true
+			}
+			r := transferRepo(t, testService(t, ServiceOptions{}), f, "dst/app")
+			blob := []byte("small config")
+			desc := ocispec.Descriptor{Digest: digest.FromBytes(blob), Size: int64(len(blob))}
+			f.reset()
+			if _, _, err := r.TransferBlob(context.Background(), desc, nil, opener(blob)); err != nil {
+				t.Fatalf("TransferBlob = %v", err)
+			}
+			reqs := f.reset()
+			if countPrefix(reqs, "POST ") != 2 || countPrefix(reqs, "DELETE ") != 1 {
+				t.Errorf("want one session cancelled and a second:\n%s", strings.Join(reqs, "\n"))
+			}
+			if n := f.openSessions(); n != 0 {
+				t.Errorf("%d upload sessions left open", n)
+			}
+		})
+	}
+}
