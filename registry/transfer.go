@@ -237,7 +237,9 @@ func sessionURL(resp *http.Response) (*url.URL, error) {
 // at the end) then ends the PATCH cleanly and the blob is never committed.
 // A PUT with the body must be aborted mid-request instead, and the
 // registry saves the partial upload under an offset the DELETE that
-// follows does not know, so the session stays open.
+// follows does not know, so the session stays open. A blob small enough
+// to be read and verified first (Service.wholeUploadMax) does not come
+// here: putWhole (upload_whole.go) sends it in one PUT.
 func (r *Repository) upload(ctx context.Context, ep *repoEndpoint, session *url.URL, desc ocispec.Descriptor, open BlobOpener) (*url.URL, error) {
 	if open == nil {
 		return session, fmt.Errorf("registry %s lacks blob %s and no content was given%.0w", ep.host, desc.Digest, errdefs.ErrFailedPrecondition)
