@@ -33,6 +33,10 @@ type Service struct {
 	mirrorDown  sync.Map      // mirror host → *mirrorState (mirrors.go)
 	mirrorRetry time.Duration // mirrorRetryAfter; tests shorten it
 	blobBackoff time.Duration // blobReopenBackoff; tests shorten it (blob_resume.go)
+	// wholeUploadMax: blobs of at most this many bytes are uploaded in
+	// one PUT (defaultWholeUploadMax, upload_whole.go); tests that study
+	// the PATCH path set it below their blobs' size (-1: none).
+	wholeUploadMax int64
 	// configRead, when set, is called after every read of the
 	// configuration: tests reload in the middle of a decision with it.
 	configRead func()
@@ -83,6 +87,7 @@ func newService(opts ServiceOptions, maxWait time.Duration) (*Service, error) {
 		blobs:          newBlobLocations(),
 		mirrorRetry:    mirrorRetryAfter,
 		blobBackoff:    blobReopenBackoff,
+		wholeUploadMax: defaultWholeUploadMax,
 	}
 	s.state.Store(&serviceState{cfg: cfg})
 	s.setObserver(opts.Observer)

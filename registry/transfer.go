@@ -107,13 +107,28 @@ func (r *Repository) TransferBlob(ctx context.Context, desc ocispec.Descriptor, 
 		}
 		session, uctx = loc, mctx // the last refusal's session carries the upload
 	}
+	// A small blob is read and verified before any session is opened
+	// (upload_whole.go): a source that lies sends nothing.
+	var whole []byte
+	small := open != nil && desc.Size <= r.svc.wholeUploadMax
+	if small {
+		if whole, err = readWhole(ctx, open, desc); err != nil {
+			r.cancelUpload(uctx, ep, session) // a refused mount's, if any
+			return 0, "", err
+		}
+	}
 	for restarts := 0; ; restarts++ {
 		if session == nil {
 			if _, session, err = r.startUpload(uctx, ep, "", ""); err != nil {
 				return 0, "", err
 			}
 		}
-		last, err := r.upload(uctx, ep, session, desc, open)
+		var last *url.URL
+		if small {
+			last, err = r.putWhole(uctx, ep, session, desc, whole)
+		} else {
+			last, err = r.upload(uctx, ep, session, desc, open)
+		}
 		if err == nil {
 			break
 		}
@@ -222,7 +237,9 @@ func sessionURL(resp *http.Response) (*url.URL, error) {
 // at the end) then ends the PATCH cleanly and the blob is never committed.
 // A PUT with the body must be aborted mid-request instead, and the
 // registry saves the partial upload under an offset the DELETE that
-// follows does not know, so the session stays open.
+// follows does not know, so the session stays open. A blob small enough
+// to be read and verified first (Service.wholeUploadMax) does not come
+// here: putWhole (upload_whole.go) sends it in one PUT.
 func (r *Repository) upload(ctx context.Context, ep *repoEndpoint, session *url.URL, desc ocispec.Descriptor, open BlobOpener) (*url.URL, error) {
 	if open == nil {
 		return session, fmt.Errorf("registry %s lacks blob %s and no content was given%.0w", ep.host, desc.Digest, errdefs.ErrFailedPrecondition)

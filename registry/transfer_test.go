@@ -67,8 +67,14 @@ func TestTransferBlobTriesThreeMountsAndLeavesNoSession(t *testing.T) {
 // A source whose bytes do not match: the session is cancelled, nothing is
 // committed, and the source's error is the answer.
 func TestTransferBlobLyingSourceCommitsNothing(t *testing.T) {
+	for _, whole := range []bool{false, true} {
+		t.Run(uploadPath(whole), func(t *testing.T) { testLyingSource(t, whole) })
+	}
+}
+
+func testLyingSource(t *testing.T, whole bool) {
 	f := newFakeRegistry(t)
-	s := testService(t, ServiceOptions{})
+	s := uploadService(t, whole)
 	r := transferRepo(t, s, f, "dst/app")
 	blob := []byte("the real bytes")
 	desc := ocispec.Descriptor{Digest: digest.FromBytes(blob), Size: int64(len(blob))}
@@ -84,6 +90,10 @@ func TestTransferBlobLyingSourceCommitsNothing(t *testing.T) {
 	reqs := f.reset()
 	if countPrefix(reqs, "PUT ") != 0 {
 		t.Errorf("a lying source's blob was committed:\n%s", strings.Join(reqs, "\n"))
+	}
+	if whole && len(reqs) != 1 {
+		// HEAD only: a small blob is verified before a session opens.
+		t.Errorf("a small blob's lying source sent requests:\n%s", strings.Join(reqs, "\n"))
 	}
 	if n := f.openSessions(); n != 0 {
 		t.Errorf("%d upload sessions left open", n)

@@ -228,25 +228,35 @@ func TestTransferBlobResumedCopyRejectsBadBytes(t *testing.T) {
 // BLOB_UPLOAD_UNKNOWN). The blob is there, so the transfer succeeds after
 // one HEAD instead of failing the push (found by the fault campaign).
 func TestTransferBlobPutReplayedAfterCommitSucceeds(t *testing.T) {
-	f := newFakeRegistry(t)
-	r := transferRepo(t, testService(t, ServiceOptions{}), f, "dst/app")
-	blob := []byte("committed, answer lost")
-	desc := ocispec.Descriptor{Digest: digest.FromBytes(blob), Size: int64(len(blob))}
-	f.hook = func(w http.ResponseWriter, req *http.Request) bool {
-		if req.Method != http.MethodPut || req.URL.Query().Get("digest") != desc.Digest.String() {
-			return false
-		}
-		// What the replay meets: the first PUT committed the blob and
-		// closed the session.
-		f.mu.Lock()
-		f.blobs[desc.Digest] = blob
-		f.mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusNotFound)
-		io.WriteString(w, `{"errors":[{"code":"BLOB_UPLOAD_UNKNOWN","message":"blob upload unknown to registry"}]}`)
-		return true
-	}
-	if _, _, err := r.TransferBlob(context.Background(), desc, nil, opener(blob)); err != nil {
-		t.Fatalf("TransferBlob = %v, want success: the blob is at the registry", err)
+	for _, whole := range []bool{false, true} {
+		t.Run(uploadPath(whole), func(t *testing.T) {
+			f := newFakeRegistry(t)
+			r := transferRepo(t, uploadService(t, whole), f, "dst/app")
+			blob := []byte("committed, answer lost")
+			desc := ocispec.Descriptor{Digest: digest.FromBytes(blob), Size: int64(len(blob))}
+			f.hook = func(w http.ResponseWriter, req *http.Request) bool {
+				if req.Method != http.MethodPut || req.URL.Query().Get("digest") != desc.Digest.String() {
+					return false
+				}
+				// What the replay meets: the first PUT committed the blob and
+				// closed the session.
+				f.mu.Lock()
+				f.blobs[desc.Digest] = blob
+				delete(f.sessions, path.Base(req.URL.Path))
+				f.mu.Unlock()
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusNotFound)
+				io.WriteString(w, `{"errors":[{"code":"BLOB_UPLOAD_UNKNOWN","message":"blob upload unknown to registry"}]}`)
+				return true
+			}
+			f.reset()
+			if _, _, err := r.TransferBlob(context.Background(), desc, nil, opener(blob)); err != nil {
+				t.Fatalf("TransferBlob = %v, want success: the blob is at the registry", err)
+			}
+			reqs := f.reset()
+			if got := countPrefix(reqs, "POST "); got != 1 {
+				t.Errorf("%d POSTs, want 1 (one HEAD settles it, no new session):\n%s", got, strings.Join(reqs, "\n"))
+			}
+		})
 	}
 }

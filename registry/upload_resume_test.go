@@ -227,21 +227,31 @@ func TestOpenBlobAt(t *testing.T) {
 // A source that does not verify itself (a store file) and whose bytes are
 // not the blob's: TransferBlob's own hash stops it before the PUT, the
 // session is cancelled, and the error blames the source, not DST.
+// Both paths: the streamed one hashes as it sends (PATCH, then no PUT), the
+// small-blob one before it sends anything (upload_whole.go).
 func TestTransferBlobHashesWhatItSends(t *testing.T) {
-	f := newFakeRegistry(t)
-	r := transferRepo(t, testService(t, ServiceOptions{}), f, "dst/app")
-	blob := []byte("the real bytes")
-	desc := ocispec.Descriptor{Digest: digest.FromBytes(blob), Size: int64(len(blob))}
-	f.reset()
-	_, _, err := r.TransferBlob(context.Background(), desc, nil, opener([]byte("the fake bytes")))
-	if !errors.Is(err, ErrDigestMismatch) || errors.Is(err, transport.ErrUpstream) || !strings.Contains(err.Error(), "blob source") {
-		t.Fatalf("err = %v, want the source's digest mismatch", err)
-	}
-	if reqs := f.reset(); countPrefix(reqs, "PUT ") != 0 {
-		t.Errorf("committed:\n%s", strings.Join(reqs, "\n"))
-	}
-	if n := f.openSessions(); n != 0 {
-		t.Errorf("%d upload sessions left open", n)
+	for _, whole := range []bool{false, true} {
+		t.Run(uploadPath(whole), func(t *testing.T) {
+			f := newFakeRegistry(t)
+			r := transferRepo(t, uploadService(t, whole), f, "dst/app")
+			blob := []byte("the real bytes")
+			desc := ocispec.Descriptor{Digest: digest.FromBytes(blob), Size: int64(len(blob))}
+			f.reset()
+			_, _, err := r.TransferBlob(context.Background(), desc, nil, opener([]byte("the fake bytes")))
+			if !errors.Is(err, ErrDigestMismatch) || errors.Is(err, transport.ErrUpstream) || !strings.Contains(err.Error(), "blob source") {
+				t.Fatalf("err = %v, want the source's digest mismatch", err)
+			}
+			reqs := f.reset()
+			if countPrefix(reqs, "PUT ") != 0 {
+				t.Errorf("committed:\n%s", strings.Join(reqs, "\n"))
+			}
+			if whole && countPrefix(reqs, "POST ") != 0 {
+				t.Errorf("a small blob's lying source opened a session:\n%s", strings.Join(reqs, "\n"))
+			}
+			if n := f.openSessions(); n != 0 {
+				t.Errorf("%d upload sessions left open", n)
+			}
+		})
 	}
 }
 
@@ -276,7 +286,9 @@ func TestTransferBlobPatchesAreBoundedWhateverTheProgress(t *testing.T) {
 		}
 		return false
 	}
-	r := transferRepo(t, testService(t, ServiceOptions{}), f, "dst/app")
+	svc := testService(t, ServiceOptions{})
+	svc.wholeUploadMax = -1 // 100 bytes: streamed, as every blob over the threshold
+	r := transferRepo(t, svc, f, "dst/app")
 	blob := bytes.Repeat([]byte("x"), 100)
 	desc := ocispec.Descriptor{Digest: digest.FromBytes(blob), Size: int64(len(blob))}
 	_, _, err := r.TransferBlob(context.Background(), desc, nil, opener(blob))
