@@ -34,6 +34,8 @@ func TestImagesListIndexesMatchTheWalk(t *testing.T) {
 		"localhost:5000/*", "localhost*", "foo/*", "foo/bar:t1", "foo/ba?", "img1*", "img1", "img1:t?",
 		"busybox@sha256:*", "*@sha256:*", "127.0.0.1:5000/t?ny*", "[bf]*", "library/busybox", "docker.io/library/busybox",
 		"docker.io/*", "d*", "registry.example.com/library/*", "nomatch", `\busybox`, "user/img",
+		"img1?", "img?", "foo/ba[rz]:t?", "busybox:t[01]", "ghcr.io/o/?", "img1?:t1", "[a-c]*", "foo/ba[^r]", "?usybox",
+		"localhost:5000/?:t[0-2]", "fo[o]", "img1@*", "registry.example.com/library/busybo?",
 	}
 	for seed := int64(1); seed <= 3; seed++ {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {

@@ -24,6 +24,7 @@ package store
 
 import (
 	"bytes"
+	"path"
 	"slices"
 	"strings"
 
@@ -200,8 +201,8 @@ type source func(limit int) (ids map[digest.Digest]struct{}, complete bool)
 func (s *Store) listCandidates(btx *bolt.Tx, q ListQuery) ([]digest.Digest, bool) {
 	var srcs []source
 	if len(q.References) > 0 {
-		if prefixes, ok := refPrefixes(q.References); ok {
-			srcs = append(srcs, s.prefixSource(btx, btx.Bucket(bucketRefs), prefixes, func(k, v []byte) digest.Digest { return digest.Digest(v) }))
+		if scans, ok := refScans(q.References); ok {
+			srcs = append(srcs, s.refSource(btx, scans))
 		}
 	}
 	lb := btx.Bucket(bucketLabels)
@@ -277,30 +278,167 @@ func (s *Store) prefixSource(btx *bolt.Tx, b *bolt.Bucket, prefixes [][]byte, id
 	}
 }
 
-// refPrefixes are the refs-bucket prefixes under which every fully
-// qualified reference a familiar-form pattern can match lies; false when a
-// pattern has no literal prefix (it begins with a glob character).
-//
-// The list matches a pattern with reference.FamiliarMatch: path.Match
-// against the familiar string or the familiar name, so a match's familiar
-// string F begins with the pattern's literal prefix P (the part before its
-// first *, ?, [ or \). The fully qualified Q of F is one of
-// docker.io/library/F (F has no "/"), docker.io/F, or F itself (a host
-// other than docker.io), so Q begins with one of docker.io/library/P,
-// docker.io/P or P.
-func refPrefixes(patterns []string) ([][]byte, bool) {
-	var out [][]byte
-	for _, pat := range patterns {
-		p := pat
-		if i := strings.IndexAny(p, `*?[\`); i >= 0 {
-			p = p[:i]
+// refScan is one read of the refs bucket: the keys under key (a prefix
+// scan), or the one key itself when exact.
+type refScan struct {
+	key   []byte
+	exact bool
+}
+
+// maxExpand caps the literal strings a pattern's ? and [class] expand to
+// (each costs three seeks per variant, ~10 µs in all): "img-1?" is 93.
+const maxExpand = 256
+
+// refAlphabet is every character ? or a class can match in a reference:
+// references are printable ASCII, and ? never matches "/".
+var refAlphabet = func() []byte {
+	var out []byte
+	for c := byte('!'); c <= '~'; c++ {
+		if c != '/' {
+			out = append(out, c)
 		}
-		if p == "" {
+	}
+	return out
+}()
+
+// refScans are the reads of the refs bucket that find every fully
+// qualified reference a familiar-form pattern can match; false when a
+// pattern begins with * (no index narrows it).
+//
+// The list matches with reference.FamiliarMatch: path.Match against the
+// familiar string F or the familiar name. The pattern is expanded, from
+// its start, into literal strings L: a literal character (or \c) is
+// appended, ? becomes each character of refAlphabet, a [class] each
+// character path.Match puts in it, until a * or maxExpand. Then:
+//   - open (a * or the cap stopped it): every match's F begins with one L;
+//   - exact (the whole pattern expanded): F is one L, or the familiar name
+//     is, so F is L followed by ":" or "@".
+//
+// The fully qualified Q of F is one of docker.io/library/F (F has no "/"),
+// docker.io/F, or F itself (a host other than docker.io): each L is read
+// under those three variants V — V as a prefix when open; V itself and the
+// prefixes V: and V@ when exact. FuzzRefPrefixes checks this against
+// distribution/reference.
+func refScans(patterns []string) ([]refScan, bool) {
+	var out []refScan
+	for _, pat := range patterns {
+		lits, open := expandPattern(pat)
+		if open && len(lits) == 1 && lits[0] == "" {
 			return nil, false
 		}
-		out = append(out, []byte("docker.io/library/"+p), []byte("docker.io/"+p), []byte(p))
+		for _, l := range lits {
+			for _, v := range []string{"docker.io/library/" + l, "docker.io/" + l, l} {
+				if open {
+					out = append(out, refScan{key: []byte(v)})
+					continue
+				}
+				out = append(out, refScan{key: []byte(v), exact: true},
+					refScan{key: []byte(v + ":")}, refScan{key: []byte(v + "@")})
+			}
+		}
 	}
 	return out, true
+}
+
+// expandPattern expands pat from its start (see refScans); open when it
+// stopped before pat's end.
+func expandPattern(pat string) (lits []string, open bool) {
+	lits = []string{""}
+	for i := 0; i < len(pat); {
+		switch c := pat[i]; c {
+		case '*':
+			return lits, true
+		case '\\':
+			if i+1 >= len(pat) {
+				return lits, true
+			}
+			lits = appendEach(lits, []byte{pat[i+1]})
+			i += 2
+		case '?', '[':
+			set, n := refAlphabet, 1
+			if c == '[' {
+				n = classEnd(pat[i:])
+				if n < 0 {
+					return lits, true
+				}
+				set = nil
+				for _, a := range refAlphabet {
+					if ok, _ := path.Match(pat[i:i+n], string(a)); ok {
+						set = append(set, a)
+					}
+				}
+			}
+			if len(lits)*len(set) > maxExpand {
+				return lits, true
+			}
+			lits = appendEach(lits, set)
+			i += n
+		default:
+			lits = appendEach(lits, []byte{c})
+			i++
+		}
+	}
+	return lits, false
+}
+
+// classEnd is the length of the [class] that begins s (path.Match's
+// syntax: ^ negates, \c escapes, the first ] after a character closes);
+// -1 when it does not close.
+func classEnd(s string) int {
+	i := 1
+	if i < len(s) && s[i] == '^' {
+		i++
+	}
+	first := true
+	for i < len(s) {
+		switch {
+		case s[i] == '\\':
+			i += 2
+		case s[i] == ']' && !first:
+			return i + 1
+		default:
+			i++
+		}
+		first = false
+	}
+	return -1
+}
+
+// appendEach is every string of lits followed by every byte of set.
+func appendEach(lits []string, set []byte) []string {
+	out := make([]string, 0, len(lits)*len(set))
+	for _, l := range lits {
+		for _, c := range set {
+			out = append(out, l+string(c))
+		}
+	}
+	return out
+}
+
+// refSource reads the refs bucket as scans say.
+func (s *Store) refSource(btx *bolt.Tx, scans []refScan) source {
+	return func(limit int) (map[digest.Digest]struct{}, bool) {
+		out := map[digest.Digest]struct{}{}
+		n := 0
+		c := btx.Bucket(bucketRefs).Cursor()
+		for _, sc := range scans {
+			s.scanned(btx, seekCost)
+			for k, v := c.Seek(sc.key); k != nil && bytes.HasPrefix(k, sc.key); k, v = c.Next() {
+				if sc.exact && len(k) != len(sc.key) {
+					break
+				}
+				if n++; limit >= 0 && n > limit {
+					return nil, false
+				}
+				s.scanned(btx, len(k)+len(v))
+				out[digest.Digest(v)] = struct{}{}
+				if sc.exact {
+					break
+				}
+			}
+		}
+		return out, true
+	}
 }
 
 // walkSummaries calls fn for every summary, in ID order, inside btx.

@@ -127,42 +127,64 @@ func TestLabelsFilledOnUpgrade(t *testing.T) {
 	dbConsistent(t, s) // the labels index holds exactly the summaries' keys
 }
 
-// TestRefPrefixes: the refs-bucket prefixes of familiar patterns.
-func TestRefPrefixes(t *testing.T) {
+// TestRefScans: the refs-bucket reads of familiar patterns.
+func TestRefScans(t *testing.T) {
+	show := func(scans []refScan) string {
+		var s []string
+		for _, sc := range scans {
+			if sc.exact {
+				s = append(s, "="+string(sc.key))
+			} else {
+				s = append(s, string(sc.key)+"…")
+			}
+		}
+		return strings.Join(s, " ")
+	}
 	for _, tc := range []struct {
 		patterns []string
-		want     string
-		ok       bool
+		want     string // "" with ok false: the walk
+		n        int    // or only the number of scans
 	}{
-		{[]string{"busybox"}, "[docker.io/library/busybox docker.io/busybox busybox]", true},
-		{[]string{"bu*"}, "[docker.io/library/bu docker.io/bu bu]", true},
-		{[]string{"ghcr.io/o/r:1?"}, "[docker.io/library/ghcr.io/o/r:1 docker.io/ghcr.io/o/r:1 ghcr.io/o/r:1]", true},
-		{[]string{`a\*`}, "[docker.io/library/a docker.io/a a]", true},
-		{[]string{"a[bc]"}, "[docker.io/library/a docker.io/a a]", true},
-		{[]string{"*box"}, "", false},
-		{[]string{"a", "?b"}, "", false},
-		{[]string{"[ab]"}, "", false},
+		{[]string{"busybox"}, "=docker.io/library/busybox docker.io/library/busybox:… docker.io/library/busybox@… " +
+			"=docker.io/busybox docker.io/busybox:… docker.io/busybox@… =busybox busybox:… busybox@…", 0},
+		{[]string{"bu*"}, "docker.io/library/bu… docker.io/bu… bu…", 0},
+		{[]string{`a\*b*`}, "docker.io/library/a*b… docker.io/a*b… a*b…", 0},
+		{[]string{"a[bc]*"}, "docker.io/library/ab… docker.io/ab… ab… docker.io/library/ac… docker.io/ac… ac…", 0},
+		{[]string{"a[^b-z]*"}, "", 3 * (93 - 25)},
+		{[]string{"img-1?"}, "", 9 * 93},
+		{[]string{"img-1??"}, "", 3 * 93}, // 93² is over maxExpand: open after the first ?
+		{[]string{"x", "y*"}, "", 9 + 3},
+		{[]string{"*box"}, "", -1},
+		{[]string{"a", "*b"}, "", -1},
 	} {
-		got, ok := refPrefixes(tc.patterns)
-		var s []string
-		for _, p := range got {
-			s = append(s, string(p))
-		}
-		if ok != tc.ok || (ok && fmt.Sprint(s) != tc.want) {
-			t.Errorf("refPrefixes(%q) = %v %v, want %v %v", tc.patterns, s, ok, tc.want, tc.ok)
+		got, ok := refScans(tc.patterns)
+		switch {
+		case tc.n < 0:
+			if ok {
+				t.Errorf("refScans(%q) = %s, want the walk", tc.patterns, show(got))
+			}
+		case !ok:
+			t.Errorf("refScans(%q): the walk", tc.patterns)
+		case tc.n > 0:
+			if len(got) != tc.n {
+				t.Errorf("refScans(%q): %d scans, want %d", tc.patterns, len(got), tc.n)
+			}
+		case show(got) != tc.want:
+			t.Errorf("refScans(%q) =\n%s\nwant\n%s", tc.patterns, show(got), tc.want)
 		}
 	}
 }
 
 // FuzzRefPrefixes: whenever the list's reference filter matches a
 // reference with a pattern (outside input: GET /images/json?filters=),
-// the reference's fully qualified form lies under one of the pattern's
-// prefixes: the index never loses an image the walk keeps.
+// the reference's fully qualified form is one refScans reads: the index
+// never loses an image the walk keeps.
 func FuzzRefPrefixes(f *testing.F) {
 	for _, s := range [][2]string{
 		{"busybox", "busybox:latest"}, {"bu*", "docker.io/library/busybox:1"}, {"foo/*", "foo/bar:x"},
-		{"ghcr.io/o/*", "ghcr.io/o/r:1"}, {"localhost:5000/x*", "localhost:5000/x:y"},
-		{"img1@sha256:*", "img1@sha256:" + strings.Repeat("a", 64)}, {"library/a", "library/a/b:c"},
+		{"ghcr.io/o/*", "ghcr.io/o/r:1"}, {"localhost:5000/x*", "localhost:5000/x:y"}, {"img-1?", "img-12:latest"},
+		{"img1@sha256:*", "img1@sha256:" + strings.Repeat("a", 64)}, {"library/a", "library/a/b:c"}, {"[a-c]?x:[^0]", "bqx:1"},
+		{`a\:1`, "a:1"}, {"127.0.0.1:5000/many/img-1?", "127.0.0.1:5000/many/img-15:latest"},
 	} {
 		f.Add(s[0], s[1])
 	}
@@ -177,16 +199,16 @@ func FuzzRefPrefixes(f *testing.F) {
 		if ok, _ := reference.FamiliarMatch(pattern, named); !ok {
 			return
 		}
-		prefixes, ok := refPrefixes([]string{pattern})
+		scans, ok := refScans([]string{pattern})
 		if !ok {
 			return // the walk
 		}
 		q := named.String()
-		for _, p := range prefixes {
-			if strings.HasPrefix(q, string(p)) {
+		for _, sc := range scans {
+			if q == string(sc.key) || (!sc.exact && strings.HasPrefix(q, string(sc.key))) {
 				return
 			}
 		}
-		t.Fatalf("%q matches %q (%s) under none of %q", pattern, ref, q, prefixes)
+		t.Fatalf("%q matches %q (%s), read by none of %d scans", pattern, ref, q, len(scans))
 	})
 }
