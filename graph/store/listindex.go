@@ -5,6 +5,8 @@ package store
 // index names instead of walking every summary:
 //
 //	refs   <fully qualified ref>        → image ID (db.go): reference=
+//	                                      (refScans: the pattern's literal
+//	                                      start, its ? and [class] expanded)
 //	labels <key>\x00<value>\x00<ID>     → "": label=KEY and label=KEY=VALUE
 //	       \xfe\x00<ID>                 → "": an image without a tag
 //	                                      (dangling=true)
@@ -182,7 +184,7 @@ func (s *Store) ListSummaries(q ListQuery, fn func(*Summary) error) error {
 			}
 			sm, err := decodeSummary(v)
 			if err != nil {
-				return err
+				return errBadSummary([]byte(id), err)
 			}
 			if err := fn(sm); err != nil {
 				return err
