@@ -5,8 +5,8 @@ package store
 // index names instead of walking every summary:
 //
 //	refs   <fully qualified ref>        → image ID (db.go): reference=
-//	                                      (refScans: the pattern's literal
-//	                                      start, its ? and [class] expanded)
+//	                                      (refSource: the pattern walked
+//	                                      over the keys)
 //	labels <key>\x00<value>\x00<ID>     → "": label=KEY and label=KEY=VALUE
 //	       \xfe\x00<ID>                 → "": an image without a tag
 //	                                      (dangling=true)
@@ -203,8 +203,8 @@ type source func(limit int) (ids map[digest.Digest]struct{}, complete bool)
 func (s *Store) listCandidates(btx *bolt.Tx, q ListQuery) ([]digest.Digest, bool) {
 	var srcs []source
 	if len(q.References) > 0 {
-		if scans, ok := refScans(q.References); ok {
-			srcs = append(srcs, s.refSource(btx, scans))
+		if refIndexable(q.References) {
+			srcs = append(srcs, s.refSource(btx, q.References))
 		}
 	}
 	lb := btx.Bucket(bucketLabels)
@@ -280,107 +280,140 @@ func (s *Store) prefixSource(btx *bolt.Tx, b *bolt.Bucket, prefixes [][]byte, id
 	}
 }
 
-// refScan is one read of the refs bucket: the keys under key (a prefix
-// scan), or the one key itself when exact.
-type refScan struct {
-	key   []byte
-	exact bool
-}
-
-// maxExpand caps the literal strings a pattern's ? and [class] expand to
-// (each costs three seeks per variant, ~10 µs in all): "img-1?" is 93.
+// maxExpand caps the fully qualified names a pattern's ? and [class]
+// expand to; past it the names found so far are read as prefixes.
 const maxExpand = 256
 
-// refAlphabet is every character ? or a class can match in a reference:
-// references are printable ASCII, and ? never matches "/".
-var refAlphabet = func() []byte {
-	var out []byte
-	for c := byte('!'); c <= '~'; c++ {
-		if c != '/' {
-			out = append(out, c)
+// refIndexable reports whether refSource can narrow patterns: none begins
+// with * (a pattern "*x" can match any reference).
+func refIndexable(patterns []string) bool {
+	for _, p := range patterns {
+		if p == "" || p[0] == '*' {
+			return false
 		}
 	}
-	return out
-}()
-
-// refScans are the reads of the refs bucket that find every fully
-// qualified reference a familiar-form pattern can match; false when a
-// pattern begins with * (no index narrows it).
-//
-// The list matches with reference.FamiliarMatch: path.Match against the
-// familiar string F or the familiar name. The pattern is expanded, from
-// its start, into literal strings L: a literal character (or \c) is
-// appended, ? becomes each character of refAlphabet, a [class] each
-// character path.Match puts in it, until a * or maxExpand. Then:
-//   - open (a * or the cap stopped it): every match's F begins with one L;
-//   - exact (the whole pattern expanded): F is one L, or the familiar name
-//     is, so F is L followed by ":" or "@".
-//
-// The fully qualified Q of F is one of docker.io/library/F (F has no "/"),
-// docker.io/F, or F itself (a host other than docker.io): each L is read
-// under those three variants V — V as a prefix when open; V itself and the
-// prefixes V: and V@ when exact. FuzzRefPrefixes checks this against
-// distribution/reference.
-func refScans(patterns []string) ([]refScan, bool) {
-	var out []refScan
-	for _, pat := range patterns {
-		lits, open := expandPattern(pat)
-		if open && len(lits) == 1 && lits[0] == "" {
-			return nil, false
-		}
-		for _, l := range lits {
-			for _, v := range []string{"docker.io/library/" + l, "docker.io/" + l, l} {
-				if open {
-					out = append(out, refScan{key: []byte(v)})
-					continue
-				}
-				out = append(out, refScan{key: []byte(v), exact: true},
-					refScan{key: []byte(v + ":")}, refScan{key: []byte(v + "@")})
-			}
-		}
-	}
-	return out, true
+	return true
 }
 
-// expandPattern expands pat from its start (see refScans); open when it
-// stopped before pat's end.
-func expandPattern(pat string) (lits []string, open bool) {
-	lits = []string{""}
-	for i := 0; i < len(pat); {
-		switch c := pat[i]; c {
-		case '*':
-			return lits, true
-		case '\\':
-			if i+1 >= len(pat) {
-				return lits, true
+// refSource reads the refs bucket for every reference one of patterns
+// (familiar form) can match.
+//
+// The list matches with reference.FamiliarMatch: path.Match against the
+// familiar string F or the familiar name. The fully qualified Q of F is
+// docker.io/library/F (F has no "/"), docker.io/F, or F itself (another
+// host): Q is one of three roots followed by F. expandRef walks the
+// pattern over the refs keys from those roots: a literal character (or
+// \c) is appended to every name so far; a ? or [class] is replaced, for
+// each name, by the characters that follow it in some key and that
+// path.Match puts in the class (one Seek each: the keys are sorted); a *
+// (or maxExpand names) stops the walk. Then:
+//   - stopped (open): every match's Q begins with one of the names;
+//   - the whole pattern walked (exact): F is the name's F, or the familiar
+//     name is, so Q is the name itself or the name followed by : or @.
+//
+// "127.0.0.1:5000/many/img-1?" thus reads the ten names img-10…img-19 that
+// exist (about 50 seeks), not every img-1… key. FuzzRefSource checks the
+// rule against distribution/reference.
+func (s *Store) refSource(btx *bolt.Tx, patterns []string) source {
+	return func(limit int) (map[digest.Digest]struct{}, bool) {
+		out := map[digest.Digest]struct{}{}
+		c := btx.Bucket(bucketRefs).Cursor()
+		n := 0
+		step := func() bool {
+			s.scanned(btx, seekCost)
+			n++
+			return limit < 0 || n <= limit
+		}
+		for _, pat := range patterns {
+			names, open, ok := expandRef(c, pat, step)
+			if !ok {
+				return nil, false
 			}
-			lits = appendEach(lits, []byte{pat[i+1]})
-			i += 2
-		case '?', '[':
-			set, n := refAlphabet, 1
-			if c == '[' {
-				n = classEnd(pat[i:])
-				if n < 0 {
-					return lits, true
+			for _, q := range names {
+				reads := [][]byte{q, append(bytes.Clone(q), ':'), append(bytes.Clone(q), '@')}
+				if open {
+					reads = reads[:1]
 				}
-				set = nil
-				for _, a := range refAlphabet {
-					if ok, _ := path.Match(pat[i:i+n], string(a)); ok {
-						set = append(set, a)
+				for i, p := range reads {
+					exact := !open && i == 0
+					for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
+						if exact && len(k) != len(p) {
+							break
+						}
+						if !step() {
+							return nil, false
+						}
+						out[digest.Digest(v)] = struct{}{}
+						if exact {
+							break
+						}
 					}
 				}
 			}
-			if len(lits)*len(set) > maxExpand {
-				return lits, true
+		}
+		return out, true
+	}
+}
+
+// expandRef walks pat over the refs keys (see refSource): the fully
+// qualified names it reaches, whether it stopped before pat's end (open),
+// and false when step refused (the limit).
+func expandRef(c *bolt.Cursor, pat string, step func() bool) (names [][]byte, open, ok bool) {
+	names = [][]byte{[]byte("docker.io/library/"), []byte("docker.io/"), {}}
+	appendAll := func(b byte) {
+		for i := range names {
+			names[i] = append(names[i], b)
+		}
+	}
+	for i := 0; i < len(pat); {
+		switch ch := pat[i]; ch {
+		case '*':
+			return names, true, true
+		case '\\':
+			if i+1 >= len(pat) {
+				return names, true, true
 			}
-			lits = appendEach(lits, set)
-			i += n
+			appendAll(pat[i+1])
+			i += 2
+		case '?', '[':
+			w := 1
+			if ch == '[' {
+				if w = classEnd(pat[i:]); w < 0 {
+					return names, true, true
+				}
+			}
+			atom := pat[i : i+w]
+			var next [][]byte
+			for _, q := range names {
+				k, _ := c.Seek(q)
+				if k != nil && len(k) == len(q) {
+					k, _ = c.Next() // q itself: no character follows
+				}
+				for k != nil && bytes.HasPrefix(k, q) {
+					if !step() {
+						return nil, false, false
+					}
+					b := k[len(q)]
+					if m, _ := path.Match(atom, string([]byte{b})); m {
+						next = append(next, append(bytes.Clone(q), b))
+					}
+					if b == 0xff {
+						break
+					}
+					k, _ = c.Seek(append(bytes.Clone(q), b+1)) // past every key with q+b
+				}
+			}
+			if len(next) > maxExpand {
+				return names, true, true
+			}
+			names = next
+			i += w
 		default:
-			lits = appendEach(lits, []byte{c})
+			appendAll(ch)
 			i++
 		}
 	}
-	return lits, false
+	return names, false, true
 }
 
 // classEnd is the length of the [class] that begins s (path.Match's
@@ -404,43 +437,6 @@ func classEnd(s string) int {
 		first = false
 	}
 	return -1
-}
-
-// appendEach is every string of lits followed by every byte of set.
-func appendEach(lits []string, set []byte) []string {
-	out := make([]string, 0, len(lits)*len(set))
-	for _, l := range lits {
-		for _, c := range set {
-			out = append(out, l+string(c))
-		}
-	}
-	return out
-}
-
-// refSource reads the refs bucket as scans say.
-func (s *Store) refSource(btx *bolt.Tx, scans []refScan) source {
-	return func(limit int) (map[digest.Digest]struct{}, bool) {
-		out := map[digest.Digest]struct{}{}
-		n := 0
-		c := btx.Bucket(bucketRefs).Cursor()
-		for _, sc := range scans {
-			s.scanned(btx, seekCost)
-			for k, v := c.Seek(sc.key); k != nil && bytes.HasPrefix(k, sc.key); k, v = c.Next() {
-				if sc.exact && len(k) != len(sc.key) {
-					break
-				}
-				if n++; limit >= 0 && n > limit {
-					return nil, false
-				}
-				s.scanned(btx, len(k)+len(v))
-				out[digest.Digest(v)] = struct{}{}
-				if sc.exact {
-					break
-				}
-			}
-		}
-		return out, true
-	}
 }
 
 // walkSummaries calls fn for every summary, in ID order, inside btx.

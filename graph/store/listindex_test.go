@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -127,67 +128,81 @@ func TestLabelsFilledOnUpgrade(t *testing.T) {
 	dbConsistent(t, s) // the labels index holds exactly the summaries' keys
 }
 
-// TestRefScans: the refs-bucket reads of familiar patterns.
-func TestRefScans(t *testing.T) {
-	show := func(scans []refScan) string {
-		var s []string
-		for _, sc := range scans {
-			if sc.exact {
-				s = append(s, "="+string(sc.key))
-			} else {
-				s = append(s, string(sc.key)+"…")
+// TestRefSourceReadsWhatThePatternNames: on 1,000 references
+// 127.0.0.1:5000/many/img-N (tag and digest each), "…/img-1?" finds its
+// 10 images within 100 reads (the keys are walked, not every img-1…), a
+// pattern with a class, an escape or a * finds what path.Match says.
+func TestRefSourceReadsWhatThePatternNames(t *testing.T) {
+	s := newTestStore(t)
+	id := func(i int) digest.Digest { return digest.FromString(fmt.Sprint(i)) }
+	must(t, s.db.Update(func(btx *bolt.Tx) error {
+		b := btx.Bucket(bucketRefs)
+		for i := 0; i < 1000; i++ {
+			if err := b.Put([]byte(fmt.Sprintf("127.0.0.1:5000/many/img-%d:latest", i)), []byte(id(i))); err != nil {
+				return err
+			}
+			if err := b.Put([]byte(fmt.Sprintf("127.0.0.1:5000/many/img-%d@%s", i, id(i))), []byte(id(i))); err != nil {
+				return err
 			}
 		}
-		return strings.Join(s, " ")
-	}
+		return nil
+	}))
 	for _, tc := range []struct {
-		patterns []string
-		want     string // "" with ok false: the walk
-		n        int    // or only the number of scans
+		pattern string
+		want    []int
+		reads   int // seeks and keys, at most
 	}{
-		{[]string{"busybox"}, "=docker.io/library/busybox docker.io/library/busybox:… docker.io/library/busybox@… " +
-			"=docker.io/busybox docker.io/busybox:… docker.io/busybox@… =busybox busybox:… busybox@…", 0},
-		{[]string{"bu*"}, "docker.io/library/bu… docker.io/bu… bu…", 0},
-		{[]string{`a\*b*`}, "docker.io/library/a*b… docker.io/a*b… a*b…", 0},
-		{[]string{"a[bc]*"}, "docker.io/library/ab… docker.io/ab… ab… docker.io/library/ac… docker.io/ac… ac…", 0},
-		{[]string{"a[^b-z]*"}, "", 3 * (93 - 25)},
-		{[]string{"img-1?"}, "", 9 * 93},
-		{[]string{"img-1??"}, "", 3 * 93}, // 93² is over maxExpand: open after the first ?
-		{[]string{"x", "y*"}, "", 9 + 3},
-		{[]string{"*box"}, "", -1},
-		{[]string{"a", "*b"}, "", -1},
+		{"127.0.0.1:5000/many/img-1?", []int{10, 11, 12, 13, 14, 15, 16, 17, 18, 19}, 100},
+		{"127.0.0.1:5000/many/img-1[2-3]", []int{12, 13}, 30},
+		{"127.0.0.1:5000/many/img-1[^0-8]?", []int{190, 191, 192, 193, 194, 195, 196, 197, 198, 199}, 100},
+		{`127.0.0.1:5000/many/img-99\9`, []int{999}, 10},
+		{"127.0.0.1:5000/many/img-99*", []int{99, 990, 991, 992, 993, 994, 995, 996, 997, 998, 999}, 40},
+		{"127.0.0.1:5000/many/img-5:latest", []int{5}, 10},
+		{"127.0.0.1:5000/many/img-7@sha256:*", []int{7}, 10},
 	} {
-		got, ok := refScans(tc.patterns)
-		switch {
-		case tc.n < 0:
-			if ok {
-				t.Errorf("refScans(%q) = %s, want the walk", tc.patterns, show(got))
-			}
-		case !ok:
-			t.Errorf("refScans(%q): the walk", tc.patterns)
-		case tc.n > 0:
-			if len(got) != tc.n {
-				t.Errorf("refScans(%q): %d scans, want %d", tc.patterns, len(got), tc.n)
-			}
-		case show(got) != tc.want:
-			t.Errorf("refScans(%q) =\n%s\nwant\n%s", tc.patterns, show(got), tc.want)
-		}
+		t.Run(tc.pattern, func(t *testing.T) {
+			must(t, s.db.View(func(btx *bolt.Tx) error {
+				got, ok := s.refSource(btx, []string{tc.pattern})(-1)
+				if !ok {
+					t.Fatal("incomplete without a limit")
+				}
+				for _, i := range tc.want {
+					if _, ok := got[id(i)]; !ok {
+						t.Errorf("img-%d not found", i)
+					}
+				}
+				if len(got) != len(tc.want) {
+					t.Errorf("%d candidates, want %d", len(got), len(tc.want))
+				}
+				if _, ok := s.refSource(btx, []string{tc.pattern})(tc.reads); !ok {
+					t.Errorf("more than %d reads", tc.reads)
+				}
+				return nil
+			}))
+		})
+	}
+	if refIndexable([]string{"a", "*b"}) || !refIndexable([]string{"a", "?b"}) {
+		t.Fatal("refIndexable")
 	}
 }
 
-// FuzzRefPrefixes: whenever the list's reference filter matches a
-// reference with a pattern (outside input: GET /images/json?filters=),
-// the reference's fully qualified form is one refScans reads: the index
-// never loses an image the walk keeps.
-func FuzzRefPrefixes(f *testing.F) {
+// FuzzRefSource: whenever the list's reference filter matches a reference
+// with a pattern (outside input: GET /images/json?filters=), refSource
+// finds the reference's image in a refs bucket holding it among others:
+// the index never loses an image the walk keeps.
+func FuzzRefSource(f *testing.F) {
 	for _, s := range [][2]string{
 		{"busybox", "busybox:latest"}, {"bu*", "docker.io/library/busybox:1"}, {"foo/*", "foo/bar:x"},
 		{"ghcr.io/o/*", "ghcr.io/o/r:1"}, {"localhost:5000/x*", "localhost:5000/x:y"}, {"img-1?", "img-12:latest"},
 		{"img1@sha256:*", "img1@sha256:" + strings.Repeat("a", 64)}, {"library/a", "library/a/b:c"}, {"[a-c]?x:[^0]", "bqx:1"},
-		{`a\:1`, "a:1"}, {"127.0.0.1:5000/many/img-1?", "127.0.0.1:5000/many/img-15:latest"},
+		{`a\:1`, "a:1"}, {"127.0.0.1:5000/many/img-1?", "127.0.0.1:5000/many/img-15:latest"}, {"?usybox", "busybox:1"},
+		{"b[^/]x/?", "b.x/y:1"},
 	} {
 		f.Add(s[0], s[1])
 	}
+	s := newTestStore(f)
+	others := []string{"docker.io/library/busybox:1", "docker.io/library/busybox:latest", "ghcr.io/o/r:1", "docker.io/foo/bar:x",
+		"localhost:5000/x:y", "docker.io/library/img-12:latest", "docker.io/library/bqx:1", "docker.io/b.x/y:1"}
 	f.Fuzz(func(t *testing.T, pattern, ref string) {
 		if _, err := path.Match(pattern, ""); err != nil {
 			return
@@ -196,19 +211,29 @@ func FuzzRefPrefixes(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if ok, _ := reference.FamiliarMatch(pattern, named); !ok {
+		if ok, _ := reference.FamiliarMatch(pattern, named); !ok || !refIndexable([]string{pattern}) {
 			return
 		}
-		scans, ok := refScans([]string{pattern})
-		if !ok {
-			return // the walk
-		}
-		q := named.String()
-		for _, sc := range scans {
-			if q == string(sc.key) || (!sc.exact && strings.HasPrefix(q, string(sc.key))) {
-				return
+		want := digest.FromString(named.String())
+		errRollback := errors.New("rollback")
+		err = s.db.Update(func(btx *bolt.Tx) error {
+			b := btx.Bucket(bucketRefs)
+			for _, o := range others {
+				if err := b.Put([]byte(o), []byte(digest.FromString(o))); err != nil {
+					return err
+				}
 			}
+			if err := b.Put([]byte(named.String()), []byte(want)); err != nil {
+				return err
+			}
+			got, ok := s.refSource(btx, []string{pattern})(-1)
+			if _, found := got[want]; !ok || !found {
+				t.Fatalf("%q matches %q (%s): not found", pattern, ref, named.String())
+			}
+			return errRollback
+		})
+		if err != errRollback {
+			t.Fatal(err)
 		}
-		t.Fatalf("%q matches %q (%s), read by none of %d scans", pattern, ref, q, len(scans))
 	})
 }
