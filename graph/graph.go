@@ -74,6 +74,8 @@ type Store struct {
 	log  *logrus.Entry
 
 	inspects *inspectCache // remote inspect: config-derived fields by config digest
+
+	walkList bool // tests: the list walks every summary instead of the indexes (list.go)
 }
 
 // The embedded fields' types, by the names the code calls them (s.st,

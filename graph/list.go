@@ -55,7 +55,10 @@ type listKey struct {
 // ImagesEach is Images handing each image to emit as it is built, in the
 // list's order, so that GET /images/json can stream them. A first pass
 // over the summaries (one read transaction) keeps the sort key of every
-// image the filters keep; the keys are sorted; a second pass reads the
+// image the filters keep — over the candidates of the store's indexes when
+// a reference=, label= or dangling=true filter is selective
+// (store.ListSummaries: the cost follows the images returned, not the
+// images stored), else over every summary; the keys are sorted; a second pass reads the
 // summaries again, a page per read transaction, and emits. An error
 // before the first emit (a bad filter, an unknown before= image) is
 // returned before anything is emitted. An image changed between the
@@ -71,7 +74,7 @@ func (s *Store) ImagesEach(ctx context.Context, opts types.ImageListOptions, emi
 	// images are rare, and kept whole until they are emitted.
 	var keys []listKey
 	var noMeta []*store.Summary
-	err = s.st.Summaries(func(sm *store.Summary) error {
+	err = s.summaries(listQuery(opts.Filters), func(sm *store.Summary) error {
 		if !sm.HasMeta {
 			noMeta = append(noMeta, sm)
 			return nil
@@ -157,6 +160,22 @@ func (s *Store) ImagesEach(ctx context.Context, opts types.ImageListOptions, emi
 		}
 	}
 	return nil
+}
+
+// summaries is the first pass's source: the store's indexes, or the walk
+// of every summary when walkList is set (tests compare the two).
+func (s *Store) summaries(q store.ListQuery, fn func(*store.Summary) error) error {
+	if s.walkList {
+		return s.st.Summaries(fn)
+	}
+	return s.st.ListSummaries(q, fn)
+}
+
+// listQuery is what of the filters (validated by listFilter) an index can
+// narrow; the filter function still decides every image.
+func listQuery(f types.Filters) store.ListQuery {
+	_, dangling, _ := boolFilter(f, "dangling")
+	return store.ListQuery{References: f.Values("reference"), Labels: f.Values("label"), Untagged: dangling}
 }
 
 // completeSummary fills the meta part of a summary written without it from

@@ -131,6 +131,24 @@ func BenchmarkImagesList50000NoMatch(b *testing.B) {
 	benchmarkList(b, 50000, types.ImageListOptions{All: true, Filters: types.Filters{"label": {"app=none": true}}}, 0)
 }
 
+// BenchmarkImagesList50000Reference10 lists the 10 images two reference
+// globs match (img2000? and img4000?: the tagged img20000…img20008 and
+// img40000…img40008), BenchmarkImagesList50000Label1 the one image of
+// label app=img7: both answered from the indexes (graph/store/listindex.go).
+func BenchmarkImagesList50000Reference10(b *testing.B) {
+	benchmarkList(b, 50000, types.ImageListOptions{All: true, Filters: types.Filters{"reference": {"img2000?": true, "img4000?": true}}}, 10)
+}
+
+func BenchmarkImagesList50000Label1(b *testing.B) {
+	benchmarkList(b, 50000, types.ImageListOptions{All: true, Filters: types.Filters{"label": {"app=img7": true}}}, 1)
+}
+
+// BenchmarkImagesList50000RefGlobFirst is a reference glob no index can
+// narrow (*img8: the walk), the cost the indexes do not remove.
+func BenchmarkImagesList50000RefGlobFirst(b *testing.B) {
+	benchmarkList(b, 50000, types.ImageListOptions{All: true, Filters: types.Filters{"reference": {"*img8": true}}}, 1)
+}
+
 // BenchmarkSummariesFill50000 is the upgrade of a 50,000-image meta.db
 // written before the summaries bucket: the open that fills it (one write
 // transaction reading every manifest and config).
@@ -213,4 +231,12 @@ func BenchmarkMigrate50000(b *testing.B) {
 		s.Close()
 		b.StartTimer()
 	}
+}
+
+// BenchmarkImagesList50000LabelAll is an indexed filter every image
+// passes (team=bench): the index is given up after a quarter of the store
+// and the list walks; beside BenchmarkImagesList50000 it is what the
+// attempt costs.
+func BenchmarkImagesList50000LabelAll(b *testing.B) {
+	benchmarkList(b, 50000, types.ImageListOptions{All: true, Filters: types.Filters{"label": {"team=bench": true}}}, 50000)
 }

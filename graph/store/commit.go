@@ -121,8 +121,8 @@ func (s *Store) runBatch(batch []*commitReq) {
 	gen := u64(meta.Get(keyGen)) + 1
 	err = putU64(meta, keyGen, gen)
 	if err == nil {
-		// Txn.apply kept the summaries with the records.
-		err = putU64(meta, keySumGen, gen)
+		// Txn.apply kept the summaries and labels with the records.
+		err = putIndexGens(meta, gen)
 	}
 	if err == nil {
 		err = putU64(meta, keyCount, uint64(int64(u64(meta.Get(keyCount)))+delta))

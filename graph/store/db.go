@@ -16,6 +16,8 @@ package store
 //	blobs     <blob digest>\x00<ID>      → "" (blob → the images keeping it)
 //	uses      <image ID>                 → JSON list of the blobs it keeps
 //	summaries <image ID>                 → Summary as JSON (summaries.go)
+//	labels    <key>\x00<value>\x00<ID>   → "" (label and dangling index,
+//	                                        listindex.go)
 //
 // images is keyed by "sha256:<hex>", so a short-ID lookup is a cursor Seek.
 // blobs is what garbage collection asks ("does any record use d?"): one
@@ -77,8 +79,10 @@ func initSchema(tx *bolt.Tx) error {
 			return err
 		}
 	}
-	if _, err := tx.CreateBucketIfNotExists(bucketSummaries); err != nil {
-		return err
+	for _, name := range [][]byte{bucketSummaries, bucketLabels} {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return err
+		}
 	}
 	return putU64(tx.Bucket(bucketMeta), keyVersion, dbVersion)
 }

@@ -75,10 +75,14 @@ func dbConsistent(t *testing.T, s *Store) {
 // record, the one summaryOf builds from the record and its documents, and
 // is marked complete at the current gen.
 func summariesMatch(s *Store, btx *bolt.Tx) error {
-	if !summariesComplete(btx) {
+	if !indexFresh(btx, bucketSummaries, keySumGen) {
 		return fmt.Errorf("summaries not complete: sumgen %d, gen %d", u64(btx.Bucket(bucketMeta).Get(keySumGen)), dbView{btx}.gen())
 	}
+	if !indexFresh(btx, bucketLabels, keyLabelGen) {
+		return fmt.Errorf("labels not complete: labelgen %d, gen %d", u64(btx.Bucket(bucketMeta).Get(keyLabelGen)), dbView{btx}.gen())
+	}
 	sums := btx.Bucket(bucketSummaries)
+	wantLabels := map[string]bool{}
 	n := 0
 	err := dbView{btx}.forEachImage(func(r *ImageRecord) error {
 		n++
@@ -92,6 +96,9 @@ func summariesMatch(s *Store, btx *bolt.Tx) error {
 		if !bytes.Equal(gb, wb) {
 			return fmt.Errorf("summary of %s:\n got %s\nwant %s", r.ID, gb, wb)
 		}
+		for _, k := range labelKeys(want) {
+			wantLabels[string(k)] = true
+		}
 		return nil
 	})
 	if err != nil {
@@ -99,6 +106,20 @@ func summariesMatch(s *Store, btx *bolt.Tx) error {
 	}
 	if k := sums.Stats().KeyN; k != n {
 		return fmt.Errorf("%d summaries for %d records", k, n)
+	}
+	// The labels index holds exactly the keys of the summaries.
+	err = btx.Bucket(bucketLabels).ForEach(func(k, _ []byte) error {
+		if !wantLabels[string(k)] {
+			return fmt.Errorf("labels key %q: no summary calls for it", k)
+		}
+		delete(wantLabels, string(k))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for k := range wantLabels {
+		return fmt.Errorf("labels key %q missing", k)
 	}
 	return nil
 }

@@ -39,11 +39,13 @@
 //	    ├── meta.db                 the image records, the source of truth: a
 //	    │                           bbolt file, one write transaction (one
 //	    │                           fsync) per change or group of changes
-//	    │                           (commit.go). Buckets (db.go, summaries.go):
+//	    │                           (commit.go). Buckets (db.go, summaries.go,
+//	    │                           listindex.go):
 //	    │   ├── meta                version (2), gen (bumped per commit),
 //	    │   │                       indexgen (gen of index.json on disk),
 //	    │   │                       sumgen (gen the summaries are complete
-//	    │   │                       at), count (images)
+//	    │   │                       at), labelgen (gen the labels index is
+//	    │   │                       complete at), count (images)
 //	    │   ├── images              image ID → ImageRecord JSON (ID, target,
 //	    │   │                       manifest, tags, digests, times, trust)
 //	    │   ├── refs                fully qualified tag or digest ref → image ID
@@ -52,7 +54,12 @@
 //	    │   │                       asks, one Seek per candidate
 //	    │   ├── uses                image ID → JSON list of the blobs it keeps
 //	    │   │                       alive
-//	    │   └── summaries           image ID → what GET /images/json shows
+//	    │   ├── summaries           image ID → what GET /images/json shows
+//	    │   └── labels              label key \x00 value \x00 image ID → "",
+//	    │                           and marks of untagged images and of those
+//	    │                           only their summary answers for: the
+//	    │                           list's label= and dangling=true index
+//	    │                           (listindex.go)
 //	    ├── meta.db.tmp             only during a migration or the creation of
 //	    │                           a new store: removed at the next start if
 //	    │                           a crash left it (migrate.go)

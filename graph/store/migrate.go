@@ -217,7 +217,7 @@ func (s *Store) importRecords(btx *bolt.Tx, recs []*ImageRecord) error {
 	// Written in key order, the pages can be filled whole (bbolt's own
 	// advice for appends); the default (half) left 50,000 images' records
 	// and summaries two to a 4 KiB page: a 357 MB meta.db.
-	for _, b := range []*bolt.Bucket{images, uses, sums, btx.Bucket(bucketRefs), btx.Bucket(bucketTargets), btx.Bucket(bucketBlobs)} {
+	for _, b := range []*bolt.Bucket{images, uses, sums, btx.Bucket(bucketRefs), btx.Bucket(bucketTargets), btx.Bucket(bucketBlobs), btx.Bucket(bucketLabels)} {
 		b.FillPercent = bulkFill
 	}
 	claimed := map[string]bool{}
@@ -231,7 +231,7 @@ func (s *Store) importRecords(btx *bolt.Tx, recs []*ImageRecord) error {
 		}
 		return out
 	}
-	var refs, targets, blobs []kv
+	var refs, targets, blobs, labels []kv
 	var n uint64
 	var last digest.Digest
 	for _, r := range recs {
@@ -260,15 +260,19 @@ func (s *Store) importRecords(btx *bolt.Tx, recs []*ImageRecord) error {
 		for _, d := range list {
 			blobs = append(blobs, kv{k: pairKey(d, r.ID)})
 		}
-		if err := putSummary(sums, s.summaryOf(r, nil, nil)); err != nil {
+		sm := s.summaryOf(r, nil, nil)
+		if err := putSummary(sums, sm); err != nil {
 			return err
+		}
+		for _, k := range labelKeys(sm) {
+			labels = append(labels, kv{k: k})
 		}
 		n++
 	}
 	for _, w := range []struct {
 		b   *bolt.Bucket
 		kvs []kv
-	}{{btx.Bucket(bucketRefs), refs}, {btx.Bucket(bucketTargets), targets}, {btx.Bucket(bucketBlobs), blobs}} {
+	}{{btx.Bucket(bucketRefs), refs}, {btx.Bucket(bucketTargets), targets}, {btx.Bucket(bucketBlobs), blobs}, {btx.Bucket(bucketLabels), labels}} {
 		if err := putSorted(w.b, w.kvs); err != nil {
 			return err
 		}
@@ -283,7 +287,7 @@ func (s *Store) importRecords(btx *bolt.Tx, recs []*ImageRecord) error {
 	if err := putU64(m, keyCount, n); err != nil {
 		return err
 	}
-	if err := putU64(m, keySumGen, 1); err != nil {
+	if err := putIndexGens(m, 1); err != nil {
 		return err
 	}
 	return putU64(m, keyGen, 1)

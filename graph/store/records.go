@@ -300,7 +300,7 @@ func (tx *Txn) put(img ImageRecord, tags, digs []string, uses []digest.Digest) {
 func (tx *Txn) apply() error {
 	btx := tx.v.tx
 	images, targets, blobs, uses := btx.Bucket(bucketImages), btx.Bucket(bucketTargets), btx.Bucket(bucketBlobs), btx.Bucket(bucketUses)
-	sums := btx.Bucket(bucketSummaries)
+	sums, labels := btx.Bucket(bucketSummaries), btx.Bucket(bucketLabels)
 	ids := make([]digest.Digest, 0, len(tx.recs))
 	for id := range tx.recs {
 		ids = append(ids, id)
@@ -330,6 +330,9 @@ func (tx *Txn) apply() error {
 			if err := images.Delete(key); err != nil {
 				return err
 			}
+			if err := indexLabels(labels, storedSummary(sums, id), nil); err != nil {
+				return err
+			}
 			if err := sums.Delete(key); err != nil {
 				return err
 			}
@@ -339,7 +342,13 @@ func (tx *Txn) apply() error {
 			}
 			// The summary goes with the record: its meta part is kept
 			// when the manifest is the same (a tag reads no document).
-			if err := putSummary(sums, tx.s.summaryOf(tr.rec, storedSummary(sums, id), old)); err != nil {
+			// The labels index goes with the summary (listindex.go).
+			prev := storedSummary(sums, id)
+			sm := tx.s.summaryOf(tr.rec, prev, old)
+			if err := putSummary(sums, sm); err != nil {
+				return err
+			}
+			if err := indexLabels(labels, prev, sm); err != nil {
 				return err
 			}
 		}

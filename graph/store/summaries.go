@@ -9,7 +9,8 @@ package store
 //	meta      sumgen     → uint64 BE: the gen the summaries are complete at
 //
 // sumgen is set to gen by every commit of this binary, by the migration
-// and by the fill at open. A meta.db whose sumgen is not its gen (one
+// and by the fill at open (labelgen with it: the labels index of
+// listindex.go follows the same rule, indexFresh). A meta.db whose sumgen is not its gen (one
 // written before the bucket existed, or changed since by a wharf that does
 // not know it) gets its summaries rebuilt at open, in one transaction:
 // a crash during the fill leaves the database as it was, and the next
@@ -153,48 +154,57 @@ func storedSummary(b *bolt.Bucket, id digest.Digest) *Summary {
 	return sm
 }
 
-// summariesComplete reports whether the summaries bucket exists and was
-// written at the database's current gen.
-func summariesComplete(btx *bolt.Tx) bool {
-	m := btx.Bucket(bucketMeta)
-	return btx.Bucket(bucketSummaries) != nil && m.Get(keySumGen) != nil && u64(m.Get(keySumGen)) == u64(m.Get(keyGen))
-}
-
-// fillSummaries (re)writes the summary of every record, in one
-// transaction, when they are missing or stale (see the top of this file).
+// fillSummaries (re)writes the derived buckets at open, in one
+// transaction, when indexFresh says they are missing or stale (see the top
+// of this file and listindex.go): the summary of every record when the
+// summaries are, and the labels index (from the summaries) when either is.
 func (s *Store) fillSummaries() error {
-	var ok bool
-	if err := s.db.View(func(btx *bolt.Tx) error { ok = summariesComplete(btx); return nil }); err != nil {
+	var sumOK, labelOK bool
+	err := s.db.View(func(btx *bolt.Tx) error {
+		sumOK = indexFresh(btx, bucketSummaries, keySumGen)
+		labelOK = indexFresh(btx, bucketLabels, keyLabelGen)
+		return nil
+	})
+	if err != nil {
 		return err
 	}
-	if ok {
+	if sumOK && labelOK {
 		return nil
 	}
 	var n int
-	err := s.db.Update(func(btx *bolt.Tx) error {
-		if btx.Bucket(bucketSummaries) != nil {
-			if err := btx.DeleteBucket(bucketSummaries); err != nil {
+	err = s.db.Update(func(btx *bolt.Tx) error {
+		m := btx.Bucket(bucketMeta)
+		if !sumOK {
+			if btx.Bucket(bucketSummaries) != nil {
+				if err := btx.DeleteBucket(bucketSummaries); err != nil {
+					return err
+				}
+			}
+			sb, err := btx.CreateBucket(bucketSummaries)
+			if err != nil {
+				return err
+			}
+			sb.FillPercent = bulkFill // written in ID order
+			err = dbView{btx}.forEachImage(func(r *ImageRecord) error {
+				s.scanned(btx, 2048) // the record read, its summary written
+				n++
+				return putSummary(sb, s.summaryOf(r, nil, nil))
+			})
+			if err != nil {
 				return err
 			}
 		}
-		sb, err := btx.CreateBucket(bucketSummaries)
-		if err != nil {
+		if err := fillLabels(s, btx); err != nil {
 			return err
 		}
-		sb.FillPercent = bulkFill // written in ID order
-		err = dbView{btx}.forEachImage(func(r *ImageRecord) error {
-			s.scanned(btx, 2048) // the record read, its summary written
-			n++
-			return putSummary(sb, s.summaryOf(r, nil, nil))
-		})
-		if err != nil {
-			return err
-		}
-		m := btx.Bucket(bucketMeta)
-		return putU64(m, keySumGen, u64(m.Get(keyGen)))
+		return putIndexGens(m, u64(m.Get(keyGen)))
 	})
 	if err != nil {
 		return fmt.Errorf("graph: fill the image summaries of %s: %w", dbFile, err)
+	}
+	if sumOK {
+		s.log.Info("image labels index written to wharf/meta.db")
+		return nil
 	}
 	// The fill read every manifest once: start with empty caches.
 	s.metaMu.Lock()
@@ -204,27 +214,18 @@ func (s *Store) fillSummaries() error {
 	return nil
 }
 
+// errNoSummaries: a meta.db opened without its summaries bucket (the open
+// fills it, so only a damaged file).
+var errNoSummaries = fmt.Errorf("graph: %s: no summaries bucket", dbFile)
+
+func errBadSummary(k []byte, err error) error {
+	return fmt.Errorf("graph: image summary %s: %w", k, err)
+}
+
 // Summaries calls fn for the summary of every image, in ID order, from one
 // read transaction (a cursor walk: no record, manifest or config is read).
 func (s *Store) Summaries(fn func(*Summary) error) error {
-	return s.db.View(func(btx *bolt.Tx) error {
-		b := btx.Bucket(bucketSummaries)
-		if b == nil {
-			return fmt.Errorf("graph: %s: no summaries bucket", dbFile)
-		}
-		c := b.Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			s.scanned(btx, len(k)+len(v))
-			sm, err := decodeSummary(v)
-			if err != nil {
-				return fmt.Errorf("graph: image summary %s: %w", k, err)
-			}
-			if err := fn(sm); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	return s.db.View(func(btx *bolt.Tx) error { return s.walkSummaries(btx, fn) })
 }
 
 // SummariesOf calls fn with the summary of each of ids, in order, from one
