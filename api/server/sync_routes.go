@@ -43,8 +43,17 @@ func (s *Server) postImagesSync(w http.ResponseWriter, r *http.Request, _ map[st
 	}
 	opts.Auth, opts.MetaHeaders = auths, metaHeaders(r)
 
+	return streamSyncEvents(w, func(emit func(types.SyncEvent) error) error {
+		return s.backend.SyncImages(r.Context(), opts, emit)
+	})
+}
+
+// streamSyncEvents answers a sync's events as NDJSON while run emits them.
+// An error before the first line is the usual error answer; one after it
+// is the last line ({"message": …}), as the other streams end.
+func streamSyncEvents(w http.ResponseWriter, run func(emit func(types.SyncEvent) error) error) error {
 	sw := newNDJSONWriter(w)
-	err = s.backend.SyncImages(r.Context(), opts, func(ev types.SyncEvent) error {
+	err := run(func(ev types.SyncEvent) error {
 		b, err := json.Marshal(ev)
 		if err != nil {
 			return err
@@ -174,18 +183,7 @@ func (s *Server) postImagesSyncImport(w http.ResponseWriter, r *http.Request, _ 
 		return err
 	}
 	opts.Auth, opts.MetaHeaders = auths, metaHeaders(r)
-	sw := newNDJSONWriter(w)
-	err = s.backend.SyncImport(r.Context(), opts, r.Body, func(ev types.SyncEvent) error {
-		b, err := json.Marshal(ev)
-		if err != nil {
-			return err
-		}
-		return sw.writeLine(b)
+	return streamSyncEvents(w, func(emit func(types.SyncEvent) error) error {
+		return s.backend.SyncImport(r.Context(), opts, r.Body, emit)
 	})
-	if err == nil || !sw.Started() {
-		return sw.finish(err)
-	}
-	b, _ := json.Marshal(errorResponse{Message: err.Error()})
-	_ = sw.writeLine(b)
-	return nil
 }

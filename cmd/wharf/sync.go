@@ -94,20 +94,7 @@ pushes the images of such an archive to DEST.`,
 			if toArchive {
 				return c.syncExport(cmd, api, archive, opts, auth, failures)
 			}
-			sum, err := api.ImageSync(ctx, opts, auth, func(ev client.SyncEvent) error {
-				if format == "json" {
-					b, err := json.Marshal(ev)
-					if err != nil {
-						return err
-					}
-					_, err = fmt.Fprintf(c.out, "%s\n", b)
-					return err
-				}
-				if ev.Summary == nil {
-					fmt.Fprintln(c.out, syncLine(ev))
-				}
-				return nil
-			})
+			sum, err := api.ImageSync(ctx, opts, auth, c.printSyncEvent(format))
 			return c.syncDone(sum, err, failures, format, opts.DryRun, c.out)
 		},
 	}
@@ -296,7 +283,15 @@ func (c *cli) syncImport(cmd *cobra.Command, path, dst string, opts client.SyncO
 	if err != nil {
 		return err
 	}
-	sum, err := api.ImageSyncImport(ctx, r, opts, auth, func(ev client.SyncEvent) error {
+	sum, err := api.ImageSyncImport(ctx, r, opts, auth, c.printSyncEvent(format))
+	return c.syncDone(sum, err, failures, format, opts.DryRun, c.out)
+}
+
+// printSyncEvent prints each event of a sync or an archive import as it
+// arrives: the line as the daemon sent it with --format json, else one
+// line per image (the summary is printed by syncDone).
+func (c *cli) printSyncEvent(format string) func(client.SyncEvent) error {
+	return func(ev client.SyncEvent) error {
 		if format == "json" {
 			b, err := json.Marshal(ev)
 			if err != nil {
@@ -309,6 +304,5 @@ func (c *cli) syncImport(cmd *cobra.Command, path, dst string, opts client.SyncO
 			fmt.Fprintln(c.out, syncLine(ev))
 		}
 		return nil
-	})
-	return c.syncDone(sum, err, failures, format, opts.DryRun, c.out)
+	}
 }
