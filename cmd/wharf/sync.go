@@ -95,7 +95,7 @@ pushes the images of such an archive to DEST.`,
 				return c.syncExport(cmd, api, archive, opts, auth, failures)
 			}
 			sum, err := api.ImageSync(ctx, opts, auth, c.printSyncEvent(format))
-			return c.syncDone(sum, err, failures, format, opts.DryRun, c.out)
+			return c.syncDone(sum, err, failures, format, opts.DryRun, false, c.out)
 		},
 	}
 	fl := cmd.Flags()
@@ -192,7 +192,9 @@ func syncLine(ev client.SyncEvent) string {
 	return fmt.Sprintf("%-8s %s -> %s (%s)", ev.Status, ev.Source, ev.Destination, ev.Digest)
 }
 
-func summaryLine(s *client.SyncSummary, dryRun bool) string {
+// summaryLine is the sync's last line. toArchive: the blobs went into an
+// OCI archive (written once each, the rest already in it), not to a registry.
+func summaryLine(s *client.SyncSummary, dryRun, toArchive bool) string {
 	if dryRun {
 		return fmt.Sprintf("Dry run: %d images, %d to copy, %d already there, %d failed", s.Images, s.Planned, s.Skipped, s.Failed)
 	}
@@ -203,12 +205,15 @@ func summaryLine(s *client.SyncSummary, dryRun bool) string {
 	if s.Backups > 0 {
 		line += fmt.Sprintf(", %d backups", s.Backups)
 	}
+	if toArchive {
+		return line + fmt.Sprintf(" (blobs: %d written to the archive, %d already in it; %s written)", s.BlobsUploaded, s.BlobsExisted, humanSize(s.BytesUploaded))
+	}
 	return line + fmt.Sprintf(" (blobs: %d uploaded, %d mounted, %d existed; %s uploaded)", s.BlobsUploaded, s.BlobsMounted, s.BlobsExisted, humanSize(s.BytesUploaded))
 }
 
 // syncDone writes the failures file, prints the summary and gives the
 // exit status: 1 when an image failed.
-func (c *cli) syncDone(sum *client.SyncSummary, err error, failures, format string, dryRun bool, out io.Writer) error {
+func (c *cli) syncDone(sum *client.SyncSummary, err error, failures, format string, dryRun, toArchive bool, out io.Writer) error {
 	if failures != "" && sum != nil {
 		if werr := writeFailures(failures, sum.Failures); werr != nil {
 			return werr
@@ -218,7 +223,7 @@ func (c *cli) syncDone(sum *client.SyncSummary, err error, failures, format stri
 		return err
 	}
 	if format != "json" {
-		fmt.Fprintln(out, summaryLine(sum, dryRun))
+		fmt.Fprintln(out, summaryLine(sum, dryRun, toArchive))
 	}
 	if sum.Failed > 0 {
 		return &statusError{status: 1, message: fmt.Sprintf("%d of %d images failed to sync", sum.Failed, sum.Images)}
@@ -259,7 +264,7 @@ func (c *cli) syncExport(cmd *cobra.Command, api *client.Client, path string, op
 			err = os.Rename(tmp.Name(), path)
 		}
 	}
-	return c.syncDone(sum, err, failures, "", opts.DryRun, c.err)
+	return c.syncDone(sum, err, failures, "", opts.DryRun, true, c.err)
 }
 
 // syncImport pushes the archive at path (- for stdin) to dst.
@@ -284,7 +289,7 @@ func (c *cli) syncImport(cmd *cobra.Command, path, dst string, opts client.SyncO
 		return err
 	}
 	sum, err := api.ImageSyncImport(ctx, r, opts, auth, c.printSyncEvent(format))
-	return c.syncDone(sum, err, failures, format, opts.DryRun, c.out)
+	return c.syncDone(sum, err, failures, format, opts.DryRun, false, c.out)
 }
 
 // printSyncEvent prints each event of a sync or an archive import as it
