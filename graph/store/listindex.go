@@ -26,9 +26,11 @@ package store
 
 import (
 	"bytes"
+	"encoding/json"
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/opencontainers/go-digest"
 	bolt "go.etcd.io/bbolt"
@@ -457,4 +459,37 @@ func (s *Store) walkSummaries(btx *bolt.Tx, fn func(*Summary) error) error {
 		}
 	}
 	return nil
+}
+
+// summaryKey is what an unfiltered list's first pass needs of a summary:
+// its sort key. Decoding only these two fields skips the references,
+// labels and descriptor that the second pass decodes for the page it
+// emits (at 50,000 images the first pass decoded every summary whole).
+type summaryKey struct {
+	HasMeta bool
+	Created time.Time
+}
+
+// SummaryKeys calls fn with every image's ID, creation time and HasMeta,
+// in ID order, from one read transaction, decoding nothing else of the
+// summaries (an unfiltered GET /images/json sorts on these).
+func (s *Store) SummaryKeys(fn func(id digest.Digest, created time.Time, hasMeta bool) error) error {
+	return s.db.View(func(btx *bolt.Tx) error {
+		b := btx.Bucket(bucketSummaries)
+		if b == nil {
+			return errNoSummaries
+		}
+		c := b.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			s.scanned(btx, len(k)+len(v))
+			var sk summaryKey
+			if err := json.Unmarshal(v, &sk); err != nil {
+				return errBadSummary(k, err)
+			}
+			if err := fn(digest.Digest(k), sk.Created, sk.HasMeta); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }

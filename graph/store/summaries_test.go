@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opencontainers/go-digest"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -105,5 +106,28 @@ func TestSummariesFilledOnUpgrade(t *testing.T) {
 	dbConsistent(t, s)
 	if got := summaryMap(t, s); len(got[a.ID.String()].RepoTags) != 0 {
 		t.Fatalf("stale summary kept: %+v", got[a.ID.String()])
+	}
+}
+
+// TestSummaryKeysAreTheSummaries' fields: the unfiltered list's first pass
+// reads only ID, Created and HasMeta (SummaryKeys); they must be what the
+// whole summaries say, for images with and without a creation time.
+func TestSummaryKeysAreTheSummaries(t *testing.T) {
+	s := newTestStore(t)
+	putTestImage(t, s, testImage{tags: []string{"a:1"}, layers: []string{"a"}, created: time.Date(2020, 1, 2, 3, 4, 5, 6, time.UTC)})
+	putTestImage(t, s, testImage{tags: []string{"c:1"}, layers: []string{"c"}})
+	putTagged(t, s, "", "b")
+	want := summaryMap(t, s)
+	n := 0
+	must(t, s.SummaryKeys(func(id digest.Digest, created time.Time, hasMeta bool) error {
+		n++
+		sm := want[id.String()]
+		if sm == nil || !sm.Created.Equal(created) || sm.HasMeta != hasMeta {
+			t.Errorf("key %s: created %v hasMeta %v, summary %+v", id, created, hasMeta, sm)
+		}
+		return nil
+	}))
+	if n != len(want) || n != 3 {
+		t.Fatalf("%d keys for %d summaries", n, len(want))
 	}
 }
