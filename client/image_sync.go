@@ -46,6 +46,17 @@ const maxSyncLine = 64 << 20
 // the summary, not an error; an error before the stream or an error line
 // in it is.
 func (c *Client) ImageSync(ctx context.Context, opts SyncOptions, auth map[string]registry.AuthConfig, fn func(SyncEvent) error) (*SyncSummary, error) {
+	resp, err := c.postSync(ctx, "/wharf/images/sync", opts, auth)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return readSyncStream(ctx, resp.Body, fn)
+}
+
+// postSync posts opts as the JSON body of a sync endpoint (the sync and
+// the export), with auth in X-Registry-Config.
+func (c *Client) postSync(ctx context.Context, path string, opts SyncOptions, auth map[string]registry.AuthConfig) (*http.Response, error) {
 	body, err := json.Marshal(opts)
 	if err != nil {
 		return nil, err
@@ -54,12 +65,7 @@ func (c *Client) ImageSync(ctx context.Context, opts SyncOptions, auth map[strin
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.do(ctx, request{method: http.MethodPost, path: "/wharf/images/sync", header: h, body: bytes.NewReader(body), ctype: "application/json"})
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	return readSyncStream(ctx, resp.Body, fn)
+	return c.do(ctx, request{method: http.MethodPost, path: path, header: h, body: bytes.NewReader(body), ctype: "application/json"})
 }
 
 // readSyncStream reads the sync's NDJSON stream (sync and import).
@@ -138,15 +144,7 @@ func (e *SyncExport) Summary() (*SyncSummary, error) {
 // ImageSyncExport calls POST /wharf/images/sync/export: the images opts
 // selects (its Destination empty) as one OCI image layout tar, streamed.
 func (c *Client) ImageSyncExport(ctx context.Context, opts SyncOptions, auth map[string]registry.AuthConfig) (*SyncExport, error) {
-	body, err := json.Marshal(opts)
-	if err != nil {
-		return nil, err
-	}
-	h, err := registryConfigHeader(auth)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.do(ctx, request{method: http.MethodPost, path: "/wharf/images/sync/export", header: h, body: bytes.NewReader(body), ctype: "application/json"})
+	resp, err := c.postSync(ctx, "/wharf/images/sync/export", opts, auth)
 	if err != nil {
 		return nil, err
 	}
