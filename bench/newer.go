@@ -293,10 +293,15 @@ func caseNewer(ctx context.Context, e *env, iters int, quick bool) ([]row, error
 	return append([]row{r}, wr...), err
 }
 
-var roundsLine = regexp.MustCompile(`(?m)^wharf_check_remote_rounds_total ([0-9.e+]+)$`)
-
 // rounds reads wharf_check_remote_rounds_total.
 func rounds(ctx context.Context, metricsURL string) (int, error) {
+	f, err := metricValue(ctx, metricsURL, "wharf_check_remote_rounds_total")
+	return int(f), err
+}
+
+// metricValue scrapes metricsURL for the value of the unlabelled series
+// name.
+func metricValue(ctx context.Context, metricsURL, name string) (float64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, metricsURL, nil)
 	if err != nil {
 		return 0, err
@@ -310,12 +315,11 @@ func rounds(ctx context.Context, metricsURL string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	m := roundsLine.FindSubmatch(b)
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` ([0-9.e+]+)$`).FindSubmatch(b)
 	if m == nil {
-		return 0, fmt.Errorf("no wharf_check_remote_rounds_total in the scrape")
+		return 0, fmt.Errorf("no %s in the scrape", name)
 	}
-	f, err := strconv.ParseFloat(string(m[1]), 64)
-	return int(f), err
+	return strconv.ParseFloat(string(m[1]), 64)
 }
 
 // waitRounds polls the rounds counter until it reaches n (bounded).

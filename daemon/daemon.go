@@ -178,6 +178,7 @@ func Run(ctx context.Context, cfg *Config, opts Options) error {
 
 	if mt != nil {
 		mt.WatchStore(store.BlobUsage)
+		mt.WatchCommits(store.Commits)
 		mt.WatchTrust(trustCounts(store))
 	}
 	pol, err := loadPolicy(cfg, env)

@@ -292,3 +292,56 @@ func (s *MetricsSuite) pullWithAuth(name, tag string) string {
 	}
 	return ""
 }
+
+// The group commit is counted: a tag alone is one commit of one change;
+// 32 concurrent tags of distinct images are 32 changes in at most 32
+// commits (how many depends on how they overlap; graph/store's
+// TestConcurrentTagsShareOneCommit fixes the overlap and wants 2).
+func (s *MetricsSuite) TestStoreCommitsCountChanges(c *check.C) {
+	d := s.d
+	const n = 32
+	for i := 0; i < n; i++ {
+		d.Import(c, fmt.Sprintf("commits/img%d:v1", i))
+	}
+	delta := func(before, after metricFamilies, name string) float64 {
+		return after.value(c, name, nil) - before.value(c, name, nil)
+	}
+	tag := func(i int, tag string) error {
+		req, err := http.NewRequest(http.MethodPost, fmt.Sprintf("http://wharfd/v1.50/images/commits/img%d:v1/tag?repo=commits/img%d&tag=%s", i, i, tag), nil)
+		if err != nil {
+			return err
+		}
+		resp, err := d.HTTPClient().Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			b, _ := io.ReadAll(resp.Body)
+			return fmt.Errorf("tag img%d: %d %s", i, resp.StatusCode, b)
+		}
+		return nil
+	}
+
+	before := s.scrape(c)
+	for i := 0; i < 3; i++ {
+		c.Assert(tag(i, "one"), check.IsNil)
+	}
+	after := s.scrape(c)
+	c.Check(delta(before, after, "wharf_store_commits_total"), check.Equals, 3.0)
+	c.Check(delta(before, after, "wharf_store_changes_total"), check.Equals, 3.0)
+
+	before = after
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		go func(i int) { errs <- tag(i, "many") }(i)
+	}
+	for i := 0; i < n; i++ {
+		c.Assert(<-errs, check.IsNil)
+	}
+	after = s.scrape(c)
+	commits := delta(before, after, "wharf_store_commits_total")
+	c.Check(delta(before, after, "wharf_store_changes_total"), check.Equals, float64(n))
+	c.Check(commits >= 1 && commits <= n, check.Equals, true, check.Commentf("%v commits for %d tags", commits, n))
+	c.Logf("%d concurrent tags: %v commits", n, commits)
+}

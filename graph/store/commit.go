@@ -154,7 +154,15 @@ func (s *Store) runBatch(batch []*commitReq) {
 	}
 	s.count.Add(delta)
 	s.commits.Add(1)
+	s.changes.Add(int64(len(ok)))
 	s.indexChanged()
+}
+
+// Commits reports the write transactions committed for changes since the
+// store opened and the changes they held: their ratio is the group
+// commit's batch size (wharf_store_commits_total, _changes_total).
+func (s *Store) Commits() (commits, changes int64) {
+	return s.commits.Load(), s.changes.Load()
 }
 
 func safeCall(fn func(*Txn) error, tx *Txn) (err error) {

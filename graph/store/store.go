@@ -83,8 +83,8 @@ type Store struct {
 	count atomic.Int64 // images recorded (meta.count)
 	gcMu  sync.RWMutex
 	// commits counts the write transactions committed for changes (a
-	// group commit counts one).
-	commits atomic.Int64
+	// group commit counts one); changes, the changes they held.
+	commits, changes atomic.Int64
 
 	// The group commit (commit.go).
 	qMu        sync.Mutex
