@@ -97,3 +97,45 @@ func (s *HostileRegistrySuite) TestPushToARegistryThatStopsReadingFails(c *check
 	}
 	d.ping(c)
 }
+
+// A registry whose upload session's Location is a URL with a scheme and
+// no host ("http:/v2/…"): the push is refused with an error naming the
+// Location and the registry, and nothing is sent anywhere with it (every
+// reader of a Location, the POST's, a PATCH's, a status GET's, applies the
+// same rule).
+func (s *HostileRegistrySuite) TestPushRefusesAHostlessUploadLocation(c *check.C) {
+	img, err := testregistry.NewImage(testregistry.ImageOptions{LayerSize: 4 << 10})
+	c.Assert(err, check.IsNil)
+	const dst = "hostile/hostless"
+	var sessions atomic.Int64
+	reg, err := hostile.Start(hostile.Options{Image: img, Fault: func(w http.ResponseWriter, r *http.Request, req hostile.Request) bool {
+		if req.Repo != dst || req.Kind != hostile.KindBlob || !strings.HasPrefix(req.Ref, "uploads") {
+			return false
+		}
+		if r.Method == http.MethodPost {
+			w.Header().Set("Location", "http:/v2/"+dst+"/blobs/uploads/session-1")
+			w.WriteHeader(http.StatusAccepted)
+			return true
+		}
+		sessions.Add(1) // a PATCH, PUT or GET in a session: it must never come
+		hostile.WriteError(w, http.StatusMethodNotAllowed, "UNSUPPORTED", r.Method)
+		return true
+	}})
+	c.Assert(err, check.IsNil)
+	defer reg.Close()
+	d := s.d
+	c.Assert(d.pullMessage(c, reg.Name(), reg.Tag, ""), check.Equals, "")
+	r := d.oneShot(c, http.MethodPost, "/v1.50/images/"+reg.Ref()+"/tag?repo="+url.QueryEscape(reg.Host+"/"+dst)+"&tag=1")
+	c.Assert(r.Status, check.Equals, http.StatusCreated, check.Commentf("%s", r))
+
+	msg := d.pushMessage(c, reg.Host+"/"+dst, "1")
+	c.Logf("push: %s", msg)
+	c.Check(msg, check.Matches, `.*`+regexpQuote(reg.Host)+`.*bad Location "http:/v2/`+dst+`/blobs/uploads/session-1".*`, check.Commentf("%s\n%s", msg, logTail(d)))
+	c.Check(sessions.Load(), check.Equals, int64(0))
+
+	for _, ref := range []string{reg.Host + "/" + dst + ":1", reg.Ref()} {
+		r := d.oneShot(c, http.MethodDelete, "/v1.50/images/"+ref)
+		c.Check(r.Status, check.Equals, http.StatusOK, check.Commentf("rmi %s: %s", ref, r))
+	}
+	d.ping(c)
+}

@@ -139,7 +139,7 @@ func tagPattern(s string) bool {
 }
 
 // FuzzUploadLocation reads an upload session's Location as a registry
-// may send it. Accepted: an http or https URL, and a Location that is a
+// may send it. Accepted: an http or https URL with a host, and a Location that is a
 // path stays on the registry that sent it. Refused: the error says what
 // was wrong with the Location. No Location is always refused.
 func FuzzUploadLocation(f *testing.F) {
@@ -152,6 +152,8 @@ func FuzzUploadLocation(f *testing.F) {
 		"ftp://x/y",
 		"javascript:alert(1)",
 		"http://[::1",
+		"http:/v2/a/blobs/uploads/1", // a scheme and no host
+		"https:opaque",
 		"",
 	} {
 		f.Add(l)
@@ -180,6 +182,9 @@ func FuzzUploadLocation(f *testing.F) {
 		}
 		if u.Scheme != "http" && u.Scheme != "https" {
 			t.Fatalf("accepted %q as %v: scheme %q", loc, u, u.Scheme)
+		}
+		if u.Host == "" {
+			t.Fatalf("accepted %q as %v: no host to send the next request to", loc, u)
 		}
 		if strings.HasPrefix(loc, "/") && !strings.HasPrefix(loc, "//") && u.Host != base.Host {
 			t.Fatalf("the path %q resolved to host %q, not the registry's %q", loc, u.Host, base.Host)

@@ -203,11 +203,17 @@ func sessionURL(resp *http.Response) (*url.URL, error) {
 	if l == "" {
 		return nil, fmt.Errorf("no Location in the answer")
 	}
-	u, err := resp.Request.URL.Parse(l)
-	if err != nil {
-		return nil, fmt.Errorf("bad Location %q", l)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
+	return uploadLocation(l, resp.Request.URL)
+}
+
+// uploadLocation is the one reading of an upload session's Location (the
+// POST's answer, a PATCH's, a status GET's): resolved against the request
+// it answers, so that a path stays on the registry that sent it, and
+// refused unless it is an http or https URL with a host — the next
+// request goes there, and "http:/v2/…" would resolve to no host at all.
+func uploadLocation(l string, req *url.URL) (*url.URL, error) {
+	u, err := req.Parse(l)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("bad Location %q", l)
 	}
 	return u, nil

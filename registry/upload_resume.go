@@ -110,9 +110,9 @@ func parseUploadStatus(header http.Header, req *url.URL, size int64) (uploadStat
 	}
 	st := uploadStatus{offset: off}
 	if l := header.Get("Location"); l != "" {
-		u, err := req.Parse(l)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return uploadStatus{}, fmt.Errorf("bad Location %q", l)
+		u, err := uploadLocation(l, req)
+		if err != nil {
+			return uploadStatus{}, err
 		}
 		st.location = u
 	}
