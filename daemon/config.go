@@ -229,6 +229,12 @@ func mergeConfigFile(cfg *Config, fs *pflag.FlagSet, b []byte) error {
 	if dec.More() {
 		return errors.New("invalid JSON: more than one document")
 	}
+	// More is false for a stray closing bracket ("{…}}", a common slip
+	// when editing): dockerd refuses any data after the object, so do we.
+	// The offset (0-based, More skipped the white space) is the stray byte's.
+	if off := dec.InputOffset(); func() bool { _, err := dec.Token(); return err != io.EOF }() {
+		return fmt.Errorf("invalid JSON: data after the end of the object at byte %d", off)
+	}
 	if err := checkDuplicateKeys(b); err != nil {
 		return err
 	}

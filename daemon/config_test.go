@@ -1,9 +1,11 @@
 package daemon
 
 import (
+	"encoding/json"
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -62,6 +64,14 @@ func TestLoadConfigFile(t *testing.T) {
 		{name: "relative data-root", file: `{"data-root":"rel"}`, wantErr: `invalid value for "data-root"`},
 		{name: "bad host", file: `{"hosts":["ftp://x"]}`, wantErr: `invalid value for "hosts"`},
 		{name: "invalid JSON", file: `{"debug":`, wantErr: "invalid JSON"},
+		{name: "a stray closing brace", file: "{\"debug\": true}\n}\n", wantErr: "invalid JSON: data after the end of the object at byte 16"},
+		{name: "a stray closing bracket", file: `{}]`, wantErr: "invalid JSON: data after the end of the object at byte 2"},
+		{name: "two objects", file: `{} {}`, wantErr: "invalid JSON: more than one document"},
+		{name: "trailing white space", file: "{\"debug\": true}\n\t \n", check: func(t *testing.T, c *Config) {
+			if !c.Debug {
+				t.Errorf("%+v", c)
+			}
+		}},
 		{name: "min-api-version", file: `{"min-api-version":"1.24"}`,
 			check: func(t *testing.T, c *Config) {
 				if c.MinAPIVersion != "1.24" {
@@ -277,11 +287,43 @@ func FuzzConfigFile(f *testing.F) {
 	for _, s := range []string{`{}`, `{"debug":true}`, `{"hosts":"x"}`, `[]`, `{"a":1}`} {
 		f.Add(s)
 	}
+	// Properties of every input: a refused file changes nothing of the
+	// configuration (all or nothing); an accepted one is JSON whose every
+	// key is a known directive, and reading it again gives the same
+	// configuration.
 	f.Fuzz(func(t *testing.T, s string) {
-		cfg := &Config{}
-		fs := pflag.NewFlagSet("f", pflag.ContinueOnError)
-		InstallFlags(fs, cfg)
-		_ = mergeConfigFile(cfg, fs, []byte(s))
+		merge := func() (*Config, error) {
+			cfg := &Config{}
+			fs := pflag.NewFlagSet("f", pflag.ContinueOnError)
+			InstallFlags(fs, cfg)
+			return cfg, mergeConfigFile(cfg, fs, []byte(s))
+		}
+		defaults := &Config{}
+		InstallFlags(pflag.NewFlagSet("d", pflag.ContinueOnError), defaults)
+		cfg, err := merge()
+		if err != nil {
+			if !reflect.DeepEqual(cfg, defaults) {
+				t.Fatalf("refused %q (%v) but changed the configuration:\n%+v\nfrom\n%+v", s, err, cfg, defaults)
+			}
+			return
+		}
+		var raw map[string]json.RawMessage
+		if json.Unmarshal([]byte(s), &raw) != nil {
+			t.Fatalf("accepted %q, which is not one JSON object", s)
+		}
+		known := map[string]bool{}
+		for _, k := range fileKeyOfFlag {
+			known[k] = true
+		}
+		for k := range raw {
+			if !known[k] {
+				t.Fatalf("accepted %q with the unknown directive %q", s, k)
+			}
+		}
+		again, err := merge()
+		if err != nil || !reflect.DeepEqual(cfg, again) {
+			t.Fatalf("%q read twice: %+v, then %+v (%v)", s, cfg, again, err)
+		}
 	})
 }
 

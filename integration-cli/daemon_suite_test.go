@@ -66,6 +66,22 @@ func (s *DaemonSuite) TestDuplicateKeyInDaemonJSONStopsStartup(c *check.C) {
 	}
 }
 
+// A daemon.json with a stray closing brace after the object (an editing
+// slip) stops the start with an error that says where, as dockerd's does;
+// it was read as the object before it.
+func (s *DaemonSuite) TestTrailingDataInDaemonJSONStopsStartup(c *check.C) {
+	d := NewDaemon(c)
+	cfg := filepath.Join(c.MkDir(), "daemon.json")
+	c.Assert(os.WriteFile(cfg, []byte("{\n  \"max-concurrent-downloads\": 2\n}\n}\n"), 0o644), check.IsNil)
+	err := d.StartWithError("--config-file", cfg)
+	defer d.Kill()
+	c.Assert(err, check.NotNil, check.Commentf("wharfd started with data after daemon.json's object"))
+	exitErr, exited := d.Exited(5 * time.Second)
+	c.Assert(exited, check.Equals, true)
+	c.Assert(isExitError(exitErr), check.Equals, true, check.Commentf("want non-zero exit, got %v", exitErr))
+	c.Assert(d.Log(), check.Matches, `(?s).*invalid JSON: data after the end of the object at byte 36.*`, check.Commentf("%s", d.Log()))
+}
+
 func (s *DaemonSuite) TestValidDaemonJSONIsAccepted(c *check.C) {
 	d := NewDaemon(c)
 	cfg := filepath.Join(c.MkDir(), "daemon.json")
