@@ -28,9 +28,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/opencontainers/go-digest"
@@ -65,11 +67,15 @@ func (s *Store) openDB() error {
 		return fmt.Errorf("graph: remove %s left by an interrupted migration: %w", tmp, err)
 	}
 	if _, err := os.Stat(dbPath); errors.Is(err, os.ErrNotExist) {
-		recs, err := s.readV1Records()
+		src, recs, err := s.readV1Records()
 		if err != nil {
 			return err
 		}
-		if err := s.createDB(tmp, recs); err != nil {
+		err = s.createDB(tmp, src, recs)
+		if src != nil {
+			src.Close()
+		}
+		if err != nil {
 			os.Remove(tmp)
 			return err
 		}
@@ -120,21 +126,26 @@ func (s *Store) step(name string) error {
 	return nil
 }
 
-// readRecordsFile reads wharf/<name>; ok is false when it does not exist.
-func (s *Store) readRecordsFile(name string) (doc recordsDoc, ok bool, err error) {
+// readRecordsVersion reads the version of wharf/<name>; ok is false when
+// it does not exist. The records are skipped, not decoded: 50,000 of them
+// decoded are ~200 MiB (finishStub only needs the version).
+func (s *Store) readRecordsVersion(name string) (version int, ok bool, err error) {
 	p := filepath.Join(s.root, wharfDir, name)
 	f, err := os.Open(p)
 	if errors.Is(err, os.ErrNotExist) {
-		return doc, false, nil
+		return 0, false, nil
 	}
 	if err != nil {
-		return doc, false, err
+		return 0, false, err
 	}
 	defer f.Close()
-	if err := json.NewDecoder(LimitReader(f, maxRecordsSize)).Decode(&doc); err != nil {
-		return doc, false, fmt.Errorf("graph: read %s: %w", p, err)
+	var doc struct {
+		Version int `json:"version"`
 	}
-	return doc, true, nil
+	if err := json.NewDecoder(LimitReader(f, maxRecordsSize)).Decode(&doc); err != nil {
+		return 0, false, fmt.Errorf("graph: read %s: %w", p, err)
+	}
+	return doc.Version, true, nil
 }
 
 // unsupportedVersion is the refusal of a records file this binary does not
@@ -148,48 +159,140 @@ func unsupportedVersion(p string, v int) error {
 	return fmt.Errorf("graph: %s: unsupported version %d", p, v)
 }
 
-// readV1Records reads the records to migrate: images.json of version 1, or
-// none (a new store).
-func (s *Store) readV1Records() ([]*ImageRecord, error) {
-	p := filepath.Join(s.root, wharfDir, recordsFile)
-	doc, ok, err := s.readRecordsFile(recordsFile)
-	if err != nil || !ok {
-		return nil, err
-	}
-	switch doc.Version {
-	case recordsVer:
-	case dbVersion:
-		return nil, fmt.Errorf("graph: %s is the stub of a migrated store, but %s is missing: "+
-			"the image records are lost (restore %s, or %s to go back to the records as they were before the migration)",
-			p, dbFile, dbFile, recordsV1)
-	default:
-		return nil, unsupportedVersion(p, doc.Version)
-	}
-	var out []*ImageRecord
-	for _, r := range doc.Images {
-		if r == nil || r.ID.Validate() != nil {
-			continue
-		}
-		r.RepoTags = nonNil(r.RepoTags)
-		r.RepoDigests = nonNil(r.RepoDigests)
-		out = append(out, r)
-	}
-	return out, nil
+// v1Record is where one record of a version-1 images.json is in the file
+// (bytes [off, end): the value, maybe after the comma that precedes it).
+type v1Record struct {
+	id       digest.Digest
+	off, end int64
 }
 
-// createDB writes a new records database at path holding recs, in one
-// transaction, and closes it (fsynced).
-func (s *Store) createDB(path string, recs []*ImageRecord) error {
+// readV1Records finds the records to migrate in images.json of version 1:
+// each record's ID and place in the file, in ID order (a duplicated ID
+// keeps its first place first), and the file open to read them from; none
+// and a nil file for a new store. The records themselves are read one at
+// a time as they are written (importRecords): decoded all at once, 50,000
+// of them took the migration to a 538 MiB peak (bench case 11).
+func (s *Store) readV1Records() (*os.File, []v1Record, error) {
+	p := filepath.Join(s.root, wharfDir, recordsFile)
+	f, err := os.Open(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	version, recs, err := scanRecords(LimitReader(f, maxRecordsSize))
+	if err == nil {
+		switch version {
+		case recordsVer:
+		case dbVersion:
+			err = fmt.Errorf("graph: %s is the stub of a migrated store, but %s is missing: "+
+				"the image records are lost (restore %s, or %s to go back to the records as they were before the migration)",
+				p, dbFile, dbFile, recordsV1)
+		default:
+			err = unsupportedVersion(p, version)
+		}
+	} else {
+		err = fmt.Errorf("graph: read %s: %w", p, err)
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	sort.SliceStable(recs, func(i, j int) bool { return recs[i].id < recs[j].id })
+	return f, recs, nil
+}
+
+// scanRecords reads a records document ({"version":N,"images":[…]}, other
+// keys skipped) and returns its version and where each record with a
+// valid ID is; a null or ID-less record is left out, as before.
+func scanRecords(r io.Reader) (version int, recs []v1Record, err error) {
+	dec := json.NewDecoder(r)
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return 0, nil, fmt.Errorf("not a records document (%v)", err)
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return 0, nil, err
+		}
+		// Keys match as encoding/json matches them to recordsDoc's
+		// fields: case folded.
+		switch key, _ := t.(string); {
+		case strings.EqualFold(key, "version"):
+			if err := dec.Decode(&version); err != nil {
+				return 0, nil, err
+			}
+		case strings.EqualFold(key, "images"):
+			t, err := dec.Token()
+			if err != nil {
+				return 0, nil, err
+			}
+			if t == nil {
+				recs = recs[:0] // null: no images
+				continue
+			}
+			if t != json.Delim('[') {
+				return 0, nil, fmt.Errorf("images is not a list")
+			}
+			recs = recs[:0] // a second "images" replaces the first, as for encoding/json
+			for dec.More() {
+				off := dec.InputOffset()
+				var rec struct{ ID digest.Digest }
+				if err := dec.Decode(&rec); err != nil {
+					return 0, nil, err
+				}
+				if rec.ID.Validate() == nil {
+					recs = append(recs, v1Record{id: rec.ID, off: off, end: dec.InputOffset()})
+				}
+			}
+			if _, err := dec.Token(); err != nil { // ]
+				return 0, nil, err
+			}
+		default:
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return 0, nil, err
+			}
+		}
+	}
+	if _, err := dec.Token(); err != nil { // }
+		return 0, nil, err
+	}
+	return version, recs, nil
+}
+
+// readRecord reads the record at r from f.
+func readRecord(f io.ReaderAt, r v1Record) (*ImageRecord, error) {
+	b := make([]byte, r.end-r.off)
+	if _, err := f.ReadAt(b, r.off); err != nil {
+		return nil, fmt.Errorf("graph: read the record of %s: %w", r.id, err)
+	}
+	b = bytes.TrimLeft(b, " \t\r\n,")
+	var rec ImageRecord
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return nil, fmt.Errorf("graph: read the record of %s: %w", r.id, err)
+	}
+	rec.RepoTags = nonNil(rec.RepoTags)
+	rec.RepoDigests = nonNil(rec.RepoDigests)
+	return &rec, nil
+}
+
+// createDB writes a new records database at path holding the records
+// recs places in src, and closes it (fsynced). It commits every
+// migrateChunk records: the file is not meta.db until openDB renames it,
+// so a crash between two commits leaves only a .tmp that the next start
+// removes, and the memory bbolt holds for a transaction's dirty pages is
+// a chunk's, not the whole store's.
+func (s *Store) createDB(path string, src io.ReaderAt, recs []v1Record) error {
 	db, err := bolt.Open(path, fileMode, boltOptions())
 	if err != nil {
 		return fmt.Errorf("graph: create %s: %w", path, err)
 	}
-	err = db.Update(func(btx *bolt.Tx) error {
-		if err := initSchema(btx); err != nil {
-			return err
-		}
-		return s.importRecords(btx, recs)
-	})
+	err = db.Update(initSchema)
+	if err == nil {
+		err = s.importRecords(db, src, recs)
+	}
 	if cerr := db.Close(); err == nil {
 		err = cerr
 	}
@@ -199,10 +302,15 @@ func (s *Store) createDB(path string, recs []*ImageRecord) error {
 	return nil
 }
 
-// importRecords writes recs into a new database: the records, their
-// references (a reference two records claim stays with the first in ID
-// order, and leaves the other's lists), their targets and the blobs they
-// keep alive, read from their documents now.
+// migrateChunk is how many records (or index keys) one transaction of the
+// migration puts: 2,000 records are ~6 MB of pages, and a commit each
+// adds ~25 fsyncs to a 50,000-image migration.
+const migrateChunk = 2000
+
+// importRecords writes the records recs places in src into a new
+// database: the records, their references (a reference two records claim
+// stays with the first in ID order, and leaves the other's lists), their
+// targets and the blobs they keep alive, read from their documents now.
 //
 // Every bucket is written in key order. bbolt splits a transaction's nodes
 // only at commit, so one transaction's puts into a bucket go into one
@@ -210,16 +318,10 @@ func (s *Store) createDB(path string, recs []*ImageRecord) error {
 // blobs pairs of 50,000 images sharing three layers, put image by image,
 // took ~38 s of memmove (BOLT.md). images, uses and summaries are keyed
 // by image ID, and recs is sorted by it; refs, targets and blobs are
-// gathered, sorted and then put.
-func (s *Store) importRecords(btx *bolt.Tx, recs []*ImageRecord) error {
-	sort.Slice(recs, func(i, j int) bool { return recs[i].ID < recs[j].ID })
-	images, uses, sums := btx.Bucket(bucketImages), btx.Bucket(bucketUses), btx.Bucket(bucketSummaries)
-	// Written in key order, the pages can be filled whole (bbolt's own
-	// advice for appends); the default (half) left 50,000 images' records
-	// and summaries two to a 4 KiB page: a 357 MB meta.db.
-	for _, b := range []*bolt.Bucket{images, uses, sums, btx.Bucket(bucketRefs), btx.Bucket(bucketTargets), btx.Bucket(bucketBlobs), btx.Bucket(bucketLabels)} {
-		b.FillPercent = bulkFill
-	}
+// gathered, sorted and then put. Appended in key order, every transaction
+// adds to the right edge of each bucket, so the pages stay full across
+// the chunks.
+func (s *Store) importRecords(db *bolt.DB, src io.ReaderAt, recs []v1Record) error {
 	claimed := map[string]bool{}
 	keep := func(list []string) []string {
 		out := []string{}
@@ -234,46 +336,71 @@ func (s *Store) importRecords(btx *bolt.Tx, recs []*ImageRecord) error {
 	var refs, targets, blobs, labels []kv
 	var n uint64
 	var last digest.Digest
-	for _, r := range recs {
-		if n > 0 && r.ID == last {
-			continue // a duplicate: the first wins
-		}
-		last = r.ID
-		r.RepoTags, r.RepoDigests = keep(r.RepoTags), keep(r.RepoDigests)
-		b, err := json.Marshal(r)
+	for len(recs) > 0 {
+		chunk := recs[:min(migrateChunk, len(recs))]
+		recs = recs[len(chunk):]
+		err := db.Update(func(btx *bolt.Tx) error {
+			images, uses, sums := btx.Bucket(bucketImages), btx.Bucket(bucketUses), btx.Bucket(bucketSummaries)
+			// Written in key order, the pages can be filled whole
+			// (bbolt's own advice for appends); the default (half) left
+			// 50,000 images' records and summaries two to a 4 KiB page:
+			// a 357 MB meta.db.
+			for _, b := range []*bolt.Bucket{images, uses, sums} {
+				b.FillPercent = bulkFill
+			}
+			for _, at := range chunk {
+				if n > 0 && at.id == last {
+					continue // a duplicate: the first wins
+				}
+				r, err := readRecord(src, at)
+				if err != nil {
+					return err
+				}
+				if r.ID != at.id {
+					return fmt.Errorf("graph: the record at byte %d changed while it was read", at.off)
+				}
+				last = r.ID
+				r.RepoTags, r.RepoDigests = keep(r.RepoTags), keep(r.RepoDigests)
+				b, err := json.Marshal(r)
+				if err != nil {
+					return err
+				}
+				if err := images.Put([]byte(r.ID), b); err != nil {
+					return err
+				}
+				for _, ref := range append(append([]string{}, r.RepoTags...), r.RepoDigests...) {
+					refs = append(refs, kv{[]byte(ref), []byte(r.ID)})
+				}
+				for _, d := range targetsOf(r) {
+					targets = append(targets, kv{k: pairKey(d, r.ID)})
+				}
+				list := dedupDigests(s.blobsOf(r))
+				if err := putUsesList(uses, r.ID, list); err != nil {
+					return err
+				}
+				for _, d := range list {
+					blobs = append(blobs, kv{k: pairKey(d, r.ID)})
+				}
+				sm := s.summaryOf(r, nil, nil)
+				if err := putSummary(sums, sm); err != nil {
+					return err
+				}
+				for _, k := range labelKeys(sm) {
+					labels = append(labels, kv{k: k})
+				}
+				n++
+			}
+			return nil
+		})
 		if err != nil {
 			return err
 		}
-		if err := images.Put([]byte(r.ID), b); err != nil {
-			return err
-		}
-		for _, ref := range append(append([]string{}, r.RepoTags...), r.RepoDigests...) {
-			refs = append(refs, kv{[]byte(ref), []byte(r.ID)})
-		}
-		for _, d := range targetsOf(r) {
-			targets = append(targets, kv{k: pairKey(d, r.ID)})
-		}
-		list := dedupDigests(s.blobsOf(r))
-		if err := putUsesList(uses, r.ID, list); err != nil {
-			return err
-		}
-		for _, d := range list {
-			blobs = append(blobs, kv{k: pairKey(d, r.ID)})
-		}
-		sm := s.summaryOf(r, nil, nil)
-		if err := putSummary(sums, sm); err != nil {
-			return err
-		}
-		for _, k := range labelKeys(sm) {
-			labels = append(labels, kv{k: k})
-		}
-		n++
 	}
 	for _, w := range []struct {
-		b   *bolt.Bucket
-		kvs []kv
-	}{{btx.Bucket(bucketRefs), refs}, {btx.Bucket(bucketTargets), targets}, {btx.Bucket(bucketBlobs), blobs}, {btx.Bucket(bucketLabels), labels}} {
-		if err := putSorted(w.b, w.kvs); err != nil {
+		bucket []byte
+		kvs    []kv
+	}{{bucketRefs, refs}, {bucketTargets, targets}, {bucketBlobs, blobs}, {bucketLabels, labels}} {
+		if err := putSortedChunks(db, w.bucket, w.kvs); err != nil {
 			return err
 		}
 	}
@@ -283,14 +410,16 @@ func (s *Store) importRecords(btx *bolt.Tx, recs []*ImageRecord) error {
 	s.meta.Purge()
 	s.refs.Purge()
 	s.metaMu.Unlock()
-	m := btx.Bucket(bucketMeta)
-	if err := putU64(m, keyCount, n); err != nil {
-		return err
-	}
-	if err := putIndexGens(m, 1); err != nil {
-		return err
-	}
-	return putU64(m, keyGen, 1)
+	return db.Update(func(btx *bolt.Tx) error {
+		m := btx.Bucket(bucketMeta)
+		if err := putU64(m, keyCount, n); err != nil {
+			return err
+		}
+		if err := putIndexGens(m, 1); err != nil {
+			return err
+		}
+		return putU64(m, keyGen, 1)
+	})
 }
 
 // bulkFill is the FillPercent of a bucket written in key order in one
@@ -311,22 +440,42 @@ func putSorted(b *bolt.Bucket, kvs []kv) error {
 	return nil
 }
 
+// putSortedChunks is putSorted into bucket of a database no one else uses
+// yet (the migration's), 10 × migrateChunk keys a transaction (an index
+// key is ~20 times smaller than a record and its summary).
+func putSortedChunks(db *bolt.DB, bucket []byte, kvs []kv) error {
+	sort.Slice(kvs, func(i, j int) bool { return bytes.Compare(kvs[i].k, kvs[j].k) < 0 })
+	for len(kvs) > 0 {
+		chunk := kvs[:min(10*migrateChunk, len(kvs))]
+		kvs = kvs[len(chunk):]
+		err := db.Update(func(btx *bolt.Tx) error {
+			b := btx.Bucket(bucket)
+			b.FillPercent = bulkFill
+			return putSorted(b, chunk)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // finishStub makes images.json the version-2 stub, keeping a version-1
 // file as images.json.v1 (steps 3 and 4). meta.db exists.
 func (s *Store) finishStub() error {
 	dir := filepath.Join(s.root, wharfDir)
 	p := filepath.Join(dir, recordsFile)
-	doc, ok, err := s.readRecordsFile(recordsFile)
+	version, ok, err := s.readRecordsVersion(recordsFile)
 	if err != nil {
 		return err
 	}
 	if ok {
 		switch {
-		case doc.Version == dbVersion:
+		case version == dbVersion:
 			return nil
-		case doc.Version > dbVersion:
-			return unsupportedVersion(p, doc.Version)
-		case doc.Version == recordsVer:
+		case version > dbVersion:
+			return unsupportedVersion(p, version)
+		case version == recordsVer:
 			if err := os.Rename(p, filepath.Join(dir, recordsV1)); err != nil {
 				return fmt.Errorf("graph: keep the migrated records as %s: %w", recordsV1, err)
 			}
@@ -337,7 +486,7 @@ func (s *Store) finishStub() error {
 				return err
 			}
 		default:
-			return unsupportedVersion(p, doc.Version)
+			return unsupportedVersion(p, version)
 		}
 	}
 	b, err := json.Marshal(recordsDoc{Version: dbVersion, Images: []*ImageRecord{}, Note: stubNote})
