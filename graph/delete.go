@@ -38,7 +38,7 @@ func (s *Store) ImageDelete(ctx context.Context, name string, force, prune bool)
 		if err != nil {
 			return err
 		}
-		labels := s.st.Labels(rec)
+		labels := tx.Labels(rec)
 		id := rec.ID
 		untag := func(ref string) {
 			tx.DropRef(ref)

@@ -435,7 +435,7 @@ func (s *APISuite) TestLoadRejectsEntriesEscapingTheStore(c *check.C) {
 
 func (s *APISuite) TestEventsWithSinceUntilAndFilters(c *check.C) {
 	since := time.Now().Add(-time.Second).Unix()
-	id := s.d.Import(c, "events/img:1")
+	id := s.d.Import(c, "events/img:1", "LABEL team=events")
 	c.Assert(s.d.Req(c, http.MethodPost, "/v1.50/images/events/img:1/tag?repo=events/img&tag=2", nil).Status, check.Equals, 201)
 	c.Assert(s.d.Req(c, http.MethodDelete, "/v1.50/images/events/img:2", nil).Status, check.Equals, 200)
 	until := time.Now().Add(time.Second).Unix()
@@ -456,6 +456,12 @@ func (s *APISuite) TestEventsWithSinceUntilAndFilters(c *check.C) {
 	}
 	for _, a := range []string{"import", "tag", "untag"} {
 		c.Check(actions[a], check.NotNil, check.Commentf("no %s event in %s", a, r.Body))
+		// The image's labels are attributes of its events, as dockerd's.
+		if e := actions[a]; e != nil {
+			actor, _ := e["Actor"].(map[string]any)
+			attrs, _ := actor["Attributes"].(map[string]any)
+			c.Check(attrs["team"], check.Equals, "events", check.Commentf("%s event: %v", a, e))
+		}
 	}
 	if tag := actions["tag"]; tag != nil {
 		actor, _ := tag["Actor"].(map[string]any)

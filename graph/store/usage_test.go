@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 )
 
@@ -55,4 +56,36 @@ func TestBlobUsageCountsAcrossBatches(t *testing.T) {
 	if n-n0 != want || size-b0 != wantBytes {
 		t.Errorf("BlobUsage = %d blobs, %d bytes; want %d and %d more than %d, %d", n, size, want, wantBytes, n0, b0)
 	}
+}
+
+// An event's labels come from the image's stored summary: with the config
+// blob gone and the metadata cache empty, Labels (and a change's
+// Txn.Labels) still answer the config's labels without reading it.
+func TestLabelsComeFromTheSummary(t *testing.T) {
+	s := openTestStore(t, manyV1Root(t, 3))
+	var rec *ImageRecord
+	_, err := s.Update(false, func(tx *Txn) error {
+		r, err := tx.Lookup("127.0.0.1:5000/many/img-1:v1")
+		rec = r
+		return err
+	})
+	must(t, err)
+	want := map[string]string{"n": "1"}
+	if got := s.Labels(rec); !reflect.DeepEqual(got, want) {
+		t.Fatalf("Labels = %v, want %v", got, want)
+	}
+	must(t, os.Remove(filepath.Join(s.root, BlobsDir, "sha256", rec.ID.Encoded())))
+	s.metaMu.Lock()
+	s.meta.Purge()
+	s.metaMu.Unlock()
+	if got := s.Labels(rec); !reflect.DeepEqual(got, want) {
+		t.Errorf("Labels with the config gone = %v, want %v from the summary", got, want)
+	}
+	_, err = s.Update(false, func(tx *Txn) error {
+		if got := tx.Labels(rec); !reflect.DeepEqual(got, want) {
+			t.Errorf("Txn.Labels with the config gone = %v, want %v from the summary", got, want)
+		}
+		return nil
+	})
+	must(t, err)
 }
