@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/containerd/errdefs"
+	"github.com/distribution/reference"
 	"github.com/moby/moby/api/types/image"
 
 	"github.com/wharfproject/wharf/api/types"
@@ -32,10 +33,10 @@ func TestTagImage(t *testing.T) {
 	s, ev := newLocalTestStore(t)
 	ctx := context.Background()
 	id := graphtest.ImportImage(t, s, "127.0.0.1:5000/imported:1.0", "x", "LABEL k=v")
-	if err := s.TagImage(ctx, "127.0.0.1:5000/imported:1.0", "127.0.0.1:5000/imported2", "x"); err != nil {
+	if err := tagAs(ctx, s, "127.0.0.1:5000/imported:1.0", "127.0.0.1:5000/imported2", "x"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.TagImage(ctx, id.String(), "other", ""); err != nil {
+	if err := tagAs(ctx, s, id.String(), "other", ""); err != nil {
 		t.Fatal(err)
 	}
 	rec, err := s.Lookup("other:latest")
@@ -61,10 +62,60 @@ func TestTagImage(t *testing.T) {
 		{id.String(), "ok@" + id.String(), "", errdefs.IsInvalidArgument, "refusing to create a tag with a digest reference"},
 	}
 	for _, tt := range tests {
-		err := s.TagImage(ctx, tt.name, tt.repo, tt.tag)
+		err := tagAs(ctx, s, tt.name, tt.repo, tt.tag)
 		if !tt.check(err) || !strings.HasPrefix(err.Error(), tt.msg) {
-			t.Errorf("TagImage(%s, %s, %s) = %v, want %q", tt.name, tt.repo, tt.tag, err, tt.msg)
+			t.Errorf("tag %s as %s, %s = %v, want %q", tt.name, tt.repo, tt.tag, err, tt.msg)
 		}
+	}
+}
+
+// TagImage takes its reference parsed and does not parse it again, but
+// still holds the store's own rules on the value it is given: a reference
+// carrying a digest, or a repository named "sha256", is refused with the
+// messages of store.ParseNewTag, and nothing is tagged.
+func TestTagImageChecksParsedReference(t *testing.T) {
+	s, _ := newLocalTestStore(t)
+	ctx := context.Background()
+	id := graphtest.ImportImage(t, s, "app:1", "a")
+	named := func(s string) reference.Named {
+		n, err := reference.ParseNormalizedNamed(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	tagged := func(n reference.Named, tag string) reference.NamedTagged {
+		r, err := reference.WithTag(n, tag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	withDigest, err := reference.WithDigest(tagged(named("ok"), "x"), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		ref reference.NamedTagged
+		msg string
+	}{
+		{withDigest.(reference.NamedTagged), "refusing to create a tag with a digest reference"},
+		{tagged(named("sha256"), "abc"), "refusing to create an ambiguous tag using digest algorithm as name"},
+		{nil, "no reference to tag"},
+	} {
+		err := s.TagImage(ctx, id.String(), tt.ref)
+		if !errdefs.IsInvalidArgument(err) || err.Error() != tt.msg {
+			t.Errorf("TagImage(%v) = %v, want %q", tt.ref, err, tt.msg)
+		}
+	}
+	if rec, err := s.Lookup(id.String()); err != nil || fmt.Sprint(store.FamiliarRefs(rec.RepoTags)) != "[app:1]" {
+		t.Fatalf("after refusals: %+v %v", rec, err)
+	}
+	if err := s.TagImage(ctx, id.String(), tagged(named("localhost:5000/team/app"), "2")); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := s.Lookup("localhost:5000/team/app:2"); err != nil || rec.ID != id {
+		t.Fatalf("localhost:5000/team/app:2: %+v %v", rec, err)
 	}
 }
 
@@ -89,7 +140,7 @@ func TestImageDeleteForms(t *testing.T) {
 	rec.RepoDigests = []string{"127.0.0.1:5000/imported2@" + rec.Manifest.Digest.String()}
 	rec.RepoTags = nil
 	putRecord(t, s, *rec)
-	if err := s.TagImage(ctx, id.String(), "127.0.0.1:5000/imported2", "x"); err != nil {
+	if err := tagAs(ctx, s, id.String(), "127.0.0.1:5000/imported2", "x"); err != nil {
 		t.Fatal(err)
 	}
 	short := id.Encoded()[:12]
@@ -137,7 +188,7 @@ func TestImageDeleteForceAndSharedBlobs(t *testing.T) {
 	// Same rootfs content: the two images share their layer blob.
 	a := graphtest.ImportImage(t, s, "a:1", "same", "LABEL which=a")
 	b := graphtest.ImportImage(t, s, "b:1", "same", "LABEL which=b")
-	if err := s.TagImage(ctx, "a:1", "c", "1"); err != nil {
+	if err := tagAs(ctx, s, "a:1", "c", "1"); err != nil {
 		t.Fatal(err)
 	}
 	ra, _ := s.Lookup(a.String())

@@ -14,6 +14,16 @@ import (
 	"github.com/wharfproject/wharf/graph/store"
 )
 
+// tagAs tags name as repo:tag the way a caller holding strings does: one
+// parse (store.ParseNewTag), then TagImage with the parsed reference.
+func tagAs(ctx context.Context, s *Store, name, repo, tag string) error {
+	ref, err := store.ParseNewTag(repo, tag)
+	if err != nil {
+		return err
+	}
+	return s.TagImage(ctx, name, ref)
+}
+
 // newLocalTestStore is a Store on a new root, its events recorded.
 func newLocalTestStore(t testing.TB) (*Store, *graphtest.EventRecorder) {
 	t.Helper()

@@ -84,7 +84,7 @@ func TestImagesListIndexesMatchTheWalk(t *testing.T) {
 				id := ids[rng.Intn(len(ids))]
 				switch rng.Intn(3) {
 				case 0:
-					_ = s.TagImage(ctx, id, names[rng.Intn(len(names))], fmt.Sprint("t", rng.Intn(3)))
+					_ = tagAs(ctx, s, id, names[rng.Intn(len(names))], fmt.Sprint("t", rng.Intn(3)))
 				case 1:
 					_, _ = s.ImageDelete(ctx, fmt.Sprintf("%s:t%d", names[rng.Intn(len(names))], rng.Intn(3)), false, false)
 				case 2:

@@ -152,7 +152,7 @@ func TestPlatformNotPresentChangesNothing(t *testing.T) {
 	var amd store.ImageConfig
 	amd.OS, amd.Architecture = "linux", "amd64"
 	ra := putCustomImage(t, s, amd, [][]byte{[]byte("amd layer")})
-	if err := s.TagImage(ctx, ra.ID.String(), "single", "1"); err != nil {
+	if err := tagAs(ctx, s, ra.ID.String(), "single", "1"); err != nil {
 		t.Fatal(err)
 	}
 	s390 := ocispec.Platform{OS: "linux", Architecture: "s390x"}

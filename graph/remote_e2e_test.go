@@ -221,7 +221,7 @@ func TestRemotePullFixtureAndMountPush(t *testing.T) {
 		t.Fatalf("pull by digest:\n%s", &byDigest)
 	}
 
-	if err := s.TagImage(ctx, name+":1.0", reg.Host+"/other/app", "2.0"); err != nil {
+	if err := tagAs(ctx, s, name+":1.0", reg.Host+"/other/app", "2.0"); err != nil {
 		t.Fatal(err)
 	}
 	var push graphtest.Messages
@@ -356,7 +356,7 @@ func TestRemoteIndex(t *testing.T) {
 	}
 
 	// Only arm64 is stored, so the push sends its manifest, not the index.
-	if err := s.TagImage(ctx, name+":1.0", reg.Host+"/multi2", "x"); err != nil {
+	if err := tagAs(ctx, s, name+":1.0", reg.Host+"/multi2", "x"); err != nil {
 		t.Fatal(err)
 	}
 	var push graphtest.Messages
@@ -415,7 +415,7 @@ func TestRemotePushWholeIndex(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.TagImage(ctx, name+":1.0", reg.Host+"/copy", "1.0"); err != nil {
+	if err := tagAs(ctx, s, name+":1.0", reg.Host+"/copy", "1.0"); err != nil {
 		t.Fatal(err)
 	}
 	var push graphtest.Messages

@@ -5,6 +5,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/distribution/reference"
 	"github.com/moby/moby/api/types/image"
 	"github.com/moby/moby/api/types/registry"
 	"github.com/moby/moby/api/types/system"
@@ -27,7 +28,9 @@ type ImageBackend interface {
 	ImagesEach(ctx context.Context, opts types.ImageListOptions, emit func(image.Summary) error) error
 	ImageInspect(ctx context.Context, name string, opts types.InspectOptions) (*types.ImageInspect, error)
 	ImageHistory(ctx context.Context, name string, platform *ocispec.Platform) ([]image.HistoryResponseItem, error)
-	TagImage(ctx context.Context, name, repo, tag string) error
+	// TagImage points ref at the image name; ref is parsed and checked by
+	// the handler (one parse per request, at the edge).
+	TagImage(ctx context.Context, name string, ref reference.NamedTagged) error
 	ImageDelete(ctx context.Context, name string, force, prune bool) ([]image.DeleteResponse, error)
 	// ImageDeletePlatforms removes the platforms ps from the image name
 	// (rmi --platform, API 1.50): the image stays while others remain.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
+	"github.com/distribution/reference"
 	"github.com/moby/moby/api/types/image"
 	"github.com/moby/moby/api/types/registry"
 	"github.com/moby/moby/api/types/system"
@@ -21,7 +22,7 @@ type fakeBackend struct {
 	inspect        func(string, types.InspectOptions) (*types.ImageInspect, error)
 	registryStatus []types.RegistryStatus
 	history        func(string, *ocispec.Platform) ([]image.HistoryResponseItem, error)
-	tag            func(name, repo, tag string) error
+	tag            func(name string, ref reference.NamedTagged) error
 	del            func(string, bool, bool) ([]image.DeleteResponse, error)
 	importImage    func(io.Reader, types.ImportOptions, types.ProgressWriter) error
 	export         func([]string, io.Writer) error
@@ -78,11 +79,11 @@ func (f *fakeBackend) ImageHistory(_ context.Context, n string, p *ocispec.Platf
 	}
 	return f.history(n, p)
 }
-func (f *fakeBackend) TagImage(_ context.Context, n, r, t string) error {
+func (f *fakeBackend) TagImage(_ context.Context, n string, ref reference.NamedTagged) error {
 	if f.tag == nil {
 		return errNI
 	}
-	return f.tag(n, r, t)
+	return f.tag(n, ref)
 }
 func (f *fakeBackend) ImageDelete(_ context.Context, n string, force, prune bool) ([]image.DeleteResponse, error) {
 	if f.del == nil {

@@ -8,82 +8,154 @@ import (
 	"github.com/gorilla/mux"
 )
 
-// Templates of the route the fast path answers, as mux names them (the
-// metrics label is the same either way).
 const (
-	imageJSONPath      = "/images/{name:.*}/json"
-	imageJSONTemplate  = versionMatcher + imageJSONPath
-	imageJSONPrefix    = "/images/"
-	imageJSONSuffix    = "/json"
+	// imageRoutePrefix begins every route the fast path answers: the
+	// routes of routes() whose path is this and then a fixed suffix
+	// (/json, /history, /tag, …, or none for DELETE /images/{name}).
+	imageRoutePrefix = "/images/{name:.*}"
+	// imagePathPrefix is what a request's path begins with for them.
+	imagePathPrefix    = "/images/"
 	versionPathPrefix  = "/v"
 	versionPathAllowed = "0123456789."
 )
 
-// fastRoutes answers GET /v{version}/images/{name}/json (and its unversioned
-// form), the inspect every client and `--remote` sends, without mux: mux tries
-// each route's regular expression in order, ~35 of them before this one, which
-// was ~9 % of wharfd's CPU under bench case 2 (issue 14). Every other request,
-// and every path this one is not sure of, goes to m unchanged. The answer is
-// the same as m's: TestFastRouteAgreesWithMux compares the two on every route
-// shape.
+// fastStep is one route of routes() for one method, in mux's order. Either
+// the fast path answers it (serve set: /images/{name:.*}suffix), or it must
+// not take a path mux would give that route first: a fixed path (literal),
+// or a path with variables only by its fixed beginning (prefix).
+type fastStep struct {
+	suffix, template string // template is the route's path as routes() has it
+	serve            func(http.ResponseWriter, *http.Request, map[string]string)
+	literal, prefix  string
+}
+
+// fastTable is routes() for the fast path, by method, in mux's order.
+type fastTable map[string][]fastStep
+
+// newFastTable reads the routes the fast path answers out of rts, so a
+// route added there is either answered the same way or left to mux,
+// never shadowed: every route before an image route is kept as a step
+// that sends the paths it could match to mux.
+func newFastTable(rts []route, serve func(apiFunc) func(http.ResponseWriter, *http.Request, map[string]string)) fastTable {
+	t := fastTable{}
+	for _, rt := range rts {
+		var st fastStep
+		i := strings.IndexByte(rt.path, '{')
+		switch {
+		case i < 0:
+			st.literal = rt.path
+		case strings.HasPrefix(rt.path, imageRoutePrefix) && !strings.ContainsAny(rt.path[len(imageRoutePrefix):], "{}"):
+			st.suffix, st.template, st.serve = rt.path[len(imageRoutePrefix):], rt.path, serve(rt.h)
+		default:
+			st.prefix = rt.path[:i]
+		}
+		t[rt.method] = append(t[rt.method], st)
+	}
+	return t
+}
+
+// fastRoutes answers every /images/{name}/… route of routes() (GET json,
+// history, attestations, get; POST tag, push; DELETE /images/{name}) and
+// their /v{version} forms without mux: mux tries each route's regular
+// expression in order, ~35 of them before these, which was ~9 % of wharfd's
+// CPU under bench case 2 (issue 14) and ~7 % under 64 concurrent tags
+// (bench case 11, issue 22). Every other request, and every path this one
+// is not sure of (one mux redirects, a bad version, a name with a newline),
+// goes to m unchanged. The answer is the same as m's, route template
+// (metrics label) included: TestFastRouteAgreesWithMux compares the two on
+// every route shape.
 func (s *Server) fastRoutes(m *mux.Router) http.Handler {
-	inspect := s.serveAPI(s.getImageByName)
+	t := newFastTable(s.routes(), s.serveAPI)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet {
-			if version, name, ok := matchImageJSON(r.URL.Path); ok {
-				vars := map[string]string{"name": name}
-				template := imageJSONPath
-				if version != "" {
-					vars["version"] = version
-					template = imageJSONTemplate
-				}
-				if l, ok := r.Context().Value(routeLabelKey{}).(*routeLabel); ok {
-					l.template = template
-				}
-				inspect(w, r, vars)
-				return
+		if st, version, name, ok := t.match(r.Method, r.URL.Path); ok {
+			vars := map[string]string{"name": name}
+			template := st.template
+			if version != "" {
+				vars["version"] = version
+				template = versionMatcher + template
 			}
+			if l, ok := r.Context().Value(routeLabelKey{}).(*routeLabel); ok {
+				l.template = template
+			}
+			st.serve(w, r, vars)
+			return
 		}
 		m.ServeHTTP(w, r)
 	})
 }
 
-// matchImageJSON is mux's match of p against
-// ^/v(?P<version>[0-9.]+)/images/(?P<name>.*)/json$ and
-// ^/images/(?P<name>.*)/json$, for a path mux would not redirect (one
-// cleanPath leaves as it is); version is "" for the second. ok is false for
-// anything else, which mux then decides.
-func matchImageJSON(p string) (version, name string, ok bool) {
-	if muxCleanPath(p) != p {
-		return "", "", false // mux answers 301 to the clean path
+// match is mux's match of method and p against the routes of t: the first
+// route, in order, whose path and method both match, each route's
+// ^/v(?P<version>[0-9.]+)<path>$ form before its ^<path>$ one, as router()
+// registers them. ok is true only when that route is one of the image
+// routes, for a path mux would not redirect; version is "" for the
+// unversioned form.
+func (t fastTable) match(method, p string) (st *fastStep, version, name string, ok bool) {
+	steps := t[method]
+	if len(steps) == 0 || muxCleanPath(p) != p {
+		return nil, "", "", false // no route of this method, or mux answers 301 to the clean path
 	}
-	rest := p
-	if strings.HasPrefix(p, versionPathPrefix) {
-		rest = p[len(versionPathPrefix):]
-		i := strings.IndexByte(rest, '/')
-		if i <= 0 {
-			return "", "", false
-		}
-		version, rest = rest[:i], rest[i:]
-		for j := 0; j < len(version); j++ {
-			if strings.IndexByte(versionPathAllowed, version[j]) < 0 {
-				return "", "", false
+	version, rest, versioned := splitVersion(p)
+	for i := range steps {
+		st := &steps[i]
+		if versioned {
+			if name, hit, fast := st.matchPath(rest); hit {
+				if !fast {
+					break
+				}
+				return st, version, name, true
 			}
 		}
+		if name, hit, fast := st.matchPath(p); hit {
+			if !fast {
+				break
+			}
+			return st, "", name, true
+		}
 	}
-	if !strings.HasPrefix(rest, imageJSONPrefix) {
-		return "", "", false
+	return nil, "", "", false
+}
+
+// matchPath is whether st's path matches q (hit), and if so whether the
+// fast path answers it (fast) with name. A route it leaves to mux is a hit
+// whenever it might match: mux then decides.
+func (st *fastStep) matchPath(q string) (name string, hit, fast bool) {
+	switch {
+	case st.serve == nil && st.prefix != "":
+		return "", strings.HasPrefix(q, st.prefix), false
+	case st.serve == nil:
+		return "", q == st.literal, false
 	}
-	rest = rest[len(imageJSONPrefix):]
-	if !strings.HasSuffix(rest, imageJSONSuffix) {
-		return "", "", false
+	if len(q) < len(imagePathPrefix)+len(st.suffix) || !strings.HasPrefix(q, imagePathPrefix) || !strings.HasSuffix(q, st.suffix) {
+		return "", false, false
 	}
-	name = rest[:len(rest)-len(imageJSONSuffix)]
-	// mux's {name:.*}: "." matches any character but a newline.
+	name = q[len(imagePathPrefix) : len(q)-len(st.suffix)]
+	// mux's {name:.*}: "." matches any character but a newline; mux's
+	// regexp would not match, and a later route might: mux decides.
 	if strings.IndexByte(name, '\n') >= 0 {
+		return "", true, false
+	}
+	return name, true, true
+}
+
+// splitVersion splits p = /v{version:[0-9.]+}/rest into version and /rest;
+// versioned is false when p has no such prefix (then only the routes'
+// unversioned forms can match it).
+func splitVersion(p string) (version, rest string, versioned bool) {
+	if !strings.HasPrefix(p, versionPathPrefix) {
 		return "", "", false
 	}
-	return version, name, true
+	after := p[len(versionPathPrefix):]
+	i := strings.IndexByte(after, '/')
+	if i <= 0 {
+		return "", "", false
+	}
+	for j := 0; j < i; j++ {
+		if strings.IndexByte(versionPathAllowed, after[j]) < 0 {
+			return "", "", false
+		}
+	}
+	return after[:i], after[i:], true
 }
 
 // muxCleanPath is gorilla/mux's cleanPath (v1.8.1, unexported): the path

@@ -298,7 +298,7 @@ func (s *Server) postImageTag(w http.ResponseWriter, r *http.Request, vars map[s
 	if familiar == string(digest.Canonical) {
 		return invalidArg("refusing to create an ambiguous tag using digest algorithm as name")
 	}
-	if err := s.backend.TagImage(r.Context(), vars["name"], familiar, ref.Tag()); err != nil {
+	if err := s.backend.TagImage(r.Context(), vars["name"], ref); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusCreated)

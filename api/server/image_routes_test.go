@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
+	"github.com/distribution/reference"
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	"github.com/moby/moby/api/types/image"
 	"github.com/moby/moby/api/types/jsonstream"
@@ -320,7 +321,10 @@ func TestImageList(t *testing.T) {
 func TestTagAndDelete(t *testing.T) {
 	var args []string
 	b := &fakeBackend{
-		tag: func(n, r, tg string) error { args = []string{n, r, tg}; return nil },
+		tag: func(n string, ref reference.NamedTagged) error {
+			args = []string{n, reference.FamiliarName(ref), ref.Tag()}
+			return nil
+		},
 		del: func(n string, force, prune bool) ([]image.DeleteResponse, error) {
 			args = []string{n, fmt.Sprint(force), fmt.Sprint(prune)}
 			return []image.DeleteResponse{{Untagged: n}}, nil
@@ -350,6 +354,52 @@ func TestTagAndDelete(t *testing.T) {
 		}
 		if fmt.Sprint(args) != fmt.Sprint(tc.args) {
 			t.Errorf("%s: args %v, want %v", tc.path, args, tc.args)
+		}
+	}
+}
+
+// POST /images/{name}/tag parses repo and tag once, in the handler, and
+// hands the backend the fully qualified reference; every refusal keeps
+// dockerd's message and a 400, and never reaches the backend.
+func TestTagParsesOnceAtTheEdge(t *testing.T) {
+	var got []string
+	b := &fakeBackend{tag: func(n string, ref reference.NamedTagged) error {
+		got = append(got, n+" "+ref.String())
+		return nil
+	}}
+	digestRef := "b@sha256:" + strings.Repeat("0", 64)
+	for _, tc := range []struct {
+		query  string
+		status int
+		want   string // the backend's call, or the error message
+	}{
+		{"repo=b", 201, "a docker.io/library/b:latest"},
+		{"repo=b%3A7", 201, "a docker.io/library/b:7"},
+		{"repo=b%3A7&tag=8", 201, "a docker.io/library/b:8"},
+		{"repo=localhost%3A5000%2Fteam%2Fapp&tag=1.4", 201, "a localhost:5000/team/app:1.4"},
+		{"repo=docker.io%2Flibrary%2Fb&tag=x", 201, "a docker.io/library/b:x"},
+		{"", 400, "repository name must have at least one component"},
+		{"repo=BAD&tag=x", 400, "invalid reference format: repository name (library/BAD) must be lowercase"},
+		{"repo=b&tag=bad%20tag", 400, "invalid tag format"},
+		{"repo=" + url.QueryEscape(digestRef), 400, "cannot import digest reference"},
+		{"repo=" + url.QueryEscape(digestRef) + "&tag=x", 400, "cannot import digest reference"},
+		{"repo=sha256", 400, "refusing to create an ambiguous tag using digest algorithm as name"},
+		{"repo=docker.io%2Flibrary%2Fsha256&tag=x", 400, "refusing to create an ambiguous tag using digest algorithm as name"},
+	} {
+		got = nil
+		rec := do(t, b, "POST", "/v1.50/images/a/tag?"+tc.query, nil, nil)
+		if rec.Code != tc.status {
+			t.Errorf("%s: %d %s, want %d", tc.query, rec.Code, rec.Body, tc.status)
+			continue
+		}
+		if tc.status == 201 {
+			if len(got) != 1 || got[0] != tc.want {
+				t.Errorf("%s: backend got %q, want %q", tc.query, got, tc.want)
+			}
+			continue
+		}
+		if m := message(t, rec); m != tc.want || got != nil {
+			t.Errorf("%s: %q (backend %q), want %q", tc.query, m, got, tc.want)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/containerd/errdefs"
+	"github.com/distribution/reference"
 	"github.com/moby/moby/api/types/image"
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/client"
@@ -30,7 +31,7 @@ func TestDockerGoSDK(t *testing.T) {
 			}
 			return sampleInspect(), nil
 		},
-		tag: func(string, string, string) error { return nil },
+		tag: func(string, reference.NamedTagged) error { return nil },
 		pull: func(o types.PullOptions, out types.ProgressWriter) error {
 			switch o.FromImage {
 			case "docker.io/library/missing":

@@ -15,14 +15,16 @@ import (
 // (lookup.go) resolves a name to a record.
 
 // ParseNewTag validates repo and tag as dockerd does and returns the fully
-// qualified name:tag.
+// qualified name:tag. The API server parses its own (api/server's
+// repoTagReference, with dockerd's messages) and hands graph the result;
+// this one is for the callers holding strings (an import's repo and tag).
 func ParseNewTag(repo, tag string) (reference.NamedTagged, error) {
 	named, err := reference.ParseNormalizedNamed(repo)
 	if err != nil {
 		return nil, fmt.Errorf("%v%.0w", err, errdefs.ErrInvalidArgument)
 	}
 	if _, ok := named.(reference.Digested); ok {
-		return nil, fmt.Errorf("refusing to create a tag with a digest reference%.0w", errdefs.ErrInvalidArgument)
+		return nil, errDigestTag
 	}
 	if tag != "" {
 		if _, ok := named.(reference.Tagged); ok {
@@ -35,12 +37,34 @@ func ParseNewTag(repo, tag string) (reference.NamedTagged, error) {
 		}
 		named = t
 	}
-	// A repository named after the digest algorithm would make
-	// "sha256:<hex>" ambiguous between a tag and an image ID.
-	if reference.FamiliarName(named) == string(digest.Canonical) {
-		return nil, fmt.Errorf("refusing to create an ambiguous tag using digest algorithm as name%.0w", errdefs.ErrInvalidArgument)
+	ref := reference.TagNameOnly(named).(reference.NamedTagged)
+	if err := CheckNewTag(ref); err != nil {
+		return nil, err
 	}
-	return reference.TagNameOnly(named).(reference.NamedTagged), nil
+	return ref, nil
+}
+
+var (
+	errDigestTag    = fmt.Errorf("refusing to create a tag with a digest reference%.0w", errdefs.ErrInvalidArgument)
+	errAmbiguousTag = fmt.Errorf("refusing to create an ambiguous tag using digest algorithm as name%.0w", errdefs.ErrInvalidArgument)
+)
+
+// CheckNewTag is the store's own rule for a tag it is asked to create, on
+// a reference already parsed (no parsing again, see graph.TagImage): a
+// plain name:tag, no digest beside it, and a repository not named after
+// the digest algorithm, which would make "sha256:<hex>" ambiguous between
+// a tag and an image ID.
+func CheckNewTag(ref reference.NamedTagged) error {
+	if ref == nil {
+		return fmt.Errorf("no reference to tag%.0w", errdefs.ErrInvalidArgument)
+	}
+	if _, ok := ref.(reference.Digested); ok {
+		return errDigestTag
+	}
+	if reference.FamiliarName(ref) == string(digest.Canonical) {
+		return errAmbiguousTag
+	}
+	return nil
 }
 
 // Familiar is ref (fully qualified) in its familiar form.
