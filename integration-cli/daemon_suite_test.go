@@ -34,16 +34,24 @@ func (s *DaemonSuite) TestSecondDaemonOnSameDataRootIsRefused(c *check.C) {
 	c.Assert(d1.Get(c, "/_ping").Status, check.Equals, 200)
 }
 
-func (s *DaemonSuite) TestUnknownKeyInDaemonJSONStopsStartup(c *check.C) {
+// startRefused starts wharfd with body as its daemon.json and checks that
+// it refuses: the start fails and the process exits non-zero. It returns
+// the daemon, for its log.
+func startRefused(c *check.C, body, why string) *Daemon {
 	d := NewDaemon(c)
 	cfg := filepath.Join(c.MkDir(), "daemon.json")
-	c.Assert(os.WriteFile(cfg, []byte(`{"debug": true, "no-such-option-xyz": 1}`), 0o644), check.IsNil)
+	c.Assert(os.WriteFile(cfg, []byte(body), 0o644), check.IsNil)
 	err := d.StartWithError("--config-file", cfg)
 	defer d.Kill()
-	c.Assert(err, check.NotNil, check.Commentf("wharfd started with an unknown daemon.json key"))
+	c.Assert(err, check.NotNil, check.Commentf("wharfd started with %s", why))
 	exitErr, exited := d.Exited(5 * time.Second)
 	c.Assert(exited, check.Equals, true)
 	c.Assert(isExitError(exitErr), check.Equals, true, check.Commentf("want non-zero exit, got %v", exitErr))
+	return d
+}
+
+func (s *DaemonSuite) TestUnknownKeyInDaemonJSONStopsStartup(c *check.C) {
+	d := startRefused(c, `{"debug": true, "no-such-option-xyz": 1}`, "an unknown daemon.json key")
 	c.Assert(strings.Contains(d.Log(), "no-such-option-xyz"), check.Equals, true,
 		check.Commentf("the error should name the unknown key:\n%s", d.Log()))
 }
@@ -70,15 +78,7 @@ func (s *DaemonSuite) TestDuplicateKeyInDaemonJSONStopsStartup(c *check.C) {
 // slip) stops the start with an error that says where, as dockerd's does;
 // it was read as the object before it.
 func (s *DaemonSuite) TestTrailingDataInDaemonJSONStopsStartup(c *check.C) {
-	d := NewDaemon(c)
-	cfg := filepath.Join(c.MkDir(), "daemon.json")
-	c.Assert(os.WriteFile(cfg, []byte("{\n  \"max-concurrent-downloads\": 2\n}\n}\n"), 0o644), check.IsNil)
-	err := d.StartWithError("--config-file", cfg)
-	defer d.Kill()
-	c.Assert(err, check.NotNil, check.Commentf("wharfd started with data after daemon.json's object"))
-	exitErr, exited := d.Exited(5 * time.Second)
-	c.Assert(exited, check.Equals, true)
-	c.Assert(isExitError(exitErr), check.Equals, true, check.Commentf("want non-zero exit, got %v", exitErr))
+	d := startRefused(c, "{\n  \"max-concurrent-downloads\": 2\n}\n}\n", "data after daemon.json's object")
 	c.Assert(d.Log(), check.Matches, `(?s).*invalid JSON: data after the end of the object at byte 36.*`, check.Commentf("%s", d.Log()))
 }
 

@@ -360,48 +360,48 @@ func TestFastTableMatch(t *testing.T) {
 // the rule for the next one.)
 func TestFastTableLeavesEarlierRoutesToMux(t *testing.T) {
 	nop := func(http.ResponseWriter, *http.Request, map[string]string) error { return nil }
-	fixed := newFastTable([]route{
-		{http.MethodGet, "/images/special/json", nop},
-		{http.MethodGet, "/images/{name:.*}/json", nop},
-	}, func(apiFunc) func(http.ResponseWriter, *http.Request, map[string]string) {
+	serve := func(apiFunc) func(http.ResponseWriter, *http.Request, map[string]string) {
 		return func(http.ResponseWriter, *http.Request, map[string]string) {}
-	})
-	for _, tc := range []struct {
-		path string
-		ok   bool
-	}{
-		{"/v1.50/images/special/json", false},
-		{"/images/special/json", false},
-		{"/images/other/json", true},
-		{"/v1.50/images/special/x/json", true},
-	} {
-		if _, _, _, ok := fixed.match(http.MethodGet, tc.path); ok != tc.ok {
-			t.Errorf("match(%q) = %v, want %v", tc.path, ok, tc.ok)
-		}
 	}
-	table := newFastTable([]route{
-		{http.MethodGet, "/images/special/json", nop},
-		{http.MethodGet, "/images/{id:[0-9]+}/history", nop},
-		{http.MethodGet, "/images/{name:.*}/json", nop},
-		{http.MethodGet, "/images/{name:.*}/history", nop},
-	}, func(apiFunc) func(http.ResponseWriter, *http.Request, map[string]string) {
-		return func(http.ResponseWriter, *http.Request, map[string]string) {}
-	})
-	for _, tc := range []struct {
+	type want struct {
 		path string
 		ok   bool
+	}
+	for _, tc := range []struct {
+		name   string
+		routes []route
+		want   []want
 	}{
-		{"/v1.50/images/special/json", false},
-		{"/images/special/json", false},
-		{"/images/other/json", false},
-		{"/v1.50/images/1/history", false},
-		// the {id} route is only known by its beginning, /images/, so
-		// every GET under /images/ is mux's: slower, never wrong
-		{"/images/a/history", false},
-		{"/v1.50/images/a/json", false},
+		{"a fixed path first", []route{
+			{http.MethodGet, "/images/special/json", nop},
+			{http.MethodGet, "/images/{name:.*}/json", nop},
+		}, []want{
+			{"/v1.50/images/special/json", false},
+			{"/images/special/json", false},
+			{"/images/other/json", true},
+			{"/v1.50/images/special/x/json", true},
+		}},
+		{"a path with another variable first", []route{
+			{http.MethodGet, "/images/special/json", nop},
+			{http.MethodGet, "/images/{id:[0-9]+}/history", nop},
+			{http.MethodGet, "/images/{name:.*}/json", nop},
+			{http.MethodGet, "/images/{name:.*}/history", nop},
+		}, []want{
+			{"/v1.50/images/special/json", false},
+			{"/images/special/json", false},
+			{"/images/other/json", false},
+			{"/v1.50/images/1/history", false},
+			// the {id} route is only known by its beginning, /images/, so
+			// every GET under /images/ is mux's: slower, never wrong
+			{"/images/a/history", false},
+			{"/v1.50/images/a/json", false},
+		}},
 	} {
-		if _, _, _, ok := table.match(http.MethodGet, tc.path); ok != tc.ok {
-			t.Errorf("match(%q) = %v, want %v", tc.path, ok, tc.ok)
+		table := newFastTable(tc.routes, serve)
+		for _, w := range tc.want {
+			if _, _, _, ok := table.match(http.MethodGet, w.path); ok != w.ok {
+				t.Errorf("%s: match(%q) = %v, want %v", tc.name, w.path, ok, w.ok)
+			}
 		}
 	}
 }
