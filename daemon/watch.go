@@ -56,6 +56,18 @@ import (
 // not list, the watch asks anonymously; a tag whose registry refuses the
 // read keeps its state (an error changes nothing), and the round says so
 // in one log line for all such tags (unreadable), not one per tag.
+//
+// Restarts (watchstate.go): what the watch reported is kept in
+// <data-root>/watch-state.json — the state of every tag with an alarm,
+// written (atomically, 0600) after a round that changed it and read when
+// the watch first runs — so that the first round after an upgrade or a
+// reboot reports only what changed while the daemon was down (one event
+// per such tag), not every alarm again: a consumer that notifies on
+// events, as Diun does, is not notified twice. The gauges count the kept
+// alarms from start-up. The state is kept however old it is and whatever
+// platform it was saved on (each tag is checked for its image's own
+// platform); a file that cannot be used is a warning and the watch starts
+// from nothing, as before the file existed.
 
 // watchMinInterval is the shortest check-remote-interval accepted (1 s,
 // for tests: the integration tests and the bench watch at 1 s); under
@@ -89,7 +101,8 @@ type eventLog interface {
 }
 
 // tagState is what the watch last knew of one local tag. The zero value is
-// "nothing known": the first round reports what is wrong (outdated, a
+// "nothing known" (and is what watch-state.json leaves out): the first
+// round with nothing kept reports what is wrong (outdated, a
 // newer version, a moved base) and is silent about what is fine.
 type tagState struct {
 	registry     string

@@ -49,9 +49,11 @@ import (
 // tag still outdated for the same digest says nothing, and one that moved
 // meanwhile says it once. A state saved on another platform (a data-root
 // moved to another machine) is kept too: each tag is checked for the
-// platform its image was pulled for, which is stored with the image and
-// moved with the data-root, not for the daemon's; the file records the
-// daemon's platform only so that the log says so. An upgrade from a wharf
+// platform its image was pulled for (graph pulledPlatform: its entry in
+// the stored index, else its config), which is stored with the image and
+// moved with the data-root — the daemon's platform counts only for an
+// image that names none, and then a change is a change to report. The
+// file records the daemon's platform only so that the log says so. An upgrade from a wharf
 // without the file starts from nothing: its first round reports once more.
 //
 // The file is outside input (anyone who can write the data-root can edit
