@@ -155,14 +155,15 @@ func Run(ctx context.Context, cfg *Config, opts Options) error {
 	}
 
 	evs := NewEvents()
+	// The daemon's platform, the default for pulls and for choosing
+	// from an index: this machine's, in its normalised spelling
+	// (arm64 without the v8 variant, as the records keep it).
+	platform := platforms.Normalize(platforms.DefaultSpec())
 	store, err := graph.New(ctx, graph.Options{
-		Root:     cfg.Root,
-		Registry: reg,
-		Events:   evs,
-		// The daemon's platform, the default for pulls and for choosing
-		// from an index: this machine's, in its normalised spelling
-		// (arm64 without the v8 variant, as the records keep it).
-		Platform:               platforms.Normalize(platforms.DefaultSpec()),
+		Root:                   cfg.Root,
+		Registry:               reg,
+		Events:                 evs,
+		Platform:               platform,
 		MaxConcurrentDownloads: cfg.MaxConcurrentDownloads,
 		Logger:                 log.WithField("module", "graph"),
 		Transfers:              transferObserver(mt),
@@ -192,6 +193,7 @@ func Run(ctx context.Context, cfg *Config, opts Options) error {
 	d.installPolicy(pol, cfg, env)
 	d.watch = newWatcher(store, evs, reg.Backoffs, cfg.CheckRemoteInterval, log.WithField("module", "watch"))
 	d.watch.SetAuth(cfg.watchAuth)
+	d.watch.keepStateIn(filepath.Join(cfg.Root, watchStateFile), platforms.Format(platform))
 	if mt != nil {
 		mt.WatchRateLimits(d.rateLimitSamples)
 		mt.WatchCheckRemote(d.watch.sample)

@@ -2,8 +2,11 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -53,6 +56,18 @@ import (
 // not list, the watch asks anonymously; a tag whose registry refuses the
 // read keeps its state (an error changes nothing), and the round says so
 // in one log line for all such tags (unreadable), not one per tag.
+//
+// Restarts (watchstate.go): what the watch reported is kept in
+// <data-root>/watch-state.json — the state of every tag with an alarm,
+// written (atomically, 0600) after a round that changed it and read when
+// the watch first runs — so that the first round after an upgrade or a
+// reboot reports only what changed while the daemon was down (one event
+// per such tag), not every alarm again: a consumer that notifies on
+// events, as Diun does, is not notified twice. The gauges count the kept
+// alarms from start-up. The state is kept however old it is and whatever
+// platform it was saved on (each tag is checked for its image's own
+// platform); a file that cannot be used is a warning and the watch starts
+// from nothing, as before the file existed.
 
 // watchMinInterval is the shortest check-remote-interval accepted (1 s,
 // for tests: the integration tests and the bench watch at 1 s); under
@@ -86,7 +101,8 @@ type eventLog interface {
 }
 
 // tagState is what the watch last knew of one local tag. The zero value is
-// "nothing known": the first round reports what is wrong (outdated, a
+// "nothing known" (and is what watch-state.json leaves out): the first
+// round with nothing kept reports what is wrong (outdated, a
 // newer version, a moved base) and is silent about what is fine.
 type tagState struct {
 	registry     string
@@ -117,6 +133,16 @@ type watcher struct {
 	skipUntil map[string]time.Time
 	rounds    int64
 	rnd       *rand.Rand
+
+	// statePath is the file the state is kept in across restarts
+	// (watchstate.go; "": not kept, as in unit tests), platform the
+	// daemon's, recorded in it. loaded: the file was read (once, when the
+	// watch first runs). saved is what the file holds now, to tell whether
+	// a round changed it; nil: unknown (unreadable), rewritten by the next
+	// round.
+	statePath, platform string
+	loaded              bool
+	saved               map[string]tagState
 }
 
 func newWatcher(check watchChecker, ev eventLog, backoffs func() []registry.HostBackoff, interval time.Duration, log *logrus.Entry) *watcher {
@@ -129,6 +155,84 @@ func newWatcher(check watchChecker, ev eventLog, backoffs func() []registry.Host
 		skipUntil: map[string]time.Time{},
 		rnd:       rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 	}
+}
+
+// keepStateIn keeps the state in path across restarts (watchstate.go);
+// platform is the daemon's. Called before the watch runs.
+func (w *watcher) keepStateIn(path, platform string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.statePath, w.platform = path, platform
+}
+
+// loadState reads the kept state, the first time it is called: when the
+// watch starts with an interval, else at its first round (a SIGHUP turned
+// it on). A file that cannot be used is a warning: the watch starts from
+// nothing, and its first round rewrites the file.
+func (w *watcher) loadState() {
+	w.mu.Lock()
+	if w.statePath == "" || w.loaded {
+		w.mu.Unlock()
+		return
+	}
+	w.loaded = true
+	path, platform := w.statePath, w.platform
+	w.mu.Unlock()
+	st, info, err := loadWatchState(path)
+	if err != nil {
+		w.log.WithError(err).WithField("file", path).Warn("ignoring the watch's saved state: the watch starts from nothing, and its first round reports every alarm again")
+		return
+	}
+	w.mu.Lock()
+	for name, s := range st {
+		if _, ok := w.state[name]; !ok {
+			w.state[name] = s
+		}
+	}
+	w.saved = st
+	if w.saved == nil {
+		w.saved = map[string]tagState{}
+	}
+	w.mu.Unlock()
+	if st == nil {
+		return // no file yet
+	}
+	fields := logrus.Fields{"file": path, "tags": len(st), "saved": info.Saved.Format(time.RFC3339)}
+	if info.Platform != "" && info.Platform != platform {
+		// Kept all the same: each tag is checked for the platform its
+		// image was pulled for (watchstate.go).
+		fields["saved-on-platform"] = info.Platform
+	}
+	w.log.WithFields(fields).Info("watch state loaded: tags whose alarm is unchanged are not reported again")
+}
+
+// saveState writes the kept state when the round changed it (one writer:
+// rounds do not overlap). A failed write is a warning; the next round
+// tries again.
+func (w *watcher) saveState() {
+	w.mu.Lock()
+	if w.statePath == "" || (w.saved != nil && sameKept(w.state, w.saved)) {
+		w.mu.Unlock()
+		return
+	}
+	snap := kept(w.state)
+	path, platform := w.statePath, w.platform
+	w.mu.Unlock()
+	err := saveWatchState(path, snap, w.now(), platform)
+	if errors.Is(err, errWatchStateTooBig) {
+		// It could not be read back: no file rather than a stale one
+		// (a restart then reports every alarm again).
+		w.log.WithError(err).Warn("the watch's state is not kept across restarts")
+		if rerr := os.Remove(path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			w.log.WithError(rerr).Warn("removing the watch's saved state")
+		}
+	} else if err != nil {
+		w.log.WithError(err).WithField("file", path).Warn("saving the watch's state failed; the next round tries again")
+		return
+	}
+	w.mu.Lock()
+	w.saved = snap
+	w.mu.Unlock()
 }
 
 // Interval is the interval in force.
@@ -212,6 +316,7 @@ func (w *watcher) run(ctx context.Context) {
 
 // round runs one check and reports what changed.
 func (w *watcher) round(ctx context.Context, iv time.Duration) {
+	w.loadState()
 	skipped := w.backedOff()
 	af := w.Auth()
 	ra, herrs := af.credentials(ctx)
@@ -245,6 +350,7 @@ func (w *watcher) round(ctx context.Context, iv time.Duration) {
 		return
 	}
 	n := w.apply(results, skipped)
+	w.saveState()
 	if msg := unreadable(results, auths, af != nil); msg != "" {
 		w.log.Warn(msg)
 	}
@@ -541,6 +647,9 @@ func (d *Daemon) startWatch(ctx context.Context, log *logrus.Entry) (stop func()
 	}
 	if iv := d.watch.Interval(); iv > 0 {
 		log.WithField("check-remote-interval", iv).Info("watching local tags for updates")
+		// Now rather than at the first round (up to 30 s away): the
+		// gauges count the kept alarms from start-up.
+		d.watch.loadState()
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})

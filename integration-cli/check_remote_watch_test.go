@@ -348,3 +348,96 @@ func (s *CheckRemoteWatchSuite) TestWatchSkipsBackedOffRegistry(c *check.C) {
 	mu.Unlock()
 	c.Assert(waitFor(watchWait, func() bool { return lastOK() > last }), check.Equals, true, check.Commentf("%s", logTail(d)))
 }
+
+// lastWatchMetrics is the /metrics URL of the daemon's latest start (the
+// log is appended to across restarts; port 0 picks another port each time).
+func lastWatchMetrics(c *check.C, d *Daemon) string {
+	all := metricsListening.FindAllStringSubmatch(d.Log(), -1)
+	c.Assert(all, check.Not(check.HasLen), 0, check.Commentf("no metrics address in the log:\n%s", d.Log()))
+	return all[len(all)-1][1]
+}
+
+// TestWatchStateSurvivesRestart: what the watch reported is kept across a
+// restart (<data-root>/watch-state.json): the first rounds after it emit
+// nothing for tags whose state has not changed — a consumer that notifies
+// on events (as Diun does) is not notified again — and the gauges count
+// them; a tag that moved while wharfd was stopped emits its one event.
+func (s *CheckRemoteWatchSuite) TestWatchStateSurvivesRestart(c *check.C) {
+	reg := s.reg
+	d := s.startDaemon(c, "--check-remote-interval", "1s", "--metrics-addr", "127.0.0.1:0")
+	url := lastWatchMetrics(c, d)
+	app1 := pushImage(c, reg, "wr/app", "latest", testregistry.ImageOptions{})
+	pushImage(c, reg, "wr/ok", "latest", testregistry.ImageOptions{})
+	pushImage(c, reg, "wr/ver", "1.0", testregistry.ImageOptions{})
+	base1 := pushImage(c, reg, "wr/base", "1", testregistry.ImageOptions{})
+	pushImage(c, reg, "wr/built", "1", testregistry.ImageOptions{Annotations: map[string]string{
+		ocispec.AnnotationBaseImageName: reg.Host + "/wr/base:1", ocispec.AnnotationBaseImageDigest: base1.Manifest.Digest,
+	}})
+	for _, n := range []string{"wr/app:latest", "wr/ok:latest", "wr/ver:1.0", "wr/built:1"} {
+		name, tag, _ := strings.Cut(n, ":")
+		r, lines := d.Pull(c, reg.Host+"/"+name, tag, "")
+		c.Assert(r.Status, check.Equals, http.StatusOK, check.Commentf("%s: %s", n, r))
+		c.Assert(lines.Err(), check.Equals, "", check.Commentf("%s", n))
+	}
+	t0 := time.Now()
+	app2 := pushImage(c, reg, "wr/app", "latest", testregistry.ImageOptions{})
+	pushImage(c, reg, "wr/ver", "1.1", testregistry.ImageOptions{})
+	pushImage(c, reg, "wr/base", "1", testregistry.ImageOptions{})
+	waitRounds(c, url, 2+1)
+	evs := imageEvents(c, d, t0)
+	c.Assert(evs, check.HasLen, 3, check.Commentf("before the restart: %+v", evs))
+	gauges := func(when string) {
+		m := scrapeURL(c, url)
+		c.Check(m.value(c, "wharf_images_outdated", map[string]string{"registry": reg.Host}), check.Equals, 1.0, check.Commentf("%s", when))
+		c.Check(m.value(c, "wharf_images_newer_version", map[string]string{"registry": reg.Host}), check.Equals, 1.0, check.Commentf("%s", when))
+		c.Check(m.value(c, "wharf_images_base_outdated", nil), check.Equals, 1.0, check.Commentf("%s", when))
+	}
+	gauges("before the restart")
+
+	// A restart (an upgrade, a reboot): nothing changed, nothing to say.
+	// The times are taken before each start: the first round may end
+	// before Start returns (events are the new process's only anyway).
+	t1 := time.Now()
+	d.Restart(c)
+	url = lastWatchMetrics(c, d)
+	waitRounds(c, url, 2)
+	evs = imageEvents(c, d, t1)
+	c.Assert(evs, check.HasLen, 0, check.Commentf("after a restart that changed nothing: %+v", evs))
+	gauges("after the restart")
+	c.Check(strings.Count(d.Log(), "watch state loaded"), check.Equals, 1, check.Commentf("%s", logTail(d)))
+	statePath := filepath.Join(d.Root, "watch-state.json")
+	fi, err := os.Stat(statePath)
+	c.Assert(err, check.IsNil)
+	c.Check(fi.Mode().Perm(), check.Equals, os.FileMode(0o600))
+
+	// The tag moves again while wharfd is stopped: one event after the
+	// start, the new digest in it; the others stay silent.
+	d.Stop(c)
+	app3 := pushImage(c, reg, "wr/app", "latest", testregistry.ImageOptions{})
+	t2 := time.Now()
+	d.Start(c, d.Args...)
+	url = lastWatchMetrics(c, d)
+	waitRounds(c, url, 2)
+	evs = imageEvents(c, d, t2)
+	c.Assert(evs, check.HasLen, 1, check.Commentf("after a restart with one tag moved: %+v", evs))
+	c.Check(evs[0].Action, check.Equals, "outdated")
+	c.Check(evs[0].Actor.Attributes["name"], check.Equals, reg.Host+"/wr/app:latest")
+	c.Check(evs[0].Actor.Attributes["localDigest"], check.Equals, app1.Manifest.Digest)
+	c.Check(evs[0].Actor.Attributes["remoteDigest"], check.Equals, app3.Manifest.Digest)
+	c.Check(app3.Manifest.Digest != app2.Manifest.Digest, check.Equals, true)
+	gauges("after the second restart")
+
+	// A file tampered with (the data-root is outside input) is a warning,
+	// never a failed start: the watch starts from nothing and reports
+	// the three alarms again.
+	d.Stop(c)
+	c.Assert(os.WriteFile(statePath, []byte(`{"version":1,"tags":{"not a tag":{}}}`), 0o600), check.IsNil)
+	t3 := time.Now()
+	d.Start(c, d.Args...)
+	url = lastWatchMetrics(c, d)
+	waitRounds(c, url, 2)
+	c.Check(strings.Contains(d.Log(), "ignoring the watch's saved state"), check.Equals, true, check.Commentf("%s", logTail(d)))
+	evs = imageEvents(c, d, t3)
+	c.Check(evs, check.HasLen, 3, check.Commentf("after a corrupt file: %+v", evs))
+	gauges("after a corrupt file")
+}
