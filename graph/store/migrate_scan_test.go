@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"runtime/debug"
 	"testing"
 )
 
@@ -124,4 +125,19 @@ func FuzzScanRecords(f *testing.F) {
 			t.Fatalf("%q: version %d, records %+v; encoding/json: %d, %+v", doc, v, got, wv, want)
 		}
 	})
+}
+
+// The migration lowers the GC target while it runs and puts back the one
+// in force (the daemon's own, or GOGC's) when it is done.
+func TestMigrationPutsTheGCTargetBack(t *testing.T) {
+	root := manyV1Root(t, 3)
+	old := debug.SetGCPercent(77)
+	defer debug.SetGCPercent(old)
+	s := openTestStore(t, root)
+	if s.Count() != 3 {
+		t.Fatalf("Count = %d", s.Count())
+	}
+	if got := debug.SetGCPercent(77); got != 77 {
+		t.Errorf("after the migration the GC target is %d, want 77 back", got)
+	}
 }
