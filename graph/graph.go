@@ -150,11 +150,10 @@ type (
 // anything is uploaded, naming the tag (issue 23, defect 2).
 func (s *Store) PushImage(ctx context.Context, opts types.PushOptions, out types.ProgressWriter) error {
 	if opts.Platform != nil && opts.Tag == "" {
-		named, err := reference.ParseNormalizedNamed(opts.Name)
-		if err != nil {
-			return fmt.Errorf("%v%.0w", err, errdefs.ErrInvalidArgument)
+		if opts.Repo == nil {
+			return fmt.Errorf("no repository to push%.0w", errdefs.ErrInvalidArgument)
 		}
-		repo := reference.TrimNamed(named).String()
+		repo := reference.TrimNamed(opts.Repo).String()
 		imgs, err := s.st.ImagesByRepository(repo)
 		if err != nil {
 			return err

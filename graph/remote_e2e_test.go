@@ -87,7 +87,7 @@ func TestRemoteRoundTrip(t *testing.T) {
 	}
 
 	var push graphtest.Messages
-	if err := s.PushImage(ctx, types.PushOptions{Name: name, Tag: "1.0"}, &push); err != nil {
+	if err := s.PushImage(ctx, types.PushOptions{Repo: mustNamed(t, name), Tag: "1.0"}, &push); err != nil {
 		t.Fatalf("push: %v\n%s", err, &push)
 	}
 	if push.At(0).Status != "The push refers to repository ["+name+"]" {
@@ -225,7 +225,7 @@ func TestRemotePullFixtureAndMountPush(t *testing.T) {
 		t.Fatal(err)
 	}
 	var push graphtest.Messages
-	if err := s.PushImage(ctx, types.PushOptions{Name: reg.Host + "/other/app:ignored", Tag: "2.0"}, &push); err != nil {
+	if err := s.PushImage(ctx, types.PushOptions{Repo: mustNamed(t, reg.Host+"/other/app:ignored"), Tag: "2.0"}, &push); err != nil {
 		t.Fatalf("push: %v\n%s", err, &push)
 	}
 	for _, l := range img.Layers {
@@ -238,7 +238,7 @@ func TestRemotePullFixtureAndMountPush(t *testing.T) {
 		t.Fatalf("push status %q, want digest %s", st, img.Manifest.Digest)
 	}
 	var pushAgain graphtest.Messages
-	if err := s.PushImage(ctx, types.PushOptions{Name: reg.Host + "/other/app"}, &pushAgain); err != nil {
+	if err := s.PushImage(ctx, types.PushOptions{Repo: mustNamed(t, reg.Host+"/other/app")}, &pushAgain); err != nil {
 		t.Fatalf("push pushAgain: %v\n%s", err, &pushAgain)
 	}
 	for _, l := range img.Layers {
@@ -283,7 +283,7 @@ func TestRemoteErrors(t *testing.T) {
 		t.Errorf("pull of an amd64-only image for arm64: %v\n%s", err, &arm)
 	}
 	var push graphtest.Messages
-	err = s.PushImage(ctx, types.PushOptions{Name: reg.Host + "/nosuchlocal", Tag: "1.0"}, &push)
+	err = s.PushImage(ctx, types.PushOptions{Repo: mustNamed(t, reg.Host+"/nosuchlocal"), Tag: "1.0"}, &push)
 	if !errdefs.IsNotFound(err) || err.Error() != "An image does not exist locally with the tag: "+reg.Host+"/nosuchlocal" ||
 		push.Len() != 1 || push.At(0).Status != "The push refers to repository ["+reg.Host+"/nosuchlocal]" {
 		t.Errorf("push missing: %v\n%s", err, &push)
@@ -360,7 +360,7 @@ func TestRemoteIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	var push graphtest.Messages
-	if err := s.PushImage(ctx, types.PushOptions{Name: reg.Host + "/multi2", Tag: "x"}, &push); err != nil {
+	if err := s.PushImage(ctx, types.PushOptions{Repo: mustNamed(t, reg.Host+"/multi2"), Tag: "x"}, &push); err != nil {
 		t.Fatalf("push: %v\n%s", err, &push)
 	}
 	if st := push.At(-2).Status; !strings.HasPrefix(st, "x: digest: "+ix.Images[1].Manifest.Digest) {
@@ -419,7 +419,7 @@ func TestRemotePushWholeIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	var push graphtest.Messages
-	if err := s.PushImage(ctx, types.PushOptions{Name: reg.Host + "/copy", Tag: "1.0"}, &push); err != nil {
+	if err := s.PushImage(ctx, types.PushOptions{Repo: mustNamed(t, reg.Host+"/copy"), Tag: "1.0"}, &push); err != nil {
 		t.Fatalf("push: %v\n%s", err, &push)
 	}
 	if st := push.At(-2).Status; st != "1.0: digest: "+ix.Digest()+" size: "+itoa(len(ix.Index.Data)) {

@@ -53,7 +53,7 @@ func TestPushAuth(t *testing.T) {
 			if got.Auth != nil {
 				user = got.Auth.Username
 			}
-			if user != tc.user || got.Name != "127.0.0.1:5000/imported2" || got.Tag != "x" {
+			if user != tc.user || got.Repo.String() != "127.0.0.1:5000/imported2" || got.Tag != "x" {
 				t.Errorf("opts %+v", got)
 			}
 		})
@@ -141,5 +141,40 @@ func TestRegistryAuthHeaderCap(t *testing.T) {
 	}
 	if gotUser != "u" {
 		t.Errorf("credentials under the cap not passed on: %q", gotUser)
+	}
+}
+
+// The push's name is parsed once, here: the backend gets the repository
+// (a tag in the name dropped, as dockerd does), and a name that does not
+// parse is a 400 that never reaches it.
+func TestPushParsesTheNameOnce(t *testing.T) {
+	var got []types.PushOptions
+	b := &fakeBackend{push: func(o types.PushOptions, out types.ProgressWriter) error {
+		got = append(got, o)
+		return out.WriteMessage(jsonstream.Message{Status: "The push refers to repository [" + o.Repo.String() + "]"})
+	}}
+	for _, tc := range []struct {
+		path, repo string
+		status     int
+	}{
+		{"/v1.50/images/127.0.0.1:5000/app/push?tag=1", "127.0.0.1:5000/app", 200},
+		{"/v1.50/images/127.0.0.1:5000/app:ignored/push?tag=1", "127.0.0.1:5000/app", 200},
+		{"/v1.50/images/busybox/push", "docker.io/library/busybox", 200},
+		{"/v1.50/images/UPPER/push?tag=1", "", 400},
+	} {
+		got = nil
+		rec := do(t, b, "POST", tc.path, strings.NewReader("{}"), nil)
+		if rec.Code != tc.status {
+			t.Fatalf("%s: %d %s", tc.path, rec.Code, rec.Body)
+		}
+		if tc.status != 200 {
+			if len(got) != 0 {
+				t.Errorf("%s: refused, but the backend was called with %+v", tc.path, got)
+			}
+			continue
+		}
+		if len(got) != 1 || got[0].Repo.String() != tc.repo {
+			t.Errorf("%s: backend got %+v, want the repository %s", tc.path, got, tc.repo)
+		}
 	}
 }

@@ -82,7 +82,7 @@ func (b routeRecorder) TagImage(ctx context.Context, n string, ref reference.Nam
 }
 
 func (b routeRecorder) PushImage(ctx context.Context, o types.PushOptions, _ types.ProgressWriter) error {
-	b.record(ctx, "push", o.Name, o.Tag)
+	b.record(ctx, "push", o.Repo, o.Tag)
 	return nil
 }
 

@@ -453,7 +453,8 @@ func (s *Server) postImagePush(w http.ResponseWriter, r *http.Request, vars map[
 		return err
 	}
 	name := vars["name"]
-	if _, err := reference.ParseNormalizedNamed(name); err != nil {
+	named, err := reference.ParseNormalizedNamed(name)
+	if err != nil {
 		return invalidArg("%v", err)
 	}
 	p, err := platformParam(r, "1.46")
@@ -470,7 +471,7 @@ func (s *Server) postImagePush(w http.ResponseWriter, r *http.Request, vars map[
 	}
 	out := newStreamWriter(w, "application/json")
 	return out.finish(s.backend.PushImage(r.Context(), types.PushOptions{
-		Name:        name,
+		Repo:        reference.TrimNamed(named), // a tag in the name is ignored
 		Tag:         tag,
 		Platform:    p,
 		Auth:        auth,

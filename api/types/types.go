@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/distribution/reference"
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	"github.com/moby/moby/api/types/image"
 	"github.com/moby/moby/api/types/jsonstream"
@@ -170,7 +171,9 @@ type PullOptions struct {
 
 // PushOptions are the options of POST /images/{name}/push.
 type PushOptions struct {
-	Name string
+	// Repo is the repository, parsed once by the API server (a tag in the
+	// request's name is dropped, as dockerd does).
+	Repo reference.Named
 	Tag  string // empty = all local tags of the repository
 	// Platform (API 1.46+): push the image only if it is stored for it.
 	Platform    *ocispec.Platform

@@ -25,11 +25,10 @@ import (
 // opts.Tag is empty) and streams dockerd's progress messages. Like dockerd,
 // it names the repository first and reports a missing local image in-stream.
 func (s *Service) PushImage(ctx context.Context, opts types.PushOptions, out types.ProgressWriter) error {
-	named, err := reference.ParseNormalizedNamed(opts.Name)
-	if err != nil {
-		return fmt.Errorf("%v%.0w", err, errdefs.ErrInvalidArgument)
+	if opts.Repo == nil {
+		return fmt.Errorf("no repository to push%.0w", errdefs.ErrInvalidArgument)
 	}
-	repoName := reference.TrimNamed(named) // a tag in the name is ignored
+	repoName := reference.TrimNamed(opts.Repo) // parsed by the API server
 	svc, err := s.registryService()
 	if err != nil {
 		return err
