@@ -46,6 +46,9 @@ const (
 	stepRenamed    = "renamed"
 	stepV1Kept     = "v1-kept"
 	stepStub       = "stub-written"
+	// stepSummariesChunk: a chunk of the summaries' fill committed, more
+	// to come (summaries.go).
+	stepSummariesChunk = "summaries-chunk"
 )
 
 const stubNote = "wharf keeps its image records in meta.db (bbolt) since records version 2; " +

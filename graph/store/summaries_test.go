@@ -1,6 +1,9 @@
 package store
 
 import (
+	"context"
+	"errors"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -129,5 +132,46 @@ func TestSummaryKeysAreTheSummaries(t *testing.T) {
 	}))
 	if n != len(want) || n != 3 {
 		t.Fatalf("%d keys for %d summaries", n, len(want))
+	}
+}
+
+// The summaries' fill commits a chunk at a time (migrateChunk records): a
+// start stopped between two chunks leaves the summaries marked stale, and
+// the next start fills them again, whole.
+func TestSummariesFillResumesAfterAStopBetweenChunks(t *testing.T) {
+	const n = migrateChunk + 3
+	root := manyV1Root(t, n)
+	s := openTestStore(t, root)
+	must(t, s.db.Update(func(btx *bolt.Tx) error { return btx.Bucket(bucketMeta).Delete(keySumGen) }))
+	must(t, s.Close())
+
+	stopped := errors.New("stopped after a chunk")
+	_, err := Open(context.Background(), Options{Root: root, Logger: quietLogger(), stopAfter: func(step string) error {
+		if step == stepSummariesChunk {
+			return stopped
+		}
+		return nil
+	}})
+	if !errors.Is(err, stopped) {
+		t.Fatalf("open stopped after a chunk: %v", err)
+	}
+	db, err := bolt.Open(filepath.Join(root, wharfDir, dbFile), fileMode, boltOptions())
+	must(t, err)
+	var fresh bool
+	var filled int
+	must(t, db.View(func(btx *bolt.Tx) error {
+		fresh = indexFresh(btx, bucketSummaries, keySumGen)
+		filled = btx.Bucket(bucketSummaries).Stats().KeyN
+		return nil
+	}))
+	must(t, db.Close())
+	if fresh || filled != migrateChunk {
+		t.Fatalf("after the stop: summaries fresh %v, %d of them; want stale and %d (one chunk)", fresh, filled, migrateChunk)
+	}
+
+	s = openTestStore(t, root)
+	dbConsistent(t, s)
+	if got := summaryMap(t, s); len(got) != n {
+		t.Fatalf("%d summaries after the next start, want %d", len(got), n)
 	}
 }
