@@ -31,6 +31,7 @@ import (
 	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/daemon/metrics"
 	"github.com/wharfproject/wharf/graph"
+	"github.com/wharfproject/wharf/internal/atomicfile"
 	"github.com/wharfproject/wharf/registry"
 )
 
@@ -328,11 +329,7 @@ func engineID(root string) (string, error) {
 	}
 	h := hex.EncodeToString(b[:])
 	id := fmt.Sprintf("%s-%s-%s-%s-%s", h[0:8], h[8:12], h[12:16], h[16:20], h[20:32])
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(id+"\n"), 0o600); err != nil {
-		return "", fmt.Errorf("writing engine ID: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := atomicfile.WriteFile(path, []byte(id+"\n"), 0o600); err != nil {
 		return "", fmt.Errorf("writing engine ID: %w", err)
 	}
 	return id, nil

@@ -9,13 +9,13 @@ import (
 	"io/fs"
 	"maps"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
 
 	"github.com/distribution/reference"
 	"github.com/opencontainers/go-digest"
+	"github.com/wharfproject/wharf/internal/atomicfile"
 )
 
 // The watch's state on disk: <data-root>/watch-state.json keeps what the
@@ -265,52 +265,15 @@ func loadWatchState(path string) (map[string]tagState, watchStateInfo, error) {
 	return decodeWatchState(f)
 }
 
-// saveWatchState writes the file atomically: a temp file beside it (mode
-// 0600), fsync, rename, fsync of the directory — a crash leaves the old
-// file or the new one. The temp name is fixed (one writer: the data-root
-// lock) and removed first, so a temp file left by a crash, or a symlink
-// planted there, is never written through.
+// saveWatchState writes the file atomically (atomicfile.WriteFile: a temp
+// file beside it, mode 0600, fsync, rename, fsync of the directory): a
+// crash leaves the old file or the new one.
 func saveWatchState(path string, state map[string]tagState, saved time.Time, platform string) error {
 	b, err := encodeWatchState(state, saved, platform)
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	return syncDir(filepath.Dir(path))
-}
-
-// syncDir makes a rename in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
-		return err
-	}
-	return nil
+	return atomicfile.WriteFile(path, b, 0o600)
 }
 
 // sameKept: a and b hold the same tags with an alarm, in the same states.

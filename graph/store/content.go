@@ -12,6 +12,7 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
+	"github.com/wharfproject/wharf/internal/atomicfile"
 )
 
 // Provider reads stored content. The store implements it; pull, push and the
@@ -363,17 +364,8 @@ func (s *Store) writeFileAtomicFunc(dir, name string, write func(io.Writer) erro
 	return p.commit()
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
-		return err
-	}
-	return nil
-}
+// syncDir makes a rename in dir durable (atomicfile.SyncDir).
+func syncDir(dir string) error { return atomicfile.SyncDir(dir) }
 
 // CopyCtx copies like io.Copy and stops between chunks when ctx is done.
 func CopyCtx(ctx context.Context, dst io.Writer, src io.Reader) (int64, error) {
