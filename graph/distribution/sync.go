@@ -490,6 +490,13 @@ func (r *syncRun) copyOne(ctx context.Context, it syncItem, ev types.SyncEvent, 
 	if ev.Digest == "" {
 		ev.Digest = res.Digest
 	}
+	r.synced(ev, res, reference.Domain(it.srcName))
+}
+
+// synced records an image synced with res (into a registry or an
+// archive): its event, the summary's counts and the metric, by the
+// registry it came from (or "oci-archive").
+func (r *syncRun) synced(ev types.SyncEvent, res types.CopyResult, from string) {
 	ev.Status, ev.Copy = types.SyncSynced, &res
 	r.mu.Lock()
 	r.sum.Synced++
@@ -498,7 +505,7 @@ func (r *syncRun) copyOne(ctx context.Context, it syncItem, ev types.SyncEvent, 
 	r.sum.BlobsExisted += res.Existed
 	r.sum.BytesUploaded += res.BytesUploaded
 	r.mu.Unlock()
-	r.s.syncObserved(reference.Domain(it.srcName), types.SyncSynced)
+	r.s.syncObserved(from, types.SyncSynced)
 	r.emit(ev)
 }
 

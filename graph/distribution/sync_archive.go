@@ -195,13 +195,7 @@ func (r *syncRun) exportOne(ctx context.Context, it syncItem, aw *archiveWriter)
 			res2.Referrers++
 		}
 	}
-	ev.Status, ev.Copy = types.SyncSynced, &res2
-	r.sum.Synced++
-	r.sum.BlobsUploaded += res2.Uploaded
-	r.sum.BlobsExisted += res2.Existed
-	r.sum.BytesUploaded += res2.BytesUploaded
-	r.s.syncObserved(reference.Domain(it.srcName), types.SyncSynced)
-	r.emit(ev)
+	r.synced(ev, res2, reference.Domain(it.srcName)) // res2.Mounted is 0: nothing mounts into an archive
 	return nil
 }
 
@@ -517,14 +511,7 @@ func (r *syncRun) importOne(ctx context.Context, la *layoutArchive, dst *registr
 		}
 		res.Referrers++
 	}
-	ev.Status, ev.Copy = types.SyncSynced, &res
-	r.sum.Synced++
-	r.sum.BlobsUploaded += res.Uploaded
-	r.sum.BlobsMounted += res.Mounted
-	r.sum.BlobsExisted += res.Existed
-	r.sum.BytesUploaded += res.BytesUploaded
-	r.s.syncObserved("oci-archive", types.SyncSynced)
-	r.emit(ev)
+	r.synced(ev, res, "oci-archive")
 }
 
 // referrerOf says whether m, listed under cosignTag ("" for none), refers
