@@ -443,6 +443,18 @@ func classEnd(s string) int {
 
 // walkSummaries calls fn for every summary, in ID order, inside btx.
 func (s *Store) walkSummaries(btx *bolt.Tx, fn func(*Summary) error) error {
+	return s.forEachSummary(btx, func(k, v []byte) error {
+		sm, err := decodeSummary(v)
+		if err != nil {
+			return errBadSummary(k, err)
+		}
+		return fn(sm)
+	})
+}
+
+// forEachSummary calls fn with every summary's key and stored bytes, in
+// ID order, inside btx, releasing the mapped pages read as it goes.
+func (s *Store) forEachSummary(btx *bolt.Tx, fn func(k, v []byte) error) error {
 	b := btx.Bucket(bucketSummaries)
 	if b == nil {
 		return errNoSummaries
@@ -450,11 +462,7 @@ func (s *Store) walkSummaries(btx *bolt.Tx, fn func(*Summary) error) error {
 	c := b.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		s.scanned(btx, len(k)+len(v))
-		sm, err := decodeSummary(v)
-		if err != nil {
-			return errBadSummary(k, err)
-		}
-		if err := fn(sm); err != nil {
+		if err := fn(k, v); err != nil {
 			return err
 		}
 	}
@@ -475,21 +483,12 @@ type summaryKey struct {
 // summaries (an unfiltered GET /images/json sorts on these).
 func (s *Store) SummaryKeys(fn func(id digest.Digest, created time.Time, hasMeta bool) error) error {
 	return s.db.View(func(btx *bolt.Tx) error {
-		b := btx.Bucket(bucketSummaries)
-		if b == nil {
-			return errNoSummaries
-		}
-		c := b.Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			s.scanned(btx, len(k)+len(v))
+		return s.forEachSummary(btx, func(k, v []byte) error {
 			var sk summaryKey
 			if err := json.Unmarshal(v, &sk); err != nil {
 				return errBadSummary(k, err)
 			}
-			if err := fn(digest.Digest(k), sk.Created, sk.HasMeta); err != nil {
-				return err
-			}
-		}
-		return nil
+			return fn(digest.Digest(k), sk.Created, sk.HasMeta)
+		})
 	})
 }
