@@ -444,7 +444,16 @@ type kv struct{ k, v []byte }
 
 // putSorted puts kvs into b in key order (see importRecords).
 func putSorted(b *bolt.Bucket, kvs []kv) error {
+	sortKVs(kvs)
+	return putAll(b, kvs)
+}
+
+func sortKVs(kvs []kv) {
 	sort.Slice(kvs, func(i, j int) bool { return bytes.Compare(kvs[i].k, kvs[j].k) < 0 })
+}
+
+// putAll puts kvs into b in their order.
+func putAll(b *bolt.Bucket, kvs []kv) error {
 	for _, e := range kvs {
 		if err := b.Put(e.k, e.v); err != nil {
 			return err
@@ -457,14 +466,14 @@ func putSorted(b *bolt.Bucket, kvs []kv) error {
 // yet (the migration's), 10 × migrateChunk keys a transaction (an index
 // key is ~20 times smaller than a record and its summary).
 func putSortedChunks(db *bolt.DB, bucket []byte, kvs []kv) error {
-	sort.Slice(kvs, func(i, j int) bool { return bytes.Compare(kvs[i].k, kvs[j].k) < 0 })
+	sortKVs(kvs) // once: each chunk is then put as it is
 	for len(kvs) > 0 {
 		chunk := kvs[:min(10*migrateChunk, len(kvs))]
 		kvs = kvs[len(chunk):]
 		err := db.Update(func(btx *bolt.Tx) error {
 			b := btx.Bucket(bucket)
 			b.FillPercent = bulkFill
-			return putSorted(b, chunk)
+			return putAll(b, chunk)
 		})
 		if err != nil {
 			return err
