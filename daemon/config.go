@@ -232,7 +232,8 @@ func mergeConfigFile(cfg *Config, fs *pflag.FlagSet, b []byte) error {
 	// More is false for a stray closing bracket ("{…}}", a common slip
 	// when editing): dockerd refuses any data after the object, so do we.
 	// The offset (0-based, More skipped the white space) is the stray byte's.
-	if off := dec.InputOffset(); func() bool { _, err := dec.Token(); return err != io.EOF }() {
+	off := dec.InputOffset()
+	if _, err := dec.Token(); err != io.EOF {
 		return fmt.Errorf("invalid JSON: data after the end of the object at byte %d", off)
 	}
 	if err := checkDuplicateKeys(b); err != nil {
