@@ -34,11 +34,15 @@ func systemCheck(c *check.C, d *Daemon, extra ...string) (checkReport, int) {
 }
 
 type checkReport struct {
-	Full      bool
-	Images    int
-	Blobs     int
-	Problems  []struct{ Kind, Image, Object, Message string }
-	LastScrub *struct {
+	Full     bool
+	Images   int
+	Blobs    int
+	Problems []struct{ Kind, Image, Object, Message string }
+	// PartialDownloads and PartialBytes: what partial/ holds for the next
+	// pull.
+	PartialDownloads int
+	PartialBytes     int64
+	LastScrub        *struct {
 		Started, Finished time.Time
 		Error             string
 		CollectedBlobs    int
