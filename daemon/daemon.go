@@ -250,10 +250,13 @@ func (d *Daemon) serve(ctx context.Context, log *logrus.Entry) error {
 	addrs := make([]string, 0, len(ls))
 	for _, l := range ls {
 		addrs = append(addrs, l.host.Proto+"://"+l.Addr().String())
+		// Logged before the scrub starts, in this order every time: the
+		// socket accepts (and queues) connections from here on, and the
+		// log is how operators and tests see that the API came first.
+		log.Infof("API listening on %s", l.host)
 		wg.Add(1)
 		go func(l listener) {
 			defer wg.Done()
-			log.Infof("API listening on %s", l.host)
 			if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				errc <- fmt.Errorf("serving %s: %w", l.host, err)
 			}
