@@ -49,6 +49,7 @@ var _ = check.Suite(&CosignCertTrustSuite{})
 const (
 	certEmail  = "signer@example.com"
 	certIssuer = "https://issuer.example.com"
+	certHost   = "signer.example.com" // gencerts' leaf-host.pem and leaf-tls.pem
 )
 
 func (s *CosignCertTrustSuite) SetUpSuite(c *check.C) {
@@ -95,10 +96,13 @@ func (s *CosignCertTrustSuite) SetUpSuite(c *check.C) {
 		return fmt.Sprintf(`[{"type":"sigstoreSigned","fulcio":{"caPath":%q,"oidcIssuer":%q,"subjectEmail":%q},"rekorPublicKeyPath":%q,"signedIdentity":{"type":"matchRepository"}}]`,
 			fulcioCA, issuer, certEmail, rekorPub)
 	}
+	pkiHost := fmt.Sprintf(`[{"type":"sigstoreSigned","pki":{"caRootsPath":%q,"caIntermediatesPath":%q,"subjectHostname":%q},"signedIdentity":{"type":"matchRepository"}}]`,
+		p("root.pem"), p("intermediate.pem"), certHost)
 	h := s.reg.Host + "/cert/"
 	policy := filepath.Join(c.MkDir(), "policy.json")
 	pol := fmt.Sprintf(`{"default":[{"type":"insecureAcceptAnything"}],"transports":{"docker":{
-	  %q:%s, %q:%s, %q:%s, %q:%s, %q:%s}}}`,
+	  %q:%s, %q:%s, %q:%s, %q:%s, %q:%s, %q:%s}}}`,
+		h+"pkihost", pkiHost,
 		h+"pki", pki("root.pem", certEmail),
 		h+"pkiemail", pki("root.pem", "someone@example.com"),
 		h+"pkiroot", pki("other-root.pem", certEmail),
@@ -110,9 +114,14 @@ func (s *CosignCertTrustSuite) SetUpSuite(c *check.C) {
 
 // sign pushes repo:1 and signs it with the key and the leaf certificate.
 func (s *CosignCertTrustSuite) sign(c *check.C, repo string, bundle bool) *testregistry.Image {
+	return s.signWith(c, repo, "leaf.pem", bundle)
+}
+
+// signWith signs with the key and the certificate leaf of s.pki.
+func (s *CosignCertTrustSuite) signWith(c *check.C, repo, leaf string, bundle bool) *testregistry.Image {
 	img := pushImage(c, s.reg, repo, "1", testregistry.ImageOptions{})
 	args := append(append([]string{}, cosignSignArgs...), "--key", filepath.Join(s.keys, "signer.key"),
-		"--certificate", filepath.Join(s.pki, "leaf.pem"), "--certificate-chain", filepath.Join(s.pki, "chain.pem"),
+		"--certificate", filepath.Join(s.pki, leaf), "--certificate-chain", filepath.Join(s.pki, "chain.pem"),
 		fmt.Sprintf("--new-bundle-format=%v", bundle), s.reg.Host+"/"+repo+"@"+img.Manifest.Digest)
 	runCosign(c, s.cosign, s.keys, args...)
 	return img
@@ -198,4 +207,37 @@ func (s *CosignCertTrustSuite) TestCertificateSignatures(c *check.C) {
 	c.Check(r.ExitCode, check.Not(check.Equals), 0, check.Commentf("%s", r))
 	c.Check(r.Stderr, check.Matches, `(?s).*refused by the signature policy: .*`)
 	s.d.WharfOK(c, "pull", s.reg.Host+"/cert/pki/bundle:1")
+}
+
+// A pki requirement accepts only a certificate issued for code signing,
+// as containers/image's does: the same CA's TLS server certificate for the
+// required host name (extended key usage serverAuth only) signs nothing,
+// in a bundle or a legacy signature, and the pull is refused. Before, any
+// extended key usage was accepted, so wharf took what podman refuses.
+func (s *CosignCertTrustSuite) TestPKIRequiresCodeSigning(c *check.C) {
+	for _, tc := range []struct {
+		repo, leaf string
+		bundle     bool
+		decision   string
+	}{
+		{"cert/pkihost/codesign", "leaf-host.pem", true, "accepted"},
+		{"cert/pkihost/tls", "leaf-tls.pem", true, "rejected"},
+		{"cert/pkihost/tlslegacy", "leaf-tls.pem", false, "rejected"},
+	} {
+		s.signWith(c, tc.repo, tc.leaf, tc.bundle)
+		var a trustAnswer
+		s.d.Get(c, "/v1.50/images/"+s.reg.Host+"/"+tc.repo+":1/json?remote=1").JSON(c, &a)
+		cm := check.Commentf("%s: %+v", tc.repo, a.Trust)
+		c.Check(a.Trust.Decision, check.Equals, tc.decision, cm)
+		c.Check(a.Trust.Scope, check.Equals, s.reg.Host+"/cert/pkihost", cm)
+		c.Assert(a.Trust.Signatures, check.HasLen, 1, cm)
+		c.Check(a.Trust.Signatures[0].Verified, check.Equals, tc.decision == "accepted", cm)
+		if tc.decision == "rejected" {
+			c.Check(a.Trust.Signatures[0].Error, check.Equals, "certificate is not for code signing (extended key usage serverAuth)", cm)
+		}
+	}
+	r := s.d.Wharf(c, "pull", s.reg.Host+"/cert/pkihost/tls:1")
+	c.Check(r.ExitCode, check.Not(check.Equals), 0, check.Commentf("%s", r))
+	c.Check(r.Stderr, check.Matches, `(?s).*refused by the signature policy: .*not for code signing.*`)
+	s.d.WharfOK(c, "pull", s.reg.Host+"/cert/pkihost/codesign:1")
 }
