@@ -10,12 +10,15 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"gopkg.in/check.v1"
 
@@ -224,7 +227,14 @@ func (s *CosignCertTrustSuite) TestPKIRequiresCodeSigning(c *check.C) {
 		{"cert/pkihost/tls", "leaf-tls.pem", true, "rejected"},
 		{"cert/pkihost/tlslegacy", "leaf-tls.pem", false, "rejected"},
 	} {
-		s.signWith(c, tc.repo, tc.leaf, tc.bundle)
+		// cosign refuses to sign with a certificate that is not for code
+		// signing; one who holds the key signs with the code-signing leaf
+		// and ships the TLS leaf for the same key instead (the signature
+		// is over the image, not the certificate).
+		img := s.signWith(c, tc.repo, "leaf-host.pem", tc.bundle)
+		if tc.leaf != "leaf-host.pem" {
+			s.swapLeaf(c, tc.repo, img, tc.leaf, tc.bundle)
+		}
 		var a trustAnswer
 		s.d.Get(c, "/v1.50/images/"+s.reg.Host+"/"+tc.repo+":1/json?remote=1").JSON(c, &a)
 		cm := check.Commentf("%s: %+v", tc.repo, a.Trust)
@@ -240,4 +250,64 @@ func (s *CosignCertTrustSuite) TestPKIRequiresCodeSigning(c *check.C) {
 	c.Check(r.ExitCode, check.Not(check.Equals), 0, check.Commentf("%s", r))
 	c.Check(r.Stderr, check.Matches, `(?s).*refused by the signature policy: .*not for code signing.*`)
 	s.d.WharfOK(c, "pull", s.reg.Host+"/cert/pkihost/codesign:1")
+}
+
+// swapLeaf replaces, in the signature cosign wrote for img, the
+// certificate leaf-host.pem with leaf (for the same key): in the legacy
+// .sig's annotation, or in the bundle, which then gets a new manifest
+// listed in the tag-schema index in place of cosign's.
+func (s *CosignCertTrustSuite) swapLeaf(c *check.C, repo string, img *testregistry.Image, leaf string, bundle bool) {
+	ctx, cancel := fixtureCtx()
+	defer cancel()
+	cl := s.reg.Client()
+	from, err := os.ReadFile(filepath.Join(s.pki, "leaf-host.pem"))
+	c.Assert(err, check.IsNil)
+	to, err := os.ReadFile(filepath.Join(s.pki, leaf))
+	c.Assert(err, check.IsNil)
+	tag := strings.Replace(img.Manifest.Digest, ":", "-", 1)
+	if !bundle {
+		body, mediaType, _, err := cl.GetManifest(ctx, repo, tag+".sig")
+		c.Assert(err, check.IsNil)
+		var m ocispec.Manifest
+		c.Assert(json.Unmarshal(body, &m), check.IsNil)
+		c.Assert(m.Layers, check.HasLen, 1)
+		c.Assert(m.Layers[0].Annotations["dev.sigstore.cosign/certificate"], check.Equals, string(from))
+		m.Layers[0].Annotations["dev.sigstore.cosign/certificate"] = string(to)
+		nb, err := json.Marshal(m)
+		c.Assert(err, check.IsNil)
+		c.Assert(cl.PutManifest(ctx, repo, tag+".sig", testregistry.NewBlob(mediaType, nb)), check.IsNil)
+		return
+	}
+	der := func(p []byte) string {
+		blk, _ := pem.Decode(p)
+		c.Assert(blk, check.NotNil)
+		return base64.StdEncoding.EncodeToString(blk.Bytes)
+	}
+	body, indexType, _, err := cl.GetManifest(ctx, repo, tag)
+	c.Assert(err, check.IsNil)
+	var idx ocispec.Index
+	c.Assert(json.Unmarshal(body, &idx), check.IsNil)
+	c.Assert(idx.Manifests, check.HasLen, 1)
+	body, mediaType, _, err := cl.GetManifest(ctx, repo, idx.Manifests[0].Digest.String())
+	c.Assert(err, check.IsNil)
+	var m ocispec.Manifest
+	c.Assert(json.Unmarshal(body, &m), check.IsNil)
+	c.Assert(m.Layers, check.HasLen, 1)
+	resp, err := http.Get(s.reg.DirectURL + "/v2/" + repo + "/blobs/" + m.Layers[0].Digest.String())
+	c.Assert(err, check.IsNil)
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	c.Assert(err, check.IsNil)
+	c.Assert(strings.Contains(string(b), der(from)), check.Equals, true, check.Commentf("%s", b))
+	nl := testregistry.NewBlob(m.Layers[0].MediaType, []byte(strings.ReplaceAll(string(b), der(from), der(to))))
+	c.Assert(cl.PutBlob(ctx, repo, nl), check.IsNil)
+	m.Layers[0].Digest, m.Layers[0].Size = digest.Digest(nl.Digest), int64(len(nl.Data))
+	nb, err := json.Marshal(m)
+	c.Assert(err, check.IsNil)
+	nm := testregistry.NewBlob(mediaType, nb)
+	c.Assert(cl.PutManifest(ctx, repo, nm.Digest, nm), check.IsNil)
+	idx.Manifests[0].Digest, idx.Manifests[0].Size = digest.Digest(nm.Digest), int64(len(nb))
+	ib, err := json.Marshal(idx)
+	c.Assert(err, check.IsNil)
+	c.Assert(cl.PutManifest(ctx, repo, tag, testregistry.NewBlob(indexType, ib)), check.IsNil)
 }
