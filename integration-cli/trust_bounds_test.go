@@ -46,6 +46,12 @@ const (
 	// (registry/signatures.go), 32 signatures or 4 MiB, here both 32.
 	maxSignatureReads = 32
 	bundleMediaType   = "application/vnd.dev.sigstore.bundle.v0.3+json"
+	// How much one look-up may raise wharfd's peak RSS: measured 0.2-8
+	// MiB with the caps (4 MiB of payloads at most, read one at a time),
+	// 84-91 MiB without them (all 62 MiB of bogus bundles held, and the
+	// content cache's copies); 48 MiB leaves room for the GC's slack on
+	// either side.
+	maxLookUpHWMGrowthKiB = 48 << 10
 )
 
 func (s *SignatureBoundsTrustSuite) SetUpSuite(c *check.C) {
@@ -154,6 +160,7 @@ func (s *SignatureBoundsTrustSuite) TestFirstVerifiedSignatureEndsTheLookUp(c *c
 	c.Check(junk, check.Equals, 0, cm)
 	// the image's config and cosign's bundle
 	c.Check(blobs <= 2, check.Equals, true, cm)
+	c.Check(hwm-before < maxLookUpHWMGrowthKiB, check.Equals, true, check.Commentf("VmHWM %d KiB -> %d KiB", before, hwm))
 	s.d.WharfOK(c, "pull", name)
 }
 
@@ -176,6 +183,7 @@ func (s *SignatureBoundsTrustSuite) TestBogusSignaturesStopAtTheCap(c *check.C) 
 	c.Check(a.Trust.Reason, check.Matches, `(?s).*no signature verified \(32 found: .*the look-up stopped there: .*more than .*`, cm)
 	c.Check(junk > 0 && junk <= maxSignatureReads, check.Equals, true, cm)
 	c.Check(blobs <= maxSignatureReads+1, check.Equals, true, cm) // and the image's config
+	c.Check(hwm-before < maxLookUpHWMGrowthKiB, check.Equals, true, check.Commentf("VmHWM %d KiB -> %d KiB", before, hwm))
 
 	r := s.d.Wharf(c, "pull", name)
 	c.Check(r.ExitCode, check.Not(check.Equals), 0, check.Commentf("%s", r))
