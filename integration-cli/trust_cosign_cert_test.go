@@ -10,12 +10,15 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"gopkg.in/check.v1"
 
@@ -49,6 +52,7 @@ var _ = check.Suite(&CosignCertTrustSuite{})
 const (
 	certEmail  = "signer@example.com"
 	certIssuer = "https://issuer.example.com"
+	certHost   = "signer.example.com" // gencerts' leaf-host.pem and leaf-tls.pem
 )
 
 func (s *CosignCertTrustSuite) SetUpSuite(c *check.C) {
@@ -95,10 +99,13 @@ func (s *CosignCertTrustSuite) SetUpSuite(c *check.C) {
 		return fmt.Sprintf(`[{"type":"sigstoreSigned","fulcio":{"caPath":%q,"oidcIssuer":%q,"subjectEmail":%q},"rekorPublicKeyPath":%q,"signedIdentity":{"type":"matchRepository"}}]`,
 			fulcioCA, issuer, certEmail, rekorPub)
 	}
+	pkiHost := fmt.Sprintf(`[{"type":"sigstoreSigned","pki":{"caRootsPath":%q,"caIntermediatesPath":%q,"subjectHostname":%q},"signedIdentity":{"type":"matchRepository"}}]`,
+		p("root.pem"), p("intermediate.pem"), certHost)
 	h := s.reg.Host + "/cert/"
 	policy := filepath.Join(c.MkDir(), "policy.json")
 	pol := fmt.Sprintf(`{"default":[{"type":"insecureAcceptAnything"}],"transports":{"docker":{
-	  %q:%s, %q:%s, %q:%s, %q:%s, %q:%s}}}`,
+	  %q:%s, %q:%s, %q:%s, %q:%s, %q:%s, %q:%s}}}`,
+		h+"pkihost", pkiHost,
 		h+"pki", pki("root.pem", certEmail),
 		h+"pkiemail", pki("root.pem", "someone@example.com"),
 		h+"pkiroot", pki("other-root.pem", certEmail),
@@ -110,9 +117,14 @@ func (s *CosignCertTrustSuite) SetUpSuite(c *check.C) {
 
 // sign pushes repo:1 and signs it with the key and the leaf certificate.
 func (s *CosignCertTrustSuite) sign(c *check.C, repo string, bundle bool) *testregistry.Image {
+	return s.signWith(c, repo, "leaf.pem", bundle)
+}
+
+// signWith signs with the key and the certificate leaf of s.pki.
+func (s *CosignCertTrustSuite) signWith(c *check.C, repo, leaf string, bundle bool) *testregistry.Image {
 	img := pushImage(c, s.reg, repo, "1", testregistry.ImageOptions{})
 	args := append(append([]string{}, cosignSignArgs...), "--key", filepath.Join(s.keys, "signer.key"),
-		"--certificate", filepath.Join(s.pki, "leaf.pem"), "--certificate-chain", filepath.Join(s.pki, "chain.pem"),
+		"--certificate", filepath.Join(s.pki, leaf), "--certificate-chain", filepath.Join(s.pki, "chain.pem"),
 		fmt.Sprintf("--new-bundle-format=%v", bundle), s.reg.Host+"/"+repo+"@"+img.Manifest.Digest)
 	runCosign(c, s.cosign, s.keys, args...)
 	return img
@@ -198,4 +210,104 @@ func (s *CosignCertTrustSuite) TestCertificateSignatures(c *check.C) {
 	c.Check(r.ExitCode, check.Not(check.Equals), 0, check.Commentf("%s", r))
 	c.Check(r.Stderr, check.Matches, `(?s).*refused by the signature policy: .*`)
 	s.d.WharfOK(c, "pull", s.reg.Host+"/cert/pki/bundle:1")
+}
+
+// A pki requirement accepts only a certificate issued for code signing,
+// as containers/image's does: the same CA's TLS server certificate for the
+// required host name (extended key usage serverAuth only) signs nothing,
+// in a bundle or a legacy signature, and the pull is refused. Before, any
+// extended key usage was accepted, so wharf took what podman refuses.
+func (s *CosignCertTrustSuite) TestPKIRequiresCodeSigning(c *check.C) {
+	for _, tc := range []struct {
+		repo, leaf string
+		bundle     bool
+		decision   string
+	}{
+		{"cert/pkihost/codesign", "leaf-host.pem", true, "accepted"},
+		{"cert/pkihost/tls", "leaf-tls.pem", true, "rejected"},
+		{"cert/pkihost/tlslegacy", "leaf-tls.pem", false, "rejected"},
+	} {
+		// cosign refuses to sign with a certificate that is not for code
+		// signing; one who holds the key signs with the code-signing leaf
+		// and ships the TLS leaf for the same key instead (the signature
+		// is over the image, not the certificate).
+		img := s.signWith(c, tc.repo, "leaf-host.pem", tc.bundle)
+		if tc.leaf != "leaf-host.pem" {
+			s.swapLeaf(c, tc.repo, img, tc.leaf, tc.bundle)
+		}
+		var a trustAnswer
+		s.d.Get(c, "/v1.50/images/"+s.reg.Host+"/"+tc.repo+":1/json?remote=1").JSON(c, &a)
+		cm := check.Commentf("%s: %+v", tc.repo, a.Trust)
+		c.Check(a.Trust.Decision, check.Equals, tc.decision, cm)
+		c.Check(a.Trust.Scope, check.Equals, s.reg.Host+"/cert/pkihost", cm)
+		c.Assert(a.Trust.Signatures, check.HasLen, 1, cm)
+		c.Check(a.Trust.Signatures[0].Verified, check.Equals, tc.decision == "accepted", cm)
+		if tc.decision == "rejected" {
+			c.Check(a.Trust.Signatures[0].Error, check.Equals, "certificate is not for code signing (extended key usage serverAuth)", cm)
+		}
+	}
+	r := s.d.Wharf(c, "pull", s.reg.Host+"/cert/pkihost/tls:1")
+	c.Check(r.ExitCode, check.Not(check.Equals), 0, check.Commentf("%s", r))
+	c.Check(r.Stderr, check.Matches, `(?s).*refused by the signature policy: .*not for code signing.*`)
+	s.d.WharfOK(c, "pull", s.reg.Host+"/cert/pkihost/codesign:1")
+}
+
+// swapLeaf replaces, in the signature cosign wrote for img, the
+// certificate leaf-host.pem with leaf (for the same key): in the legacy
+// .sig's annotation, or in the bundle, which then gets a new manifest
+// listed in the tag-schema index in place of cosign's.
+func (s *CosignCertTrustSuite) swapLeaf(c *check.C, repo string, img *testregistry.Image, leaf string, bundle bool) {
+	ctx, cancel := fixtureCtx()
+	defer cancel()
+	cl := s.reg.Client()
+	from, err := os.ReadFile(filepath.Join(s.pki, "leaf-host.pem"))
+	c.Assert(err, check.IsNil)
+	to, err := os.ReadFile(filepath.Join(s.pki, leaf))
+	c.Assert(err, check.IsNil)
+	tag := strings.Replace(img.Manifest.Digest, ":", "-", 1)
+	if !bundle {
+		body, mediaType, _, err := cl.GetManifest(ctx, repo, tag+".sig")
+		c.Assert(err, check.IsNil)
+		var m ocispec.Manifest
+		c.Assert(json.Unmarshal(body, &m), check.IsNil)
+		c.Assert(m.Layers, check.HasLen, 1)
+		c.Assert(m.Layers[0].Annotations["dev.sigstore.cosign/certificate"], check.Equals, string(from))
+		m.Layers[0].Annotations["dev.sigstore.cosign/certificate"] = string(to)
+		nb, err := json.Marshal(m)
+		c.Assert(err, check.IsNil)
+		c.Assert(cl.PutManifest(ctx, repo, tag+".sig", testregistry.NewBlob(mediaType, nb)), check.IsNil)
+		return
+	}
+	der := func(p []byte) string {
+		blk, _ := pem.Decode(p)
+		c.Assert(blk, check.NotNil)
+		return base64.StdEncoding.EncodeToString(blk.Bytes)
+	}
+	body, indexType, _, err := cl.GetManifest(ctx, repo, tag)
+	c.Assert(err, check.IsNil)
+	var idx ocispec.Index
+	c.Assert(json.Unmarshal(body, &idx), check.IsNil)
+	c.Assert(idx.Manifests, check.HasLen, 1)
+	body, mediaType, _, err := cl.GetManifest(ctx, repo, idx.Manifests[0].Digest.String())
+	c.Assert(err, check.IsNil)
+	var m ocispec.Manifest
+	c.Assert(json.Unmarshal(body, &m), check.IsNil)
+	c.Assert(m.Layers, check.HasLen, 1)
+	resp, err := http.Get(s.reg.DirectURL + "/v2/" + repo + "/blobs/" + m.Layers[0].Digest.String())
+	c.Assert(err, check.IsNil)
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	c.Assert(err, check.IsNil)
+	c.Assert(strings.Contains(string(b), der(from)), check.Equals, true, check.Commentf("%s", b))
+	nl := testregistry.NewBlob(m.Layers[0].MediaType, []byte(strings.ReplaceAll(string(b), der(from), der(to))))
+	c.Assert(cl.PutBlob(ctx, repo, nl), check.IsNil)
+	m.Layers[0].Digest, m.Layers[0].Size = digest.Digest(nl.Digest), int64(len(nl.Data))
+	nb, err := json.Marshal(m)
+	c.Assert(err, check.IsNil)
+	nm := testregistry.NewBlob(mediaType, nb)
+	c.Assert(cl.PutManifest(ctx, repo, nm.Digest, nm), check.IsNil)
+	idx.Manifests[0].Digest, idx.Manifests[0].Size = digest.Digest(nm.Digest), int64(len(nb))
+	ib, err := json.Marshal(idx)
+	c.Assert(err, check.IsNil)
+	c.Assert(cl.PutManifest(ctx, repo, tag, testregistry.NewBlob(indexType, ib)), check.IsNil)
 }

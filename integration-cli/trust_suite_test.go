@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -43,12 +44,40 @@ func (s *TrustSuite) SetUpSuite(c *check.C) {
 	s.d = s.startDaemon(c, "--signature-policy", s.policy)
 }
 
-// writePolicy rejects the repository rejected (on this registry) and
-// accepts everything else.
+// writePolicy rejects the repository rejected (on this registry, named
+// by its address and as localhost) and accepts everything else.
 func (s *TrustSuite) writePolicy(c *check.C, rejected string) {
 	p := fmt.Sprintf(`{"default":[{"type":"insecureAcceptAnything"}],
-	 "transports":{"docker":{%q:[{"type":"reject"}]}}}`, s.host+"/"+rejected)
+	 "transports":{"docker":{%q:[{"type":"reject"}],%q:[{"type":"reject"}]}}}`,
+		s.host+"/"+rejected, s.localhost()+"/"+rejected)
 	c.Assert(os.WriteFile(s.policy, []byte(p), 0o600), check.IsNil)
+}
+
+// localhost is the registry's host:port with the name localhost.
+func (s *TrustSuite) localhost() string {
+	_, port, _ := net.SplitHostPort(s.host) // the counter's 127.0.0.1:PORT
+	return "localhost:" + port
+}
+
+// A host name is case-insensitive: LOCALHOST:PORT is the registry that
+// localhost:PORT names, so the scope written for localhost:PORT/… rejects
+// it too. Before, the scope was looked up by the host as typed and the
+// pull went through under the permissive default.
+func (s *TrustSuite) TestScopeHostIgnoresCase(c *check.C) {
+	pushImage(c, s.reg, "trust/refused", "case", testregistry.ImageOptions{})
+	for _, host := range []string{s.localhost(), strings.ToUpper(s.localhost()), "LocalHost:" + strings.TrimPrefix(s.localhost(), "localhost:")} {
+		name := host + "/trust/refused:case"
+		r := s.d.Wharf(c, "pull", name)
+		c.Check(r.ExitCode, check.Not(check.Equals), 0, check.Commentf("%s", r))
+		c.Check(r.Stderr, check.Matches, `(?s).*refused by the signature policy: .*rejected by policy scope "`+s.localhost()+`/trust/refused".*`, check.Commentf("%s", name))
+		var got struct {
+			Trust struct{ Decision, Scope string }
+		}
+		s.d.Get(c, "/v1.50/images/"+name+"/json?remote=1").JSON(c, &got)
+		c.Check(got.Trust.Decision, check.Equals, "rejected", check.Commentf("%s", name))
+		c.Check(got.Trust.Scope, check.Equals, s.localhost()+"/trust/refused", check.Commentf("%s", name))
+	}
+	c.Check(s.d.Wharf(c, "inspect", strings.ToUpper(s.localhost())+"/trust/refused:case").ExitCode, check.Not(check.Equals), 0)
 }
 
 // A rejected image still inspects: Trust says what the policy decided,

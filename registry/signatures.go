@@ -16,7 +16,7 @@ import (
 )
 
 // Signatures: the signature artifacts of one subject digest, as bytes for
-// trust/… to verify (issue 21). They are found where the signing tools put
+// trust/… to verify. They are found where the signing tools put
 // them, with the referrers listing's requests (referrers.go):
 //
 //   - a Sigstore bundle (cosign 3's default): a referrer whose artifactType
@@ -32,9 +32,10 @@ import (
 //
 // Cold, per subject: 1 request to the referrers API (on a registry
 // without it, the first time per host, then only) the tag-schema index,
-// and beside them 1 GET of the .sig tag (404: none); then per artifact
-// found its manifest and its layer (cached by digest). A verdict is cached
-// above (graph/distribution/trust.go): a warm inspect sends none of these.
+// and beside them 1 GET of the .sig tag (404: none); then, one at a time
+// as the policy asks (SignatureSet.Each), per artifact its manifest and
+// per signature its layer (cached by digest). A verdict is cached above
+// (graph/distribution/trust.go): a warm inspect sends none of these.
 const (
 	artifactTypeSigstoreBundle = "application/vnd.dev.sigstore.bundle"
 	artifactTypeNotation       = "application/vnd.cncf.notary.signature"
@@ -47,21 +48,42 @@ const (
 // Rekor entry is about 10 KiB, a simple-signing payload under 1 KiB and a
 // Notation envelope a few KiB: 1 MiB per payload leaves room for long
 // chains and refuses a registry that serves a layer as a "signature". 32
-// artifacts per subject: each costs two GETs and a verification, and an
-// image signed 32 times is already an accident; past it the look-up fails
-// rather than keep a prefix a registry chose. 16 signatures per .sig
-// manifest, for the same reason.
+// artifacts listed per subject: an image signed 32 times is already an
+// accident; past it the look-up fails rather than keep a prefix a
+// registry chose. 16 signatures per .sig manifest, for the same reason.
+//
+// Each signature costs a GET and a verification, so a walk of one
+// subject's signatures (SignatureSet.Each) stops at 32 signatures and at
+// 4 MiB of payloads, whichever comes first: 32 listed artifacts of 16
+// layers of 1 MiB would otherwise be 512 GETs, 512 MiB and 512
+// verifications for one inspect. 32 signatures hold every key, tool and
+// format an image is plausibly signed with; 4 MiB is 32 generous bundles
+// (128 KiB each, ten times a real one) or four payloads at the 1 MiB cap.
 const (
 	maxSignaturePayload   = 1 << 20
 	maxSignatureArtifacts = 32
 	maxSigLayers          = 16
+	maxSignatures         = 32
+	maxSignatureBytes     = 4 << 20
 )
 
-// Signatures fetches the signature artifacts of subject in this
-// repository. A registry error fails the look-up (a signature that could
-// not be read is not a missing one); an artifact that names another
-// subject is returned with that subject, for the policy to refuse.
-func (r *Repository) Signatures(ctx context.Context, subject digest.Digest) ([]trust.Artifact, error) {
+// SignatureSet is the signature artifacts listed for one subject, not yet
+// read: Each reads them one at a time, so that a look-up holds one payload
+// at once and stops when the policy has what it needs (a trust.Source).
+type SignatureSet struct {
+	r       *Repository
+	subject digest.Digest
+	wanted  []Referrer // one per manifest digest, in the listing's order
+}
+
+// Len is the number of signature manifests listed.
+func (s *SignatureSet) Len() int { return len(s.wanted) }
+
+// Signatures lists the signature artifacts of subject in this repository.
+// A registry error fails the look-up (a signature that could not be read
+// is not a missing one); an artifact that names another subject is
+// returned with that subject, for the policy to refuse.
+func (r *Repository) Signatures(ctx context.Context, subject digest.Digest) (*SignatureSet, error) {
 	var listed []Referrer
 	var sig *Referrer
 	g, gctx := errgroup.WithContext(ctx)
@@ -82,48 +104,105 @@ func (r *Repository) Signatures(ctx context.Context, subject digest.Digest) ([]t
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	var wanted []Referrer
+	set := &SignatureSet{r: r, subject: subject}
+	seen := map[digest.Digest]bool{}
+	add := func(ref Referrer) {
+		// A manifest listed twice is read and verified once.
+		if seen[ref.Descriptor.Digest] {
+			return
+		}
+		seen[ref.Descriptor.Digest] = true
+		set.wanted = append(set.wanted, ref)
+	}
 	for _, ref := range listed {
 		switch at := ref.Descriptor.ArtifactType; {
 		case strings.HasPrefix(at, artifactTypeSigstoreBundle) || at == artifactTypeNotation:
-			wanted = append(wanted, ref)
+			add(ref)
 		case at == "" || at == ocispec.MediaTypeEmptyJSON:
 			// A registry that lists a referrer by its config's media
 			// type (go-containerregistry's, v0.22: the empty
 			// descriptor's for cosign's bundle) hides the manifest's own
 			// artifactType: the manifest says what it is
 			// (signatureArtifacts), within the same cap.
-			wanted = append(wanted, ref)
+			add(ref)
 		}
 	}
 	if sig != nil {
-		wanted = append(wanted, *sig)
+		add(*sig)
 	}
-	if len(wanted) > maxSignatureArtifacts {
+	if len(set.wanted) > maxSignatureArtifacts {
 		return nil, invalidDocument(r.upstream.host, "signatures of %s: more than %d", subject, maxSignatureArtifacts)
 	}
-	found := make([][]trust.Artifact, len(wanted))
-	g, gctx = errgroup.WithContext(ctx)
-	g.SetLimit(4) // as many as a pull's manifest fetches
-	for i, ref := range wanted {
-		g.Go(func() error {
-			arts, err := r.signatureArtifacts(gctx, ref)
-			found[i] = arts
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	var out []trust.Artifact
-	for _, arts := range found {
-		out = append(out, arts...)
-	}
-	return out, nil
+	return set, nil
 }
 
-// signatureArtifacts reads one signature manifest and its payloads.
-func (r *Repository) signatureArtifacts(ctx context.Context, ref Referrer) ([]trust.Artifact, error) {
+// Each reads the listed artifacts in turn, manifest then payloads, and
+// hands fn one signature at a time, under maxSignatures and
+// maxSignatureBytes (then trust.ErrSignatureLimit). A bundle whose bytes
+// were already handed out is not handed again: it verifies the same way
+// (a simple-signing or Notation signature also depends on its manifest,
+// so only the manifest's own repetition is dropped, at listing).
+func (s *SignatureSet) Each(ctx context.Context, fn func(trust.Artifact) bool) error {
+	if s == nil {
+		return nil
+	}
+	n, total := 0, int64(0)
+	bundles := map[digest.Digest]bool{}
+	for _, ref := range s.wanted {
+		sm, err := s.r.signatureManifest(ctx, ref)
+		if err != nil {
+			return err
+		}
+		for i, l := range sm.layers {
+			if sm.format == trust.FormatSigstoreBundle {
+				if bundles[l.Digest] {
+					continue
+				}
+				bundles[l.Digest] = true
+			}
+			if n == maxSignatures {
+				return fmt.Errorf("signatures of %s: more than %d%.0w", s.subject, maxSignatures, trust.ErrSignatureLimit)
+			}
+			if l.Size > maxSignatureBytes-total {
+				return fmt.Errorf("signatures of %s: more than %d bytes%.0w", s.subject, maxSignatureBytes, trust.ErrSignatureLimit)
+			}
+			n++
+			total += max(l.Size, 0)
+			payload, err := s.r.fetchSignaturePayload(ctx, l)
+			if err != nil {
+				return err
+			}
+			if !fn(sm.artifact(i, payload)) {
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+// signatureManifest is one signature manifest as Each walks it: its
+// signature layers, and what each artifact built from them shares.
+type signatureManifest struct {
+	digest   digest.Digest
+	format   trust.Format // "": not a signature (an SBOM, an attestation)
+	subject  digest.Digest
+	layers   []ocispec.Descriptor // the signature layers only
+	index    []int                // each one's position among the manifest's layers
+	manifest map[string]string    // the manifest's annotations
+}
+
+func (sm *signatureManifest) artifact(i int, payload []byte) trust.Artifact {
+	l := sm.layers[i]
+	ann := l.Annotations
+	if sm.format == trust.FormatNotation {
+		ann = sm.manifest // the chain's thumbprints, the signing time
+	}
+	return trust.Artifact{Format: sm.format, Digest: sm.digest, Layer: sm.index[i], Subject: sm.subject,
+		MediaType: l.MediaType, Payload: payload, Annotations: ann}
+}
+
+// signatureManifest reads one signature manifest (not its payloads).
+func (r *Repository) signatureManifest(ctx context.Context, ref Referrer) (*signatureManifest, error) {
 	desc := ref.Descriptor
 	if desc.MediaType == "" {
 		desc.MediaType = ocispec.MediaTypeImageManifest
@@ -136,12 +215,13 @@ func (r *Repository) signatureArtifacts(ctx context.Context, ref Referrer) ([]tr
 	if err := json.Unmarshal(body, &m); err != nil {
 		return nil, invalidDocument(r.upstream.host, "signature %s: %v", desc.Digest, err)
 	}
+	sm := &signatureManifest{digest: desc.Digest, manifest: m.Annotations}
 	// A referrer names its subject; a .sig tag's subject is its name.
-	subject := ref.Subject
+	sm.subject = ref.Subject
 	if ref.Source != ReferrerSourceCosign {
-		subject = ""
+		sm.subject = ""
 		if m.Subject != nil {
-			subject = m.Subject.Digest
+			sm.subject = m.Subject.Digest
 		}
 	}
 	// The manifest's own artifactType decides, not the listing's: a
@@ -150,36 +230,26 @@ func (r *Repository) signatureArtifacts(ctx context.Context, ref Referrer) ([]tr
 	if at == "" {
 		at = ref.Descriptor.ArtifactType
 	}
-	var format trust.Format
 	switch {
 	case ref.Source == ReferrerSourceCosign:
-		format = trust.FormatSimpleSigning
+		sm.format = trust.FormatSimpleSigning
 	case at == artifactTypeNotation:
-		format = trust.FormatNotation
+		sm.format = trust.FormatNotation
 	case strings.HasPrefix(at, artifactTypeSigstoreBundle):
-		format = trust.FormatSigstoreBundle
+		sm.format = trust.FormatSigstoreBundle
 	default:
-		return nil, nil // an SBOM, an attestation: not a signature
+		return sm, nil // an SBOM, an attestation: not a signature
 	}
 	if len(m.Layers) > maxSigLayers {
 		return nil, invalidDocument(r.upstream.host, "signature %s: %d layers, more than %d", desc.Digest, len(m.Layers), maxSigLayers)
 	}
-	var out []trust.Artifact
 	for i, l := range m.Layers {
-		if !signatureLayer(format, l.MediaType) {
-			continue
+		if signatureLayer(sm.format, l.MediaType) {
+			sm.layers = append(sm.layers, l)
+			sm.index = append(sm.index, i)
 		}
-		payload, err := r.fetchSignaturePayload(ctx, l)
-		if err != nil {
-			return nil, err
-		}
-		ann := l.Annotations
-		if format == trust.FormatNotation {
-			ann = m.Annotations // the chain's thumbprints, the signing time
-		}
-		out = append(out, trust.Artifact{Format: format, Digest: desc.Digest, Layer: i, Subject: subject, MediaType: l.MediaType, Payload: payload, Annotations: ann})
 	}
-	return out, nil
+	return sm, nil
 }
 
 func signatureLayer(f trust.Format, mediaType string) bool {

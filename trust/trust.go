@@ -17,6 +17,8 @@
 package trust
 
 import (
+	"context"
+	"errors"
 	"strconv"
 	"time"
 
@@ -26,6 +28,41 @@ import (
 
 // Key names one signature: its artifact and its layer (Artifact.Layer).
 func (a Artifact) Key() string { return a.Digest.String() + "#" + strconv.Itoa(a.Layer) }
+
+// Source is the signature artifacts of one image, read one at a time as
+// a requirement asks for them: a registry may list hundreds of bogus
+// signatures, and holding them all, or verifying them after one has
+// verified, is work a pusher of referrers chooses. A Source may be walked
+// more than once (one walk per requirement).
+type Source interface {
+	// Each calls fn with each artifact in turn, reading it only when its
+	// turn comes, until fn returns false or none is left. An error ends
+	// the walk: ErrSignatureLimit when the source's caps were reached, or
+	// the registry's.
+	Each(ctx context.Context, fn func(Artifact) (more bool)) error
+}
+
+// Artifacts is a Source over artifacts already in memory.
+type Artifacts []Artifact
+
+// Each implements Source.
+func (as Artifacts) Each(ctx context.Context, fn func(Artifact) bool) error {
+	for _, a := range as {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if !fn(a) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// ErrSignatureLimit: a walk of a Source stopped at its cap on signatures
+// or on their bytes per image. The artifacts are the registry's to choose,
+// so this says nothing about the connection: a verdict reached without the
+// rest is final (a rejection, when none verified before the cap).
+var ErrSignatureLimit = errors.New("signature limit reached")
 
 // Image is what a verdict is about: the name the user asked for (never the
 // mirror that served it) and the manifest digest that name resolved to.

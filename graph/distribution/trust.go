@@ -2,6 +2,7 @@ package distribution
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -30,8 +31,9 @@ type Judge interface {
 	// NeedsSignatures is false when the scope of ref decides without
 	// looking at signatures (insecureAcceptAnything, reject).
 	NeedsSignatures(ref reference.Named) bool
-	// Evaluate decides for img from the artifacts found for it.
-	Evaluate(ctx context.Context, img trust.Image, arts []trust.Artifact) trust.Verdict
+	// Evaluate decides for img from the artifacts found for it, read
+	// from src one at a time; an error is src's (the look-up failed).
+	Evaluate(ctx context.Context, img trust.Image, src trust.Source) (trust.Verdict, error)
 }
 
 // How long a verdict is kept, by manifest digest, policy revision, the
@@ -171,7 +173,10 @@ func judgedReference(top registry.TopLevel) reference.Named {
 // it is rejected and a platform manifest was chosen, that manifest.
 func (s *Service) judge(ctx context.Context, j Judge, repo *registry.Repository, ref reference.Named, top, platform digest.Digest) (*types.Trust, error) {
 	if j != nil && !j.NeedsSignatures(ref) {
-		v := j.Evaluate(ctx, trust.Image{Reference: ref, Digest: top}, nil)
+		v, err := j.Evaluate(ctx, trust.Image{Reference: ref, Digest: top}, nil)
+		if err != nil {
+			return nil, err
+		}
 		return trustAnswer(v, top), nil
 	}
 	subjects := []digest.Digest{top}
@@ -180,15 +185,19 @@ func (s *Service) judge(ctx context.Context, j Judge, repo *registry.Repository,
 	}
 	var first *types.Trust
 	for _, d := range subjects {
-		arts, err := repo.Signatures(ctx, d)
+		set, err := repo.Signatures(ctx, d)
 		if err != nil {
 			return nil, fmt.Errorf("reading the signatures of %s: %w", d, err)
 		}
 		img := trust.Image{Reference: ref, Digest: d}
 		if j == nil {
-			return unjudged(img, arts), nil
+			return unjudged(ctx, img, set)
 		}
-		v := trustAnswer(j.Evaluate(ctx, img, arts), d)
+		verdict, err := j.Evaluate(ctx, img, set)
+		if err != nil {
+			return nil, fmt.Errorf("reading the signatures of %s: %w", d, err)
+		}
+		v := trustAnswer(verdict, d)
 		if v.Decision == string(trust.Accepted) {
 			return v, nil
 		}
@@ -202,17 +211,27 @@ func (s *Service) judge(ctx context.Context, j Judge, repo *registry.Repository,
 }
 
 // unjudged is verify=1 without a policy: the signatures found, none
-// verified, for nothing names a trust root to verify them against.
-func unjudged(img trust.Image, arts []trust.Artifact) *types.Trust {
-	t := &types.Trust{Decision: string(trust.NoPolicy), Digest: img.Digest.String(),
-		Reason: fmt.Sprintf("no signature policy: %d signatures found for %s, none verified (a policy names the keys and roots to verify against)", len(arts), img.Digest)}
-	for _, a := range arts {
+// verified, for nothing names a trust root to verify them against. They
+// are read under the same caps as for a policy; past them the answer
+// lists what was read and says so.
+func unjudged(ctx context.Context, img trust.Image, src trust.Source) (*types.Trust, error) {
+	t := &types.Trust{Decision: string(trust.NoPolicy), Digest: img.Digest.String()}
+	err := src.Each(ctx, func(a trust.Artifact) bool {
 		t.Signatures = append(t.Signatures, types.TrustSignature{
 			SignatureIdentity: image.SignatureIdentity{SignatureType: signatureType(a.Format), Warnings: []string{"not verified: no signature policy"}},
 			Format:            string(a.Format), Artifact: a.Digest.String(),
 		})
+		return true
+	})
+	more := ""
+	switch {
+	case errors.Is(err, trust.ErrSignatureLimit):
+		more = fmt.Sprintf(" (the look-up stopped there: %v)", err)
+	case err != nil:
+		return nil, fmt.Errorf("reading the signatures of %s: %w", img.Digest, err)
 	}
-	return t
+	t.Reason = fmt.Sprintf("no signature policy: %d signatures found for %s%s, none verified (a policy names the keys and roots to verify against)", len(t.Signatures), img.Digest, more)
+	return t, nil
 }
 
 func signatureType(f trust.Format) image.SignatureType {

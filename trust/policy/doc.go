@@ -4,8 +4,8 @@
 //
 //	p, err := policy.Load("/etc/containers/policy.json", opts) // *policy.Error names where
 //	scope, reqs := p.For(ref)                                 // the scope that applies
-//	if p.NeedsSignatures(ref) { artifacts = fetch(...) }      // else skip fetching
-//	verdict := p.Evaluate(ctx, trust.Image{...}, artifacts)
+//	if p.NeedsSignatures(ref) { src = list(...) }             // else skip fetching
+//	verdict, err := p.Evaluate(ctx, trust.Image{...}, src)    // src: a trust.Source
 //	show := p.Show(ref)                                       // `wharf trust show NAME`
 //
 // The package verifies nothing itself: Options carries constructors for
@@ -46,6 +46,9 @@
 // normalised first (busybox is docker.io/library/busybox:latest: a bare
 // name gets ":latest" as containers does). A reference with both a tag and
 // a digest, which containers cannot represent, is looked up by its digest.
+// Host names ignore case (RFC 4343): the name's host and every scope key's
+// are folded to lower case, and two keys that differ only there are
+// ErrDuplicateKey.
 //
 // containers/image accepts any string as a docker scope, so a typo never
 // matches and the image silently falls to a more general scope. wharf
@@ -168,7 +171,10 @@
 // satisfied when at least one artifact of format sigstore-bundle or
 // cosign-simplesigning verifies under its verifier and its signedIdentity
 // accepts it; notationSigned likewise for notation artifacts. Two
-// signature requirements need a signature each.
+// signature requirements need a signature each. The artifacts come from a
+// trust.Source, one at a time: each requirement walks it until one
+// verifies (audit to the end), and a walk stopped at the source's caps
+// (trust.ErrSignatureLimit) judges what it read, saying so in the reason.
 //
 // An artifact whose Subject is not the image's digest never reaches a
 // verifier: it is recorded as a finding with the Error "referrer's subject

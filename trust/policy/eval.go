@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -44,28 +45,39 @@ func (p *Policy) NeedsSignatures(ref reference.Named) bool {
 
 // Evaluate judges img against the requirements of its scope; all must be
 // satisfied (containers semantics), and the first that is not decides the
-// rejection. artifacts are the signatures found for img.Digest.
-func (p *Policy) Evaluate(ctx context.Context, img trust.Image, artifacts []trust.Artifact) trust.Verdict {
+// rejection. src yields the signatures found for img.Digest, one at a
+// time: each requirement walks it until one signature verifies (at
+// Notation's audit level, to the end: all are reported), so an image
+// signed once is accepted after one verification, whatever else its
+// registry lists. The error is src's when a walk failed for any reason
+// but trust.ErrSignatureLimit (the registry's: the verdict, a rejection,
+// then says only that); the verdict then stands for nothing.
+func (p *Policy) Evaluate(ctx context.Context, img trust.Image, src trust.Source) (trust.Verdict, error) {
 	v := trust.Verdict{Decision: trust.Rejected, Revision: p.revision}
 	if img.Reference == nil {
 		v.Scope = ScopeDefault
 		v.Reason = fmt.Sprintf("image %s has no reference to choose a policy scope by", img.Digest)
-		return v
+		return v, nil
+	}
+	if src == nil {
+		src = trust.Artifacts(nil)
 	}
 	scope, reqs := p.For(img.Reference)
 	v.Scope = scope
-	e := &evaluation{ctx: ctx, img: img, ref: reference.TagNameOnly(img.Reference), seen: map[string]int{}}
-	e.split(artifacts)
+	e := &evaluation{ctx: ctx, img: img, ref: reference.TagNameOnly(img.Reference), src: src, seen: map[string]int{}, mismatched: map[string]bool{}}
 	name := describe(img)
 	var decisive *Requirement
 	var why []string
 	for _, r := range reqs {
 		ok, reason := e.satisfy(r)
+		if e.err != nil {
+			return v, e.err
+		}
 		if !ok {
 			v.Requirement = r.Type
 			v.Reason = fmt.Sprintf("%s is rejected by policy scope %q: %s: %s", name, scope, r.Type, reason)
 			v.Findings = e.findings
-			return v
+			return v, nil
 		}
 		if decisive == nil || (!decisive.signature() && r.signature()) {
 			decisive = r
@@ -76,7 +88,7 @@ func (p *Policy) Evaluate(ctx context.Context, img trust.Image, artifacts []trus
 	v.Requirement = decisive.Type
 	v.Reason = fmt.Sprintf("%s is accepted by policy scope %q: %s", name, scope, strings.Join(why, "; "))
 	v.Findings = e.findings
-	return v
+	return v, nil
 }
 
 func describe(img trust.Image) string {
@@ -87,39 +99,42 @@ func describe(img trust.Image) string {
 }
 
 type evaluation struct {
-	ctx context.Context
-	img trust.Image
-	ref reference.Named // img.Reference, ":latest" added to a bare name
-	// valid are the artifacts whose subject is the image, one per digest.
-	valid    []trust.Artifact
+	ctx      context.Context
+	img      trust.Image
+	ref      reference.Named // img.Reference, ":latest" added to a bare name
+	src      trust.Source
 	findings []trust.Finding
 	seen     map[string]int // signature (Artifact.Key) → index in findings
-	// mismatched counts the artifacts set aside for their subject.
-	mismatched int
+	// mismatched are the signatures set aside for their subject.
+	mismatched map[string]bool
+	// err is a walk's failure other than trust.ErrSignatureLimit: the
+	// look-up failed, and no verdict stands.
+	err error
 }
 
-// split keeps the artifacts that sign img.Digest; any other becomes a
-// finding with an error and never reaches a verifier: a referrer naming
-// another subject says nothing about this image, whatever it verifies.
-func (e *evaluation) split(artifacts []trust.Artifact) {
+// walk hands fn the signatures of src that sign img.Digest, each once;
+// any other becomes a finding with an error and never reaches a verifier:
+// a referrer naming another subject says nothing about this image,
+// whatever it verifies.
+func (e *evaluation) walk(fn func(trust.Artifact) bool) error {
 	okDigest := e.img.Digest.Validate() == nil
 	dup := map[string]bool{}
-	for _, a := range artifacts {
+	return e.src.Each(e.ctx, func(a trust.Artifact) bool {
 		if dup[a.Key()] {
-			continue
+			return true
 		}
 		dup[a.Key()] = true
 		if !okDigest || a.Subject != e.img.Digest {
-			e.mismatched++
+			e.mismatched[a.Key()] = true
 			e.add(a.Key(), trust.Finding{
 				Format:   a.Format,
 				Artifact: a.Digest,
 				Error:    fmt.Sprintf("referrer's subject is %s, not the image", subjectString(a.Subject)),
 			})
-			continue
+			return true
 		}
-		e.valid = append(e.valid, a)
-	}
+		return fn(a)
+	})
 }
 
 func subjectString(d digest.Digest) string {
@@ -143,6 +158,10 @@ func (e *evaluation) add(key string, f trust.Finding) {
 	e.findings = append(e.findings, f)
 }
 
+// failuresShown is how many failed signatures a reason names (the
+// findings carry them all).
+const failuresShown = 3
+
 // satisfy reports whether r is satisfied and a clause saying why (not).
 func (e *evaluation) satisfy(r *Requirement) (bool, string) {
 	switch r.Type {
@@ -153,60 +172,81 @@ func (e *evaluation) satisfy(r *Requirement) (bool, string) {
 	case TypeSignedBy:
 		return false, signedByReason
 	}
+	audit := r.Type == TypeNotationSigned && r.Notation.Level == LevelAudit
 	if r.Type == TypeNotationSigned && r.Notation.Level == LevelSkip {
 		return true, "level skip verifies nothing"
 	}
 	if r.verifier == nil { // a Policy from Parse always has one
 		return false, "no verifier is configured"
 	}
-	var verified []trust.Finding
+	var first *trust.Finding
 	var failed []string
-	found := 0
-	for _, a := range e.valid {
+	found, verified, failures := 0, 0, 0
+	var stopped error
+	err := e.walk(func(a trust.Artifact) bool {
 		if !hasFormat(formats(r.Type), a.Format) {
-			continue
+			return true
 		}
 		found++
 		if err := e.ctx.Err(); err != nil {
-			return false, fmt.Sprintf("verification stopped: %v", err)
+			stopped = err
+			return false
 		}
 		f := e.judge(r, a)
 		e.add(a.Key(), f)
 		if f.Verified {
-			verified = append(verified, f)
-		} else {
+			verified++
+			if first == nil {
+				first = &f
+			}
+			// One verified signature satisfies r; audit reports all.
+			return audit
+		}
+		failures++
+		if len(failed) < failuresShown {
 			failed = append(failed, fmt.Sprintf("%s: %s", short(a.Digest), f.Error))
 		}
+		return true
+	})
+	limit := ""
+	switch {
+	case errors.Is(err, trust.ErrSignatureLimit):
+		limit = fmt.Sprintf("; the look-up stopped there: %v", err)
+	case err != nil && e.ctx.Err() != nil:
+		stopped = err
+	case err != nil:
+		e.err = err
+		return false, err.Error()
 	}
-	if r.Type == TypeNotationSigned && r.Notation.Level == LevelAudit {
-		return true, fmt.Sprintf("level audit records and does not enforce (%d of %d verified)", len(verified), found)
+	if stopped != nil && first == nil {
+		return false, fmt.Sprintf("verification stopped: %v", stopped)
+	}
+	if audit {
+		return true, fmt.Sprintf("level audit records and does not enforce (%d of %d verified%s)", verified, found, limit)
 	}
 	switch {
-	case len(verified) > 0:
-		f := verified[0]
-		s := "signature " + short(f.Artifact) + " verified"
-		if f.Name != "" {
-			s += " (" + f.Name + ")"
+	case first != nil:
+		s := "signature " + short(first.Artifact) + " verified"
+		if first.Name != "" {
+			s += " (" + first.Name + ")"
 		}
 		return true, s
 	case found == 0:
-		return false, "no signature found" + e.mismatchNote()
+		return false, "no signature found" + e.mismatchNote() + limit
 	}
-	const show = 3
 	more := ""
-	if len(failed) > show {
-		more = fmt.Sprintf("; and %d more", len(failed)-show)
-		failed = failed[:show]
+	if failures > len(failed) {
+		more = fmt.Sprintf("; and %d more", failures-len(failed))
 	}
-	return false, fmt.Sprintf("no signature verified (%d found: %s%s)%s", found, strings.Join(failed, "; "), more, e.mismatchNote())
+	return false, fmt.Sprintf("no signature verified (%d found: %s%s)%s%s", found, strings.Join(failed, "; "), more, e.mismatchNote(), limit)
 }
 
 // mismatchNote mentions referrers set aside for their subject.
 func (e *evaluation) mismatchNote() string {
-	if e.mismatched == 0 {
+	if len(e.mismatched) == 0 {
 		return ""
 	}
-	return fmt.Sprintf(", and %d referrer(s) for another subject were ignored", e.mismatched)
+	return fmt.Sprintf(", and %d referrer(s) for another subject were ignored", len(e.mismatched))
 }
 
 // judge verifies one artifact under r and applies r's signedIdentity.

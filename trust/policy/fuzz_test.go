@@ -40,8 +40,8 @@ func FuzzParse(f *testing.F) {
 		for _, r := range refs {
 			ref, _ := reference.ParseNormalizedNamed(r)
 			img := trust.Image{Reference: ref, Digest: img0}
-			v1 := p.Evaluate(context.Background(), img, arts)
-			v2 := q.Evaluate(context.Background(), img, arts)
+			v1 := evaluate(t, p, context.Background(), img, arts)
+			v2 := evaluate(t, q, context.Background(), img, arts)
 			if !reflect.DeepEqual(v1, v2) {
 				t.Fatalf("%s: verdicts differ:\n%+v\n%+v", r, v1, v2)
 			}

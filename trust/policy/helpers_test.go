@@ -98,3 +98,13 @@ func named(t testing.TB, s string) reference.Named {
 func dg(c byte) digest.Digest {
 	return digest.Digest(fmt.Sprintf("sha256:%064x", c))
 }
+
+// evaluate is p.Evaluate over artifacts in memory, which never fail a walk.
+func evaluate(t testing.TB, p *Policy, ctx context.Context, img trust.Image, arts []trust.Artifact) trust.Verdict {
+	t.Helper()
+	v, err := p.Evaluate(ctx, img, trust.Artifacts(arts))
+	if err != nil {
+		t.Fatalf("Evaluate: %v", err)
+	}
+	return v
+}

@@ -136,7 +136,16 @@ func (l *loader) parseTransports(p *Policy, data []byte) error {
 				return err
 			}
 			if name == "docker" {
-				p.docker[scope] = reqs
+				// Host names are case-insensitive (RFC 4343) and For
+				// folds the name's host: so is the scope's, or
+				// "LOCALHOST:5000/app" would never match and its image
+				// would fall to a more general scope. Two keys that
+				// differ only there are one scope written twice.
+				folded := foldScopeHost(scope)
+				if _, dup := p.docker[folded]; dup {
+					return errAt(spath, ErrDuplicateKey, "scope %q is %q, which appears twice (host names ignore case)", scope, folded)
+				}
+				p.docker[folded] = reqs
 			}
 		}
 	}

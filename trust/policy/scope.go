@@ -59,7 +59,7 @@ func validateScope(scope string) (reason string, ok bool) {
 		}
 		return "does not start with a registry host[:port] (one with a '.' or a ':', or localhost)", false
 	}
-	if host == "index.docker.io" {
+	if strings.EqualFold(host, "index.docker.io") {
 		return "index.docker.io is normalised to docker.io", false
 	}
 	if !hasPath {
@@ -98,13 +98,39 @@ func validateScope(scope string) (reason string, ok bool) {
 // represent) is looked up by its digest: the digest is what is pulled.
 func identity(ref reference.Named) string {
 	ref = reference.TagNameOnly(ref)
+	name := foldedName(ref)
 	if d, ok := ref.(reference.Digested); ok {
-		return ref.Name() + "@" + d.Digest().String()
+		return name + "@" + d.Digest().String()
 	}
 	if t, ok := ref.(reference.Tagged); ok {
-		return ref.Name() + ":" + t.Tag()
+		return name + ":" + t.Tag()
 	}
-	return ref.Name()
+	return name
+}
+
+// foldedName is ref's name with its registry host in lower case. Host
+// names are case-insensitive (RFC 4343): LOCALHOST:5000/app and
+// localhost:5000/app reach the same registry, so they must meet the same
+// scope. The path is already lower case (distribution/reference refuses
+// upper case there); the host is the only part a user can vary.
+func foldedName(ref reference.Named) string {
+	d := reference.Domain(ref)
+	if d == "" {
+		return ref.Name()
+	}
+	return strings.ToLower(d) + "/" + reference.Path(ref)
+}
+
+// foldScopeHost lowers the host of a transports.docker key (the part
+// before the first '/', a "*." wildcard included), as foldedName does for
+// the names looked up.
+func foldScopeHost(scope string) string {
+	host, rest, hasPath := strings.Cut(scope, "/")
+	host = strings.ToLower(host)
+	if !hasPath {
+		return host
+	}
+	return host + "/" + rest
 }
 
 // namespaces is containers/image's DockerReferenceNamespaces: the
@@ -112,7 +138,7 @@ func identity(ref reference.Named) string {
 // of the host (port stripped) from the most specific.
 func namespaces(ref reference.Named) []string {
 	var res []string
-	name := ref.Name()
+	name := foldedName(ref)
 	for {
 		res = append(res, name)
 		i := strings.LastIndex(name, "/")

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -83,5 +84,32 @@ func TestValidateScopeAcceptsEveryCandidate(t *testing.T) {
 				t.Errorf("candidate %q of %s rejected: %s", s, r, why)
 			}
 		}
+	}
+}
+
+// Host names ignore case: a name and a scope that differ only in the
+// host's case meet, whichever side is upper case; two scopes that differ
+// only there are one scope written twice.
+func TestForFoldsHostCase(t *testing.T) {
+	p := mustParse(t, `{"default":[{"type":"insecureAcceptAnything"}],"transports":{"docker":{
+	  "localhost:5000/key/a":[{"type":"reject"}],
+	  "REGISTRY.Example.com/x":[{"type":"reject"}],
+	  "*.EXAMPLE.org":[{"type":"reject"}]}}}`, Options{})
+	for _, c := range []struct{ ref, scope string }{
+		{"LOCALHOST:5000/key/a", "localhost:5000/key/a"},
+		{"LocalHost:5000/key/a:1", "localhost:5000/key/a"},
+		{"localhost:5000/key/a", "localhost:5000/key/a"},
+		{"registry.example.com/x:1", "registry.example.com/x"},
+		{"Registry.EXAMPLE.com/x@sha256:" + strings.Repeat("c", 64), "registry.example.com/x"},
+		{"R.Example.ORG/y", "*.example.org"},
+	} {
+		if got, reqs := p.For(named(t, c.ref)); got != c.scope || reqs[0].Type != TypeReject {
+			t.Errorf("For(%s) = %q, want %q", c.ref, got, c.scope)
+		}
+	}
+	_, err := Parse([]byte(`{"default":[{"type":"reject"}],"transports":{"docker":{
+	  "localhost:5000/a":[{"type":"reject"}],"LOCALHOST:5000/a":[{"type":"insecureAcceptAnything"}]}}}`), "", Options{})
+	if !errors.Is(err, ErrDuplicateKey) {
+		t.Errorf("two spellings of one scope: %v, want ErrDuplicateKey", err)
 	}
 }

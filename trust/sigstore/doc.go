@@ -12,7 +12,8 @@
 // bundle loader rejects the v0.3 bundle with an x509CertificateChain that
 // cosign 3.1.3 writes for --certificate-chain, and legacy .sig layers need
 // this path anyway, so both formats share one. A signing
-// certificate must chain to a configured root and carry the configured
+// certificate must chain to a configured root, be issued for code signing
+// (extended key usage codeSigning, or none), and carry the configured
 // identity; it is checked at the Rekor integrated time when a configured
 // Rekor key verified the entry's signed entry timestamp, and otherwise at
 // "now" (Config.Now, else the wall clock).

@@ -136,8 +136,13 @@ func newPKIRoot(p *PKI) (*certRoot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("roots: %w", err)
 	}
+	// Code signing, as containers/image's pki requirement asks: the CA
+	// that signs images often issues TLS server certificates too, and one
+	// issued for the required host name must not sign images. A leaf
+	// without the extension is valid for any use (RFC 5280 §4.2.1.12, and
+	// so in crypto/x509 and containers/image alike).
 	r := &certRoot{kind: "PKI", roots: x509.NewCertPool(), inters: x509.NewCertPool(),
-		usage: x509.ExtKeyUsageAny, email: p.SubjectEmail, hostname: p.SubjectHostname}
+		usage: x509.ExtKeyUsageCodeSigning, email: p.SubjectEmail, hostname: p.SubjectHostname}
 	for _, c := range roots {
 		r.roots.AddCert(c)
 	}
@@ -214,6 +219,8 @@ func (r *certRoot) check(leaf *x509.Certificate, chain []*x509.Certificate, at t
 			at.UTC().Format(time.RFC3339), leaf.NotBefore.UTC().Format(time.RFC3339), leaf.NotAfter.UTC().Format(time.RFC3339))
 	case errors.As(err, new(x509.UnknownAuthorityError)):
 		return nil, fmt.Errorf("certificate chains to no configured %s root", r.kind)
+	case errors.As(err, &inv) && inv.Reason == x509.IncompatibleUsage:
+		return nil, fmt.Errorf("certificate is not for code signing (extended key usage %s)", ekuNames(leaf))
 	default:
 		return nil, fmt.Errorf("certificate does not verify against the %s roots: %v", r.kind, err)
 	}
@@ -237,6 +244,31 @@ func (r *certRoot) check(leaf *x509.Certificate, chain []*x509.Certificate, at t
 		return nil, fmt.Errorf("OIDC issuer %s is not the required %s", orNone(signer.Issuer), r.issuer)
 	}
 	return signer, nil
+}
+
+// ekuNames lists a certificate's extended key usages for an error.
+func ekuNames(c *x509.Certificate) string {
+	var names []string
+	for _, u := range c.ExtKeyUsage {
+		switch u {
+		case x509.ExtKeyUsageServerAuth:
+			names = append(names, "serverAuth")
+		case x509.ExtKeyUsageClientAuth:
+			names = append(names, "clientAuth")
+		case x509.ExtKeyUsageCodeSigning:
+			names = append(names, "codeSigning")
+		case x509.ExtKeyUsageEmailProtection:
+			names = append(names, "emailProtection")
+		case x509.ExtKeyUsageTimeStamping:
+			names = append(names, "timeStamping")
+		default:
+			names = append(names, fmt.Sprintf("#%d", u))
+		}
+	}
+	for _, o := range c.UnknownExtKeyUsage {
+		names = append(names, o.String())
+	}
+	return orNone(strings.Join(names, ", "))
 }
 
 func orNone(s string) string {

@@ -1,7 +1,11 @@
 // Command gencerts writes the test PKI that gen.sh signs with: a root, an
 // intermediate and a leaf certificate for cosign's public key (the leaf
 // carries a subject e-mail and Fulcio's OIDC-issuer extensions), plus an
-// unrelated root that nothing chains to. Stdlib only; run by gen.sh.
+// unrelated root that nothing chains to. Beside them, two leaves for the
+// same key naming the host signer.example.com instead of an e-mail:
+// leaf-host.pem for code signing, leaf-tls.pem a TLS server certificate
+// (extended key usage serverAuth only) that a pki requirement must refuse.
+// Stdlib only; run by gen.sh.
 //
 //	go run ./testdata/gencerts PUBKEY.pem OUTDIR
 package main
@@ -23,8 +27,9 @@ import (
 )
 
 const (
-	email  = "signer@example.com"
-	issuer = "https://issuer.example.com"
+	email    = "signer@example.com"
+	issuer   = "https://issuer.example.com"
+	hostname = "signer.example.com"
 )
 
 var (
@@ -71,6 +76,20 @@ func main() {
 	must(err)
 
 	write(filepath.Join(out, "leaf.pem"), leafDER)
+	for name, eku := range map[string]x509.ExtKeyUsage{"leaf-host.pem": x509.ExtKeyUsageCodeSigning, "leaf-tls.pem": x509.ExtKeyUsageServerAuth} {
+		tmpl := &x509.Certificate{
+			SerialNumber: serial(),
+			Subject:      pkix.Name{CommonName: hostname},
+			NotBefore:    now.Add(-time.Hour),
+			NotAfter:     now.Add(24 * time.Hour),
+			KeyUsage:     x509.KeyUsageDigitalSignature,
+			ExtKeyUsage:  []x509.ExtKeyUsage{eku},
+			DNSNames:     []string{hostname},
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, inter, leafPub, interKey)
+		must(err)
+		write(filepath.Join(out, name), der)
+	}
 	write(filepath.Join(out, "intermediate.pem"), inter.Raw)
 	write(filepath.Join(out, "root.pem"), root.Raw)
 	write(filepath.Join(out, "other-root.pem"), other.Raw)
