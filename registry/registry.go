@@ -155,4 +155,16 @@ type RemoteImage struct {
 	// RateLimit is what the registry that answered last said of its rate
 	// limit to this identity (RateLimit-* headers); nil when it sent none.
 	RateLimit *RateLimit
+
+	// repo is the repository the answer was read through, with the
+	// credentials the search bound to it (none at a later candidate of a
+	// short name): what reads more about this image (its signatures) uses,
+	// so that nothing binds the request's credentials a second time, to
+	// whichever registry answered.
+	repo *Repository
 }
+
+// Repository is the repository the image was read through, its
+// credentials bound once by the search that found it (nil for a
+// RemoteImage not made by this package).
+func (ri *RemoteImage) Repository() *Repository { return ri.repo }
