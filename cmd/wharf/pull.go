@@ -38,11 +38,13 @@ func newPullCommand(c *cli) *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			if opts.Auth, err = c.authFor(ctx, args[0]); err != nil {
-				return err
-			}
 			api, err := c.client()
 			if err != nil {
+				return err
+			}
+			// The stored credentials of each registry the daemon may find
+			// the name at, keyed by registry: each gets its own only.
+			if opts.Registries, err = c.searchConfig(ctx, api, []string{args[0]}, nil); err != nil {
 				return err
 			}
 			// The repository as typed, not normalised: a short name is
