@@ -42,6 +42,15 @@ func (c Credentials) bound(index string) Credentials {
 	return c
 }
 
+// BoundTo is bound for a caller that decides the registry of its request
+// itself (a local image's origin, graph/attestations.go): it binds once,
+// before any registry is asked, so that a set without a ServerAddress
+// cannot follow the request to whichever registry is tried next. FindImage
+// and Repository bind on their own.
+func (c Credentials) BoundTo(registry string) Credentials {
+	return c.bound(hosts.NormaliseIndexName(registry))
+}
+
 // For is the set registry (an index name or an API host) receives from
 // bound credentials, or nil. Unbound (the caller bound nothing), a single
 // set belongs to whatever registry asks, as its header came with a request
