@@ -163,6 +163,23 @@ func (c *cli) searchConfig(ctx context.Context, api *client.Client, search, name
 	return c.registryConfig(ctx, all, nil)
 }
 
+// ownSet is the set of regs keyed by the registry name itself names
+// (docker.io for a short one), or nil. It goes as X-Registry-Auth beside
+// X-Registry-Config, with its server address, for a wharfd that does not
+// read X-Registry-Config: that one sends it to its registry only, as
+// before. A wharfd that reads both keeps the X-Registry-Config entry.
+func ownSet(regs map[string]registry.AuthConfig, name string) *registry.AuthConfig {
+	h := registryHost(name)
+	if h == "" {
+		return nil
+	}
+	ac, ok := regs[serverKey(h)]
+	if !ok {
+		return nil
+	}
+	return &ac
+}
+
 // hasRegistryHost reports whether name, as typed, names its registry: its
 // first path component looks like a host (has a '.' or ':', is localhost,
 // or is not lower case), distribution/reference's rule and the daemon's.

@@ -192,7 +192,7 @@ func inspectRemote(ctx context.Context, c *cli, api *client.Client, name string,
 	if err != nil {
 		return nil, err
 	}
-	opts.Registries = regs
+	opts.Registries, opts.Auth = regs, ownSet(regs, name)
 	v, raw, err := api.ImageInspectRemote(ctx, name, opts)
 	if err != nil {
 		return nil, err
@@ -206,7 +206,7 @@ func inspectRawManifest(ctx context.Context, c *cli, api *client.Client, name st
 	if err != nil {
 		return nil, err
 	}
-	opts.Registries = regs
+	opts.Registries, opts.Auth = regs, ownSet(regs, name)
 	b, mediaType, err := api.RemoteManifest(ctx, name, opts)
 	if err != nil {
 		return nil, err

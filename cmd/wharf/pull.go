@@ -47,6 +47,7 @@ func newPullCommand(c *cli) *cobra.Command {
 			if opts.Registries, err = c.searchConfig(ctx, api, []string{args[0]}, nil); err != nil {
 				return err
 			}
+			opts.Auth = ownSet(opts.Registries, args[0])
 			// The repository as typed, not normalised: a short name is
 			// searched through the daemon's add-registry list, as remote
 			// inspect searches it ("app" is not "docker.io/library/app").

@@ -46,6 +46,7 @@ func newPushCommand(c *cli) *cobra.Command {
 			if opts.Registries, err = c.searchConfig(ctx, api, nil, []string{args[0]}); err != nil {
 				return err
 			}
+			opts.Auth = ownSet(opts.Registries, args[0])
 			rc, err := api.ImagePush(ctx, reference.FamiliarName(ref), opts)
 			if err != nil {
 				return err
