@@ -15,7 +15,10 @@ import (
 //   - bound is the entry: it takes either form of Credentials — one set, or
 //     sets keyed by registry — and returns one set bound to index (its
 //     ServerAddress names index), or one already bound elsewhere, or none.
-//     A search binds to its first candidate; a repository to its index.
+//     A search binds one set to its first candidate (sets keyed by registry
+//     stay keyed: each candidate picks its own); a repository binds to its
+//     index. What is read after a search reads through the repository it
+//     bound (RemoteImage.Repository), never binds again.
 //   - For says whether a bound set goes to a registry: only to the one its
 //     ServerAddress names.
 //   - sendOnlyTo hands a set to a transport.Client for the requests to one

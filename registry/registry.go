@@ -93,9 +93,10 @@ type Credentials struct {
 	// ServerAddress names the registry it belongs to; empty, it belongs to
 	// the registry of the request (for a short name, the first searched).
 	Auth *registrytypes.AuthConfig
-	// Registries are sets keyed by registry (X-Registry-Config of a copy or
-	// an update check); used instead of Auth when not nil: a repository
-	// gets the set keyed by its registry, matched as logins are.
+	// Registries are sets keyed by registry (X-Registry-Config of a copy,
+	// an update check, a pull, a push or a remote inspect); used instead of
+	// Auth when not nil: a repository gets the set keyed by its registry,
+	// matched as logins are, and so does each candidate of a search.
 	Registries map[string]registrytypes.AuthConfig
 	// MetaHeaders (X-Meta-*) are added to every registry request.
 	MetaHeaders http.Header
