@@ -136,3 +136,36 @@ func (s *ResolveSuite) TestShortNameUsesTheLoginOfTheRegistrySearched(c *check.C
 		}
 	}
 }
+
+// A local image's attestations are read from the repositories it was
+// pulled from (its repo digests), in turn when one fails. An X-Registry-Auth
+// without serveraddress is bound once, to the registry of the name asked
+// for: when that origin is down, the next origin is asked anonymously. It
+// used to be bound again to each origin tried, so B, where the same image
+// was also pulled from, received alice's password (B's token server would
+// accept it: the leak is visible only at B's proxies).
+func (s *ResolveSuite) TestLocalAttestationsBindTheCredentialsOnce(c *check.C) {
+	a := s.startRegistry(c, testregistry.Options{}) // the origin asked for; down when asked
+	b := s.pub
+	bx := pushBuildxTo(c, a, "origin/app", "1", nil)
+	ctx, cancel := fixtureCtx()
+	defer cancel()
+	for _, img := range []*testregistry.Image{bx.amd, bx.arm, bx.att} {
+		c.Assert(b.Client().PushImage(ctx, "origin/app", "", img), check.IsNil)
+	}
+	c.Assert(b.Client().PutManifest(ctx, "origin/app", "1", bx.index), check.IsNil)
+
+	d := StartDaemon(c, "--block-registry", "docker.io")
+	defer d.Stop(c)
+	for _, reg := range []*testregistry.Registry{a, b} {
+		r, lines := d.Pull(c, reg.Host+"/origin/app", "1", "", "platform", "linux/amd64")
+		c.Assert(r.Status, check.Equals, http.StatusOK, check.Commentf("pull from %s: %s", reg.Host, r))
+		c.Assert(lines.Err(), check.Equals, "", check.Commentf("pull from %s", reg.Host))
+	}
+	a.Stop()
+	b.ResetCounters()
+	r := d.Get(c, "/v1.55/images/"+a.Host+"/origin/app:1/attestations", "X-Registry-Auth", sdkAuth(aliceUser, alicePassword))
+	c.Check(r.Status, check.Equals, http.StatusOK, check.Commentf("%s\n%s", r, logTail(d)))
+	c.Check(b.Requests() > 0, check.Equals, true, check.Commentf("the second origin was not asked: %s", r))
+	noCredentialsAt(c, b, "local attestations")
+}
