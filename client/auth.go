@@ -35,3 +35,25 @@ func authHeaderAlways(a *registry.AuthConfig) (http.Header, error) {
 	}
 	return authHeader(a)
 }
+
+// credentialHeaders are X-Registry-Auth for a (with always, "{}" for
+// anonymous) and X-Registry-Config for regs (none when empty): the daemon
+// uses regs instead of a when it gets them, each set for its own registry.
+func credentialHeaders(a *registry.AuthConfig, regs map[string]registry.AuthConfig, always bool) (http.Header, error) {
+	h, err := authHeader(a)
+	if always {
+		h, err = authHeaderAlways(a)
+	}
+	if err != nil {
+		return nil, err
+	}
+	rh, err := registryConfigHeader(regs)
+	if err != nil || rh == nil {
+		return h, err
+	}
+	if h == nil {
+		return rh, nil
+	}
+	h.Set(ConfigHeader, rh.Get(ConfigHeader))
+	return h, nil
+}

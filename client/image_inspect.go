@@ -25,6 +25,11 @@ type InspectOptions struct {
 	Manifests bool
 	// Auth is sent as X-Registry-Auth (remote only); nil sends none.
 	Auth *registry.AuthConfig
+	// Registries are credentials keyed by registry (host[:port], or Docker
+	// Hub's https://index.docker.io/v1/), sent as X-Registry-Config (remote
+	// only): the daemon uses them instead of Auth and gives each registry
+	// it searches the set keyed by it.
+	Registries map[string]registry.AuthConfig
 	// Referrers asks a remote inspect for the Referrers list, of
 	// ArtifactType only when it is set.
 	Referrers    bool
@@ -81,7 +86,7 @@ func (c *Client) ImageInspectRemote(ctx context.Context, name string, opts Inspe
 	if err != nil {
 		return v, nil, err
 	}
-	h, err := authHeader(opts.Auth)
+	h, err := credentialHeaders(opts.Auth, opts.Registries, false)
 	if err != nil {
 		return v, nil, err
 	}
@@ -97,7 +102,7 @@ func (c *Client) RemoteManifest(ctx context.Context, name string, opts InspectOp
 		return nil, "", err
 	}
 	q.Set("raw", "1")
-	h, err := authHeader(opts.Auth)
+	h, err := credentialHeaders(opts.Auth, opts.Registries, false)
 	if err != nil {
 		return nil, "", err
 	}

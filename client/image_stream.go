@@ -97,6 +97,8 @@ type PullOptions struct {
 	Tag      string
 	Platform *ocispec.Platform
 	Auth     *registry.AuthConfig
+	// Registries: as InspectOptions.Registries.
+	Registries map[string]registry.AuthConfig
 }
 
 // ImagePull calls POST /images/create?fromImage=NAME&tag=T. The platform goes
@@ -109,7 +111,7 @@ func (c *Client) ImagePull(ctx context.Context, name string, opts PullOptions) (
 	if opts.Platform != nil {
 		q.Set("platform", platforms.Format(*opts.Platform))
 	}
-	h, err := authHeaderAlways(opts.Auth)
+	h, err := credentialHeaders(opts.Auth, opts.Registries, true)
 	if err != nil {
 		return nil, err
 	}
@@ -125,6 +127,8 @@ type PushOptions struct {
 	// Tag is the tag to push; empty pushes every local tag of the repository.
 	Tag  string
 	Auth *registry.AuthConfig
+	// Registries: as InspectOptions.Registries.
+	Registries map[string]registry.AuthConfig
 	// Platform pushes that present platform's manifest alone (API 1.46).
 	Platform *ocispec.Platform
 }
@@ -139,7 +143,7 @@ func (c *Client) ImagePush(ctx context.Context, name string, opts PushOptions) (
 	if err := addJSONPlatforms(q, "platform", opts.Platform); err != nil {
 		return nil, err
 	}
-	h, err := authHeaderAlways(opts.Auth)
+	h, err := credentialHeaders(opts.Auth, opts.Registries, true)
 	if err != nil {
 		return nil, err
 	}

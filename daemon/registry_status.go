@@ -55,3 +55,12 @@ func (d *Daemon) rateLimitSamples() []metrics.RateLimitSample {
 	}
 	return out
 }
+
+// SearchRegistries implements server.SystemBackend: /info's
+// WharfSearchRegistries.
+func (d *Daemon) SearchRegistries(ctx context.Context) []string {
+	if d.registry == nil {
+		return nil
+	}
+	return d.registry.SearchRegistries()
+}

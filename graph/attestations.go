@@ -99,7 +99,8 @@ func (s *Store) localAttestations(ctx context.Context, name string, opts types.A
 				name, imagespec.FormatPlatform(*opts.Platform), errdefs.ErrNotFound)
 		}
 	}
-	src := &localSource{s: s, rec: rec, opts: opts}
+	creds := originCredentials(name, rec, registry.Credentials{Auth: opts.Auth, MetaHeaders: opts.MetaHeaders})
+	src := &localSource{s: s, rec: rec, creds: creds}
 	return attestationsOf(ctx, src, idx, subject.Digest, opts)
 }
 
@@ -248,9 +249,9 @@ func verifyBlob(desc ocispec.Descriptor, b []byte) error {
 // localSource reads from the store, and what the store lacks from the
 // repository the image came from (its repo digest at its top level).
 type localSource struct {
-	s    *Store
-	rec  *ImageRecord
-	opts types.AttestationOptions
+	s     *Store
+	rec   *ImageRecord
+	creds registry.Credentials // bound once (originCredentials)
 
 	remote    blobSource // resolved on first need
 	remoteErr error
@@ -280,22 +281,16 @@ func (l *localSource) read(ctx context.Context, desc ocispec.Descriptor, max int
 }
 
 // origin is the repository a pull or push recorded for the image's top
-// level (a repo digest naming it).
+// level (a repo digest naming it), tried in turn, each with l.creds:
+// bound once to one registry (originCredentials), so a set the request
+// sent without a server address never reaches a later origin.
 func (l *localSource) origin(ctx context.Context) (blobSource, error) {
 	if l.s.opts.Registry == nil {
 		return nil, fmt.Errorf("wharfd has no registry access to read it from%.0w", errdefs.ErrNotFound)
 	}
 	var lastErr error
-	for _, rd := range l.rec.RepoDigests {
-		ref, err := reference.ParseNormalizedNamed(rd)
-		if err != nil {
-			continue
-		}
-		c, ok := ref.(reference.Canonical)
-		if !ok || c.Digest() != l.rec.Target.Digest {
-			continue
-		}
-		res, err := l.s.opts.Registry.FindImage(ctx, c.String(), registry.Credentials{Auth: l.opts.Auth, MetaHeaders: l.opts.MetaHeaders})
+	for _, c := range origins(l.rec) {
+		res, err := l.s.opts.Registry.FindImage(ctx, c.String(), l.creds)
 		if err != nil {
 			lastErr = err
 			continue
@@ -306,6 +301,42 @@ func (l *localSource) origin(ctx context.Context) (blobSource, error) {
 		return nil, fmt.Errorf("its repository could not be read: %w", lastErr)
 	}
 	return nil, fmt.Errorf("the image names no repository to read it from%.0w", errdefs.ErrNotFound)
+}
+
+// origins are the repo digests of rec that pin its top level, in order.
+func origins(rec *ImageRecord) []reference.Canonical {
+	var out []reference.Canonical
+	for _, rd := range rec.RepoDigests {
+		ref, err := reference.ParseNormalizedNamed(rd)
+		if err != nil {
+			continue
+		}
+		if c, ok := ref.(reference.Canonical); ok && c.Digest() == rec.Target.Digest {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// originCredentials binds the request's credentials to one registry before
+// any origin is asked: the registry of the name asked for when the image
+// was pulled or pushed there, else its first origin's. One set without a
+// server address (the Docker Go SDK's) goes there or nowhere.
+func originCredentials(name string, rec *ImageRecord, c registry.Credentials) registry.Credentials {
+	all := origins(rec)
+	if len(all) == 0 {
+		return c
+	}
+	index := reference.Domain(all[0])
+	if n, err := reference.ParseNormalizedNamed(name); err == nil {
+		for _, o := range all {
+			if o.Name() == n.Name() {
+				index = reference.Domain(n)
+				break
+			}
+		}
+	}
+	return c.BoundTo(index)
 }
 
 // remoteSource reads from a repository: manifests through the registry

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/containerd/errdefs"
+	registrytypes "github.com/moby/moby/api/types/registry"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
@@ -275,4 +276,36 @@ type countingSource struct {
 func (c *countingSource) read(ctx context.Context, d ocispec.Descriptor, max int64) ([]byte, error) {
 	c.n++
 	return c.src.read(ctx, d, max)
+}
+
+// The credentials of a local image's attestations are bound once, before
+// any origin is asked: to the registry of the name asked for when the image
+// came from there, else to its first origin. A set without a server address
+// never follows the request to a later origin (a registry tried when the
+// first fails, which may be anyone's).
+func TestOriginCredentialsBindOnce(t *testing.T) {
+	d := digest.FromString("top")
+	rec := &ImageRecord{RepoDigests: []string{"a.example/app@" + d.String(), "later.example/app@" + d.String(), "other.example/x@" + digest.FromString("x").String()}}
+	rec.Target.Digest = d
+	sdk := registry.Credentials{Auth: &registrytypes.AuthConfig{Username: "u", Password: "p"}}
+	for _, tc := range []struct {
+		name, want string
+	}{
+		{"a.example/app:1", "a.example"},
+		{"later.example/app:1", "later.example"},
+		{d.String(), "a.example"},        // an ID: the first origin
+		{"elsewhere/app:1", "a.example"}, // not an origin: the first origin
+	} {
+		got := originCredentials(tc.name, rec, sdk)
+		for _, host := range []string{"a.example", "later.example", "other.example", "docker.io"} {
+			if sent := got.For(host) != nil; sent != (host == tc.want) {
+				t.Errorf("%s: credentials for %s: %v, want only %s", tc.name, host, sent, tc.want)
+			}
+		}
+	}
+	// A set naming its registry keeps it.
+	named := registry.Credentials{Auth: &registrytypes.AuthConfig{Username: "u", ServerAddress: "later.example"}}
+	if got := originCredentials("a.example/app:1", rec, named); got.For("a.example") != nil || got.For("later.example") == nil {
+		t.Errorf("a set naming later.example was rebound: %+v", got.Auth)
+	}
 }

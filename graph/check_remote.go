@@ -350,7 +350,7 @@ func (s *Store) checkOne(ctx context.Context, t checkTarget, opts types.RemoteCh
 	if res.RemoteStatus == types.RemoteOutdated {
 		// Would the update be accepted? Judged as a pull of the tag would
 		// be: the new top level, and the platform manifest it offers.
-		verdict, err := s.dist.JudgeTag(ctx, t.ref, remote.Descriptor, digest.Digest(res.RemotePlatformDigest), opts)
+		verdict, err := s.dist.JudgeTag(ctx, t.ref, remote, digest.Digest(res.RemotePlatformDigest))
 		if err != nil {
 			res.RemoteError = "judging the new digest: " + err.Error()
 		}

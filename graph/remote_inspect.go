@@ -63,7 +63,7 @@ func (s *Store) LookupRemote(ctx context.Context, name string, opts types.Remote
 	}
 	// Under a policy, or with verify=1: the verdict on the digest the name
 	// resolves to now. A rejected image still inspects; Trust says why.
-	if out.Trust, err = s.dist.JudgeRemote(ctx, ri, opts); err != nil {
+	if out.Trust, err = s.dist.JudgeRemote(ctx, ri, opts.Verify); err != nil {
 		return nil, err
 	}
 	// Identity as the local store would show it after a pull of this name

@@ -15,7 +15,10 @@ import (
 //   - bound is the entry: it takes either form of Credentials — one set, or
 //     sets keyed by registry — and returns one set bound to index (its
 //     ServerAddress names index), or one already bound elsewhere, or none.
-//     A search binds to its first candidate; a repository to its index.
+//     A search binds one set to its first candidate (sets keyed by registry
+//     stay keyed: each candidate picks its own); a repository binds to its
+//     index. What is read after a search reads through the repository it
+//     bound (RemoteImage.Repository), never binds again.
 //   - For says whether a bound set goes to a registry: only to the one its
 //     ServerAddress names.
 //   - sendOnlyTo hands a set to a transport.Client for the requests to one
@@ -40,6 +43,15 @@ func (c Credentials) bound(index string) Credentials {
 		c.Auth = &ac
 	}
 	return c
+}
+
+// BoundTo is bound for a caller that decides the registry of its request
+// itself (a local image's origin, graph/attestations.go): it binds once,
+// before any registry is asked, so that a set without a ServerAddress
+// cannot follow the request to whichever registry is tried next. FindImage
+// and Repository bind on their own.
+func (c Credentials) BoundTo(registry string) Credentials {
+	return c.bound(hosts.NormaliseIndexName(registry))
 }
 
 // For is the set registry (an index name or an API host) receives from

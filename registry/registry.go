@@ -93,9 +93,10 @@ type Credentials struct {
 	// ServerAddress names the registry it belongs to; empty, it belongs to
 	// the registry of the request (for a short name, the first searched).
 	Auth *registrytypes.AuthConfig
-	// Registries are sets keyed by registry (X-Registry-Config of a copy or
-	// an update check); used instead of Auth when not nil: a repository
-	// gets the set keyed by its registry, matched as logins are.
+	// Registries are sets keyed by registry (X-Registry-Config of a copy,
+	// an update check, a pull, a push or a remote inspect); used instead of
+	// Auth when not nil: a repository gets the set keyed by its registry,
+	// matched as logins are, and so does each candidate of a search.
 	Registries map[string]registrytypes.AuthConfig
 	// MetaHeaders (X-Meta-*) are added to every registry request.
 	MetaHeaders http.Header
@@ -155,4 +156,16 @@ type RemoteImage struct {
 	// RateLimit is what the registry that answered last said of its rate
 	// limit to this identity (RateLimit-* headers); nil when it sent none.
 	RateLimit *RateLimit
+
+	// repo is the repository the answer was read through, with the
+	// credentials the search bound to it (none at a later candidate of a
+	// short name): what reads more about this image (its signatures) uses,
+	// so that nothing binds the request's credentials a second time, to
+	// whichever registry answered.
+	repo *Repository
 }
+
+// Repository is the repository the image was read through, its
+// credentials bound once by the search that found it (nil for a
+// RemoteImage not made by this package).
+func (ri *RemoteImage) Repository() *Repository { return ri.repo }

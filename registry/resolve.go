@@ -59,7 +59,10 @@ func (r *Resolved) Ref() reference.Named {
 // Credentials are bound to one registry: their ServerAddress, or — when it
 // is empty, as the Docker Go SDK sends them — the first candidate (the
 // registry a fully qualified name names; for a short name, the first
-// registry searched). No other registry ever receives them.
+// registry searched). No other registry ever receives them. Credentials
+// keyed by registry (X-Registry-Config) give each candidate its own set.
+// The answer carries the repository it was read through, bound once: what
+// reads more about the image uses it (RemoteImage.Repository).
 func (s *Service) FindImage(ctx context.Context, name string, creds Credentials) (*Resolved, error) {
 	var res *Resolved
 	err := s.searchCandidates(name, creds, func(cfg *hosts.Config, c reference.Named, creds Credentials) error {
@@ -74,19 +77,23 @@ func (s *Service) FindImage(ctx context.Context, name string, creds Credentials)
 }
 
 // searchCandidates is the one short-name policy: try runs on each candidate
-// of name in order, with the credentials bound to the first, until one
-// succeeds. Only "not found" moves on to the next candidate (an index
-// without the platform asked for is an answer, not a miss); any other error
-// is the answer. The last candidate's "not found" is returned when none has
-// it. The configuration is read once for the whole search: a reload in the
-// middle cannot mix two.
+// of name in order until one succeeds. One set of credentials is bound to
+// the first candidate, so a later one is asked anonymously; sets keyed by
+// registry stay keyed, and each candidate's repository binds the set keyed
+// by its own registry (credentials.go). Only "not found" moves on to the
+// next candidate (an index without the platform asked for is an answer,
+// not a miss); any other error is the answer. The last candidate's "not
+// found" is returned when none has it. The configuration is read once for
+// the whole search: a reload in the middle cannot mix two.
 func (s *Service) searchCandidates(name string, creds Credentials, try func(cfg *hosts.Config, c reference.Named, creds Credentials) error) error {
 	cfg := s.config()
 	cands, err := candidates(cfg, name)
 	if err != nil {
 		return err
 	}
-	creds = creds.bound(hosts.NormaliseIndexName(reference.Domain(cands[0])))
+	if creds.Registries == nil {
+		creds = creds.bound(hosts.NormaliseIndexName(reference.Domain(cands[0])))
+	}
 	var lastErr error
 	for _, c := range cands {
 		err := try(cfg, c, creds)
@@ -256,9 +263,10 @@ func (r *Resolved) PlatformManifest(ctx context.Context, p ocispec.Platform) (oc
 func (r *Resolved) Image(ctx context.Context, p ocispec.Platform) (*RemoteImage, error) {
 	if r.v1 != nil {
 		img := *r.v1
+		img.repo = r.repo
 		return &img, nil
 	}
-	img := &RemoteImage{TopLevel: r.TopLevel}
+	img := &RemoteImage{TopLevel: r.TopLevel, repo: r.repo}
 	mdesc, mraw, err := r.PlatformManifest(ctx, p)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/containerd/errdefs"
@@ -150,5 +151,95 @@ func TestShortNameStopsAtARefusal(t *testing.T) {
 	}
 	if n := public.count(); n != 0 {
 		t.Errorf("the next registry was asked %d times", n)
+	}
+}
+
+// TestRegistriesMapGivesEachCandidateItsOwnSet: credentials keyed by
+// registry (X-Registry-Config of a pull, a push or a remote inspect) give
+// each candidate of a short name the set keyed by it, and no other.
+func TestRegistriesMapGivesEachCandidateItsOwnSet(t *testing.T) {
+	ctx := context.Background()
+	a := newFakeRegistry(t) // first candidate: has nothing
+	b := newFakeRegistry(t) // second: has the image
+	b.addImage("app", "latest", "linux", "amd64", "")
+	a.basicAuth, a.user, a.pass = true, "u", "pass-of-a"
+	b.basicAuth, b.user, b.pass = true, "u", "pass-of-b"
+	var mu sync.Mutex
+	seen := map[*fakeRegistry][]string{}
+	for _, f := range []*fakeRegistry{a, b} {
+		f.hook = func(w http.ResponseWriter, r *http.Request) bool {
+			if u, p, ok := r.BasicAuth(); ok {
+				mu.Lock()
+				seen[f] = append(seen[f], u+":"+p)
+				mu.Unlock()
+			}
+			return false
+		}
+	}
+	s := testService(t, ServiceOptions{AddRegistries: []string{a.host(), b.host()}})
+	creds := Credentials{Registries: map[string]registrytypes.AuthConfig{
+		a.host(): {Username: "u", Password: "pass-of-a"},
+		b.host(): {Username: "u", Password: "pass-of-b"},
+	}}
+	img, err := s.Inspect(ctx, InspectRequest{Name: "app", Platform: linuxAmd64(), Credentials: creds})
+	if err != nil || img.Registry != b.host() {
+		t.Fatalf("inspect: %v, want the image from the second candidate with its own set", err)
+	}
+	for f, want := range map[*fakeRegistry]string{a: "u:pass-of-a", b: "u:pass-of-b"} {
+		if len(seen[f]) == 0 {
+			t.Errorf("%s never received its own set", f.host())
+		}
+		for _, got := range seen[f] {
+			if got != want {
+				t.Errorf("%s received %q, want only %q", f.host(), got, want)
+			}
+		}
+	}
+}
+
+// TestRemoteImageRepositoryIsTheOneBound: what reads more about an answer
+// (the signature verdict) reads through RemoteImage.Repository, the
+// repository the search bound: a short name found at a later candidate
+// with one set bound to the first reads its signatures anonymously too.
+func TestRemoteImageRepositoryIsTheOneBound(t *testing.T) {
+	ctx := context.Background()
+	a := newFakeRegistry(t) // first candidate: has nothing, and takes the set
+	b := newFakeRegistry(t) // second: has the image, open to anyone
+	b.addImage("app", "latest", "linux", "amd64", "")
+	a.basicAuth, a.user, a.pass = true, "u", "p"
+	var (
+		mu     sync.Mutex
+		leaked []string
+	)
+	b.hook = func(w http.ResponseWriter, r *http.Request) bool {
+		if r.Header.Get("Authorization") != "" {
+			mu.Lock()
+			leaked = append(leaked, r.Method+" "+r.URL.String())
+			mu.Unlock()
+		}
+		return false
+	}
+	s := testService(t, ServiceOptions{AddRegistries: []string{a.host(), b.host()}})
+	creds := Credentials{Auth: &registrytypes.AuthConfig{Username: "u", Password: "p"}}
+	img, err := s.Inspect(ctx, InspectRequest{Name: "app", Platform: linuxAmd64(), Credentials: creds})
+	if err != nil || img.Registry != b.host() {
+		t.Fatalf("inspect: %v", err)
+	}
+	repo := img.Repository()
+	if repo == nil {
+		t.Fatal("the answer carries no repository")
+	}
+	if got := repo.Info().Index.Name; got != b.host() {
+		t.Errorf("repository of %s, want the one that answered, %s", got, b.host())
+	}
+	before := b.count()
+	_, _ = repo.Signatures(ctx, img.Descriptor.Digest)
+	if b.count() == before {
+		t.Fatal("the signatures were not asked for at the registry that answered")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(leaked) != 0 {
+		t.Errorf("the registry that answered received the credentials bound to the first candidate: %v", leaked)
 	}
 }

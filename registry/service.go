@@ -180,14 +180,14 @@ func candidates(cfg *hosts.Config, name string) ([]reference.Named, error) {
 		}
 		return []reference.Named{n}, nil
 	}
-	var out []reference.Named
-	var blocked []string
-	for _, r := range cfg.AddRegistries() {
+	regs, blocked := searchOrder(cfg)
+	if len(regs) == 0 {
+		return nil, blockedError(strings.Join(blocked, ", "))
+	}
+	out := make([]reference.Named, 0, len(regs))
+	for _, r := range regs {
 		if r == DefaultIndexName {
-			continue // docker.io comes last, once
-		}
-		if cfg.Blocked(r) {
-			blocked = append(blocked, r)
+			out = append(out, n)
 			continue
 		}
 		c, err := reference.ParseNormalizedNamed(r + "/" + name)
@@ -196,15 +196,37 @@ func candidates(cfg *hosts.Config, name string) ([]reference.Named, error) {
 		}
 		out = append(out, c)
 	}
+	return out, nil
+}
+
+// SearchRegistries are the registries a short name is searched on, in
+// order: the add-registry entries not blocked, then docker.io unless it is
+// blocked (GET /info's WharfSearchRegistries: the CLI sends credentials
+// for each, and each gets only its own).
+func (s *Service) SearchRegistries() []string {
+	regs, _ := searchOrder(s.config())
+	return regs
+}
+
+// searchOrder is the one search order of short names under cfg, and the
+// registries left out of it because they are blocked.
+func searchOrder(cfg *hosts.Config) (regs, blocked []string) {
+	for _, r := range cfg.AddRegistries() {
+		if r == DefaultIndexName {
+			continue // docker.io comes last, once
+		}
+		if cfg.Blocked(r) {
+			blocked = append(blocked, r)
+			continue
+		}
+		regs = append(regs, r)
+	}
 	if cfg.Blocked(DefaultIndexName) {
 		blocked = append(blocked, DefaultIndexName)
 	} else {
-		out = append(out, n)
+		regs = append(regs, DefaultIndexName)
 	}
-	if len(out) == 0 {
-		return nil, blockedError(strings.Join(blocked, ", "))
-	}
-	return out, nil
+	return regs, blocked
 }
 
 // hasRegistryHost reports whether what the user typed names a registry: the

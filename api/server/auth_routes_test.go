@@ -2,7 +2,12 @@ package server
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -176,5 +181,63 @@ func TestPushParsesTheNameOnce(t *testing.T) {
 		if len(got) != 1 || got[0].Repo.String() != tc.repo {
 			t.Errorf("%s: backend got %+v, want the repository %s", tc.path, got, tc.repo)
 		}
+	}
+}
+
+// Pull, push and remote inspect take X-Registry-Config too: with it, the
+// sets keyed by registry (and an X-Registry-Auth only when it names its
+// registry); without it, X-Registry-Auth alone, as before.
+func TestRequestCredentials(t *testing.T) {
+	enc := func(v any) string { b, _ := json.Marshal(v); return base64.URLEncoding.EncodeToString(b) }
+	cases := []struct {
+		name     string
+		config   string
+		auth     string
+		wantAuth string // Username of the one set
+		wantKeys string // keys of the sets keyed by registry, sorted; "-" for none
+		invalid  bool
+	}{
+		{"none", "", "", "", "-", false},
+		{"auth alone", "", enc(registry.AuthConfig{Username: "sdk"}), "sdk", "-", false},
+		{"config", enc(map[string]registry.AuthConfig{"a.example": {Username: "a"}}), "", "", "a.example", false},
+		{"config drops an auth without server", enc(map[string]registry.AuthConfig{"a.example": {Username: "a"}}), enc(registry.AuthConfig{Username: "sdk"}), "", "a.example", false},
+		{"config keeps an auth naming its server", enc(map[string]registry.AuthConfig{"a.example": {Username: "a"}}), enc(registry.AuthConfig{Username: "b", ServerAddress: "b.example"}), "", "a.example,b.example", false},
+		{"empty config is anonymous everywhere", enc(map[string]registry.AuthConfig{}), enc(registry.AuthConfig{Username: "sdk"}), "", "", false},
+		{"config garbage", "!!!", "", "", "", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodPost, "/images/create?fromImage=app", nil)
+			if tc.config != "" {
+				r.Header.Set(configHeader, tc.config)
+			}
+			if tc.auth != "" {
+				r.Header.Set(authHeader, tc.auth)
+			}
+			a, m, err := requestCredentials(r, decodeAuth)
+			if tc.invalid {
+				if !errdefs.IsInvalidArgument(err) {
+					t.Fatalf("err %v, want invalid argument", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			user := ""
+			if a != nil {
+				user = a.Username
+			}
+			keys := "-"
+			if m != nil {
+				keys = strings.Join(slices.Sorted(maps.Keys(m)), ",")
+			}
+			if user != tc.wantAuth || keys != tc.wantKeys {
+				t.Errorf("auth %q, keys %q; want %q, %q", user, keys, tc.wantAuth, tc.wantKeys)
+			}
+			if a != nil && m != nil {
+				t.Errorf("both forms: the daemon would use one set where the client sent sets keyed by registry")
+			}
+		})
 	}
 }

@@ -92,6 +92,9 @@ type SystemBackend interface {
 	// RegistryStatus is /info's WharfRegistries: per registry host, its
 	// rate limit as last seen and its back-off, if any.
 	RegistryStatus(ctx context.Context) []types.RegistryStatus
+	// SearchRegistries is /info's WharfSearchRegistries: the registries a
+	// short name is searched on, in order.
+	SearchRegistries(ctx context.Context) []string
 	SystemVersion(ctx context.Context) system.VersionResponse
 	// SystemDiskUsage returns the images part of /system/df in the API 1.50
 	// shape (LayersSize, Images).

@@ -211,6 +211,7 @@ func (f *fakeBackend) SystemInfo(context.Context) (*system.Info, error) {
 func (f *fakeBackend) RegistryStatus(context.Context) []types.RegistryStatus {
 	return f.registryStatus
 }
+func (f *fakeBackend) SearchRegistries(context.Context) []string { return nil }
 func (f *fakeBackend) SystemVersion(context.Context) system.VersionResponse {
 	return system.VersionResponse{Version: "test", APIVersion: types.DefaultAPIVersion}
 }

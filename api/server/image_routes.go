@@ -185,13 +185,14 @@ func (s *Server) getImageByName(w http.ResponseWriter, r *http.Request, vars map
 // of the image, gated by version exactly like a local inspect; with raw=1 the
 // manifest bytes as served.
 func (s *Server) inspectRemote(w http.ResponseWriter, r *http.Request, name string, opts types.InspectOptions) error {
-	auth, err := decodeAuth(r)
+	auth, regs, err := requestCredentials(r, decodeAuth)
 	if err != nil {
 		return err
 	}
 	ropts := types.RemoteInspectOptions{
 		InspectOptions: opts,
 		Auth:           auth,
+		Registries:     regs,
 		MetaHeaders:    metaHeaders(r),
 		Raw:            boolValue(r, "raw"),
 		Referrers:      referrersQuery(r),
@@ -402,7 +403,7 @@ func (s *Server) pull(r *http.Request, img string, platform *ocispec.Platform, o
 	if reference.FamiliarName(ref) == "scratch" {
 		return fmt.Errorf("'scratch' is a reserved name%.0w", errdefs.ErrPermissionDenied)
 	}
-	auth, err := decodeAuth(r)
+	auth, regs, err := requestCredentials(r, decodeAuth)
 	if err != nil {
 		return err
 	}
@@ -411,6 +412,7 @@ func (s *Server) pull(r *http.Request, img string, platform *ocispec.Platform, o
 		Tag:         tag,
 		Platform:    platform,
 		Auth:        auth,
+		Registries:  regs,
 		MetaHeaders: metaHeaders(r),
 	}, out)
 }
@@ -448,7 +450,7 @@ func (s *Server) postImagePush(w http.ResponseWriter, r *http.Request, vars map[
 	if err := parseForm(r); err != nil {
 		return err
 	}
-	auth, err := pushAuth(r)
+	auth, regs, err := requestCredentials(r, pushAuth)
 	if err != nil {
 		return err
 	}
@@ -475,6 +477,7 @@ func (s *Server) postImagePush(w http.ResponseWriter, r *http.Request, vars map[
 		Tag:         tag,
 		Platform:    p,
 		Auth:        auth,
+		Registries:  regs,
 		MetaHeaders: metaHeaders(r),
 	}, out))
 }

@@ -83,6 +83,24 @@ func decodeAuth(r *http.Request) (*registry.AuthConfig, error) {
 	return a, nil
 }
 
+// requestCredentials are the credentials of a pull, a push or a remote
+// inspect. With X-Registry-Config, the sets keyed by registry
+// (decodeAuthConfigs: an X-Registry-Auth joins them only when it names its
+// registry), and each registry searched gets its own. Without it, the one
+// set single reads (X-Registry-Auth), which the daemon binds to the first
+// registry searched.
+func requestCredentials(r *http.Request, single func(*http.Request) (*registry.AuthConfig, error)) (*registry.AuthConfig, map[string]registry.AuthConfig, error) {
+	if len(r.Header.Values(configHeader)) == 0 {
+		a, err := single(r)
+		return a, nil, err
+	}
+	m, err := decodeAuthConfigs(r)
+	if m == nil && err == nil {
+		m = map[string]registry.AuthConfig{} // sent, and empty: anonymous everywhere
+	}
+	return nil, m, err
+}
+
 // metaHeaders returns the client's X-Meta-* headers, which are passed on to
 // registries.
 func metaHeaders(r *http.Request) http.Header {

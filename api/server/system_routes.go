@@ -40,9 +40,10 @@ func (s *Server) getInfo(w http.ResponseWriter, r *http.Request, _ map[string]st
 		return err
 	}
 	regs := s.backend.RegistryStatus(r.Context())
+	search := s.backend.SearchRegistries(r.Context())
 	version := apiVersionFrom(r.Context())
 	if !versionLess(version, "1.50") {
-		writeJSON(w, http.StatusOK, types.Info{Info: info, WharfRegistries: regs})
+		writeJSON(w, http.StatusOK, types.Info{Info: info, WharfRegistries: regs, WharfSearchRegistries: search})
 		return nil
 	}
 	// Fields older API versions still show (dockerd's getInfo).
@@ -52,6 +53,9 @@ func (s *Server) getInfo(w http.ResponseWriter, r *http.Request, _ map[string]st
 	}
 	if len(regs) > 0 {
 		m["WharfRegistries"] = rawJSON(regs)
+	}
+	if len(search) > 0 {
+		m["WharfSearchRegistries"] = rawJSON(search)
 	}
 	m["BridgeNfIptables"] = json.RawMessage("false")
 	m["BridgeNfIp6tables"] = json.RawMessage("false")

@@ -103,6 +103,10 @@ type Info struct {
 	// changes), present when a registry sent rate-limit headers or is
 	// backed off.
 	WharfRegistries []RegistryStatus `json:",omitempty"`
+	// WharfSearchRegistries are the registries a short name is searched
+	// on, in order (add-registry, then docker.io, none blocked): a client
+	// sends its stored credentials for each, keyed by registry.
+	WharfSearchRegistries []string `json:",omitempty"`
 }
 
 // RegistryStatus is one registry host in /info's WharfRegistries (a
@@ -129,6 +133,10 @@ type RemoteInspectOptions struct {
 	InspectOptions
 	// Auth is the decoded X-Registry-Auth; nil means anonymous.
 	Auth *registry.AuthConfig
+	// Registries are credentials keyed by registry (X-Registry-Config),
+	// used instead of Auth when not nil: each registry searched gets the
+	// set keyed by it, and only that one.
+	Registries map[string]registry.AuthConfig
 	// MetaHeaders are the client's X-Meta-* headers, passed on to the registry.
 	MetaHeaders http.Header
 	// Raw asks for the manifest bytes as served (wharf inspect --raw).
@@ -166,6 +174,7 @@ type PullOptions struct {
 	Tag         string // a tag or a digest; empty with no tag in FromImage = all tags
 	Platform    *ocispec.Platform
 	Auth        *registry.AuthConfig
+	Registries  map[string]registry.AuthConfig // X-Registry-Config, as RemoteInspectOptions.Registries
 	MetaHeaders http.Header
 }
 
@@ -178,6 +187,7 @@ type PushOptions struct {
 	// Platform (API 1.46+): push the image only if it is stored for it.
 	Platform    *ocispec.Platform
 	Auth        *registry.AuthConfig
+	Registries  map[string]registry.AuthConfig // X-Registry-Config, as RemoteInspectOptions.Registries
 	MetaHeaders http.Header
 }
 

@@ -37,14 +37,15 @@ func newCopyCommand(c *cli) *cobra.Command {
 			if opts.Platform, err = parsePlatform(platform); err != nil {
 				return err
 			}
-			// The stored credentials of each side, keyed by registry: the
-			// daemon sends each set to its own registry only.
 			ctx := cmd.Context()
-			if opts.Auth, err = c.registryConfig(ctx, args, nil); err != nil {
-				return err
-			}
 			api, err := c.client()
 			if err != nil {
+				return err
+			}
+			// The stored credentials of each side, keyed by registry (SRC
+			// is searched, DST is its registry's): the daemon sends each
+			// set to its own registry only.
+			if opts.Auth, err = c.searchConfig(ctx, api, []string{src}, []string{dst}); err != nil {
 				return err
 			}
 			rc, err := api.ImageCopy(ctx, src, dst, opts)

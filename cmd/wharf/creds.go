@@ -13,6 +13,8 @@ import (
 	"github.com/moby/moby/api/types/registry"
 	"oras.land/oras-go/v2/registry/remote/auth"
 	"oras.land/oras-go/v2/registry/remote/credentials"
+
+	"github.com/wharfproject/wharf/client"
 )
 
 // dockerHubKey is Docker Hub's key in the docker config and credential helpers.
@@ -127,6 +129,67 @@ func (c *cli) registryConfig(ctx context.Context, names []string, onErr func(key
 		}
 	}
 	return out, nil
+}
+
+// searchConfig is registryConfig for the names of a pull, a push, a remote
+// inspect or a copy, the one way those send stored credentials. A name in
+// search is one the daemon searches (pull, remote inspect, copy's SRC):
+// short, it may be found on any registry the daemon searches, so each of
+// those gets its own set (GET /info's WharfSearchRegistries, asked only
+// when a name is short); the other names are their own registry's. A
+// helper's failure is the command's error.
+func (c *cli) searchConfig(ctx context.Context, api *client.Client, search, names []string) (map[string]registry.AuthConfig, error) {
+	all := append([]string(nil), names...)
+	var regs []string
+	for _, n := range search {
+		if hasRegistryHost(n) {
+			all = append(all, n)
+			continue
+		}
+		if regs == nil {
+			info, err := api.Info(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("asking the daemon which registries it searches for %s: %w", n, err)
+			}
+			regs = info.WharfSearchRegistries
+			if len(regs) == 0 {
+				regs = []string{"docker.io"} // a daemon that does not say searches Docker Hub only
+			}
+		}
+		for _, r := range regs {
+			all = append(all, r+"/"+n)
+		}
+	}
+	return c.registryConfig(ctx, all, nil)
+}
+
+// ownSet is the set of regs keyed by the registry name itself names
+// (docker.io for a short one), or nil. It goes as X-Registry-Auth beside
+// X-Registry-Config, with its server address, for a wharfd that does not
+// read X-Registry-Config: that one sends it to its registry only, as
+// before. A wharfd that reads both keeps the X-Registry-Config entry.
+func ownSet(regs map[string]registry.AuthConfig, name string) *registry.AuthConfig {
+	h := registryHost(name)
+	if h == "" {
+		return nil
+	}
+	ac, ok := regs[serverKey(h)]
+	if !ok {
+		return nil
+	}
+	return &ac
+}
+
+// hasRegistryHost reports whether name, as typed, names its registry: its
+// first path component looks like a host (has a '.' or ':', is localhost,
+// or is not lower case), distribution/reference's rule and the daemon's.
+// A name that does not is short: the daemon searches it.
+func hasRegistryHost(name string) bool {
+	first, _, ok := strings.Cut(name, "/")
+	if !ok {
+		return false
+	}
+	return strings.ContainsAny(first, ".:") || first == "localhost" || strings.ToLower(first) != first
 }
 
 // authForServer looks key up in the credential store.

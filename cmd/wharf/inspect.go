@@ -185,13 +185,14 @@ func inspectLocal(ctx context.Context, api *client.Client, name, kind string, op
 }
 
 // inspectRemote inspects name in its registry, sending the stored
-// credentials of the image's registry host only.
+// credentials of each registry the daemon may find it at, keyed by
+// registry (searchConfig): each gets its own only.
 func inspectRemote(ctx context.Context, c *cli, api *client.Client, name string, opts client.InspectOptions) ([]byte, error) {
-	a, err := c.authFor(ctx, name)
+	regs, err := c.searchConfig(ctx, api, []string{name}, nil)
 	if err != nil {
 		return nil, err
 	}
-	opts.Auth = a
+	opts.Registries, opts.Auth = regs, ownSet(regs, name)
 	v, raw, err := api.ImageInspectRemote(ctx, name, opts)
 	if err != nil {
 		return nil, err
@@ -201,11 +202,11 @@ func inspectRemote(ctx context.Context, c *cli, api *client.Client, name string,
 }
 
 func inspectRawManifest(ctx context.Context, c *cli, api *client.Client, name string, opts client.InspectOptions) ([]byte, error) {
-	a, err := c.authFor(ctx, name)
+	regs, err := c.searchConfig(ctx, api, []string{name}, nil)
 	if err != nil {
 		return nil, err
 	}
-	opts.Auth = a
+	opts.Registries, opts.Auth = regs, ownSet(regs, name)
 	b, mediaType, err := api.RemoteManifest(ctx, name, opts)
 	if err != nil {
 		return nil, err

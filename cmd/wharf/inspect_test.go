@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/moby/moby/api/types/registry"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
@@ -23,6 +22,8 @@ func imagesDaemon(t *testing.T, found map[string]string) *fakeDaemon {
 	return newFakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.Path
 		switch {
+		case p == "/v1.55/info":
+			writeJSON(w, 200, `{"WharfSearchRegistries":["localhost:5000","docker.io"]}`)
 		case strings.HasPrefix(p, "/v1.55/containers/") && strings.HasSuffix(p, "/json"):
 			name := strings.TrimSuffix(strings.TrimPrefix(p, "/v1.55/containers/"), "/json")
 			writeJSON(w, 404, `{"message":"No such container: `+name+`"}`)
@@ -236,30 +237,31 @@ func TestInspectRemoteSendsStoredCredentialsForItsRegistryOnly(t *testing.T) {
 	if res.code != 0 {
 		t.Fatalf("exit %d: %s", res.code, res.stderr)
 	}
-	reqs := d.requests()
-	decode := func(r *http.Request) *registry.AuthConfig {
-		v := r.Header.Get("X-Registry-Auth")
-		if v == "" {
-			return nil
+	reqs := d.apiRequests()
+	// X-Registry-Auth (for a wharfd that does not read X-Registry-Config)
+	// is the set of NAME's own registry, naming it: never one without a
+	// server address, which a daemon binds to the first registry searched.
+	for i, want := range []string{"localhost:5000", "https://index.docker.io/v1/", ""} {
+		if reqs[i].Header.Get("X-Registry-Auth") == "" {
+			if want != "" {
+				t.Errorf("%s: no X-Registry-Auth for %s", reqs[i].URL.Path, want)
+			}
+			continue
 		}
-		b, err := base64.URLEncoding.DecodeString(v)
-		if err != nil {
-			t.Fatalf("bad header %q", v)
+		if a := decodeAuth(t, reqs[i]); a.ServerAddress != want {
+			t.Errorf("%s: X-Registry-Auth for %q, want %q", reqs[i].URL.Path, a.ServerAddress, want)
 		}
-		var a registry.AuthConfig
-		if err := json.Unmarshal(b, &a); err != nil {
-			t.Fatal(err)
-		}
-		return &a
 	}
-	if a := decode(reqs[0]); a == nil || a.Username != "testuser" || a.Password != "testpass" || a.ServerAddress != "localhost:5000" {
-		t.Errorf("localhost:5000 auth %+v", a)
+	if m := decodeConfig(t, reqs[0]); len(m) != 1 || m["localhost:5000"].Username != "testuser" || m["localhost:5000"].Password != "testpass" || m["localhost:5000"].ServerAddress != "localhost:5000" {
+		t.Errorf("localhost:5000 credentials %+v", m)
 	}
-	if a := decode(reqs[1]); a == nil || a.Username != "hubuser" || a.ServerAddress != "https://index.docker.io/v1/" {
-		t.Errorf("docker.io auth %+v", a)
+	// A short name: the daemon searches localhost:5000, then docker.io;
+	// each set is keyed by its registry, and the daemon gives each its own.
+	if m := decodeConfig(t, reqs[1]); len(m) != 2 || m["localhost:5000"].Username != "testuser" || m["https://index.docker.io/v1/"].Username != "hubuser" {
+		t.Errorf("short name credentials %+v", m)
 	}
-	if a := decode(reqs[2]); a != nil {
-		t.Errorf("credentials sent to a registry without any: %+v", a)
+	if m := decodeConfig(t, reqs[2]); m != nil {
+		t.Errorf("credentials sent to a registry without any: %+v", m)
 	}
 }
 

@@ -38,13 +38,16 @@ func newPullCommand(c *cli) *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			if opts.Auth, err = c.authFor(ctx, args[0]); err != nil {
-				return err
-			}
 			api, err := c.client()
 			if err != nil {
 				return err
 			}
+			// The stored credentials of each registry the daemon may find
+			// the name at, keyed by registry: each gets its own only.
+			if opts.Registries, err = c.searchConfig(ctx, api, []string{args[0]}, nil); err != nil {
+				return err
+			}
+			opts.Auth = ownSet(opts.Registries, args[0])
 			// The repository as typed, not normalised: a short name is
 			// searched through the daemon's add-registry list, as remote
 			// inspect searches it ("app" is not "docker.io/library/app").

@@ -37,13 +37,16 @@ func newPushCommand(c *cli) *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			if opts.Auth, err = c.authFor(ctx, args[0]); err != nil {
-				return err
-			}
 			api, err := c.client()
 			if err != nil {
 				return err
 			}
+			// A push goes to the registry its name names (docker.io for a
+			// short one): that registry's stored credentials, keyed by it.
+			if opts.Registries, err = c.searchConfig(ctx, api, nil, []string{args[0]}); err != nil {
+				return err
+			}
+			opts.Auth = ownSet(opts.Registries, args[0])
 			rc, err := api.ImagePush(ctx, reference.FamiliarName(ref), opts)
 			if err != nil {
 				return err

@@ -18,6 +18,8 @@ func registryDaemon(t *testing.T) *fakeDaemon {
 		switch {
 		case r.URL.Path == "/v1.55/auth":
 			writeJSON(w, 200, `{"IdentityToken":"","Status":"Login Succeeded"}`)
+		case r.URL.Path == "/v1.55/info":
+			writeJSON(w, 200, searchInfo)
 		case r.URL.Path == "/v1.55/images/create":
 			w.Header().Set("Content-Type", "application/json")
 			if r.URL.Query().Get("tag") == "broken" {
@@ -32,6 +34,39 @@ func registryDaemon(t *testing.T) *fakeDaemon {
 			writeJSON(w, 404, `{"message":"page not found"}`)
 		}
 	})
+}
+
+// searchInfo is a wharfd's /info with add-registry 127.0.0.1:5001: a
+// short name is searched there, then on docker.io.
+const searchInfo = `{"WharfSearchRegistries":["127.0.0.1:5001","docker.io"]}`
+
+// decodeConfig is the X-Registry-Config a request carried (nil: none).
+func decodeConfig(t *testing.T, r *http.Request) map[string]registry.AuthConfig {
+	t.Helper()
+	v := r.Header.Get("X-Registry-Config")
+	if v == "" {
+		return nil
+	}
+	b, err := base64.URLEncoding.DecodeString(v)
+	if err != nil {
+		t.Fatalf("X-Registry-Config %q: %v", v, err)
+	}
+	var m map[string]registry.AuthConfig
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// apiRequests are the requests other than GET /info.
+func (d *fakeDaemon) apiRequests() []*http.Request {
+	var out []*http.Request
+	for _, r := range d.requests() {
+		if r.URL.Path != "/v1.55/info" {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 func decodeAuth(t *testing.T, r *http.Request) registry.AuthConfig {
@@ -86,20 +121,36 @@ func TestLoginStoresCredentialsThenPullSendsThem(t *testing.T) {
 	if pull.URL.RawQuery != "fromImage=127.0.0.1%3A5001%2Ftiny&tag=1.0" {
 		t.Errorf("pull query %s", pull.URL.RawQuery)
 	}
-	if a := decodeAuth(t, pull); a.Username != "testuser" || a.Password != "testpass" {
-		t.Errorf("pull auth %+v", a)
+	if m := decodeConfig(t, pull); len(m) != 1 || m["127.0.0.1:5001"].Username != "testuser" || m["127.0.0.1:5001"].Password != "testpass" {
+		t.Errorf("pull credentials %+v", m)
 	}
 	if !strings.HasSuffix(res.stdout, "127.0.0.1:5001/tiny:1.0\n") || !strings.Contains(res.stdout, "1.0: Pulling from tiny") {
 		t.Errorf("pull output %q", res.stdout)
 	}
 
-	// Another registry gets no credentials: "{}".
+	// Another registry gets no credentials: "{}", and no set keyed by
+	// registry.
 	res = runCLI(t, env, "", "-H", d.host(), "pull", "-q", "127.0.0.1:5000/tiny:1.0")
 	if res.code != 0 || res.stdout != "127.0.0.1:5000/tiny:1.0\n" {
 		t.Fatalf("pull -q: exit %d stdout %q", res.code, res.stdout)
 	}
-	if a := decodeAuth(t, d.requests()[2]); a != (registry.AuthConfig{}) {
-		t.Errorf("credentials leaked to another registry: %+v", a)
+	if a, m := decodeAuth(t, d.requests()[2]), decodeConfig(t, d.requests()[2]); a != (registry.AuthConfig{}) || m != nil {
+		t.Errorf("credentials leaked to another registry: %+v %+v", a, m)
+	}
+
+	// A short name: the daemon searches 127.0.0.1:5001 first, where the
+	// login is; its set goes, keyed by it (the daemon sends it there only).
+	res = runCLI(t, env, "", "-H", d.host(), "pull", "-q", "tiny:1.0")
+	if res.code != 0 {
+		t.Fatalf("pull -q tiny:1.0: exit %d %s", res.code, res.stderr)
+	}
+	api := d.apiRequests()
+	short := api[len(api)-1]
+	if short.URL.RawQuery != "fromImage=tiny&tag=1.0" {
+		t.Errorf("short pull query %s", short.URL.RawQuery)
+	}
+	if m := decodeConfig(t, short); len(m) != 1 || m["127.0.0.1:5001"].Username != "testuser" {
+		t.Errorf("short pull credentials %+v", m)
 	}
 
 	res = runCLI(t, env, "", "logout", "127.0.0.1:5001")
@@ -130,13 +181,13 @@ func TestLoginDefaultsToDockerHubKey(t *testing.T) {
 	if res.code != 0 {
 		t.Fatalf("pull: %d %s", res.code, res.stderr)
 	}
-	pull := d.requests()[1]
+	pull := d.apiRequests()[1]
 	// The name as typed: the daemon searches a short name itself.
 	if pull.URL.RawQuery != "fromImage=alpine&tag=latest" {
 		t.Errorf("query %s", pull.URL.RawQuery)
 	}
-	if a := decodeAuth(t, pull); a.Username != "hub" || a.ServerAddress != "https://index.docker.io/v1/" {
-		t.Errorf("auth %+v", a)
+	if m := decodeConfig(t, pull); len(m) != 1 || m["https://index.docker.io/v1/"].Username != "hub" || m["https://index.docker.io/v1/"].ServerAddress != "https://index.docker.io/v1/" {
+		t.Errorf("credentials %+v", m)
 	}
 	if !strings.HasPrefix(res.stdout, "Using default tag: latest\n") {
 		t.Errorf("stdout %q", res.stdout)

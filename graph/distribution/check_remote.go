@@ -30,7 +30,15 @@ type RemoteTag struct {
 	// IndexErr is why the index could not be read; the tag's answer
 	// stands without it.
 	IndexErr error
+
+	// repo is the repository that was asked, its credentials bound once:
+	// JudgeTag reads the signatures through it.
+	repo *registry.Repository
 }
+
+// Repository is the repository that answered (nil for a RemoteTag not
+// made by LookupRemoteTag).
+func (t RemoteTag) Repository() *registry.Repository { return t.repo }
 
 // LookupRemoteTag asks ref's registry what ref's tag names now (the update
 // check): one HEAD, or nothing when the tag freshness cache holds an answer
@@ -52,7 +60,7 @@ func (s *Service) LookupRemoteTag(ctx context.Context, ref reference.NamedTagged
 	if err != nil {
 		return RemoteTag{}, err
 	}
-	out := RemoteTag{Descriptor: ans.Descriptor, Cached: ans.Cached, IsIndex: imagespec.IsIndex(ans.Descriptor.MediaType)}
+	out := RemoteTag{Descriptor: ans.Descriptor, Cached: ans.Cached, IsIndex: imagespec.IsIndex(ans.Descriptor.MediaType), repo: repo}
 	if slices.Contains(known, ans.Descriptor.Digest) || (!out.IsIndex && ans.Descriptor.MediaType != "") {
 		return out, nil
 	}

@@ -45,7 +45,7 @@ func (s *Service) PullImage(ctx context.Context, opts types.PullOptions, out typ
 	if isScratch(tn.Repo) {
 		return fmt.Errorf("'scratch' is a reserved name%.0w", errdefs.ErrPermissionDenied)
 	}
-	creds := credentials(opts.Auth, opts.MetaHeaders)
+	creds := credentials(opts.Auth, opts.Registries, opts.MetaHeaders)
 	platform := s.platformOr(opts.Platform)
 	po := newProgressOutput(out)
 	svc, err := s.registryService()
@@ -100,7 +100,7 @@ func pullError(tn typedName, creds registry.Credentials, err error) error {
 	if n, perr := reference.ParseNormalizedNamed(tn.Repo); perr == nil {
 		name = reference.FamiliarName(n)
 	}
-	if errors.Is(err, registry.ErrDenied) || creds.Auth == nil {
+	if errors.Is(err, registry.ErrDenied) || (creds.Auth == nil && len(creds.Registries) == 0) {
 		return fmt.Errorf("pull access denied for %s, repository does not exist or may require 'docker login': %v%.0w", name, err, errdefs.ErrNotFound)
 	}
 	return statusError{err: err, status: http.StatusInternalServerError}

@@ -57,7 +57,7 @@ func (s *Service) PushImage(ctx context.Context, opts types.PushOptions, out typ
 		return fmt.Errorf("An image does not exist locally with the tag: %s%.0w", reference.FamiliarName(repoName), errdefs.ErrNotFound)
 	}
 
-	repo, err := svc.Repository(ctx, repoName, credentials(opts.Auth, opts.MetaHeaders))
+	repo, err := svc.Repository(ctx, repoName, credentials(opts.Auth, opts.Registries, opts.MetaHeaders))
 	if err != nil {
 		return err
 	}

@@ -44,8 +44,11 @@ func newBlobTransfers(opts Options) *blobTransfers {
 	return &blobTransfers{maxDownloads: n, obs: observer(opts.Observer)}
 }
 
-func credentials(auth *registrytypes.AuthConfig, meta http.Header) registry.Credentials {
-	return registry.Credentials{Auth: auth, MetaHeaders: meta}
+// credentials are a request's credentials as the registry client takes
+// them: one set (X-Registry-Auth), or sets keyed by registry
+// (X-Registry-Config), used instead when not nil.
+func credentials(auth *registrytypes.AuthConfig, regs map[string]registrytypes.AuthConfig, meta http.Header) registry.Credentials {
+	return registry.Credentials{Auth: auth, Registries: regs, MetaHeaders: meta}
 }
 
 // platformOr is p, or the daemon's platform when p is nil.

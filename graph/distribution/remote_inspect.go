@@ -23,7 +23,7 @@ func (s *Service) RemoteManifest(ctx context.Context, name string, opts types.Re
 	if err != nil {
 		return nil, ocispec.Descriptor{}, err
 	}
-	res, err := svc.FindImage(ctx, name, credentials(opts.Auth, opts.MetaHeaders))
+	res, err := svc.FindImage(ctx, name, credentials(opts.Auth, opts.Registries, opts.MetaHeaders))
 	if err != nil {
 		return nil, ocispec.Descriptor{}, noSuchImage(name, err)
 	}
@@ -54,7 +54,7 @@ func (s *Service) InspectRemote(ctx context.Context, name string, opts types.Rem
 	req := registry.InspectRequest{
 		Name:        name,
 		Platform:    s.platformOr(opts.Platform),
-		Credentials: credentials(opts.Auth, opts.MetaHeaders),
+		Credentials: credentials(opts.Auth, opts.Registries, opts.MetaHeaders),
 	}
 	if opts.Referrers != nil {
 		req.Referrers = &registry.ReferrersOptions{ArtifactType: opts.Referrers.ArtifactType}

@@ -45,7 +45,7 @@ func (s *Service) RemoteTags(ctx context.Context, name string, opts types.Remote
 	if opts.Sort == TagSortRegistry {
 		lo.Limit = opts.Limit
 	}
-	repo, tags, err := svc.ListTags(ctx, tn.Repo, credentials(opts.Auth, opts.MetaHeaders), lo)
+	repo, tags, err := svc.ListTags(ctx, tn.Repo, credentials(opts.Auth, nil, opts.MetaHeaders), lo)
 	if err != nil {
 		return nil, err
 	}

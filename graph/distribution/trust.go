@@ -303,20 +303,22 @@ func errRejected(op string, t *types.Trust) error {
 }
 
 // JudgeRemote is the verdict on a remote inspect's answer: under a policy,
-// or with opts.Verify. A rejected image still inspects; the answer says why.
-func (s *Service) JudgeRemote(ctx context.Context, ri *registry.RemoteImage, opts types.RemoteInspectOptions) (*types.Trust, error) {
-	if ri.V1 || (s.policy() == nil && !opts.Verify) {
+// or with verify. A rejected image still inspects; the answer says why.
+//
+// The signatures are read through the repository the answer was read
+// through (ri.Repository), with the credentials the search bound to it:
+// a short name found at a later candidate is asked anonymously for its
+// signatures as it was for the image. It takes no credentials, so none
+// can be bound again to whichever registry answered.
+func (s *Service) JudgeRemote(ctx context.Context, ri *registry.RemoteImage, verify bool) (*types.Trust, error) {
+	if ri.V1 || (s.policy() == nil && !verify) {
 		return nil, nil
 	}
-	svc, err := s.registryService()
-	if err != nil {
-		return nil, err
+	repo := ri.Repository()
+	if repo == nil {
+		return nil, fmt.Errorf("judging %s: the answer names no repository it was read through%.0w", ri.Descriptor.Digest, errdefs.ErrInvalidArgument)
 	}
-	repo, err := svc.Repository(ctx, ri.Name, credentials(opts.Auth, opts.MetaHeaders))
-	if err != nil {
-		return nil, err
-	}
-	return s.judgeRemote(ctx, repo, ri.TopLevel, ri.Manifest.Digest, opts.Verify)
+	return s.judgeRemote(ctx, repo, ri.TopLevel, ri.Manifest.Digest, verify)
 }
 
 // admit is the policy's check before a pull or a copy moves a byte: the
@@ -357,15 +359,17 @@ func (s *Service) judgeDestination(ctx context.Context, dstRepo *registry.Reposi
 }
 
 // JudgeTag is the policy's verdict on what ref's tag names now (the
-// update check): nil without a policy.
-func (s *Service) JudgeTag(ctx context.Context, ref reference.NamedTagged, top ocispec.Descriptor, platform digest.Digest, opts types.RemoteCheckOptions) (*types.Trust, error) {
+// update check): nil without a policy. It reads the signatures through
+// the repository LookupRemoteTag asked (remote.Repository), under the
+// credentials bound there.
+func (s *Service) JudgeTag(ctx context.Context, ref reference.NamedTagged, remote RemoteTag, platform digest.Digest) (*types.Trust, error) {
 	if s.policy() == nil {
 		return nil, nil
 	}
-	repo, err := s.checkRepository(ctx, ref, opts)
-	if err != nil {
-		return nil, err
+	repo := remote.Repository()
+	if repo == nil {
+		return nil, fmt.Errorf("judging %s: the answer names no repository it was read through%.0w", ref, errdefs.ErrInvalidArgument)
 	}
-	tl := registry.TopLevel{Registry: repo.Info().Index.Name, Name: reference.TrimNamed(ref), Tag: ref.Tag(), Descriptor: top}
+	tl := registry.TopLevel{Registry: repo.Info().Index.Name, Name: reference.TrimNamed(ref), Tag: ref.Tag(), Descriptor: remote.Descriptor}
 	return s.judgeRemote(ctx, repo, tl, platform, false)
 }
