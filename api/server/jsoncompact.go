@@ -13,8 +13,9 @@ var errInvalidJSON = errors.New("invalid JSON")
 // writes it as a json.RawMessage: whitespace outside strings dropped, and
 // <, >, &, U+2028 and U+2029 escaped as \u003c, \u003e, \u0026, \u2028
 // and \u2029. It copies runs of b straight to w, so it holds nothing of
-// its own: json.Marshal held an encoder buffer grown by doubling and then
-// a copy of it, three to four times a statement of up to 32 MiB.
+// its own, where json.Marshal would hold an encoder buffer grown by
+// doubling and then a copy of it: three to four times a statement of up to
+// 32 MiB.
 func writeCompactJSON(w *bufio.Writer, b []byte) error {
 	if !json.Valid(b) {
 		return errInvalidJSON
