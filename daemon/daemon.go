@@ -181,6 +181,7 @@ func Run(ctx context.Context, cfg *Config, opts Options) error {
 	if mt != nil {
 		mt.WatchStore(store.BlobUsage)
 		mt.WatchCommits(store.Commits)
+		mt.WatchPartialRestarts(store.PartialRestarts)
 		mt.WatchTrust(trustCounts(store))
 	}
 	pol, err := loadPolicy(cfg, env)

@@ -67,12 +67,16 @@ type blobSource interface {
 }
 
 // ImageAttestations answers GET /images/{name}/attestations: for a local
-// image from the store, with remote=1 from the registry.
-func (s *Store) ImageAttestations(ctx context.Context, name string, opts types.AttestationOptions) ([]image.AttestationStatement, error) {
+// image from the store, with remote=1 from the registry. The statements
+// are handed to emit one at a time, in the manifests' order; with
+// opts.Statement each carries its body, read, verified and held only for
+// the call (emit must not keep it), so an answer near its 64 MiB bound
+// holds one statement at a time, not all of them and their JSON.
+func (s *Store) ImageAttestations(ctx context.Context, name string, opts types.AttestationOptions, emit func(image.AttestationStatement) error) error {
 	if opts.Remote {
-		return s.remoteAttestations(ctx, name, opts)
+		return s.remoteAttestations(ctx, name, opts, emit)
 	}
-	return s.localAttestations(ctx, name, opts)
+	return s.localAttestations(ctx, name, opts, emit)
 }
 
 // localAttestations reads the attestations of a local image. Its index is
@@ -80,46 +84,46 @@ func (s *Store) ImageAttestations(ctx context.Context, name string, opts types.A
 // statements are read from the store when it holds them, and otherwise
 // from the repository the image was pulled from, by digest — wharfd's
 // pull keeps only the platform manifest it pulled (docs/compatibility.md).
-func (s *Store) localAttestations(ctx context.Context, name string, opts types.AttestationOptions) ([]image.AttestationStatement, error) {
+func (s *Store) localAttestations(ctx context.Context, name string, opts types.AttestationOptions, emit func(image.AttestationStatement) error) error {
 	rec, err := s.Lookup(name)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if !imagespec.IsIndex(rec.Target.MediaType) {
-		return nil, nil // a lone manifest has nowhere to keep attestations
+		return nil // a lone manifest has nowhere to keep attestations
 	}
 	idx, err := s.st.ReadIndex(rec.Target.Digest)
 	if err != nil {
-		return nil, fmt.Errorf("image %s: index %s: %w", name, rec.Target.Digest, err)
+		return fmt.Errorf("image %s: index %s: %w", name, rec.Target.Digest, err)
 	}
 	subject := rec.Manifest
 	if opts.Platform != nil {
 		if subject, err = imagespec.SelectManifest(idx, *opts.Platform); err != nil {
-			return nil, fmt.Errorf("image with reference %s was found but does not provide the specified platform (%s)%.0w",
+			return fmt.Errorf("image with reference %s was found but does not provide the specified platform (%s)%.0w",
 				name, imagespec.FormatPlatform(*opts.Platform), errdefs.ErrNotFound)
 		}
 	}
 	creds := originCredentials(name, rec, registry.Credentials{Auth: opts.Auth, MetaHeaders: opts.MetaHeaders})
 	src := &localSource{s: s, rec: rec, creds: creds}
-	return attestationsOf(ctx, src, idx, subject.Digest, opts)
+	return attestationsEach(ctx, src, idx, subject.Digest, opts, emit)
 }
 
 // remoteAttestations reads them from the registry: the top level the name
 // resolves to now, the attestation manifest and (statement=1) the
 // statements, nothing stored.
-func (s *Store) remoteAttestations(ctx context.Context, name string, opts types.AttestationOptions) ([]image.AttestationStatement, error) {
+func (s *Store) remoteAttestations(ctx context.Context, name string, opts types.AttestationOptions, emit func(image.AttestationStatement) error) error {
 	if s.opts.Registry == nil {
-		return nil, fmt.Errorf("no registry access configured%.0w", errdefs.ErrNotImplemented)
+		return fmt.Errorf("no registry access configured%.0w", errdefs.ErrNotImplemented)
 	}
 	res, err := s.opts.Registry.FindImage(ctx, name, registry.Credentials{Auth: opts.Auth, MetaHeaders: opts.MetaHeaders})
 	if err != nil {
 		if errdefs.IsNotFound(err) && !errors.Is(err, registry.ErrNoMatchingPlatform) {
-			return nil, fmt.Errorf("No such image: %s%.0w", name, errdefs.ErrNotFound)
+			return fmt.Errorf("No such image: %s%.0w", name, errdefs.ErrNotFound)
 		}
-		return nil, err
+		return err
 	}
 	if res.Index == nil {
-		return nil, nil
+		return nil
 	}
 	want := s.opts.Platform
 	if opts.Platform != nil {
@@ -127,14 +131,16 @@ func (s *Store) remoteAttestations(ctx context.Context, name string, opts types.
 	}
 	subject, err := imagespec.SelectManifest(res.Index, want)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return attestationsOf(ctx, &remoteSource{repo: res.Repository()}, res.Index, subject.Digest, opts)
+	return attestationsEach(ctx, &remoteSource{repo: res.Repository()}, res.Index, subject.Digest, opts, emit)
 }
 
-// attestationsOf lists the statements of the attestation manifests idx
-// attaches to subject: nil when there are none.
-func attestationsOf(ctx context.Context, src blobSource, idx *ocispec.Index, subject digest.Digest, opts types.AttestationOptions) ([]image.AttestationStatement, error) {
+// attestationsEach hands emit the statements of the attestation manifests
+// idx attaches to subject, in order: none when there are none. Every bound
+// is checked on the descriptors before the first statement is handed
+// over, so an answer over them fails whole, before any of it is written.
+func attestationsEach(ctx context.Context, src blobSource, idx *ocispec.Index, subject digest.Digest, opts types.AttestationOptions, emit func(image.AttestationStatement) error) error {
 	var (
 		out   []image.AttestationStatement
 		n     int
@@ -149,18 +155,18 @@ func attestationsOf(ctx context.Context, src blobSource, idx *ocispec.Index, sub
 			continue // not an image manifest: nothing BuildKit writes
 		}
 		if n++; n > maxAttestationManifests {
-			return nil, fmt.Errorf("%s has more than %d attestation manifests%.0w", subject, maxAttestationManifests, ErrAttestationTooLarge)
+			return fmt.Errorf("%s has more than %d attestation manifests%.0w", subject, maxAttestationManifests, ErrAttestationTooLarge)
 		}
 		atts = append(atts, d)
 	}
 	for _, d := range atts {
 		b, err := src.read(ctx, d, store.MaxManifestSize)
 		if err != nil {
-			return nil, fmt.Errorf("attestation manifest %s: %w", d.Digest, err)
+			return fmt.Errorf("attestation manifest %s: %w", d.Digest, err)
 		}
 		layers, err := ParseAttestationManifest(b)
 		if err != nil {
-			return nil, fmt.Errorf("attestation manifest %s: %w", d.Digest, err)
+			return fmt.Errorf("attestation manifest %s: %w", d.Digest, err)
 		}
 		for _, l := range layers {
 			pt := l.Annotations[PredicateTypeAnnotation]
@@ -170,33 +176,36 @@ func attestationsOf(ctx context.Context, src blobSource, idx *ocispec.Index, sub
 			out = append(out, image.AttestationStatement{Descriptor: l, PredicateType: pt})
 		}
 	}
-	if !opts.Statement {
-		return out, nil
+	if opts.Statement {
+		// No body is fetched for an answer over the bounds.
+		for _, st := range out {
+			l := st.Descriptor
+			if l.Size > maxStatementSize {
+				return fmt.Errorf("attestation statement %s is %d bytes, more than the %d wharfd reads%.0w", l.Digest, l.Size, maxStatementSize, ErrAttestationTooLarge)
+			}
+			if total += l.Size; total > maxStatementBytes {
+				return fmt.Errorf("the attestation statements of %s are more than the %d bytes wharfd reads for one answer%.0w", subject, maxStatementBytes, ErrAttestationTooLarge)
+			}
+		}
 	}
-	// Every bound is checked on the descriptors before the first body is
-	// fetched: an answer over them costs no transfer.
 	for _, st := range out {
-		l := st.Descriptor
-		if l.Size > maxStatementSize {
-			return nil, fmt.Errorf("attestation statement %s is %d bytes, more than the %d wharfd reads%.0w", l.Digest, l.Size, maxStatementSize, ErrAttestationTooLarge)
+		if opts.Statement {
+			l := st.Descriptor
+			body, err := src.read(ctx, l, maxStatementSize)
+			if err != nil {
+				return fmt.Errorf("attestation statement %s: %w", l.Digest, err)
+			}
+			raw, err := statementJSON(body)
+			if err != nil {
+				return fmt.Errorf("attestation statement %s: %w", l.Digest, err)
+			}
+			st.Statement = &raw
 		}
-		if total += l.Size; total > maxStatementBytes {
-			return nil, fmt.Errorf("the attestation statements of %s are more than the %d bytes wharfd reads for one answer%.0w", subject, maxStatementBytes, ErrAttestationTooLarge)
+		if err := emit(st); err != nil {
+			return err
 		}
 	}
-	for i := range out {
-		l := out[i].Descriptor
-		body, err := src.read(ctx, l, maxStatementSize)
-		if err != nil {
-			return nil, fmt.Errorf("attestation statement %s: %w", l.Digest, err)
-		}
-		raw, err := statementJSON(body)
-		if err != nil {
-			return nil, fmt.Errorf("attestation statement %s: %w", l.Digest, err)
-		}
-		out[i].Statement = &raw
-	}
-	return out, nil
+	return nil
 }
 
 // ParseAttestationManifest reads an attestation manifest (outside input)
@@ -365,9 +374,23 @@ func (r *remoteSource) read(ctx context.Context, desc ocispec.Descriptor, max in
 		return nil, err
 	}
 	defer rc.Close()
-	// One byte more than the descriptor says shows a blob that is longer.
-	b, err := io.ReadAll(io.LimitReader(rc, desc.Size+1))
-	if err != nil {
+	// Read into a buffer of the size the descriptor says (at most max,
+	// checked above), not one grown by doubling: a 15 MiB statement held
+	// 15 MiB, not up to 32. One byte more than that shows a longer blob.
+	b := make([]byte, desc.Size)
+	if _, err := io.ReadFull(rc, b); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, fmt.Errorf("%s: shorter than the %d bytes the descriptor says%.0w", desc.Digest, desc.Size, registry.ErrUpstream)
+		}
+		return nil, err
+	}
+	// Then the end: io.EOF once the client's reader has checked the
+	// whole blob; its own error (a digest mismatch) otherwise.
+	var one [1]byte
+	switch n, err := io.ReadFull(rc, one[:]); {
+	case n > 0:
+		return nil, fmt.Errorf("%s: longer than the %d bytes the descriptor says%.0w", desc.Digest, desc.Size, registry.ErrUpstream)
+	case err != io.EOF:
 		return nil, err
 	}
 	return b, verifyBlob(desc, b)

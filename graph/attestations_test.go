@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/image"
 	registrytypes "github.com/moby/moby/api/types/registry"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -31,6 +32,19 @@ func (m mapSource) read(_ context.Context, d ocispec.Descriptor, max int64) ([]b
 		return nil, errdefs.ErrNotFound
 	}
 	return b, verifyBlob(d, b)
+}
+
+// attestationsOf collects what attestationsEach hands over: nil for none.
+func attestationsOf(ctx context.Context, src blobSource, idx *ocispec.Index, subject digest.Digest, opts types.AttestationOptions) ([]image.AttestationStatement, error) {
+	var out []image.AttestationStatement
+	err := attestationsEach(ctx, src, idx, subject, opts, func(st image.AttestationStatement) error {
+		out = append(out, st)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func (m mapSource) add(mt string, b []byte, ann map[string]string) ocispec.Descriptor {

@@ -2,9 +2,13 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"testing"
 
+	"github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/image"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -81,4 +85,46 @@ func TestImageAttestationsQuery(t *testing.T) {
 	if string(items[1]["Statement"]) != string(raw) || string(items[1]["PredicateType"]) != `"https://slsa.dev/provenance/v0.2"` {
 		t.Errorf("item %s", rec.Body)
 	}
+}
+
+// The answer is written a statement at a time, and its bytes are those
+// writeJSON wrote of the whole list: statements compacted and escaped as
+// json.Marshal writes a RawMessage.
+func TestImageAttestationsStreamedIsWriteJSON(t *testing.T) {
+	body := json.RawMessage("{\n  \"_type\": \"https://in-toto.io/Statement/v0.1\",\n  \"note\": \"<a> & \u2028\"\n}\n")
+	list := []image.AttestationStatement{
+		{Descriptor: ocispec.Descriptor{MediaType: "application/vnd.in-toto+json", Digest: digest.FromString("x"), Size: 1,
+			Annotations: map[string]string{"in-toto.io/predicate-type": "https://spdx.dev/Document"}}, PredicateType: "https://spdx.dev/Document", Statement: &body},
+		{Descriptor: ocispec.Descriptor{MediaType: "application/vnd.in-toto+json", Digest: digest.FromString("y"), Size: 2}, PredicateType: "p<>&"},
+		{Descriptor: ocispec.Descriptor{MediaType: "application/vnd.in-toto+json", Digest: digest.FromString("z"), Size: 3}, PredicateType: "q", Statement: &body},
+	}
+	var failAt error
+	b := &fakeBackend{attestations: func(string, types.AttestationOptions) ([]image.AttestationStatement, error) {
+		return list, failAt
+	}}
+	rec := do(t, b, "GET", "/v1.55/images/x/attestations?statement=1", nil, nil)
+	want := httptest.NewRecorder()
+	writeJSON(want, 200, list)
+	if rec.Code != 200 || rec.Body.String() != want.Body.String() {
+		t.Fatalf("%d\n got %s\nwant %s", rec.Code, rec.Body, want.Body)
+	}
+
+	// Failing before the first statement: an error answer, as before.
+	list, failAt = nil, fmt.Errorf("registry r: digest mismatch%.0w", errdefs.ErrDataLoss)
+	if rec := do(t, b, "GET", "/v1.55/images/x/attestations?statement=1", nil, nil); rec.Code == 200 {
+		t.Fatalf("error answered %d %s", rec.Code, rec.Body)
+	}
+	// After it, the header is out: the connection is aborted, never a
+	// well-formed but shorter list.
+	list = list[:0]
+	list = append(list, image.AttestationStatement{Descriptor: ocispec.Descriptor{Digest: digest.FromString("x"), Size: 1}, PredicateType: "p"})
+	func() {
+		defer func() {
+			if r := recover(); r != http.ErrAbortHandler {
+				t.Errorf("recovered %v, want http.ErrAbortHandler", r)
+			}
+		}()
+		rec := do(t, b, "GET", "/v1.55/images/x/attestations?statement=1", nil, nil)
+		t.Errorf("answered %d %q", rec.Code, rec.Body)
+	}()
 }

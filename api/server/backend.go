@@ -48,9 +48,11 @@ type ImageBackend interface {
 	// first.
 	CheckPlatform(ctx context.Context, name string, p ocispec.Platform) error
 	ImagesPrune(ctx context.Context, filters types.Filters) (*image.PruneReport, error)
-	// ImageAttestations lists the in-toto statements attached to an image
-	// (API 1.55); with opts.Remote, as its registry has them now.
-	ImageAttestations(ctx context.Context, name string, opts types.AttestationOptions) ([]image.AttestationStatement, error)
+	// ImageAttestations hands the in-toto statements attached to an image
+	// (API 1.55) to emit one at a time, in order; with opts.Remote, as its
+	// registry has them now. A statement's body is valid only during the
+	// call (graph.Store.ImageAttestations).
+	ImageAttestations(ctx context.Context, name string, opts types.AttestationOptions, emit func(image.AttestationStatement) error) error
 }
 
 // RegistryBackend is everything that talks to a registry.

@@ -43,11 +43,17 @@ type fakeBackend struct {
 	attestations   func(string, types.AttestationOptions) ([]image.AttestationStatement, error)
 }
 
-func (f *fakeBackend) ImageAttestations(_ context.Context, n string, o types.AttestationOptions) ([]image.AttestationStatement, error) {
+func (f *fakeBackend) ImageAttestations(_ context.Context, n string, o types.AttestationOptions, emit func(image.AttestationStatement) error) error {
 	if f.attestations == nil {
-		return nil, errNI
+		return errNI
 	}
-	return f.attestations(n, o)
+	list, err := f.attestations(n, o)
+	for _, st := range list {
+		if err := emit(st); err != nil {
+			return err
+		}
+	}
+	return err
 }
 
 var errNI = errdefs.ErrNotImplemented

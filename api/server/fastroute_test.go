@@ -65,9 +65,9 @@ func (b routeRecorder) ImageHistory(ctx context.Context, n string, p *ocispec.Pl
 	return []image.HistoryResponseItem{{ID: "sha256:a", Tags: []string{n}}}, nil
 }
 
-func (b routeRecorder) ImageAttestations(ctx context.Context, n string, o types.AttestationOptions) ([]image.AttestationStatement, error) {
+func (b routeRecorder) ImageAttestations(ctx context.Context, n string, o types.AttestationOptions, _ func(image.AttestationStatement) error) error {
 	b.record(ctx, "attestations", n, o.Remote)
-	return []image.AttestationStatement{}, nil
+	return nil
 }
 
 func (b routeRecorder) ExportImage(ctx context.Context, names []string, ps []ocispec.Platform, w io.Writer) error {

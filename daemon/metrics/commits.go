@@ -20,3 +20,14 @@ func (m *Metrics) WatchCommits(c Commits) {
 			func() float64 { _, n := c(); return float64(n) }),
 	)
 }
+
+// WatchPartialRestarts adds wharf_partial_restarts_total, read from n at
+// scrape time: a download resumed from a partial whose bytes proved wrong
+// (kept from another, perhaps hostile, registry under the same digest) and
+// that was downloaded again from zero. A count that grows says some
+// registry serves bytes that are not the blob they are named by.
+func (m *Metrics) WatchPartialRestarts(n func() int64) {
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "wharf_partial_restarts_total",
+		Help: "Blob downloads resumed from a partial download whose bytes proved wrong, then downloaded again from byte 0."},
+		func() float64 { return float64(n()) }))
+}

@@ -18,6 +18,7 @@
 //	wharf_api_request_duration_seconds{route,method}            histogram (to the end of the response)
 //	wharf_store_size_bytes, wharf_store_blobs                   gauges, read from the store at scrape time
 //	wharf_store_commits_total, wharf_store_changes_total        counters: meta.db commits and the changes they held (group commit)
+//	wharf_partial_restarts_total                                counter: resumed downloads whose kept bytes proved wrong, downloaded again from 0
 //	wharf_registry_ratelimit_remaining{host}                    gauge, read from the registry client at scrape time
 //	wharf_trust_verifications_total                             counter, signature verdicts computed (not cached), read at scrape time
 //	wharf_trust_verdicts_total{decision}                        counter, the same by decision (accepted, rejected, no-policy)

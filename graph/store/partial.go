@@ -12,6 +12,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/sirupsen/logrus"
 )
 
 // Partial downloads (issue 20). A blob download that fails — the link, a
@@ -56,19 +57,43 @@ type ResumeFunc func(have io.Reader, n int64) (io.ReadCloser, error)
 // are not proven wrong), the partial stays for the next attempt. A partial
 // another ingestion is writing is left alone: this one starts from zero in
 // a temp file of its own.
+//
+// A write that resumed from kept bytes and fails with its bytes proven
+// wrong (keep(err) false: a digest mismatch, a size that lies) cannot tell
+// whether the kept bytes or the new ones were wrong. Partials are named by
+// digest alone, so the kept bytes may be another registry's, a hostile
+// one's; the partial is dropped and the blob downloaded once more from
+// zero, within this call. Once only: a download from zero that proves
+// wrong is the registry's answer, and fails.
 func (l *Lease) WriteResumableBlob(ctx context.Context, desc ocispec.Descriptor, open ResumeFunc, keep func(error) bool) (bool, error) {
 	if need, err := l.needsBlob(desc); !need {
 		return false, err
 	}
-	w, err := l.ingestPartial(desc)
+	created, from, err := l.writeResumable(ctx, desc, open, keep, false)
+	if err == nil || from == 0 || keep(err) || ctx.Err() != nil {
+		return created, err
+	}
+	l.s.log.WithError(err).WithFields(logrus.Fields{"digest": desc.Digest, "kept": from}).
+		Warn("partial download: the blob resumed from the bytes kept is wrong; dropped them, downloading it again from byte 0")
+	l.s.partialRestarts.Add(1)
+	created, _, err = l.writeResumable(ctx, desc, open, keep, true)
+	return created, err
+}
+
+// writeResumable is one attempt of WriteResumableBlob, from the partial's
+// bytes (fresh: from none, the partial emptied first). from is the number
+// of bytes it resumed from.
+func (l *Lease) writeResumable(ctx context.Context, desc ocispec.Descriptor, open ResumeFunc, keep func(error) bool, fresh bool) (created bool, from int64, err error) {
+	w, err := l.ingestPartial(desc, fresh)
 	if err != nil {
-		return false, err
+		return false, 0, err
 	}
 	defer w.Abort()
+	from = w.n
 	w.digester, w.verified = nil, desc.Digest
-	fail := func(err error) (bool, error) {
+	fail := func(err error) (bool, int64, error) {
 		w.keep = w.partial && keep(err)
-		return false, err
+		return false, from, err
 	}
 	rc, err := open(io.NewSectionReader(w.f, 0, w.n), w.n)
 	if err != nil {
@@ -78,7 +103,7 @@ func (l *Lease) WriteResumableBlob(ctx context.Context, desc ocispec.Descriptor,
 	if _, err := CopyCtx(ctx, w, io.LimitReader(rc, desc.Size-w.n+1)); err != nil {
 		return fail(fmt.Errorf("write blob %s: %w", desc.Digest, err))
 	}
-	_, created, err := w.Commit(desc.Size, desc.Digest)
+	_, created, err = w.Commit(desc.Size, desc.Digest)
 	if err == nil && created {
 		l.s.leaseMu.Lock()
 		if l.downloaded == nil {
@@ -87,13 +112,14 @@ func (l *Lease) WriteResumableBlob(ctx context.Context, desc ocispec.Descriptor,
 		l.downloaded[desc.Digest] = true
 		l.s.leaseMu.Unlock()
 	}
-	return created, err
+	return created, from, err
 }
 
 // ingestPartial opens desc's partial download for appending, creating it
-// empty; one longer than the blob is emptied. A partial in use by another
-// ingestion gives a plain temp-file ingestion instead.
-func (l *Lease) ingestPartial(desc ocispec.Descriptor) (*Ingestion, error) {
+// empty; one longer than the blob, or any when fresh, is emptied. A
+// partial in use by another ingestion gives a plain temp-file ingestion
+// instead.
+func (l *Lease) ingestPartial(desc ocispec.Descriptor, fresh bool) (*Ingestion, error) {
 	s := l.s
 	p := s.partialPath(desc.Digest)
 	key := partialKey(desc.Digest)
@@ -104,7 +130,7 @@ func (l *Lease) ingestPartial(desc ocispec.Descriptor) (*Ingestion, error) {
 	}
 	s.ingests[key] = true
 	s.leaseMu.Unlock()
-	w, err := openPartial(p, desc.Size)
+	w, err := openPartial(p, desc.Size, fresh)
 	if err != nil {
 		s.endIngest(key)
 		return nil, fmt.Errorf("open partial download: %w", err)
@@ -113,7 +139,7 @@ func (l *Lease) ingestPartial(desc ocispec.Descriptor) (*Ingestion, error) {
 	return w, nil
 }
 
-func openPartial(p string, size int64) (*Ingestion, error) {
+func openPartial(p string, size int64, fresh bool) (*Ingestion, error) {
 	if err := os.MkdirAll(filepath.Dir(p), dirMode); err != nil {
 		return nil, err
 	}
@@ -122,7 +148,7 @@ func openPartial(p string, size int64) (*Ingestion, error) {
 		return nil, err
 	}
 	n, err := f.Seek(0, io.SeekEnd)
-	if err == nil && n > size {
+	if err == nil && (n > size || fresh) {
 		if err = f.Truncate(0); err == nil {
 			n, err = f.Seek(0, io.SeekStart)
 		}
@@ -174,6 +200,10 @@ func (s *Store) keepAsPartialLocked(d digest.Digest) bool {
 	s.forget(d)
 	return true
 }
+
+// PartialRestarts counts the downloads that resumed from a partial, proved
+// wrong, and were downloaded again from zero (wharf_partial_restarts_total).
+func (s *Store) PartialRestarts() int64 { return s.partialRestarts.Load() }
 
 // partialFile is one partial download on disk.
 type partialFile struct {

@@ -94,23 +94,77 @@ func TestPartialDroppedWhenWrong(t *testing.T) {
 	if _, err := l.WriteResumableBlob(context.Background(), desc, cutSource(t, blob, 1000, &asked), keepUnlessWrong); err == nil {
 		t.Fatal("cut download succeeded")
 	}
-	// Damage the kept bytes: the next attempt is refused and drops them.
+	// Damage the kept bytes: the resumed attempt proves wrong, drops them
+	// and downloads the blob once more from zero, within the same call.
 	p := s.partialPath(desc.Digest)
 	b, err := os.ReadFile(p)
 	must(t, err)
 	b[10] ^= 1
 	must(t, os.WriteFile(p, b, 0o600))
-	if _, err := l.WriteResumableBlob(context.Background(), desc, cutSource(t, blob, -1, &asked), keepUnlessWrong); !errdefs.IsDataLoss(err) {
+	if _, err := l.WriteResumableBlob(context.Background(), desc, cutSource(t, blob, -1, &asked), keepUnlessWrong); err != nil {
 		t.Fatalf("damaged partial: %v", err)
 	}
 	if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("damaged partial kept: %v", err)
 	}
-	if _, err := l.WriteResumableBlob(context.Background(), desc, cutSource(t, blob, -1, &asked), keepUnlessWrong); err != nil {
-		t.Fatal(err)
+	if got, err := s.ReadBlob(desc.Digest, desc.Size); err != nil || !bytes.Equal(got, blob) {
+		t.Fatalf("stored blob: %v", err)
 	}
 	if fmt.Sprint(asked) != "[0 1000 0]" {
 		t.Errorf("asked from %v", asked)
+	}
+	if n := s.PartialRestarts(); n != 1 {
+		t.Errorf("restarts: %d", n)
+	}
+}
+
+// wrongSource serves bytes that are never the blob: the kept ones are
+// judged at the end, as the registry's verifying reader does.
+func wrongSource(size int64, asked *[]int64) ResumeFunc {
+	return func(have io.Reader, n int64) (io.ReadCloser, error) {
+		*asked = append(*asked, n)
+		if _, err := io.Copy(io.Discard, have); err != nil {
+			return nil, err
+		}
+		return io.NopCloser(io.MultiReader(bytes.NewReader(make([]byte, size-n)),
+			errReader{fmt.Errorf("digest mismatch%.0w", errdefs.ErrDataLoss)})), nil
+	}
+}
+
+// A restart from zero is tried once, and only after a resume: a registry
+// whose bytes are wrong from byte 0 fails as before, and one that is wrong
+// after the restart too fails after two attempts, not in a loop.
+func TestPartialRestartIsOnceAndOnlyAfterAResume(t *testing.T) {
+	s := newTestStore(t)
+	blob := make([]byte, 64<<10)
+	rand.Read(blob)
+	desc := ocispec.Descriptor{Digest: digest.FromBytes(blob), Size: int64(len(blob))}
+	l := s.NewLease()
+	defer l.Release()
+
+	var asked []int64
+	if _, err := l.WriteResumableBlob(context.Background(), desc, wrongSource(desc.Size, &asked), keepUnlessWrong); !errdefs.IsDataLoss(err) {
+		t.Fatalf("wrong from zero: %v", err)
+	}
+	if fmt.Sprint(asked) != "[0]" {
+		t.Errorf("from zero: asked from %v", asked)
+	}
+
+	asked = nil
+	if _, err := l.WriteResumableBlob(context.Background(), desc, cutSource(t, blob, 1000, &asked), keepUnlessWrong); !errdefs.IsUnavailable(err) {
+		t.Fatalf("cut download: %v", err)
+	}
+	if _, err := l.WriteResumableBlob(context.Background(), desc, wrongSource(desc.Size, &asked), keepUnlessWrong); !errdefs.IsDataLoss(err) {
+		t.Fatalf("wrong after a resume: %v", err)
+	}
+	if fmt.Sprint(asked) != "[0 1000 0]" {
+		t.Errorf("after a resume: asked from %v", asked)
+	}
+	if n, _ := s.PartialUsage(); n != 0 {
+		t.Errorf("%d partials kept after wrong bytes", n)
+	}
+	if n := s.PartialRestarts(); n != 1 {
+		t.Errorf("restarts: %d", n)
 	}
 }
 

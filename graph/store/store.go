@@ -109,6 +109,9 @@ type Store struct {
 
 	partialTTL time.Duration // PartialTTL unless Options say otherwise
 	partialMax int64         // PartialMaxBytes unless Options say otherwise
+	// partialRestarts counts the resumed downloads whose kept bytes proved
+	// wrong and that downloaded again from zero (WriteResumableBlob).
+	partialRestarts atomic.Int64
 
 	// pendDirs are the blob directories a rename went into since the last
 	// records update, whose fsync that update owes (syncPendingDirs).

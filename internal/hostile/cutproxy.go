@@ -25,11 +25,12 @@ type CutProxy struct {
 	cuts        int
 	cutAfter    int64
 	ignoreRange bool
-	cut         map[string]int // blob path → GETs cut so far
-	ranges      []string       // Range header of every blob GET, in order
-	hold        int64          // > 0: stop every blob body once BlobBytes reaches it
-	reserved    int64          // bytes let through under hold
-	held        chan struct{}  // closed by Release
+	cut         map[string]int  // blob path → GETs cut so far
+	ranges      []string        // Range header of every blob GET, in order
+	hold        int64           // > 0: stop every blob body once BlobBytes reaches it
+	reserved    int64           // bytes let through under hold
+	held        chan struct{}   // closed by Release
+	corrupt     map[string]bool // blob digest → every byte of its bodies inverted
 }
 
 // NewCutProxy proxies to target (http://host:port) without faults until
@@ -39,7 +40,7 @@ func NewCutProxy(target string) (*CutProxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &CutProxy{cut: map[string]int{}}
+	p := &CutProxy{cut: map[string]int{}, corrupt: map[string]bool{}}
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.FlushInterval = -1
 	p.front = newFront(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -57,8 +58,9 @@ func NewCutProxy(target string) (*CutProxy, error) {
 		if p.ignoreRange {
 			r.Header.Del("Range")
 		}
+		corrupt := p.corrupt[r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]]
 		p.mu.Unlock()
-		rp.ServeHTTP(&cutWriter{ResponseWriter: w, p: p, r: r, limit: limit}, r)
+		rp.ServeHTTP(&cutWriter{ResponseWriter: w, p: p, r: r, limit: limit, corrupt: corrupt}, r)
 	}))
 	return p, nil
 }
@@ -92,6 +94,15 @@ func (p *CutProxy) Release() {
 	p.hold, p.held = 0, nil
 }
 
+// Corrupt makes the proxy a hostile registry for blob d (a digest):
+// every byte of its bodies is inverted, the length and the headers left
+// as the registry sent them. on false serves it honestly again.
+func (p *CutProxy) Corrupt(d string, on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.corrupt[d] = on
+}
+
 // Ranges is the Range header of every blob GET since SetCuts ("" for none).
 func (p *CutProxy) Ranges() []string {
 	p.mu.Lock()
@@ -107,10 +118,11 @@ func (cutError) Error() string { return "hostile: body cut" }
 
 type cutWriter struct {
 	http.ResponseWriter
-	p     *CutProxy
-	r     *http.Request
-	limit int64 // bytes of this body before the cut; -1: none
-	n     int64
+	p       *CutProxy
+	r       *http.Request
+	limit   int64 // bytes of this body before the cut; -1: none
+	n       int64
+	corrupt bool
 }
 
 func (c *cutWriter) Write(b []byte) (int, error) {
@@ -128,6 +140,13 @@ func (c *cutWriter) Write(b []byte) (int, error) {
 		c.p.reserved += int64(len(b))
 	}
 	c.p.mu.Unlock()
+	if c.corrupt {
+		inv := make([]byte, len(b))
+		for i, x := range b {
+			inv[i] = ^x
+		}
+		b = inv
+	}
 	n, err := c.ResponseWriter.Write(b)
 	c.n += int64(n)
 	c.p.BlobBytes.Add(int64(n))

@@ -6,6 +6,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,10 +24,11 @@ const (
 	Fault503                 // 503 Service Unavailable, Retry-After: 1
 	Fault500                 // 500 Internal Server Error
 	FaultSlowStart           // the answer starts after a delay (under the client's timeout)
+	FaultCorrupt             // a blob GET's body: its bytes inverted up to a random point, then stalled (a hostile registry cut off mid-blob)
 	numFaults
 )
 
-var faultNames = [...]string{"none", "reset", "truncate", "stall", "429", "503", "500", "slow-start"}
+var faultNames = [...]string{"none", "reset", "truncate", "stall", "429", "503", "500", "slow-start", "corrupt"}
 
 func (f Injection) String() string { return faultNames[f] }
 
@@ -40,6 +42,17 @@ type FaultOdds struct {
 	ResetAfter func(*http.Request) bool
 	// Spare, when set, says which requests are never faulted.
 	Spare func(*http.Request) bool
+	// Corrupt is the probability of FaultCorrupt, drawn only for the GETs
+	// Corruptible accepts (none when it is nil).
+	Corrupt     float64
+	Corruptible func(*http.Request) bool
+}
+
+// CorruptStall is one body FaultCorrupt stalled: Path is the blob's URL
+// path, and [From, End) the bytes of the blob it sent inverted.
+type CorruptStall struct {
+	Path      string
+	From, End int64
 }
 
 // SeededFaultProxy is a reverse proxy in front of a real registry that
@@ -60,6 +73,7 @@ type SeededFaultProxy struct {
 	released chan struct{}
 	injected [numFaults]int
 	log      []string // "METHOD path: fault" of every faulted request
+	stalls   []CorruptStall
 }
 
 // NewSeededFaultProxy proxies to target (http://host:port) with odds,
@@ -97,6 +111,14 @@ func NewSeededFaultProxy(target string, seed uint64, odds FaultOdds) (*SeededFau
 			rp.ServeHTTP(w, r)
 		case FaultTruncate, FaultStall:
 			rp.ServeHTTP(&faultWriter{ResponseWriter: w, r: r, frac: frac, stall: f == FaultStall, released: p.released}, r)
+		case FaultCorrupt:
+			from := rangeStart(r)
+			rp.ServeHTTP(&faultWriter{ResponseWriter: w, r: r, frac: frac, stall: true, corrupt: true, released: p.released,
+				stalled: func(n int64) {
+					p.mu.Lock()
+					p.stalls = append(p.stalls, CorruptStall{Path: r.URL.Path, From: from, End: from + n})
+					p.mu.Unlock()
+				}}, r)
 		default:
 			rp.ServeHTTP(w, r)
 		}
@@ -116,7 +138,9 @@ func (p *SeededFaultProxy) draw(r *http.Request) (Injection, float64, time.Durat
 	for _, c := range []struct {
 		f Injection
 		p float64
-	}{{FaultReset, o.Reset}, {FaultTruncate, o.Truncate}, {FaultStall, o.Stall}, {Fault429, o.TooMany}, {Fault503, o.Unavailable}, {Fault500, o.Internal}, {FaultSlowStart, o.Slow}} {
+	}{{FaultReset, o.Reset}, {FaultTruncate, o.Truncate}, {FaultStall, o.Stall}, {Fault429, o.TooMany}, {Fault503, o.Unavailable}, {Fault500, o.Internal}, {FaultSlowStart, o.Slow},
+		// Last, so that odds without it draw as they always did.
+		{FaultCorrupt, o.Corrupt}} {
 		if x < c.p {
 			f = c.f
 			break
@@ -125,6 +149,9 @@ func (p *SeededFaultProxy) draw(r *http.Request) (Injection, float64, time.Durat
 	}
 	// A body fault needs a body.
 	if (f == FaultTruncate || f == FaultStall) && r.Method != http.MethodGet {
+		f = NoFault
+	}
+	if f == FaultCorrupt && (r.Method != http.MethodGet || o.Corruptible == nil || !o.Corruptible(r)) {
 		f = NoFault
 	}
 	p.injected[f]++
@@ -156,6 +183,27 @@ func (p *SeededFaultProxy) Injected() map[string]int {
 	return m
 }
 
+// CorruptStalls are the bodies FaultCorrupt has stalled so far, in order.
+func (p *SeededFaultProxy) CorruptStalls() []CorruptStall {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]CorruptStall(nil), p.stalls...)
+}
+
+// rangeStart is the first byte a GET's `Range: bytes=N-` asks for, else 0.
+func rangeStart(r *http.Request) int64 {
+	v, ok := strings.CutPrefix(r.Header.Get("Range"), "bytes=")
+	if !ok {
+		return 0
+	}
+	first, _, _ := strings.Cut(v, "-")
+	n, err := strconv.ParseInt(first, 10, 64)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
+
 // Log is every faulted request so far, "METHOD path: fault", in order.
 func (p *SeededFaultProxy) Log() []string {
 	p.mu.Lock()
@@ -164,12 +212,16 @@ func (p *SeededFaultProxy) Log() []string {
 }
 
 // faultWriter cuts (or stalls) a body at frac of its Content-Length (of
-// 64 KiB when it has none).
+// 64 KiB when it has none). With corrupt, the bytes it lets through are
+// inverted, at least one and never the whole body, and stalled is told how
+// many once they are sent.
 type faultWriter struct {
 	http.ResponseWriter
 	r        *http.Request
 	frac     float64
 	stall    bool
+	corrupt  bool
+	stalled  func(n int64)
 	released chan struct{}
 	limit    int64
 	n        int64
@@ -184,6 +236,9 @@ func (f *faultWriter) WriteHeader(code int) {
 			size = 64 << 10
 		}
 		f.limit = int64(f.frac * float64(size))
+		if f.corrupt {
+			f.limit = max(1, min(f.limit, size-1))
+		}
 	}
 	f.ResponseWriter.WriteHeader(code)
 }
@@ -196,12 +251,22 @@ func (f *faultWriter) Write(b []byte) (int, error) {
 	if cut {
 		b = b[:f.limit-f.n]
 	}
+	if f.corrupt {
+		inv := make([]byte, len(b))
+		for i, x := range b {
+			inv[i] = ^x
+		}
+		b = inv
+	}
 	n, err := f.ResponseWriter.Write(b)
 	f.n += int64(n)
 	if err != nil || !cut {
 		return n, err
 	}
 	f.Flush()
+	if f.stalled != nil {
+		f.stalled(f.n)
+	}
 	if f.stall {
 		select {
 		case <-f.r.Context().Done():
