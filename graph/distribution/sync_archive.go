@@ -24,6 +24,7 @@ import (
 	"github.com/wharfproject/wharf/imagespec"
 	"github.com/wharfproject/wharf/internal/safetar"
 	"github.com/wharfproject/wharf/registry"
+	"github.com/wharfproject/wharf/trust"
 )
 
 // Across an air gap: the selected images as one OCI image layout in a tar
@@ -337,6 +338,9 @@ func (s *Service) SyncImport(ctx context.Context, opts types.SyncOptions, body i
 	}
 	dstHost, dstPath, err := splitSyncDestination(opts.Destination)
 	if err != nil {
+		return err
+	}
+	if err := s.admitArchive(ctx, "sync import", trust.TransportOCIArchive); err != nil {
 		return err
 	}
 	var rnd [8]byte

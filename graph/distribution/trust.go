@@ -32,6 +32,9 @@ type Judge interface {
 	NeedsSignatures(ref reference.Named) bool
 	// Evaluate decides for img from the artifacts found for it.
 	Evaluate(ctx context.Context, img trust.Image, arts []trust.Artifact) trust.Verdict
+	// EvaluateTransport decides for an image arriving by an archive
+	// transport (trust.TransportDockerArchive, trust.TransportOCIArchive).
+	EvaluateTransport(ctx context.Context, transport string, img trust.Image) trust.Verdict
 }
 
 // How long a verdict is kept, by manifest digest, policy revision, the

@@ -27,8 +27,11 @@ const (
 // Policy is a loaded policy: its docker transport's scopes, its default,
 // the verifiers its requirements built, and its revision.
 type Policy struct {
-	def      Requirements
-	docker   map[string]Requirements
+	def    Requirements
+	docker map[string]Requirements
+	// archives holds transports.docker-archive[""] and
+	// transports.oci-archive[""] (transport.go).
+	archives map[string]Requirements
 	ignored  []string
 	revision string
 }
@@ -39,8 +42,8 @@ type Policy struct {
 func (p *Policy) Revision() string { return p.revision }
 
 // IgnoredTransports lists the transports the file configures other than
-// docker (docker-daemon, atomic, oci, …): they are parsed and validated but
-// wharf pulls only from registries and never applies them.
+// docker and the archive transports (docker-daemon, atomic, oci, …): they
+// are parsed and validated but wharf never applies them.
 func (p *Policy) IgnoredTransports() []string { return p.ignored }
 
 // Load reads the policy at path (at most MaxPolicySize bytes) and parses it.
@@ -82,7 +85,7 @@ func Parse(data []byte, dir string, opts Options) (*Policy, error) {
 	if !seen["default"] {
 		return nil, errAt("default", ErrMissing, "the top-level \"default\" is required")
 	}
-	p := &Policy{docker: map[string]Requirements{}}
+	p := &Policy{docker: map[string]Requirements{}, archives: map[string]Requirements{}}
 	var err error
 	if p.def, err = l.parseRequirements("default", defRaw); err != nil {
 		return nil, err
@@ -117,7 +120,8 @@ func (l *loader) parseTransports(p *Policy, data []byte) error {
 		}); err != nil {
 			return err
 		}
-		if name != "docker" {
+		applied := name == "docker" || archiveTransport(name)
+		if !applied {
 			p.ignored = append(p.ignored, name)
 		}
 		for _, scope := range sortedKeys(scopes) {
@@ -128,15 +132,18 @@ func (l *loader) parseTransports(p *Policy, data []byte) error {
 				}
 			}
 			sub := l
-			if name != "docker" {
+			if !applied {
 				sub = &loader{dir: l.dir, syntaxOnly: true}
 			}
 			reqs, err := sub.parseRequirements(spath, *scopes[scope])
 			if err != nil {
 				return err
 			}
-			if name == "docker" {
+			switch {
+			case name == "docker":
 				p.docker[scope] = reqs
+			case applied && scope == ScopeTransportDefault:
+				p.archives[name] = reqs
 			}
 		}
 	}
