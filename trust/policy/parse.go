@@ -27,11 +27,9 @@ const (
 // Policy is a loaded policy: its docker transport's scopes, its default,
 // the verifiers its requirements built, and its revision.
 type Policy struct {
-	def    Requirements
-	docker map[string]Requirements
-	// archives holds transports.docker-archive[""] and
-	// transports.oci-archive[""] (transport.go).
-	archives map[string]Requirements
+	def      Requirements
+	docker   map[string]Requirements
+	archives map[string]Requirements // transports.{docker,oci}-archive[""]: transport.go
 	ignored  []string
 	revision string
 }
