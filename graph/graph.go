@@ -104,7 +104,6 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s.st = records
-	s.arc = archive.New(records, opts.Platform, opts.Events)
 	s.dist = distribution.New(records, distribution.Options{
 		Registry:               opts.Registry,
 		Events:                 opts.Events,
@@ -112,6 +111,9 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		MaxConcurrentDownloads: opts.MaxConcurrentDownloads,
 		Observer:               opts.Transfers,
 	})
+	// A load is judged by the policy distribution holds (SetPolicy), under
+	// its docker-archive transport.
+	s.arc = archive.New(records, opts.Platform, opts.Events, s.dist.AdmitLoad)
 	return s, nil
 }
 

@@ -23,13 +23,14 @@ allowed() {
 	imagespec) echo "" ;;
 	graph) echo "registry api/types imagespec graph/store graph/archive graph/distribution" ;;
 	graph/store) echo "api/types imagespec internal/atomicfile" ;;
-	graph/archive) echo "api/types imagespec graph/store" ;;
-	graph/distribution) echo "api/types imagespec graph/store registry trust" ;;
+	graph/archive) echo "api/types imagespec graph/store internal/safetar" ;;
+	graph/distribution) echo "api/types imagespec graph/store registry trust internal/safetar" ;;
 	daemon) echo "api/server api/types graph registry daemon/metrics internal/privdir internal/atomicfile trust trust/policy trust/sigstore trust/notation" ;;
 	daemon/metrics) echo "" ;;
 	client) echo "api/types internal/privdir" ;;
 	internal/privdir) echo "" ;;
 	internal/atomicfile) echo "" ;;
+	internal/safetar) echo "" ;;
 	trust) echo "" ;;
 	trust/sigstore) echo "trust" ;;
 	trust/notation) echo "trust" ;;

@@ -5,6 +5,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path"
@@ -15,6 +16,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/graph/store"
+	"github.com/wharfproject/wharf/internal/safetar"
 )
 
 // Caps on what an archive for docker load may hold in memory.
@@ -62,7 +64,9 @@ func (s *Archiver) readArchive(ctx context.Context, lease *store.Lease, r io.Rea
 	if err != nil {
 		return a, err
 	}
-	tr := tar.NewReader(stream)
+	// safetar: no sparse entry, and no more entry data than archive bytes
+	// read, so what is staged is bounded by what the client sent.
+	tr := safetar.NewReader(stream)
 	for n := 0; ; n++ {
 		if err := ctx.Err(); err != nil {
 			return a, err
@@ -73,6 +77,9 @@ func (s *Archiver) readArchive(ctx context.Context, lease *store.Lease, r io.Rea
 		hdr, err := tr.Next()
 		if err == io.EOF {
 			return a, nil
+		}
+		if errors.Is(err, safetar.ErrSparse) {
+			return a, fmt.Errorf("invalid archive: %w", err)
 		}
 		if err != nil {
 			return a, invalidTar(err)

@@ -10,6 +10,8 @@
 package archive
 
 import (
+	"context"
+
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/graph/store"
@@ -24,10 +26,15 @@ type Archiver struct {
 	// bombLimit caps decompression of client input (bomb.go); the zero
 	// value is the default, tests lower it.
 	bombLimit decompressLimit
+
+	// admitLoad is the signature policy's say on a load (nil: none).
+	admitLoad func(context.Context) error
 }
 
 // New returns an Archiver on st; platform is the daemon's (the manifest a
-// multi-platform archive is recorded by), events may be nil.
-func New(st *store.Store, platform ocispec.Platform, events store.EventLogger) *Archiver {
-	return &Archiver{st: st, platform: platform, events: events}
+// multi-platform archive is recorded by), events may be nil. admitLoad,
+// when not nil, is asked before a load reads its archive (the signature
+// policy's docker-archive transport); its error refuses the load.
+func New(st *store.Store, platform ocispec.Platform, events store.EventLogger, admitLoad func(context.Context) error) *Archiver {
+	return &Archiver{st: st, platform: platform, events: events, admitLoad: admitLoad}
 }

@@ -20,7 +20,7 @@ func newLocalTestStore(t testing.TB) (*Archiver, *graphtest.EventRecorder) {
 func openLocalTestStore(t testing.TB, root string) (*Archiver, *graphtest.EventRecorder) {
 	t.Helper()
 	ev := &graphtest.EventRecorder{}
-	return New(graphtest.OpenStore(t, root), graphtest.Platform(), ev), ev
+	return New(graphtest.OpenStore(t, root), graphtest.Platform(), ev, nil), ev
 }
 
 // tagTestImage points repo:tag at the image name, as docker tag does.

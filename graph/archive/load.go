@@ -53,6 +53,11 @@ type loadedImage struct {
 // archive does not hold for them is refused rather than loaded for another
 // platform.
 func (s *Archiver) LoadImage(ctx context.Context, r io.Reader, quiet bool, platforms []ocispec.Platform, out types.ProgressWriter) error {
+	if s.admitLoad != nil {
+		if err := s.admitLoad(ctx); err != nil {
+			return err
+		}
+	}
 	// The lease pins every blob the archive stages or names until the
 	// images are recorded; releasing it collects what no image ended up
 	// using (a failed load, or extra files).

@@ -22,7 +22,9 @@ import (
 
 	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/imagespec"
+	"github.com/wharfproject/wharf/internal/safetar"
 	"github.com/wharfproject/wharf/registry"
+	"github.com/wharfproject/wharf/trust"
 )
 
 // Across an air gap: the selected images as one OCI image layout in a tar
@@ -338,6 +340,9 @@ func (s *Service) SyncImport(ctx context.Context, opts types.SyncOptions, body i
 	if err != nil {
 		return err
 	}
+	if err := s.admitArchive(ctx, "sync import", trust.TransportOCIArchive); err != nil {
+		return err
+	}
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
 	dir := filepath.Join(s.st.Root(), "ingest", "sync-import-"+hex.EncodeToString(rnd[:]))
@@ -578,10 +583,12 @@ type layoutArchive struct {
 // (at most maxArchiveIndex) and blobs/<alg>/<hex>, each hashed while
 // written and refused when it does not match its name. Any other entry,
 // a link, or a path that leaves the layout is refused: nothing is written
-// outside dir.
+// outside dir. Sparse entries are refused and no more is written than the
+// archive bytes read (safetar), so a small archive cannot fill the disk
+// before a blob's hash is checked.
 func readLayoutArchive(body io.Reader, dir string) (*layoutArchive, error) {
 	la := &layoutArchive{dir: dir, blobs: map[digest.Digest]int64{}}
-	tr := tar.NewReader(body)
+	tr := safetar.NewReader(body)
 	var haveIndex, haveLayout bool
 	for {
 		h, err := tr.Next()
@@ -589,7 +596,7 @@ func readLayoutArchive(body io.Reader, dir string) (*layoutArchive, error) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("archive: %v%.0w", err, errdefs.ErrInvalidArgument)
+			return nil, fmt.Errorf("archive: %w%.0w", err, errdefs.ErrInvalidArgument)
 		}
 		name := strings.TrimPrefix(filepath.ToSlash(filepath.Clean(h.Name)), "./")
 		if h.Typeflag == tar.TypeDir {

@@ -14,9 +14,14 @@ import (
 
 // The backup tag template (--backup): Go's text/template, as regsync's
 // backup option, over SyncBackupData. A template is at most
-// maxBackupTemplate bytes, may call no function but the builtins (no
-// FuncMap), and must render a valid tag: "{{.Tag}}-backup-{{.Digest.Short}}"
-// makes "1.2-backup-3f1c0d2e9a7b".
+// maxBackupTemplate bytes and must render a valid tag:
+// "{{.Tag}}-backup-{{.Digest.Short}}" makes "1.2-backup-3f1c0d2e9a7b".
+//
+// It is rendered while the request is checked and for every image, with
+// no context to stop it, so it must be cheap by construction: it is
+// limited to straight-line code (backuptmpl.go: text, fields, methods,
+// variables and a few bounded functions; no range, if, with, template,
+// define or block), which runs each action once.
 const maxBackupTemplate = 1024
 
 // validTag is the distribution spec's tag.
@@ -61,9 +66,12 @@ func parseBackupTemplate(s string) (*backupTemplate, error) {
 	if len(s) > maxBackupTemplate {
 		return nil, fmt.Errorf("backup template is %d bytes, more than %d%.0w", len(s), maxBackupTemplate, errdefs.ErrInvalidArgument)
 	}
-	t, err := template.New("backup").Option("missingkey=error").Parse(s)
+	t, err := template.New("backup").Option("missingkey=error").Funcs(backupFuncs).Parse(s)
 	if err != nil {
 		return nil, fmt.Errorf("backup template: %v%.0w", err, errdefs.ErrInvalidArgument)
+	}
+	if err := checkBackupTemplate(t); err != nil {
+		return nil, err
 	}
 	bt := &backupTemplate{t: t}
 	// Rendered once on a sample, so that a template that can never make a

@@ -34,6 +34,9 @@ type Judge interface {
 	// Evaluate decides for img from the artifacts found for it, read
 	// from src one at a time; an error is src's (the look-up failed).
 	Evaluate(ctx context.Context, img trust.Image, src trust.Source) (trust.Verdict, error)
+	// EvaluateTransport decides for an image arriving by an archive
+	// transport (trust.TransportDockerArchive, trust.TransportOCIArchive).
+	EvaluateTransport(ctx context.Context, transport string, img trust.Image) trust.Verdict
 }
 
 // How long a verdict is kept, by manifest digest, policy revision, the

@@ -18,10 +18,12 @@
 //	{
 //	  "default": [requirement, …],            required, non-empty
 //	  "transports": {                          optional
-//	    "docker": {                            the only transport applied
+//	    "docker": {                            images from registries
 //	      "": [requirement, …],                transports.docker's default
 //	      scope: [requirement, …], …           non-empty lists
 //	    },
+//	    "docker-archive": {"": […]},           docker load (transport.go)
+//	    "oci-archive": {"": […]},              sync's archive import
 //	    "docker-daemon": {…}, "atomic": {…}, "oci": {…}, …
 //	  }
 //	}
@@ -31,9 +33,10 @@
 // type, or trailing data is an error (errors.Is ErrUnknownKey,
 // ErrDuplicateKey, ErrSyntax, ErrUnknownType, …) whose Path says where
 // (`transports.docker."quay.io"[0].keyPath`). Transports other than docker
-// are parsed with the same strictness but never applied: wharf pulls only
-// from registries. Their files are not read and no verifier is built for
-// them; Policy.IgnoredTransports lists them.
+// and the archive transports (docker-archive, oci-archive: their ""
+// scope, EvaluateTransport) are parsed with the same strictness but never
+// applied. Their files are not read and no verifier is built for them;
+// Policy.IgnoredTransports lists them.
 //
 // # Scopes
 //

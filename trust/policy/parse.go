@@ -29,6 +29,7 @@ const (
 type Policy struct {
 	def      Requirements
 	docker   map[string]Requirements
+	archives map[string]Requirements // transports.{docker,oci}-archive[""]: transport.go
 	ignored  []string
 	revision string
 }
@@ -39,8 +40,8 @@ type Policy struct {
 func (p *Policy) Revision() string { return p.revision }
 
 // IgnoredTransports lists the transports the file configures other than
-// docker (docker-daemon, atomic, oci, …): they are parsed and validated but
-// wharf pulls only from registries and never applies them.
+// docker and the archive transports (docker-daemon, atomic, oci, …): they
+// are parsed and validated but wharf never applies them.
 func (p *Policy) IgnoredTransports() []string { return p.ignored }
 
 // Load reads the policy at path (at most MaxPolicySize bytes) and parses it.
@@ -82,7 +83,7 @@ func Parse(data []byte, dir string, opts Options) (*Policy, error) {
 	if !seen["default"] {
 		return nil, errAt("default", ErrMissing, "the top-level \"default\" is required")
 	}
-	p := &Policy{docker: map[string]Requirements{}}
+	p := &Policy{docker: map[string]Requirements{}, archives: map[string]Requirements{}}
 	var err error
 	if p.def, err = l.parseRequirements("default", defRaw); err != nil {
 		return nil, err
@@ -117,7 +118,8 @@ func (l *loader) parseTransports(p *Policy, data []byte) error {
 		}); err != nil {
 			return err
 		}
-		if name != "docker" {
+		applied := name == "docker" || archiveTransport(name)
+		if !applied {
 			p.ignored = append(p.ignored, name)
 		}
 		for _, scope := range sortedKeys(scopes) {
@@ -128,14 +130,15 @@ func (l *loader) parseTransports(p *Policy, data []byte) error {
 				}
 			}
 			sub := l
-			if name != "docker" {
+			if !applied {
 				sub = &loader{dir: l.dir, syntaxOnly: true}
 			}
 			reqs, err := sub.parseRequirements(spath, *scopes[scope])
 			if err != nil {
 				return err
 			}
-			if name == "docker" {
+			switch {
+			case name == "docker":
 				// Host names are case-insensitive (RFC 4343) and For
 				// folds the name's host: so is the scope's, or
 				// "LOCALHOST:5000/app" would never match and its image
@@ -146,6 +149,8 @@ func (l *loader) parseTransports(p *Policy, data []byte) error {
 					return errAt(spath, ErrDuplicateKey, "scope %q is %q, which appears twice (host names ignore case)", scope, folded)
 				}
 				p.docker[folded] = reqs
+			case applied && scope == ScopeTransportDefault:
+				p.archives[name] = reqs
 			}
 		}
 	}
