@@ -59,12 +59,9 @@ func (p *Policy) Evaluate(ctx context.Context, img trust.Image, src trust.Source
 		v.Reason = fmt.Sprintf("image %s has no reference to choose a policy scope by", img.Digest)
 		return v, nil
 	}
-	if src == nil {
-		src = trust.Artifacts(nil)
-	}
 	scope, reqs := p.For(img.Reference)
 	v.Scope = scope
-	e := &evaluation{ctx: ctx, img: img, ref: reference.TagNameOnly(img.Reference), src: src, seen: map[string]int{}, mismatched: map[string]bool{}}
+	e := newEvaluation(ctx, img, src)
 	name := describe(img)
 	var decisive *Requirement
 	var why []string
@@ -110,6 +107,19 @@ type evaluation struct {
 	// err is a walk's failure other than trust.ErrSignatureLimit: the
 	// look-up failed, and no verdict stands.
 	err error
+}
+
+// newEvaluation is the one way an evaluation starts: every map made,
+// a nil src read as no signatures, ref set when img names one.
+func newEvaluation(ctx context.Context, img trust.Image, src trust.Source) *evaluation {
+	if src == nil {
+		src = trust.Artifacts(nil)
+	}
+	e := &evaluation{ctx: ctx, img: img, src: src, seen: map[string]int{}, mismatched: map[string]bool{}}
+	if img.Reference != nil {
+		e.ref = reference.TagNameOnly(img.Reference)
+	}
+	return e
 }
 
 // walk hands fn the signatures of src that sign img.Digest, each once;

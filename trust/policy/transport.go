@@ -57,7 +57,8 @@ func (p *Policy) EvaluateTransport(ctx context.Context, transport string, img tr
 	} else if img.Digest != "" {
 		name = img.Digest.String() + " (arriving by " + transport + ")"
 	}
-	e := &evaluation{ctx: ctx, img: img, seen: map[string]int{}}
+	// No source: an archive carries no signature wharf reads.
+	e := newEvaluation(ctx, img, nil)
 	var decisive *Requirement
 	var why []string
 	for _, r := range reqs {
