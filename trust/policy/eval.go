@@ -62,7 +62,16 @@ func (p *Policy) Evaluate(ctx context.Context, img trust.Image, src trust.Source
 	scope, reqs := p.For(img.Reference)
 	v.Scope = scope
 	e := newEvaluation(ctx, img, src)
-	name := describe(img)
+	return e.decide(v, reqs, describe(img), fmt.Sprintf("policy scope %q", scope), "")
+}
+
+// decide is the one loop every verdict comes from: all of reqs must be
+// satisfied, the first that is not decides the rejection, and the most
+// telling satisfied one (a signature over accept-anything) the
+// acceptance. name and where word the reason; unsigned is appended to
+// the reason of a signature requirement that was not met. The error is
+// a failed signature walk's (e.err): the verdict then stands for nothing.
+func (e *evaluation) decide(v trust.Verdict, reqs []*Requirement, name, where, unsigned string) (trust.Verdict, error) {
 	var decisive *Requirement
 	var why []string
 	for _, r := range reqs {
@@ -71,8 +80,11 @@ func (p *Policy) Evaluate(ctx context.Context, img trust.Image, src trust.Source
 			return v, e.err
 		}
 		if !ok {
+			if r.signature() {
+				reason += unsigned
+			}
 			v.Requirement = r.Type
-			v.Reason = fmt.Sprintf("%s is rejected by policy scope %q: %s: %s", name, scope, r.Type, reason)
+			v.Reason = fmt.Sprintf("%s is rejected by %s: %s: %s", name, where, r.Type, reason)
 			v.Findings = e.findings
 			return v, nil
 		}
@@ -83,7 +95,7 @@ func (p *Policy) Evaluate(ctx context.Context, img trust.Image, src trust.Source
 	}
 	v.Decision = trust.Accepted
 	v.Requirement = decisive.Type
-	v.Reason = fmt.Sprintf("%s is accepted by policy scope %q: %s", name, scope, strings.Join(why, "; "))
+	v.Reason = fmt.Sprintf("%s is accepted by %s: %s", name, where, strings.Join(why, "; "))
 	v.Findings = e.findings
 	return v, nil
 }

@@ -3,7 +3,6 @@ package policy
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/wharfproject/wharf/trust"
 )
@@ -59,25 +58,7 @@ func (p *Policy) EvaluateTransport(ctx context.Context, transport string, img tr
 	}
 	// No source: an archive carries no signature wharf reads.
 	e := newEvaluation(ctx, img, nil)
-	var decisive *Requirement
-	var why []string
-	for _, r := range reqs {
-		ok, reason := e.satisfy(r)
-		if !ok {
-			if r.signature() {
-				reason += " (an archive carries no signature wharf reads)"
-			}
-			v.Requirement = r.Type
-			v.Reason = fmt.Sprintf("%s is rejected by %s: %s: %s", name, where, r.Type, reason)
-			return v
-		}
-		if decisive == nil || (!decisive.signature() && r.signature()) {
-			decisive = r
-		}
-		why = append(why, r.Type+": "+reason)
-	}
-	v.Decision = trust.Accepted
-	v.Requirement = decisive.Type
-	v.Reason = fmt.Sprintf("%s is accepted by %s: %s", name, where, strings.Join(why, "; "))
+	// The error is a signature walk's; with no source there is none.
+	v, _ = e.decide(v, reqs, name, where, " (an archive carries no signature wharf reads)")
 	return v
 }
