@@ -240,8 +240,8 @@ func init() {
 // label may take a value someone else chooses (docs/security.md): a code
 // wharf acts on is itself, any other its class "1xx" … "5xx", beyond 599
 // "other", no answer "none". At most 23 + 5 + 2 = 30 values per host,
-// method and outcome, where a registry cycling through codes made one
-// series per code (issue 20, red team finding 5: 40 inspects, 41 series).
+// method and outcome, where a registry cycling through codes would make
+// one series per code (40 inspects, 41 series).
 func registryStatusLabel(status int) string {
 	switch {
 	case status <= 0:
