@@ -15,7 +15,7 @@ import (
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 
-func TestParse(t *testing.T) {
+func TestParseAuthFile(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		in      string
@@ -83,10 +83,10 @@ func TestParse(t *testing.T) {
 	}
 }
 
-// FuzzParse: any input parses or is refused with ErrFile,
+// FuzzParseAuthFile: any input parses or is refused with ErrFile,
 // never panics; a parsed set carries something, is keyed by its own
 // ServerAddress, and String shows none of it.
-func FuzzParse(f *testing.F) {
+func FuzzParseAuthFile(f *testing.F) {
 	f.Add([]byte(`{"auths":{"r:5000":{"auth":"` + b64("u:pw") + `"}},"credHelpers":{"q":"x"},"credsStore":"y"}`))
 	f.Add([]byte(`{"auths":{"r":{"identitytoken":"a","registrytoken":"b","username":"c","password":"d"}}}`))
 	f.Add([]byte(`{"auths":{"r":{}}}`))
@@ -121,9 +121,9 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// TestHelperGet runs real helper executables (shell scripts) the
+// TestCredentialHelper runs real helper executables (shell scripts) the
 // way docker does: `get`, the server address on stdin, JSON on stdout.
-func TestHelperGet(t *testing.T) {
+func TestCredentialHelper(t *testing.T) {
 	fakeHelper(t, "fake", `
 [ "$1" = get ] || exit 9
 read -r host
