@@ -24,6 +24,9 @@ type Config struct {
 	// not know.
 	content map[string]json.RawMessage
 	fields  fields
+	// auths are the file's auths as written, so that a write keeps the
+	// fields of other entries it does not know (email, …).
+	auths map[string]json.RawMessage
 }
 
 // Open reads the config.json at path.
@@ -43,6 +46,9 @@ func Open(path string) (*Config, error) {
 	}
 	if c.fields, err = decode(b); err != nil {
 		return nil, err
+	}
+	if raw, ok := c.content["auths"]; ok && json.Unmarshal(raw, &c.auths) != nil {
+		return nil, fmt.Errorf("%w: not a docker config.json (auths, credHelpers, credsStore)", ErrFile)
 	}
 	return c, nil
 }
@@ -103,10 +109,18 @@ func (c *Config) Put(ctx context.Context, key string, ac registrytypes.AuthConfi
 	if strings.ContainsRune(ac.Username, ':') {
 		return fmt.Errorf("%w: colons(:) are not allowed in username", ErrBadCredential)
 	}
+	e, err := json.Marshal(newEntry(ac))
+	if err != nil {
+		return fmt.Errorf("encoding credentials: %w", err)
+	}
 	if c.fields.Auths == nil {
 		c.fields.Auths = map[string]entry{}
 	}
+	if c.auths == nil {
+		c.auths = map[string]json.RawMessage{}
+	}
 	c.fields.Auths[key] = newEntry(ac)
+	c.auths[key] = e
 	return c.save()
 }
 
@@ -119,13 +133,14 @@ func (c *Config) Delete(ctx context.Context, key string) error {
 		return nil
 	}
 	delete(c.fields.Auths, key)
+	delete(c.auths, key)
 	return c.save()
 }
 
 // save writes the file back, auths replaced and every other key kept,
 // mode 0600 in a 0700 directory: it holds secrets.
 func (c *Config) save() error {
-	auths, err := json.Marshal(c.fields.Auths)
+	auths, err := json.Marshal(c.auths)
 	if err != nil {
 		return fmt.Errorf("encoding credentials: %w", err)
 	}

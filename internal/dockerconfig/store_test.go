@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	registrytypes "github.com/moby/moby/api/types/registry"
@@ -25,7 +26,7 @@ func TestConfigPutGetDelete(t *testing.T) {
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(p, []byte(`{"psFormat":"x","auths":{"https://old.example/v1/":{"auth":"`+b64("o:po")+`"}}}`), 0o600); err != nil {
+	if err := os.WriteFile(p, []byte(`{"psFormat":"x","auths":{"https://old.example/v1/":{"auth":"`+b64("o:po")+`","email":"o@example"}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if c, err = Open(p); err != nil {
@@ -46,7 +47,7 @@ func TestConfigPutGetDelete(t *testing.T) {
 	}
 	b, _ := os.ReadFile(p)
 	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil || string(raw["psFormat"]) != `"x"` {
+	if err := json.Unmarshal(b, &raw); err != nil || string(raw["psFormat"]) != `"x"` || !strings.Contains(string(raw["auths"]), `"o@example"`) {
 		t.Fatalf("unknown keys not kept: %s", b)
 	}
 	c2, err := Open(p)
