@@ -5,7 +5,7 @@
 // each declares the small interface it calls (registry.Observer,
 // distribution.Observer, server.Observer) and *Metrics implements them all.
 //
-// Families (docs/architecture.md, "Metrics"):
+// Families:
 //
 //	wharf_registry_requests_total{host,method,status,outcome}  counter
 //	wharf_registry_request_duration_seconds{host,method}        histogram (to the response headers)
