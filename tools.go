@@ -20,6 +20,4 @@ import (
 	_ "golang.org/x/sync/singleflight"
 	_ "golang.org/x/term"
 	_ "gopkg.in/check.v1"
-	_ "oras.land/oras-go/v2/registry/remote/auth"
-	_ "oras.land/oras-go/v2/registry/remote/credentials"
 )

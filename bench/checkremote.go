@@ -15,7 +15,7 @@ import (
 	"github.com/wharfproject/wharf/internal/testregistry"
 )
 
-// Case 6: the update check (issue 12) of 100 local images — 100 tags of
+// Case 6: the update check of 100 local images — 100 tags of
 // one repository, pulled with --all-tags at RTT 0 — against the token
 // registry at the env's RTT, beside the same HEADs sent by a plain Go
 // client with the same concurrency (8, graph's checkConcurrency) and a

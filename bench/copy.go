@@ -19,7 +19,7 @@ import (
 	"github.com/wharfproject/wharf/internal/testregistry"
 )
 
-// Case 7 (issue 13): registry → registry copy of the 8-layer image (8 × 32
+// Case 7: registry → registry copy of the 8-layer image (8 × 32
 // MiB, 4 MiB layers with BENCH_QUICK) between two real registries, each in
 // token mode behind its own counting proxies and RTT proxy — the honest
 // case: two repositories of one registry would let every tool mount instead

@@ -21,7 +21,7 @@ import (
 	"github.com/wharfproject/wharf/internal/testregistry"
 )
 
-// Case 9 (issue 20): the flaky link, side by side. A CutProxy
+// Case 9: the flaky link, side by side. A CutProxy
 // (internal/hostile) in front of the real registry (anonymous, plain HTTP,
 // so every client pulls without credentials) cuts the first GET(s) of each
 // blob after cutAfter bytes of body; for 1, 3 and 5 cuts per blob, and
@@ -37,7 +37,7 @@ import (
 
 const flakyLayers = 3
 
-// flakyColumn is one column of the issue's table.
+// flakyColumn is one column of the flaky-link table.
 type flakyColumn struct {
 	title       string // the markdown column
 	name        string // the row name's part
@@ -179,13 +179,13 @@ func caseFlaky(ctx context.Context, root, wharfdBin string, quick bool) ([]row, 
 			rows = append(rows, rw)
 		}
 	}
-	fmt.Printf("\nCase 9, the flaky link (issue 20): %d layers × %d MiB, each blob GET cut after %d KiB; blob bytes at the proxy ÷ image size\n\n",
+	fmt.Printf("\nCase 9, the flaky link: %d layers × %d MiB, each blob GET cut after %d KiB; blob bytes at the proxy ÷ image size\n\n",
 		flakyLayers, layerSize>>20, cutAfter>>10)
 	fmt.Print(flakyMarkdown(clients, results))
 	return rows, nil
 }
 
-// flakyMarkdown is the issue's table: a row per client, a column per cut.
+// flakyMarkdown is the flaky-link table: a row per client, a column per cut.
 func flakyMarkdown(clients []*flakyClient, results map[string]map[int]flakyResult) string {
 	var b strings.Builder
 	b.WriteString("| client |")

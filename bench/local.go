@@ -26,7 +26,7 @@ import (
 // records, graph.ImageRecord). Doing it through the API would cost a durable
 // rewrite of images.json per image (O(n²) bytes for 5,000 images); the
 // content is identical to what PutImage would record. It is the one place
-// that knows the store's on-disk format: when the format changes (issue 22),
+// that knows the store's on-disk format: when the format changes,
 // this is what changes, and cases 4 and 11 follow.
 func prepareRoot(root string, n int) ([]graph.ImageRecord, error) {
 	recs, _, err := prepareRootWith(root, n, 0)

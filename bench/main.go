@@ -1,22 +1,21 @@
 //go:build bench
 
-// Command bench is wharf's benchmark suite (issue 5): `make bench` runs it.
+// Command bench is wharf's benchmark suite: `make bench` runs it.
 // It starts the real distribution registry in token mode behind counting
 // proxies and an RTT proxy, wharfd on temp data-roots, pushes its own
 // images, and prints every figure beside a baseline measured in the same run.
 //
 // Environment: BENCH_QUICK=1 a smoke run (fewer iterations, 32 MiB pull);
 // BENCH_RTT (default 25ms) the round-trip time of case 1, where each request
-// costs one RTT (the issue's model) and, unless BENCH_HANDSHAKE=0, the cold
+// costs one RTT (the model of the figures) and, unless BENCH_HANDSHAKE=0, the cold
 // cases run again with every new connection costing one more RTT (a TCP
 // handshake); BENCH_CASES=1,2,3,4,5,6,7,8,9,10 the cases to run (9: the
-// flaky link of issue 20, wharf beside dockerd 20.10, crane and skopeo;
-// 10: the cost of verifying signatures, issue 21, with the real cosign;
-// 11: the store at scale, issue 22, at 500, 5,000 and 50,000 images — not
+// flaky link, wharf beside dockerd 20.10, crane and skopeo;
+// 10: the cost of verifying signatures, with the real cosign;
+// 11: the store at scale, at 500, 5,000 and 50,000 images — not
 // in the default set, as 50,000 images take many minutes: BENCH_SCALE=1
-// adds it, or list it in BENCH_CASES; 12: newer versions and the watch,
-// issue 24; 13: sync of 20 images, issue 25,
-// beside skopeo sync and regsync);
+// adds it, or list it in BENCH_CASES; 12: newer versions and the watch;
+// 13: sync of 20 images, beside skopeo sync and regsync);
 // WHARFD the daemon binary (default bin/wharfd).
 package main
 
@@ -185,22 +184,22 @@ func run() error {
 		collect("case 8", rows, err)
 	}
 	if cases["9"] {
-		step("case 9: the flaky link, issue 20: pulls through cut blob GETs, wharf beside dockerd 20.10, crane and skopeo")
+		step("case 9: the flaky link: pulls through cut blob GETs, wharf beside dockerd 20.10, crane and skopeo")
 		rows, err := caseFlaky(ctx, root, bin, quick)
 		collect("case 9", rows, err)
 	}
 	if cases["10"] {
-		step("case 10: the cost of verifying, issue 21: cosign-signed images under a sigstoreSigned policy at RTT %s, beside no policy", rtt)
+		step("case 10: the cost of verifying: cosign-signed images under a sigstoreSigned policy at RTT %s, beside no policy", rtt)
 		rows, err := caseTrust(ctx, root, bin, rtt, quick)
 		collect("case 10", rows, err)
 	}
 	if cases["13"] {
-		step("case 13: sync of 20 images, issue 25: wharf sync beside skopeo sync and regsync, at RTT %s", rtt)
+		step("case 13: sync of 20 images: wharf sync beside skopeo sync and regsync, at RTT %s", rtt)
 		rows, err := caseSync(ctx, root, rtt, bin)
 		collect("case 13", rows, err)
 	}
 	if cases["11"] {
-		step("case 11: the store at scale, issue 22: %v images", scaleSizes(quick))
+		step("case 11: the store at scale: %v images", scaleSizes(quick))
 		rows, err := caseScale(ctx, bin, quick, step)
 		rep.Rows = append(rep.Rows, rows...) // what the smaller sizes measured, even when a larger one failed
 		if err != nil {

@@ -20,7 +20,7 @@ import (
 	"github.com/wharfproject/wharf/internal/testregistry"
 )
 
-// Case 12: newer versions and the watch (issue 24).
+// Case 12: newer versions and the watch.
 //
 // The newer-version check (`images --check-remote --newer`, newer=1) of
 // 100 local images — tags 1.0 … 1.9 of 10 repositories, pulled at RTT 0,

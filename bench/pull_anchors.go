@@ -19,7 +19,7 @@ import (
 	"time"
 )
 
-// The pull anchors of case 3 (issue 14): the same image pulled by crane and
+// The pull anchors of case 3: the same image pulled by crane and
 // by skopeo into an OCI layout on the data-root's file system, each timed as
 // a user would see it (the process from start to exit). Neither is a daemon:
 // crane writes each blob to a temp file and renames it without fsync, so its

@@ -103,7 +103,7 @@ func dropDaemon(d *wharfd, root string) {
 //
 // With handshake, new connections cost one RTT each (a TCP handshake) and
 // only the cold cases run, judged against (requests + new connections) ×
-// RTT; without, the model: each request is one RTT.
+// RTT; without, the model of the figures: each request is one RTT.
 func caseRemote(ctx context.Context, e *env, f *fixtures, iters, warmIters int, handshake bool) ([]row, error) {
 	e.setHandshake(handshake)
 	defer e.setHandshake(false)

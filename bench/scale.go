@@ -2,7 +2,7 @@
 
 package main
 
-// Case 11: the store at scale (issue 22).
+// Case 11: the store at scale.
 //
 // For each size (500, 5,000 and 50,000 images; BENCH_QUICK: 200, 2,000 and
 // 5,000) a data-root is prepared directly by prepareRootWith, as case 4
@@ -36,9 +36,7 @@ package main
 //   - wharfd's VmHWM at the end of the size's run.
 //
 // Rows: one per measure and size, and one growth row per measure from the
-// smallest size to the largest, with issue 22's targets. Today's store
-// (one JSON file rewritten and fsynced whole per change) misses most of
-// them; the rows record where it stands before the move to bbolt.
+// smallest size to the largest, with its target.
 //
 // The case is off by default: BENCH_SCALE=1 adds it to the default cases,
 // or list it in BENCH_CASES (BENCH_CASES=11). At 50,000 images it takes
@@ -297,7 +295,7 @@ func runScale(ctx context.Context, bin string, n int, logf func(string, ...any))
 	mark("start-ups", t)
 
 	// The scrub after the start (orphan collection and the quick check,
-	// which start-up ran before it answered until issue 22's store): a
+	// which run after the daemon answers): a
 	// quick check waits for it and reports it. Off the measured rows; its
 	// time is in the start-up row's note, its memory in the step's VmHWM.
 	t = time.Now()
@@ -593,7 +591,7 @@ func scaleRows(res []*scaleResult) []row {
 		flat("untag (DELETE of a second tag, noprune)", func(r *scaleResult) []time.Duration { return r.untag }, ""),
 		flat("record step (import of a tiny tar, layer already stored)", func(r *scaleResult) []time.Duration { return r.record }, ""),
 		measure{name: "rmi with GC (image owning its layer)", get: func(r *scaleResult) []time.Duration { return r.rmi },
-			note: "the issue sets no target for rmi"},
+			note: "no target for rmi"},
 	)
 	for _, m := range measures {
 		for _, r := range res {

@@ -19,7 +19,7 @@ import (
 	"github.com/wharfproject/wharf/internal/testregistry"
 )
 
-// Case 13 (issue 25): mirror 20 repositories (one tag each, 2 layers of
+// Case 13: mirror 20 repositories (one tag each, 2 layers of
 // 64 KiB) from a token-mode registry into another, with `wharf sync`
 // (POST /wharf/images/sync on a fresh daemon), `skopeo sync --src yaml`
 // and regclient's `regsync once`, each into its own new destination

@@ -20,7 +20,7 @@ import (
 	"github.com/wharfproject/wharf/internal/testregistry"
 )
 
-// Case 10 (issue 21): the cost of verifying. Images signed by the real
+// Case 10: the cost of verifying. Images signed by the real
 // cosign (a key pair, no transparency log, the bundle format) are pushed
 // to the bench's token registry behind its counters and RTT proxy; a
 // wharfd with a sigstoreSigned policy for <registry>/trust and a wharfd
@@ -267,7 +267,7 @@ func cpuTimeFine(d *wharfd) (time.Duration, error) {
 func caseTrust(ctx context.Context, root, bin string, rtt time.Duration, quick bool) ([]row, error) {
 	cosign := filepath.Join(root, ".cache", "bin", "cosign")
 	if _, err := os.Stat(cosign); err != nil {
-		return []row{{Case: "10", Name: "signature verification (issue 21)", Unit: "-",
+		return []row{{Case: "10", Name: "signature verification", Unit: "-",
 			Note: "skipped: .cache/bin/cosign is missing (make cosign builds it)"}}, nil
 	}
 	coldIters, warmIters, cpuImages, cpuRounds := 9, 30, 16, 2

@@ -39,8 +39,7 @@ func toServerReport(rep *graph.CheckReport) *server.CheckReport {
 const maxStartupProblemsLogged = 20
 
 // scrubber is the store's background scrub (graph/store scrub.go): the
-// orphan collection and the quick check start-up used to run before the
-// API answered.
+// orphan collection and the quick check, run once the API answers.
 type scrubber interface {
 	StartScrub(done func(*types.ScrubReport))
 }

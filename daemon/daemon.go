@@ -1,11 +1,9 @@
 // Package daemon wires wharfd together: configuration (daemon.json and
-// flags), the data-root lock, the image store and registry service, the
-// event log, the API listeners, and a graceful shutdown.
-//
-// Files: config.go/defaults.go (configuration), lock.go, listeners.go,
-// tls.go (TLS with client certificates on tcp://), events.go, info.go
-// (system endpoints), check.go (the store check at start-up and on the
-// API), daemon.go (this: the Backend and the lifecycle).
+// flags) and its reload on SIGHUP, the data-root lock, the image store and
+// registry service, the signature policy, the update watch, the event log,
+// the API listeners (TLS with client certificates on tcp://), and a
+// graceful shutdown. It implements the API's backend by delegating to
+// graph; the work itself happens in the packages below it.
 package daemon
 
 import (

@@ -28,7 +28,7 @@ const ociIndexFile = "index.json"
 
 // maxIndexJSON caps the index.json read back to count its entries: one
 // entry is ~300 bytes, so 256 MiB is ~800,000 references, far above any
-// store this daemon is sized for (issue 22: 50,000 images).
+// store this daemon is sized for (50,000 images).
 const maxIndexJSON = 256 << 20
 
 // SystemExportIndex implements server.SystemBackend

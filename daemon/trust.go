@@ -17,7 +17,7 @@ import (
 	"github.com/wharfproject/wharf/trust/policy"
 )
 
-// The signature policy (issue 21): a containers-policy.json(5) file, from
+// The signature policy: a containers-policy.json(5) file, from
 // --signature-policy or "signature-policy", else /etc/wharf/policy.json
 // ($XDG_CONFIG_HOME/wharf/policy.json when not root) when it exists.
 // Without one, behaviour is as before: nothing is verified unless asked

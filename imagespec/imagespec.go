@@ -1,8 +1,8 @@
 // Package imagespec holds what wharf knows about image documents and
 // platforms, once: the media types beside the OCI ones, the predicates over
-// them, sniffing a document's type from its bytes (platform.go: parsing,
-// matching and formatting platforms and choosing an index's entry, on top
-// of github.com/containerd/platforms). It imports no wharf package, so the
+// them, sniffing a document's type from its bytes, and platforms: parsing,
+// matching and formatting them and choosing an index's entry, on top of
+// github.com/containerd/platforms. It imports no wharf package, so the
 // store, the archive and distribution code and the registry client all
 // share it.
 package imagespec

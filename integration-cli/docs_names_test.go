@@ -103,3 +103,183 @@ func declaredTests(t *testing.T, root string) map[string]bool {
 	}
 	return out
 }
+
+// The names docs/architecture.md and docs/performance.md write in
+// backticks: a file path (`graph/store/partial.go`), a Go name qualified
+// by its package or type (`store.Lease`, `Repository.HeadTag`,
+// `distribution.Service.PullImage`), a call (`Name()`), or a test or
+// benchmark (`TestX`, `BenchmarkX`). Fenced code blocks are drawings, not
+// names, and are skipped.
+var (
+	docSpan     = regexp.MustCompile("`([^`\n]+)`")
+	docFence    = regexp.MustCompile("(?ms)^```.*?^```")
+	docFilePath = regexp.MustCompile(`^[a-z][a-z0-9_-]*(/[A-Za-z0-9_.-]+)+\.(go|md|sh|json|toml|yaml)$`)
+	docGoName   = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9]*)\.([A-Z][A-Za-z0-9]*)(?:\.([A-Z][A-Za-z0-9]*))?(?:\(\))?$`)
+	docCall     = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*)\(\)$`)
+	docTestName = regexp.MustCompile(`^(Test|Benchmark|Fuzz)[A-Z][A-Za-z0-9_]*$`)
+)
+
+// docOtherPackages are the packages outside the module the documents
+// name a function of; any other lower-case qualifier must be a wharf
+// package.
+var docOtherPackages = map[string]bool{"json": true, "http": true, "reference": true, "platforms": true, "errdefs": true}
+
+// TestDocsNameOnlyWhatExists: every file and Go name the architecture map
+// and the performance figures name exists in the tree, so a renamed file,
+// type or function fails here rather than leaving the map wrong.
+func TestDocsNameOnlyWhatExists(t *testing.T) {
+	root, err := testregistry.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := indexGoNames(t, root)
+	for _, doc := range []string{"docs/architecture.md", "docs/performance.md"} {
+		b, err := os.ReadFile(filepath.Join(root, doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := docFence.ReplaceAllString(string(b), "")
+		checked := 0
+		for _, m := range docSpan.FindAllStringSubmatch(text, -1) {
+			span := m[1]
+			switch {
+			case docFilePath.MatchString(span):
+				checked++
+				if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(span))); err != nil {
+					t.Errorf("%s names %s, which does not exist", doc, span)
+				}
+			case docTestName.MatchString(span):
+				checked++
+				if !idx.funcs[span] {
+					t.Errorf("%s names %s, which no file declares", doc, span)
+				}
+			case docCall.MatchString(span):
+				checked++
+				if name := docCall.FindStringSubmatch(span)[1]; !idx.funcs[name] {
+					t.Errorf("%s names %s, which no file declares", doc, span)
+				}
+			case docGoName.MatchString(span):
+				checked++
+				if !idx.has(docGoName.FindStringSubmatch(span)) {
+					t.Errorf("%s names %s, which no package or type declares", doc, span)
+				}
+			}
+		}
+		if checked < 20 {
+			t.Errorf("%s: only %d names checked: the patterns no longer match how it writes them", doc, checked)
+		}
+	}
+}
+
+// goNames indexes the module's declarations: top-level names per package
+// name, members (methods and struct fields) per type name, and every
+// function and method name.
+type goNames struct {
+	pkgs    map[string]map[string]bool // package name → top-level names and its types' methods
+	members map[string]map[string]bool // type name → methods and fields
+	funcs   map[string]bool
+}
+
+// has reports whether m (docGoName's groups: qualifier, name, member)
+// names a declaration: pkg.Name, Type.Member or pkg.Type.Member.
+func (g goNames) has(m []string) bool {
+	q, name, member := m[1], m[2], m[3]
+	if member != "" {
+		return g.pkgs[q][name] && g.members[name][member]
+	}
+	if q[0] >= 'A' && q[0] <= 'Z' {
+		return g.members[q][name]
+	}
+	if g.pkgs[q] == nil {
+		return docOtherPackages[q]
+	}
+	return g.pkgs[q][name]
+}
+
+func indexGoNames(t *testing.T, root string) goNames {
+	t.Helper()
+	g := goNames{pkgs: map[string]map[string]bool{}, members: map[string]map[string]bool{}, funcs: map[string]bool{}}
+	add := func(m map[string]map[string]bool, k, v string) {
+		if m[k] == nil {
+			m[k] = map[string]bool{}
+		}
+		m[k][v] = true
+	}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(path string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if e.IsDir() {
+			switch e.Name() {
+			case ".git", ".cache", "bin", "testdata":
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		pkg := f.Name.Name
+		if g.pkgs[pkg] == nil {
+			g.pkgs[pkg] = map[string]bool{}
+		}
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				g.funcs[d.Name.Name] = true
+				if d.Recv == nil || len(d.Recv.List) != 1 {
+					g.pkgs[pkg][d.Name.Name] = true
+					continue
+				}
+				typ := d.Recv.List[0].Type
+				if st, ok := typ.(*ast.StarExpr); ok {
+					typ = st.X
+				}
+				if ix, ok := typ.(*ast.IndexExpr); ok {
+					typ = ix.X
+				}
+				if id, ok := typ.(*ast.Ident); ok {
+					add(g.members, id.Name, d.Name.Name)
+					g.pkgs[pkg][d.Name.Name] = true
+				}
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					switch s := s.(type) {
+					case *ast.TypeSpec:
+						g.pkgs[pkg][s.Name.Name] = true
+						if st, ok := s.Type.(*ast.StructType); ok {
+							for _, fld := range st.Fields.List {
+								for _, n := range fld.Names {
+									add(g.members, s.Name.Name, n.Name)
+								}
+								if len(fld.Names) == 0 { // embedded: its type's name is the field's
+									typ := fld.Type
+									if st, ok := typ.(*ast.StarExpr); ok {
+										typ = st.X
+									}
+									if sel, ok := typ.(*ast.SelectorExpr); ok {
+										add(g.members, s.Name.Name, sel.Sel.Name)
+									}
+								}
+							}
+						}
+					case *ast.ValueSpec:
+						for _, n := range s.Names {
+							g.pkgs[pkg][n.Name] = true
+						}
+					}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}

@@ -30,7 +30,7 @@ import (
 // within it stands, with no request.
 //
 // newer=1 adds, for each version tag, the newer versions of its shape per
-// level (NewerPatch, NewerMinor, NewerMajor: issue 24), from one tag
+// level (NewerPatch, NewerMinor, NewerMajor), from one tag
 // listing per repository (none within max-age of the last). base=1 adds
 // BaseStatus and its digests for each image whose annotations or labels
 // name its base; base-name=REF (implies base=1) names the base of the

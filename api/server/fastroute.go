@@ -58,8 +58,8 @@ func newFastTable(rts []route, serve func(apiFunc) func(http.ResponseWriter, *ht
 // history, attestations, get; POST tag, push; DELETE /images/{name}) and
 // their /v{version} forms without mux: mux tries each route's regular
 // expression in order, ~35 of them before these, which was ~9 % of wharfd's
-// CPU under bench case 2 (issue 14) and ~7 % under 64 concurrent tags
-// (bench case 11, issue 22). Every other request, and every path this one
+// CPU under bench case 2 and ~7 % under 64 concurrent tags (bench case
+// 11). Every other request, and every path this one
 // is not sure of (one mux redirects, a bad version, a name with a newline),
 // goes to m unchanged. The answer is the same as m's, route template
 // (metrics label) included: TestFastRouteAgreesWithMux compares the two on

@@ -88,7 +88,7 @@ func gateConfig(cfg json.RawMessage, version string) json.RawMessage {
 //   - the empty Config keys of configDefaults below 1.52, omitted from 1.52;
 //   - Identity at every version, and wharf's Trust beside it: moby adds
 //     Identity at 1.53; wharf, whose API is 1.55 now, keeps serving it
-//     below too (issue 21), so that the docker CLI 28, which negotiates
+//     below too, so that the docker CLI 28, which negotiates
 //     1.50, reads a verified signature with `docker inspect -f
 //     '{{.Identity}}'`. An extra field is one an older client ignores.
 //

@@ -17,8 +17,8 @@ import (
 // dockerd's field order with a few fields forced present: one json.Marshal of
 // a struct, where the map gate (gateInspect) marshals, decodes into a generic
 // object, re-encodes every value in order and does the same again for Config
-// — about three quarters of a warm remote inspect's CPU in wharfd (issue 14,
-// BenchmarkHotRemoteInspectHandler). 1.50 is also the version wharfd speaks by
+// — about three quarters of a warm remote inspect's CPU in wharfd
+// (BenchmarkHotRemoteInspectHandler). 1.50 is also the version wharfd speaks by
 // default, so it is what the docker CLI negotiates. Older versions keep the
 // map gate. TestTypedGateMatchesMapGate holds the two byte-identical for
 // every version from 1.50 up.
@@ -48,7 +48,7 @@ type gatedInspect struct {
 	Metadata      *image.Metadata         `json:",omitempty"` // local only (always shown there)
 	Descriptor    *ocispec.Descriptor     `json:",omitempty"`
 	Manifests     []image.ManifestSummary `json:",omitempty"`
-	Identity      *image.Identity         `json:",omitempty"` // at every version (issue 21)
+	Identity      *image.Identity         `json:",omitempty"` // at every version
 	Trust         *types.Trust            `json:",omitempty"` // wharf's, local and remote
 
 	// RemoteImageInspect's own fields (Registry, Digest and Tag always

@@ -1,10 +1,8 @@
 // Package server is wharfd's HTTP API: the image part of the Docker Engine
-// API plus remote inspection. It talks to the daemon only through the
-// interfaces of backend.go.
-//
-// Files: server.go (options, router), version.go (API version middleware),
-// httperror.go (errdefs class → status, the one place), logging.go, progress.go
-// (streaming responses), and one *_routes.go file per API area.
+// API plus remote inspection. It routes requests, negotiates the API
+// version and gates fields by it, decodes credentials and references once,
+// maps an error's class to its HTTP status in one place, and streams
+// progress. It talks to the daemon only through the Backend interface.
 package server
 
 import (

@@ -4,7 +4,7 @@ import (
 	"net/http"
 )
 
-// The signature policy, as `wharf trust show [NAME]` prints it (issue 21):
+// The signature policy, as `wharf trust show [NAME]` prints it:
 //
 //	GET /wharf/trust[?name=NAME]   (also under /v1.NN/)
 //

@@ -37,8 +37,8 @@ type CheckReport struct {
 	// Problems is empty (not nil) for a healthy store.
 	Problems []CheckProblem
 	// LastScrub is the background scrub wharfd runs once the API answers
-	// after a start (orphan collection and the quick check, which start-up
-	// used to do before answering); nil when none has run in this daemon.
+	// after a start (orphan collection and the quick check); nil when none
+	// has run in this daemon.
 	// The check waits for a scrub under way, so this one has finished.
 	LastScrub *ScrubReport `json:",omitempty"`
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/moby/moby/api/types/registry"
 )
 
-// The update check (issue 12, part 1): POST /wharf/images/check-remote
+// The update check: POST /wharf/images/check-remote
 // compares each tagged local image with what its tag names in the registry
 // now, and streams one RemoteCheckResult per image as the answers arrive.
 
@@ -62,10 +62,10 @@ type RemoteCheckResult struct {
 	Cached bool `json:",omitempty"`
 	// RemoteTrust is, under a signature policy, its verdict on the digest
 	// the tag names now, for an outdated tag: the update an operator is
-	// about to take (issue 21). Absent without a policy.
+	// about to take. Absent without a policy.
 	RemoteTrust *Trust `json:",omitempty"`
 
-	// Newer versions (issue 24; asked with newer=1): the highest tags of
+	// Newer versions (asked with newer=1): the highest tags of
 	// the repository that are higher versions of the same shape as Tag
 	// (same precision, v prefix and variant suffix; pre-releases only for
 	// a pre-release tag), per level; empty when none. A tag that is not a
@@ -81,7 +81,7 @@ type RemoteCheckResult struct {
 	// (max-age): no request was made for it.
 	NewerCached bool `json:",omitempty"`
 
-	// Outdated bases (issue 24; asked with base=1), for an image whose
+	// Outdated bases (asked with base=1), for an image whose
 	// manifest annotations or config labels carry
 	// org.opencontainers.image.base.name and .base.digest: BaseStatus is
 	// current, outdated or unknown (BaseError says why); empty when the

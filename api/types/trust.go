@@ -2,7 +2,7 @@ package types
 
 import "github.com/moby/moby/api/types/image"
 
-// Trust is the signature policy's verdict on an image (issue 21): on a
+// Trust is the signature policy's verdict on an image: on a
 // remote inspect, what the policy decides for the digest the name resolves
 // to now; on a local inspect, the verdict the image was pulled under.
 type Trust struct {

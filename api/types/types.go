@@ -27,7 +27,7 @@ type ImageInspect struct {
 	// never appear in the JSON of this struct itself.
 	Legacy LegacyImageFields `json:"-"`
 
-	// Trust is wharf's: the signature policy's verdict (issue 21). Remote:
+	// Trust is wharf's: the signature policy's verdict. Remote:
 	// on the digest the name resolves to now, under a policy or with
 	// verify=1. Local: the verdict the image was pulled under. Identity
 	// (moby's, above) carries its signatures in moby's shape.
@@ -65,7 +65,7 @@ type RemoteImageInspect struct {
 	// ManifestAnnotations are the annotations of the platform manifest.
 	ManifestAnnotations map[string]string `json:",omitempty"`
 	// BaseName and BaseDigest are the base the image says it was built
-	// FROM (org.opencontainers.image.base.name and .digest, issue 24):
+	// FROM (org.opencontainers.image.base.name and .digest):
 	// from the platform manifest's annotations, else the config's labels
 	// (BaseSource "annotations" or "labels"); absent when it names none.
 	// The update check's base=1 compares them with what the base names now.

@@ -4,43 +4,30 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/distribution/reference"
 	"github.com/moby/moby/api/types/registry"
-	"oras.land/oras-go/v2/registry/remote/auth"
-	"oras.land/oras-go/v2/registry/remote/credentials"
 
 	"github.com/wharfproject/wharf/client"
+	"github.com/wharfproject/wharf/internal/dockerconfig"
 )
 
 // dockerHubKey is Docker Hub's key in the docker config and credential helpers.
 const dockerHubKey = "https://index.docker.io/v1/"
 
-// credentialStore is the part of oras-go's credentials store the CLI uses.
+// credentialStore is the part of the docker config the CLI uses
+// (internal/dockerconfig.Config).
 type credentialStore interface {
-	Get(ctx context.Context, serverAddress string) (auth.Credential, error)
-	Put(ctx context.Context, serverAddress string, cred auth.Credential) error
-	Delete(ctx context.Context, serverAddress string) error
+	Get(ctx context.Context, key string) (registry.AuthConfig, bool, error)
+	Put(ctx context.Context, key string, ac registry.AuthConfig) error
+	Delete(ctx context.Context, key string) error
 }
 
 // dockerConfigPath is $DOCKER_CONFIG/config.json, or ~/.docker/config.json.
 func dockerConfigPath(e env) (string, error) {
-	if dir := e.Getenv("DOCKER_CONFIG"); dir != "" {
-		return filepath.Join(dir, "config.json"), nil
-	}
-	home := e.Getenv("HOME")
-	if home == "" {
-		h, err := os.UserHomeDir()
-		if err != nil {
-			return "", fmt.Errorf("finding the docker config: %w", err)
-		}
-		home = h
-	}
-	return filepath.Join(home, ".docker", "config.json"), nil
+	return dockerconfig.Path(e.Getenv)
 }
 
 // credentials opens the docker config's credential store: credHelpers, then
@@ -51,7 +38,7 @@ func (c *cli) credentials() (credentialStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := credentials.NewStore(p, credentials.StoreOptions{AllowPlaintextPut: true})
+	s, err := dockerconfig.Open(p)
 	if err != nil {
 		return nil, fmt.Errorf("loading docker config %s: %w", p, err)
 	}
@@ -198,19 +185,14 @@ func (c *cli) authForServer(ctx context.Context, key string) (*registry.AuthConf
 	if err != nil {
 		return nil, err
 	}
-	cred, err := store.Get(ctx, key)
+	ac, found, err := store.Get(ctx, key)
 	if err != nil {
 		return nil, fmt.Errorf("error getting credentials for %s: %w", key, err)
 	}
-	if cred == auth.EmptyCredential {
+	if !found {
 		return nil, nil
 	}
 	c.log.Debugf("using stored credentials for %s", key)
-	return &registry.AuthConfig{
-		Username:      cred.Username,
-		Password:      cred.Password,
-		IdentityToken: cred.RefreshToken,
-		RegistryToken: cred.AccessToken,
-		ServerAddress: key,
-	}, nil
+	ac.ServerAddress = key
+	return &ac, nil
 }

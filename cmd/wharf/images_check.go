@@ -16,7 +16,7 @@ import (
 	"github.com/wharfproject/wharf/client"
 )
 
-// `wharf images --check-remote [NAME…]`: the update check (issue 12).
+// `wharf images --check-remote [NAME…]`: the update check.
 // The list is the ordinary `images` list (NAME… are its reference
 // filters); the daemon checks each tagged row against its registry
 // (POST /wharf/images/check-remote) and each row gets the answer: a REMOTE

@@ -107,7 +107,7 @@ func printInfo(out io.Writer, answer types.Info) {
 }
 
 // printRegistries prints what the daemon last heard of each registry's
-// rate limit, and the back-off a 429 or 503 put it under (issue 20).
+// rate limit, and the back-off a 429 or 503 put it under.
 func printRegistries(out io.Writer, regs []types.RegistryStatus, now time.Time) {
 	if len(regs) == 0 {
 		return

@@ -11,7 +11,6 @@ import (
 	"github.com/moby/moby/api/types/registry"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
-	"oras.land/oras-go/v2/registry/remote/auth"
 )
 
 // maxPasswordStdin caps --password-stdin (64 KiB): a password or token is
@@ -83,10 +82,10 @@ func runLogin(c *cli, cmd *cobra.Command, server string, o loginOptions) error {
 	if err != nil {
 		return err
 	}
-	cred := auth.Credential{Username: o.username, Password: o.password}
+	cred := registry.AuthConfig{Username: o.username, Password: o.password}
 	if res.IdentityToken != "" {
 		// Like docker: keep the identity token, not the password.
-		cred = auth.Credential{Username: o.username, RefreshToken: res.IdentityToken}
+		cred = registry.AuthConfig{Username: o.username, IdentityToken: res.IdentityToken}
 	}
 	if err := store.Put(cmd.Context(), key, cred); err != nil {
 		return fmt.Errorf("error saving credentials: %w", err)

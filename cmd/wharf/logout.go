@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	"oras.land/oras-go/v2/registry/remote/auth"
 )
 
 func newLogoutCommand(c *cli) *cobra.Command {
@@ -23,11 +22,11 @@ func newLogoutCommand(c *cli) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cred, err := store.Get(cmd.Context(), key)
+			_, found, err := store.Get(cmd.Context(), key)
 			if err != nil {
 				return fmt.Errorf("error getting credentials for %s: %w", key, err)
 			}
-			if cred == auth.EmptyCredential {
+			if !found {
 				fmt.Fprintf(c.out, "Not logged in to %s\n", key)
 				return nil
 			}

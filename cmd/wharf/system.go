@@ -110,7 +110,7 @@ func newSystemExportIndexCommand(c *cli) *cobra.Command {
 }
 
 // printScrub says what the daemon's background scrub after its start did
-// and found (the orphan collection and quick check start-up used to run).
+// and found (the orphan collection and the quick check).
 func printScrub(w io.Writer, sc *types.ScrubReport) {
 	if sc == nil {
 		fmt.Fprintln(w, "last scrub: none since the daemon started")

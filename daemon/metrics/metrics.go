@@ -5,7 +5,7 @@
 // each declares the small interface it calls (registry.Observer,
 // distribution.Observer, server.Observer) and *Metrics implements them all.
 //
-// Families (docs/architecture.md, "Metrics"):
+// Families:
 //
 //	wharf_registry_requests_total{host,method,status,outcome}  counter
 //	wharf_registry_request_duration_seconds{host,method}        histogram (to the response headers)
@@ -240,8 +240,8 @@ func init() {
 // label may take a value someone else chooses (docs/security.md): a code
 // wharf acts on is itself, any other its class "1xx" … "5xx", beyond 599
 // "other", no answer "none". At most 23 + 5 + 2 = 30 values per host,
-// method and outcome, where a registry cycling through codes made one
-// series per code (issue 20, red team finding 5: 40 inspects, 41 series).
+// method and outcome, where a registry cycling through codes would make
+// one series per code (40 inspects, 41 series).
 func registryStatusLabel(status int) string {
 	switch {
 	case status <= 0:

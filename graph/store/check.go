@@ -179,7 +179,7 @@ func (l *Store) checkImage(rec *ImageRecord, add func(CheckProblem)) {
 	if rec.Target.Digest != "" && rec.Target.Digest != rec.Manifest.Digest {
 		blob("target", rec.Target)
 	}
-	// Every present platform (issue 23): the record's own, and the
+	// Every present platform: the record's own, and the
 	// others of its index, each with its manifest, config and layers.
 	for _, p := range rec.Present() {
 		role := ""

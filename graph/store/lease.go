@@ -168,8 +168,7 @@ func (l *Lease) writeBlob(ctx context.Context, desc ocispec.Descriptor, r io.Rea
 // itself: r must return an error in place of io.EOF unless the bytes it
 // delivered are exactly the blob desc.Digest (registry.FetchBlob's reader
 // does, and says so). The store then checks the size but does not hash the
-// bytes a second time: hashing was over half of a pull's CPU, done twice
-// (issue 14). Everything else — the cap at desc.Size+1, the fdatasync,
+// bytes a second time: hashing was over half of a pull's CPU, done twice. Everything else — the cap at desc.Size+1, the fdatasync,
 // visibility only after the whole stream ended well — is WriteBlob's.
 func (l *Lease) WriteVerifiedBlob(ctx context.Context, desc ocispec.Descriptor, r io.Reader) (bool, error) {
 	return l.writeBlob(ctx, desc, r, true)

@@ -1,7 +1,7 @@
 package store
 
-// The image list's indexes (issue 22: GET /images/json linear in the
-// images it returns). Listing with a selective filter reads the images an
+// The image list's indexes (GET /images/json linear in the images it
+// returns, not in the store). Listing with a selective filter reads the images an
 // index names instead of walking every summary:
 //
 //	refs   <fully qualified ref>        → image ID (db.go): reference=

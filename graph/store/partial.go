@@ -15,7 +15,7 @@ import (
 	"github.com/sirupsen/logrus"
 )
 
-// Partial downloads (issue 20). A blob download that fails — the link, a
+// Partial downloads. A blob download that fails — the link, a
 // cancellation, the daemon killed — keeps the bytes it wrote under
 // partial/ALG/ENCODED, named by the digest it is downloading, so the next
 // pull of that blob asks the registry only for the rest (Range). They are

@@ -15,7 +15,7 @@ import (
 // locally: its manifest (the index entry's descriptor), and its config
 // digest (what the image ID is when this platform is the image's own).
 //
-// Why a list on the record (issue 23): Docker's containerd image store
+// Why a list on the record: Docker's containerd image store
 // keeps one image per tag, naming the index it was pulled from, and acts on
 // the platforms whose content is present. wharf records those platforms
 // explicitly, so that GC (the uses/blobs buckets) keeps exactly their
@@ -32,7 +32,7 @@ type PlatformImage struct {
 }
 
 // Present are the platforms of r held locally. A record without Platforms
-// (one written before issue 23, or an image whose target is not an index)
+// (one written before records listed platforms, or an image whose target is not an index)
 // has one: its Manifest and ID. Its Platform is then the manifest
 // descriptor's, which may be empty (the config says it: PlatformOf).
 func (r *ImageRecord) Present() []PlatformImage {

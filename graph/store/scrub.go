@@ -1,11 +1,10 @@
 package store
 
-// The background scrub. Start-up used to walk blobs/ for orphans (blobs
-// no record uses, left by a crash) and run the quick check (every image's
-// blobs present with their sizes) before the API answered: ~6 s of a
-// 50,000-image start (BOLT.md). Open now does neither; the daemon calls
-// StartScrub once the API answers, and the scrub does both in the
-// background:
+// The background scrub: the walk of blobs/ for orphans (blobs no record
+// uses, left by a crash) and the quick check (every image's blobs present
+// with their sizes) take ~6 s at 50,000 images (BOLT.md), too long to hold
+// the API's first answer. Open does neither; the daemon calls StartScrub
+// once the API answers, and the scrub does both in the background:
 //
 //  1. the orphan collection, under the same rules as every collection
 //     (leaseMu; a blob a live lease pins, or being ingested, is never

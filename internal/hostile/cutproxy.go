@@ -10,7 +10,7 @@ import (
 )
 
 // CutProxy is a reverse proxy in front of a real registry that plays a
-// flaky link for blob downloads (issue 20's table): the first Cuts GETs of
+// flaky link for blob downloads: the first Cuts GETs of
 // each blob are cut — the connection closed — after CutAfter bytes of their
 // body. With IgnoreRange it drops the Range header, so the registry answers
 // 200 and the whole blob, as distribution's pull-through cache does on a

@@ -57,7 +57,7 @@ type CorruptStall struct {
 
 // SeededFaultProxy is a reverse proxy in front of a real registry that
 // draws a fault for each request from a seeded generator (the fault
-// campaign, issue 20). The seed fixes the sequence of draws; which request
+// campaign). The seed fixes the sequence of draws; which request
 // gets which draw also depends on the order requests arrive. Stop ends the
 // faults (and releases every stalled body), so what follows is not faulted.
 // The Host header is passed on unchanged, so the registry's upload

@@ -1,5 +1,5 @@
 // Package hostile holds hand-written misbehaving registry servers for the
-// hostile-registry suite (issue 6): a small registry that serves one valid
+// hostile-registry suite: a small registry that serves one valid
 // image by default and lets a test replace any answer (Fault), plus raw TCP
 // servers that never answer or reset connections. Everything listens on
 // 127.0.0.1 only.

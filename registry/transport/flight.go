@@ -11,7 +11,7 @@ import (
 // same time, under a context of its own: the work is shared, so no one
 // caller may cancel it. When the first caller's client disconnects, the
 // others waiting on the same token, host set-up or scheme probe must still
-// get their answer (issue 10, finding 8). The call keeps the first caller's
+// get their answer. The call keeps the first caller's
 // context values, is bounded by timeout, and each caller still returns as
 // soon as its own context ends.
 type detachedFlight struct {

@@ -26,7 +26,7 @@ const maxTokenBody = MaxTokenBody
 // between the cache check and the registry.
 //
 // maxTokenLifetime caps expires_in. A time.Duration counts nanoseconds in
-// an int64, so a lifetime over ~292 years used to overflow and read as
+// an int64, so a lifetime over ~292 years would overflow and read as
 // already expired: a token fetch for every request. No registry issues
 // tokens for longer than a day (Docker Hub 300 s, GCR 3600 s, ECR 12 h);
 // a longer claim is held to a day, after which one token request renews it.

@@ -16,7 +16,7 @@ import (
 //
 // Concurrent callers wanting the same token share one fetch, detached from
 // each of them (flight.go): when the client that started it disconnects,
-// the others still get the token (issue 10, finding 8).
+// the others still get the token.
 type tokenCache struct {
 	now     func() time.Time
 	timeout time.Duration // of one shared fetch: timeouts.shared
