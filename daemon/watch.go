@@ -39,7 +39,7 @@ import (
 // — the spread keeps drifting apart round after round. 10 % is enough to
 // desynchronise and little enough that "every 6h" still means it.
 //
-// Cost and manners: a round is the check itself (graph.Store.CheckRemote:
+// Cost and manners: a round is the check itself (graph.Service.CheckRemote:
 // at most 8 requests in flight, a share per registry, the per-host gate
 // of registry/transport behind it, a registry that fails asked nothing
 // more in the round), with the freshness caches allowed answers younger

@@ -72,7 +72,7 @@ type blobSource interface {
 // opts.Statement each carries its body, read, verified and held only for
 // the call (emit must not keep it), so an answer near its 64 MiB bound
 // holds one statement at a time, not all of them and their JSON.
-func (s *Store) ImageAttestations(ctx context.Context, name string, opts types.AttestationOptions, emit func(image.AttestationStatement) error) error {
+func (s *Service) ImageAttestations(ctx context.Context, name string, opts types.AttestationOptions, emit func(image.AttestationStatement) error) error {
 	if opts.Remote {
 		return s.remoteAttestations(ctx, name, opts, emit)
 	}
@@ -84,15 +84,15 @@ func (s *Store) ImageAttestations(ctx context.Context, name string, opts types.A
 // statements are read from the store when it holds them, and otherwise
 // from the repository the image was pulled from, by digest — wharfd's
 // pull keeps only the platform manifest it pulled (docs/compatibility.md).
-func (s *Store) localAttestations(ctx context.Context, name string, opts types.AttestationOptions, emit func(image.AttestationStatement) error) error {
-	rec, err := s.Lookup(name)
+func (s *Service) localAttestations(ctx context.Context, name string, opts types.AttestationOptions, emit func(image.AttestationStatement) error) error {
+	rec, err := s.images.Lookup(name)
 	if err != nil {
 		return err
 	}
 	if !imagespec.IsIndex(rec.Target.MediaType) {
 		return nil // a lone manifest has nowhere to keep attestations
 	}
-	idx, err := s.st.ReadIndex(rec.Target.Digest)
+	idx, err := s.images.ReadIndex(rec.Target.Digest)
 	if err != nil {
 		return fmt.Errorf("image %s: index %s: %w", name, rec.Target.Digest, err)
 	}
@@ -111,7 +111,7 @@ func (s *Store) localAttestations(ctx context.Context, name string, opts types.A
 // remoteAttestations reads them from the registry: the top level the name
 // resolves to now, the attestation manifest and (statement=1) the
 // statements, nothing stored.
-func (s *Store) remoteAttestations(ctx context.Context, name string, opts types.AttestationOptions, emit func(image.AttestationStatement) error) error {
+func (s *Service) remoteAttestations(ctx context.Context, name string, opts types.AttestationOptions, emit func(image.AttestationStatement) error) error {
 	if s.opts.Registry == nil {
 		return fmt.Errorf("no registry access configured%.0w", errdefs.ErrNotImplemented)
 	}
@@ -258,7 +258,7 @@ func verifyBlob(desc ocispec.Descriptor, b []byte) error {
 // localSource reads from the store, and what the store lacks from the
 // repository the image came from (its repo digest at its top level).
 type localSource struct {
-	s     *Store
+	s     *Service
 	rec   *ImageRecord
 	creds registry.Credentials // bound once (originCredentials)
 
@@ -273,8 +273,8 @@ func (l *localSource) read(ctx context.Context, desc ocispec.Descriptor, max int
 	if desc.Size > max {
 		return nil, fmt.Errorf("%s is %d bytes, more than %d%.0w", desc.Digest, desc.Size, max, ErrAttestationTooLarge)
 	}
-	if l.s.st.HasBlob(desc.Digest) {
-		b, err := l.s.st.ReadBlob(desc.Digest, max)
+	if l.s.images.HasBlob(desc.Digest) {
+		b, err := l.s.images.ReadBlob(desc.Digest, max)
 		if err != nil {
 			return nil, err
 		}

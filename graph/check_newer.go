@@ -16,7 +16,7 @@ import (
 // (issue 24): the newer versions of a version tag (opts.Newer) and the
 // base's state for an image that names its base (opts.Base). down is the
 // registry found unreachable in this run: nothing more is asked of it.
-func (s *Store) checkExtras(ctx context.Context, t checkTarget, run *checkRun, down error, res *types.RemoteCheckResult) {
+func (s *Service) checkExtras(ctx context.Context, t checkTarget, run *checkRun, down error, res *types.RemoteCheckResult) {
 	if run.opts.Newer {
 		s.checkNewer(ctx, t, run, down, res)
 	}
@@ -28,7 +28,7 @@ func (s *Store) checkExtras(ctx context.Context, t checkTarget, run *checkRun, d
 // checkNewer fills the newer-version fields. A local-only tag (never
 // pulled nor pushed) is not asked about, as for its digest; a tag that is
 // not a version costs nothing.
-func (s *Store) checkNewer(ctx context.Context, t checkTarget, run *checkRun, down error, res *types.RemoteCheckResult) {
+func (s *Service) checkNewer(ctx context.Context, t checkTarget, run *checkRun, down error, res *types.RemoteCheckResult) {
 	isVersion := distribution.IsVersionTag(t.ref.Tag())
 	res.VersionTag = &isVersion
 	if !isVersion || len(t.pulled) == 0 {
@@ -50,8 +50,8 @@ func (s *Store) checkNewer(ctx context.Context, t checkTarget, run *checkRun, do
 
 // imageBase is what an image says it was built on: its manifest's
 // annotations, else its config's labels.
-func (s *Store) imageBase(t checkTarget) (name string, dgst digest.Digest, source string, layers []digest.Digest) {
-	m, err := s.st.Meta(t.rec)
+func (s *Service) imageBase(t checkTarget) (name string, dgst digest.Digest, source string, layers []digest.Digest) {
+	m, err := s.images.Meta(t.rec)
 	if err != nil {
 		return "", "", "", nil
 	}
@@ -74,7 +74,7 @@ func (s *Store) imageBase(t checkTarget) (name string, dgst digest.Digest, sourc
 // checkBase fills the base fields for an image that names its base, or,
 // given opts.BaseName, one that names none (by layer prefix); local images
 // too: an image built here is the usual case.
-func (s *Store) checkBase(ctx context.Context, t checkTarget, run *checkRun, res *types.RemoteCheckResult) {
+func (s *Service) checkBase(ctx context.Context, t checkTarget, run *checkRun, res *types.RemoteCheckResult) {
 	opts := run.opts
 	name, dgst, source, layers := s.imageBase(t)
 	if source == "" {

@@ -63,7 +63,7 @@ type checkTarget struct {
 // shared workers and only a first tag's failure counted, 20 tags on such
 // a host delayed a healthy registry's answers from under 1 s to 19 s with
 // --registry-timeout 6s).
-func (s *Store) CheckRemote(ctx context.Context, opts types.RemoteCheckOptions, emit func(types.RemoteCheckResult) error) error {
+func (s *Service) CheckRemote(ctx context.Context, opts types.RemoteCheckOptions, emit func(types.RemoteCheckResult) error) error {
 	return s.CheckRemoteSkipping(ctx, opts, nil, emit)
 }
 
@@ -73,7 +73,7 @@ func (s *Store) CheckRemote(ctx context.Context, opts types.RemoteCheckOptions, 
 // The daemon's watch (daemon/watch.go) skips a registry backed off by a
 // 429 or 503 rather than queueing a round of requests behind its gate.
 // skip nil skips nothing.
-func (s *Store) CheckRemoteSkipping(ctx context.Context, opts types.RemoteCheckOptions, skip func(registry string) bool, emit func(types.RemoteCheckResult) error) error {
+func (s *Service) CheckRemoteSkipping(ctx context.Context, opts types.RemoteCheckOptions, skip func(registry string) bool, emit func(types.RemoteCheckResult) error) error {
 	targets, err := s.checkTargets(opts.Names)
 	if err != nil {
 		return err
@@ -142,7 +142,7 @@ type checkRun struct {
 // most: the first (one that was pulled) alone, then the rest. Once any
 // answer says the registry is unavailable, the tags not yet asked are not
 // asked (their result is that error); those already in flight finish.
-func (s *Store) checkRegistry(ctx context.Context, ts []checkTarget, workers int, run *checkRun, send func(types.RemoteCheckResult)) {
+func (s *Service) checkRegistry(ctx context.Context, ts []checkTarget, workers int, run *checkRun, send func(types.RemoteCheckResult)) {
 	var (
 		mu   sync.Mutex
 		down error
@@ -262,7 +262,7 @@ func workerShares(tags []int, budget int) []int {
 // checkTargets lists the local tags to check, sorted; with names, those
 // the names match (the reference filter of `images`), every name matching
 // at least one.
-func (s *Store) checkTargets(names []string) ([]checkTarget, error) {
+func (s *Service) checkTargets(names []string) ([]checkTarget, error) {
 	for _, p := range names {
 		if _, err := filepath.Match(p, ""); err != nil {
 			return nil, fmt.Errorf("invalid name %q: %v%.0w", p, err, errdefs.ErrInvalidArgument)
@@ -270,7 +270,7 @@ func (s *Store) checkTargets(names []string) ([]checkTarget, error) {
 	}
 	matched := make([]bool, len(names))
 	var out []checkTarget
-	for _, rec := range s.st.Snapshot() {
+	for _, rec := range s.images.Snapshot() {
 		for _, t := range rec.RepoTags {
 			ref, err := reference.ParseNormalizedNamed(t)
 			if err != nil {
@@ -310,7 +310,7 @@ func (s *Store) checkTargets(names []string) ([]checkTarget, error) {
 // registry's error is returned too. With down set (the registry could not
 // be reached for another tag of this check) a pulled image is not asked
 // about: its result is that error.
-func (s *Store) checkOne(ctx context.Context, t checkTarget, opts types.RemoteCheckOptions, down error) (types.RemoteCheckResult, error) {
+func (s *Service) checkOne(ctx context.Context, t checkTarget, opts types.RemoteCheckOptions, down error) (types.RemoteCheckResult, error) {
 	res := types.RemoteCheckResult{
 		Repository: reference.FamiliarName(t.ref),
 		Tag:        t.ref.Tag(),
@@ -383,9 +383,9 @@ func pulledDigests(rec *store.ImageRecord, ref reference.Named) []digest.Digest 
 
 // pulledPlatform is the platform rec was pulled for: its entry in the
 // stored index, else its config's platform; nil when neither says.
-func (s *Store) pulledPlatform(rec *store.ImageRecord) *ocispec.Platform {
+func (s *Service) pulledPlatform(rec *store.ImageRecord) *ocispec.Platform {
 	if imagespec.IsIndex(rec.Target.MediaType) {
-		if idx, err := s.st.ReadIndex(rec.Target.Digest); err == nil {
+		if idx, err := s.images.ReadIndex(rec.Target.Digest); err == nil {
 			for _, d := range idx.Manifests {
 				if d.Digest == rec.Manifest.Digest && d.Platform != nil {
 					p := *d.Platform
@@ -394,7 +394,7 @@ func (s *Store) pulledPlatform(rec *store.ImageRecord) *ocispec.Platform {
 			}
 		}
 	}
-	if m, err := s.st.Meta(rec); err == nil && m.Config.Platform.OS != "" {
+	if m, err := s.images.Meta(rec); err == nil && m.Config.Platform.OS != "" {
 		p := m.Config.Platform
 		return &p
 	}

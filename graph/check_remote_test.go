@@ -136,7 +136,7 @@ func TestCheckRemoteNamesAndLocalImages(t *testing.T) {
 	a := putCustomImage(t, s, store.ImageConfig{}, [][]byte{[]byte("a")}, "busybox:1", "busybox:2")
 	putCustomImage(t, s, store.ImageConfig{}, [][]byte{[]byte("b")}, "localhost:5000/app:1")
 	pulled := "docker.io/library/busybox@" + digest.FromString("pulled").String()
-	if _, err := s.st.Update(false, func(tx *store.Txn) error { return tx.PointRef(pulled, a.ID) }); err != nil {
+	if _, err := s.images.Update(false, func(tx *store.Txn) error { return tx.PointRef(pulled, a.ID) }); err != nil {
 		t.Fatal(err)
 	}
 	check := func(names ...string) (map[string]string, error) {
@@ -220,7 +220,7 @@ func TestCheckRemoteSkipping(t *testing.T) {
 	a := putCustomImage(t, s, store.ImageConfig{}, [][]byte{[]byte("a")}, "busybox:1")
 	putCustomImage(t, s, store.ImageConfig{}, [][]byte{[]byte("b")}, "localhost:5000/app:1")
 	pulled := "docker.io/library/busybox@" + digest.FromString("pulled").String()
-	if _, err := s.st.Update(false, func(tx *store.Txn) error { return tx.PointRef(pulled, a.ID) }); err != nil {
+	if _, err := s.images.Update(false, func(tx *store.Txn) error { return tx.PointRef(pulled, a.ID) }); err != nil {
 		t.Fatal(err)
 	}
 	var asked []string

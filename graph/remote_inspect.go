@@ -25,7 +25,7 @@ import (
 // RepoTags and RepoDigests mirror what the local store shows for the same
 // image after a push or pull of that one name: [name:tag] (only when a tag
 // was resolved) and [name@top-level digest], in familiar form.
-func (s *Store) LookupRemote(ctx context.Context, name string, opts types.RemoteInspectOptions) (*types.RemoteImageInspect, error) {
+func (s *Service) LookupRemote(ctx context.Context, name string, opts types.RemoteInspectOptions) (*types.RemoteImageInspect, error) {
 	ri, err := s.dist.InspectRemote(ctx, name, opts)
 	if err != nil {
 		return nil, err
