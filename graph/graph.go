@@ -24,7 +24,6 @@ import (
 	"github.com/wharfproject/wharf/graph/archive"
 	"github.com/wharfproject/wharf/graph/distribution"
 	"github.com/wharfproject/wharf/graph/store"
-	"github.com/wharfproject/wharf/registry"
 )
 
 // Options configure a Store.
@@ -32,7 +31,7 @@ type Options struct {
 	// Root is the data-root; the OCI layout lives directly under it.
 	Root string
 	// Registry talks to registries; nil disables pull, push and remote inspect.
-	Registry *registry.Service
+	Registry *distribution.Registry
 	// Events receives image events; nil drops them.
 	Events EventLogger
 	// Platform is the daemon's platform, the default for pulls and index selection.

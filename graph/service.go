@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 
+	"github.com/moby/moby/api/types/image"
 	registrytypes "github.com/moby/moby/api/types/registry"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
@@ -107,3 +108,9 @@ func (s *Service) Commits() (commits, changes int64) { return s.images.Commits()
 
 // PartialRestarts counts the resumed downloads restarted from zero (graph/store).
 func (s *Service) PartialRestarts() int64 { return s.images.PartialRestarts() }
+
+// ImageAttestations hands over an image's in-toto statements, read from
+// the store or its registry (graph/distribution).
+func (s *Service) ImageAttestations(ctx context.Context, name string, opts types.AttestationOptions, emit func(image.AttestationStatement) error) error {
+	return s.dist.ImageAttestations(ctx, name, opts, emit)
+}
