@@ -3,7 +3,7 @@
 // holds the rooms that do, each in a named field (graph/store for content,
 // records and tags; graph/distribution for everything that reaches a
 // registry, remote inspect with its verdict included; graph/archive for tar
-// streams), forwards to them one line per operation, and builds the
+// streams; graph/updates for the update check), forwards to them one line per operation, and builds the
 // answers in the API's shapes from what the store holds: inspect, list,
 // history, tag, delete and prune as dockerd decides them.
 package graph
@@ -24,6 +24,7 @@ import (
 	"github.com/wharfproject/wharf/graph/archive"
 	"github.com/wharfproject/wharf/graph/distribution"
 	"github.com/wharfproject/wharf/graph/store"
+	"github.com/wharfproject/wharf/graph/updates"
 )
 
 // Options configure a Store.
@@ -57,6 +58,7 @@ type Service struct {
 	images  *store.Store          // content, leases, image records, tags, GC
 	dist    *distribution.Service // pull, push, copy, login, tags, remote inspect
 	archive *archive.Archiver     // load, save, import
+	updates *updates.Checker      // the update check
 
 	opts Options
 	log  *logrus.Entry
@@ -90,6 +92,7 @@ func New(ctx context.Context, opts Options) (*Service, error) {
 	})
 	// A load is judged by the policy distribution holds (SetPolicy), under
 	// its docker-archive transport.
+	s.updates = updates.New(records, s.dist)
 	s.archive = archive.New(records, opts.Platform, opts.Events, s.dist.AdmitLoad)
 	return s, nil
 }

@@ -77,7 +77,7 @@ func (s *Service) LookupRemote(ctx context.Context, name string, opts types.Remo
 
 // baseOf is the base an image names (org.opencontainers.image.base.name
 // and .digest): its manifest's annotations, else its config's labels, as
-// the update check reads them (check_newer.go, imageBase); both keys or
+// the update check reads them (graph/updates, imageBase); both keys or
 // nothing.
 func baseOf(annotations map[string]string, insp *types.ImageInspect) (name, dgst, source string) {
 	pick := func(kv map[string]string) bool {

@@ -114,3 +114,14 @@ func (s *Service) PartialRestarts() int64 { return s.images.PartialRestarts() }
 func (s *Service) ImageAttestations(ctx context.Context, name string, opts types.AttestationOptions, emit func(image.AttestationStatement) error) error {
 	return s.dist.ImageAttestations(ctx, name, opts, emit)
 }
+
+// CheckRemote is the update check of the local tags (graph/updates).
+func (s *Service) CheckRemote(ctx context.Context, opts types.RemoteCheckOptions, emit func(types.RemoteCheckResult) error) error {
+	return s.updates.CheckRemote(ctx, opts, emit)
+}
+
+// CheckRemoteSkipping is CheckRemote without the tags of the registries
+// skip names (graph/updates).
+func (s *Service) CheckRemoteSkipping(ctx context.Context, opts types.RemoteCheckOptions, skip func(registry string) bool, emit func(types.RemoteCheckResult) error) error {
+	return s.updates.CheckRemoteSkipping(ctx, opts, skip, emit)
+}

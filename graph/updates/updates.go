@@ -1,0 +1,22 @@
+// Package updates is the update check: which local tags name something
+// else in their registry now (outdated, current, missing), which newer
+// versions of a version tag the repository offers, and whether an image's
+// base moved. It reads the local tags from graph/store and asks
+// graph/distribution for the registry's answers, never a registry itself.
+package updates
+
+import (
+	"github.com/wharfproject/wharf/graph/distribution"
+	"github.com/wharfproject/wharf/graph/store"
+)
+
+// Checker runs update checks over a store's tags.
+type Checker struct {
+	images *store.Store
+	dist   *distribution.Service
+}
+
+// New returns the Checker of images' tags, asking dist.
+func New(images *store.Store, dist *distribution.Service) *Checker {
+	return &Checker{images: images, dist: dist}
+}
