@@ -31,6 +31,7 @@ import (
 	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/daemon/metrics"
 	"github.com/wharfproject/wharf/graph"
+	"github.com/wharfproject/wharf/graph/updates"
 	"github.com/wharfproject/wharf/internal/atomicfile"
 	"github.com/wharfproject/wharf/registry"
 )
@@ -88,7 +89,7 @@ type Daemon struct {
 	policy atomic.Pointer[installedPolicy]
 	// watch runs the update check on a schedule (watch.go); its interval
 	// 0 (off) unless check-remote-interval is set.
-	watch *watcher
+	watch *updates.Watcher
 }
 
 var (
@@ -194,11 +195,11 @@ func Run(ctx context.Context, cfg *Config, opts Options) error {
 	d := &Daemon{images: store, events: evs, registry: reg, cfg: cfg, opts: opts, id: id, metrics: mt, policyRevision: policyRevision(pol)}
 	d.installPolicy(pol, cfg, env)
 	d.watch = newWatcher(store, evs, reg.Backoffs, cfg.CheckRemoteInterval, log.WithField("module", "watch"))
-	d.watch.SetAuth(cfg.watchAuth)
-	d.watch.keepStateIn(filepath.Join(cfg.Root, watchStateFile), platforms.Format(platform))
+	d.watch.SetAuth(watchAuth(cfg.watchAuth))
+	d.watch.KeepStateIn(filepath.Join(cfg.Root, updates.StateFile), platforms.Format(platform))
 	if mt != nil {
 		mt.WatchRateLimits(d.rateLimitSamples)
-		mt.WatchCheckRemote(d.watch.sample)
+		mt.WatchCheckRemote(watchSample(d.watch))
 	}
 	for _, w := range cfg.warnings {
 		log.Warn(w)

@@ -25,8 +25,8 @@ allowed() {
 	graph/store) echo "api/types imagespec internal/atomicfile" ;;
 	graph/archive) echo "api/types imagespec graph/store internal/safetar" ;;
 	graph/distribution) echo "api/types imagespec graph/store registry trust internal/safetar internal/semvertag" ;;
-	graph/updates) echo "api/types imagespec graph/store graph/distribution internal/semvertag" ;;
-	daemon) echo "api/server api/types graph registry daemon/metrics internal/privdir internal/atomicfile trust trust/policy trust/sigstore trust/notation" ;;
+	graph/updates) echo "api/types imagespec graph/store graph/distribution internal/semvertag internal/atomicfile" ;;
+	daemon) echo "api/server api/types graph graph/updates registry daemon/metrics internal/privdir internal/atomicfile trust trust/policy trust/sigstore trust/notation" ;;
 	daemon/metrics) echo "" ;;
 	client) echo "api/types internal/privdir" ;;
 	internal/privdir) echo "" ;;

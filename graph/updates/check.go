@@ -69,9 +69,9 @@ func (s *Checker) CheckRemote(ctx context.Context, opts types.RemoteCheckOptions
 // CheckRemoteSkipping is CheckRemote without the tags whose registry (the
 // reference's domain: "docker.io", "127.0.0.1:5000") skip names: nothing
 // is asked of those registries and no result is emitted for their tags.
-// The daemon's watch (daemon/watch.go) skips a registry backed off by a
-// 429 or 503 rather than queueing a round of requests behind its gate.
-// skip nil skips nothing.
+// The watch (Watcher) skips a registry backed off by a 429 or 503 rather
+// than queueing a round of requests behind its gate. skip nil skips
+// nothing.
 func (s *Checker) CheckRemoteSkipping(ctx context.Context, opts types.RemoteCheckOptions, skip func(registry string) bool, emit func(types.RemoteCheckResult) error) error {
 	targets, err := s.checkTargets(opts.Names)
 	if err != nil {

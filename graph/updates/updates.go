@@ -1,8 +1,11 @@
 // Package updates is the update check: which local tags name something
 // else in their registry now (outdated, current, missing), which newer
 // versions of a version tag the repository offers, and whether an image's
-// base moved. It reads the local tags from graph/store and asks
-// graph/distribution for the registry's answers, never a registry itself.
+// base moved; and the watch, which runs that check on a schedule and
+// reports each change of a tag's state once, across restarts. It reads the
+// local tags from graph/store and asks graph/distribution for the
+// registry's answers, never a registry itself; the daemon wires the watch
+// (interval, credentials, back-offs, events, gauges).
 package updates
 
 import (
