@@ -3,13 +3,13 @@ package distribution
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/containerd/errdefs"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/graph/store"
 	"github.com/wharfproject/wharf/registry"
 )
 
@@ -40,7 +40,7 @@ func (s *Service) RemoteManifest(ctx context.Context, name string, opts types.Re
 // there are).
 func noSuchImage(name string, err error) error {
 	if errdefs.IsNotFound(err) && !errors.Is(err, registry.ErrNoMatchingPlatform) {
-		return fmt.Errorf("No such image: %s%.0w", name, errdefs.ErrNotFound)
+		return store.NoSuchImage(name)
 	}
 	return err
 }
@@ -83,7 +83,7 @@ func (s *Service) InspectRemote(ctx context.Context, name string, opts types.Rem
 		return nil, noSuchImage(name, err)
 	}
 	if ri == nil {
-		return nil, fmt.Errorf("No such image: %s%.0w", name, errdefs.ErrNotFound)
+		return nil, store.NoSuchImage(name)
 	}
 	out := &RemoteInspect{Image: ri}
 	if opts.Referrers != nil {

@@ -298,7 +298,7 @@ func (s *Checker) checkTargets(names []string) ([]checkTarget, error) {
 	}
 	for i, ok := range matched {
 		if !ok {
-			return nil, fmt.Errorf("No such image: %s%.0w", names[i], errdefs.ErrNotFound)
+			return nil, store.NoSuchImage(names[i])
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ref.String() < out[j].ref.String() })
