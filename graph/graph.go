@@ -129,7 +129,7 @@ type (
 // first when a push of all tags names one (`docker push -a --platform`,
 // dregsy's docker relay; API ≥ 1.46): moby's containerd store pushes that
 // platform of each tag, and a tag that lacks it fails the push before
-// anything is uploaded, naming the tag (issue 23, defect 2).
+// anything is uploaded, naming the tag.
 func (s *Service) PushImage(ctx context.Context, opts types.PushOptions, out types.ProgressWriter) error {
 	if opts.Platform != nil && opts.Tag == "" {
 		if opts.Repo == nil {
