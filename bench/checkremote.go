@@ -26,7 +26,7 @@ import (
 const (
 	checkRepo        = "bench/check"
 	checkTags        = 100
-	checkConcurrency = 8 // graph/check_remote.go
+	checkConcurrency = 8 // graph/updates/check.go
 )
 
 // pushCheckFixtures tags one small image 100 times in bench/check.

@@ -12,14 +12,14 @@ import (
 	"github.com/wharfproject/wharf/graph"
 )
 
-// storeChecker is the store check of graph.Store (see imageStore).
+// storeChecker is the store check of graph.Service (see imageService).
 type storeChecker interface {
 	Check(ctx context.Context, full bool) (*graph.CheckReport, error)
 }
 
 // SystemCheck implements server.SystemBackend (GET /wharf/system/check).
 func (d *Daemon) SystemCheck(ctx context.Context, full bool) (*server.CheckReport, error) {
-	rep, err := d.imageStore.Check(ctx, full)
+	rep, err := d.images.Check(ctx, full)
 	if err != nil {
 		return nil, err
 	}

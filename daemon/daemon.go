@@ -29,13 +29,14 @@ import (
 	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/daemon/metrics"
 	"github.com/wharfproject/wharf/graph"
+	"github.com/wharfproject/wharf/graph/updates"
 	"github.com/wharfproject/wharf/internal/atomicfile"
 	"github.com/wharfproject/wharf/registry"
 )
 
-// imageStore is what the daemon needs of graph.Store: the API backends plus
-// the counts of /info and /system/df, and the store check.
-type imageStore interface {
+// imageService is what the daemon needs of graph.Service: the API backends
+// plus the counts of /info and /system/df, and the store check.
+type imageService interface {
 	server.ImageBackend
 	server.RegistryBackend
 	storeChecker
@@ -68,9 +69,9 @@ type Options struct {
 }
 
 // Daemon implements server.Backend: images and registry operations are
-// delegated to the store, system endpoints and events are its own.
+// the image service's (images.go), system endpoints and events are its own.
 type Daemon struct {
-	imageStore
+	images   imageService
 	events   *Events
 	registry *registry.Service
 	cfg      *Config
@@ -86,14 +87,14 @@ type Daemon struct {
 	policy atomic.Pointer[installedPolicy]
 	// watch runs the update check on a schedule (watch.go); its interval
 	// 0 (off) unless check-remote-interval is set.
-	watch *watcher
+	watch *updates.Watcher
 }
 
 var (
 	_ server.Backend       = (*Daemon)(nil)
 	_ server.EventsBackend = (*Events)(nil)
 	_ graph.EventLogger    = (*Events)(nil)
-	_ imageStore           = (*graph.Store)(nil)
+	_ imageService         = (*graph.Service)(nil)
 )
 
 // SubscribeEvents implements server.EventsBackend.
@@ -102,7 +103,7 @@ func (d *Daemon) SubscribeEvents(since, until time.Time, f types.Filters) ([]typ
 }
 
 // store returns the image store (named for readability in info.go).
-func (d *Daemon) storeCount() int { return d.imageStore.Count() }
+func (d *Daemon) storeCount() int { return d.images.Count() }
 
 // shutdownTimeout bounds how long in-flight requests may run after SIGTERM
 // before their connections are closed (systemd's default stop timeout is 90 s;
@@ -189,14 +190,14 @@ func Run(ctx context.Context, cfg *Config, opts Options) error {
 	if pol != nil {
 		log.WithField("revision", pol.Revision()).Info("signature policy loaded")
 	}
-	d := &Daemon{imageStore: store, events: evs, registry: reg, cfg: cfg, opts: opts, id: id, metrics: mt, policyRevision: policyRevision(pol)}
+	d := &Daemon{images: store, events: evs, registry: reg, cfg: cfg, opts: opts, id: id, metrics: mt, policyRevision: policyRevision(pol)}
 	d.installPolicy(pol, cfg, env)
 	d.watch = newWatcher(store, evs, reg.Backoffs, cfg.CheckRemoteInterval, log.WithField("module", "watch"))
-	d.watch.SetAuth(cfg.watchAuth)
-	d.watch.keepStateIn(filepath.Join(cfg.Root, watchStateFile), platforms.Format(platform))
+	d.watch.SetAuth(watchAuth(cfg.watchAuth))
+	d.watch.KeepStateIn(filepath.Join(cfg.Root, updates.StateFile), platforms.Format(platform))
 	if mt != nil {
 		mt.WatchRateLimits(d.rateLimitSamples)
-		mt.WatchCheckRemote(d.watch.sample)
+		mt.WatchCheckRemote(watchSample(d.watch))
 	}
 	for _, w := range cfg.warnings {
 		log.Warn(w)
@@ -266,7 +267,7 @@ func (d *Daemon) serve(ctx context.Context, log *logrus.Entry) error {
 	log.WithFields(logrus.Fields{"version": d.opts.Version, "data-root": d.cfg.Root}).Info("wharfd started")
 	// The orphan collection and the quick check, off the start-up path:
 	// the API answers first (graph/store scrub.go).
-	d.startScrub(d.imageStore, log.WithField("module", "graph"))
+	d.startScrub(d.images, log.WithField("module", "graph"))
 	if d.opts.Ready != nil {
 		d.opts.Ready(addrs)
 	}

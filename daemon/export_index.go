@@ -20,7 +20,7 @@ type indexFlusher interface {
 	FlushIndex() error
 }
 
-var _ indexFlusher = (*graph.Store)(nil)
+var _ indexFlusher = (*graph.Service)(nil)
 
 // ociIndexFile is the layout's index, at the data-root's top (the OCI
 // image-layout spec fixes the name).
@@ -34,7 +34,7 @@ const maxIndexJSON = 256 << 20
 // SystemExportIndex implements server.SystemBackend
 // (POST /wharf/system/export-index).
 func (d *Daemon) SystemExportIndex(ctx context.Context) (*server.ExportIndexReport, error) {
-	f, ok := d.imageStore.(indexFlusher)
+	f, ok := d.images.(indexFlusher)
 	if !ok {
 		return nil, fmt.Errorf("export-index: this store keeps no index.json: %w", errdefs.ErrNotImplemented)
 	}

@@ -23,7 +23,7 @@ func TestSystemExportIndexWritesAndCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	d := &Daemon{imageStore: st, cfg: &Config{Root: root}}
+	d := &Daemon{images: st, cfg: &Config{Root: root}}
 	// A missing index.json is written by the export (a reader may have
 	// removed it; the store's own files are otherwise complete).
 	if err := os.Remove(filepath.Join(root, "index.json")); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -49,7 +49,7 @@ func TestSystemExportIndexWritesAndCounts(t *testing.T) {
 }
 
 func TestSystemExportIndexWithoutAFlusherIsNotImplemented(t *testing.T) {
-	d := &Daemon{imageStore: &slowStore{}, cfg: &Config{Root: t.TempDir()}}
+	d := &Daemon{images: &slowStore{}, cfg: &Config{Root: t.TempDir()}}
 	if _, err := d.SystemExportIndex(context.Background()); !errdefs.IsNotImplemented(err) {
 		t.Fatalf("got %v, want not implemented", err)
 	}

@@ -95,7 +95,7 @@ func (d *Daemon) SystemVersion(ctx context.Context) system.VersionResponse {
 
 // SystemDiskUsage implements server.SystemBackend.
 func (d *Daemon) SystemDiskUsage(ctx context.Context) (*types.DiskUsage, error) {
-	du, err := d.imageStore.DiskUsage(ctx)
+	du, err := d.images.DiskUsage(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -75,7 +75,7 @@ func apiObserver(m *metrics.Metrics) server.Observer {
 }
 
 // verdictCounter is what the trust families read from the image store
-// (graph/distribution's verdict counters, promoted by graph.Store).
+// (graph/distribution's verdict counters, forwarded by graph.Service).
 type verdictCounter interface {
 	Verifications() int64
 	Verdicts() (accepted, rejected, noPolicy int64)

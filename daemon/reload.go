@@ -76,8 +76,8 @@ func (d *Daemon) reload(log *logrus.Entry) {
 		// Read again by LoadConfig on every reload (a file that cannot be
 		// read failed the reload above): "changed" when its bytes did.
 		// Never more than that: not the hosts, not a hash of the secrets.
-		if before := d.watch.Auth(); !before.same(cfg.watchAuth) {
-			d.watch.SetAuth(cfg.watchAuth)
+		if before := watchFile(d.watch); !before.same(cfg.watchAuth) {
+			d.watch.SetAuth(watchAuth(cfg.watchAuth))
 			changes = append(changes, fmt.Sprintf("check-remote-auth-file: %s", authChange(before, cfg.watchAuth)))
 		}
 		if cfg.watchAuth != nil && cfg.watchAuth.warning != "" {

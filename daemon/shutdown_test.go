@@ -61,7 +61,7 @@ func TestShutdownLetsInFlightRequestsFinish(t *testing.T) {
 	logger.SetOutput(io.Discard)
 	ready := make(chan struct{})
 	d := &Daemon{
-		imageStore: store, events: NewEvents(), registry: reg,
+		images: store, events: NewEvents(), registry: reg,
 		cfg:  &Config{Root: t.TempDir(), Hosts: []string{"unix://" + sock}, LogLevel: "info"},
 		opts: Options{Version: "t", Ready: func([]string) { close(ready) }},
 	}

@@ -127,7 +127,7 @@ func (d *Daemon) TrustPolicy(ctx context.Context, name string) (*types.TrustPoli
 // installPolicy makes p the policy of every operation from now on (nil:
 // none); the verdicts cached under the old one are dropped.
 func (d *Daemon) installPolicy(p *policy.Policy, cfg *Config, env Env) {
-	d.SetPolicy(policyJudge(p))
+	d.images.SetPolicy(policyJudge(p))
 	path := cfg.SignaturePolicy
 	if path == "" && p != nil {
 		path = env.defaultPolicyFile()

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sirupsen/logrus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
@@ -51,7 +52,8 @@ func TestWatchRoundUsesAuthFileAndSaysWhyOnce(t *testing.T) {
 		r.RemoteError = "unauthorized: authentication required"
 		st.results = append(st.results, r)
 	}
-	w := newWatcher(st, NewEvents(), nil, 0, logrus.NewEntry(logger))
+	evs := NewEvents()
+	w := newWatcher(st, evs, nil, 0, logrus.NewEntry(logger))
 	warnings := func() []string {
 		var out []string
 		for _, e := range hook.AllEntries() {
@@ -63,7 +65,7 @@ func TestWatchRoundUsesAuthFileAndSaysWhyOnce(t *testing.T) {
 		return out
 	}
 
-	w.round(context.Background(), 0)
+	w.Round(context.Background(), 0)
 	if len(st.got[0]) != 0 {
 		t.Fatalf("no file, yet credentials %v", st.got[0])
 	}
@@ -76,8 +78,8 @@ func TestWatchRoundUsesAuthFileAndSaysWhyOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.SetAuth(other)
-	w.round(context.Background(), 0)
+	w.SetAuth(watchAuth(other))
+	w.Round(context.Background(), 0)
 	ws = warnings()
 	if len(ws) != 1 || !strings.Contains(ws[0], "asked anonymously (check-remote-auth-file has no credentials for it)") {
 		t.Fatalf("warnings %q", ws)
@@ -87,8 +89,8 @@ func TestWatchRoundUsesAuthFileAndSaysWhyOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.SetAuth(mine)
-	w.round(context.Background(), 0)
+	w.SetAuth(watchAuth(mine))
+	w.Round(context.Background(), 0)
 	if got := st.got[2]; len(got) != 1 || got["127.0.0.1:5000"] != "me" {
 		t.Fatalf("credentials %v", got)
 	}
@@ -98,7 +100,7 @@ func TestWatchRoundUsesAuthFileAndSaysWhyOnce(t *testing.T) {
 	}
 
 	st.results = []types.RemoteCheckResult{res("1", types.RemoteCurrent, "sha256:aa")}
-	w.round(context.Background(), 0)
+	w.Round(context.Background(), 0)
 	if ws := warnings(); len(ws) != 0 {
 		t.Fatalf("a clean round warned: %q", ws)
 	}
@@ -110,8 +112,8 @@ func TestWatchRoundUsesAuthFileAndSaysWhyOnce(t *testing.T) {
 	// anonymously), its tags keep their state, one warning without the
 	// helper's output.
 	st.results = []types.RemoteCheckResult{res("1", types.RemoteOutdated, "sha256:bb")}
-	w.round(context.Background(), 0)
-	if got := actions(w.events.(*Events)); !slices.Equal(got, []string{"outdated 127.0.0.1:5000/app:1"}) {
+	w.Round(context.Background(), 0)
+	if got := actions(evs); !slices.Equal(got, []string{"outdated 127.0.0.1:5000/app:1"}) {
 		t.Fatalf("events %v", got)
 	}
 	warnings()
@@ -120,20 +122,40 @@ func TestWatchRoundUsesAuthFileAndSaysWhyOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.SetAuth(helped)
+	w.SetAuth(watchAuth(helped))
 	st.results = []types.RemoteCheckResult{res("1", types.RemoteCurrent, "sha256:aa")}
-	w.round(context.Background(), 0)
+	w.Round(context.Background(), 0)
 	if !st.skipped[len(st.skipped)-1] {
 		t.Fatal("the registry of a failed helper was asked")
 	}
-	if got := actions(w.events.(*Events)); len(got) != 1 {
+	if got := actions(evs); len(got) != 1 {
 		t.Fatalf("a skipped registry's tag changed: %v", got)
 	}
-	if s := w.sample(); len(s.Registries) != 1 || s.Registries[0].Outdated != 1 {
+	if s := w.Sample(); len(s.Registries) != 1 || s.Registries[0].Outdated != 1 {
 		t.Fatalf("the skipped registry's state was forgotten: %+v", s)
 	}
 	ws = warnings()
 	if len(ws) != 1 || !strings.Contains(ws[0], "credential helper failed") || strings.Contains(ws[0], "leaked-secret") {
 		t.Fatalf("warnings %q", ws)
 	}
+}
+
+// res is a result of the check for 127.0.0.1:5000/app:<tag>.
+func res(tag, status, remote string) types.RemoteCheckResult {
+	return types.RemoteCheckResult{Repository: "127.0.0.1:5000/app", Tag: tag, ID: "sha256:1", LocalDigest: "sha256:aa", RemoteStatus: status, RemoteDigest: remote}
+}
+
+// actions lists the image events logged, as "action tag[/cleared]".
+func actions(e *Events) []string {
+	past, _, cancel := e.SubscribeEvents(time.Time{}, time.Time{}, types.Filters{"type": {"image": true}})
+	cancel()
+	var out []string
+	for _, ev := range past {
+		s := string(ev.Action) + " " + ev.Actor.Attributes["name"]
+		if c := ev.Actor.Attributes["cleared"]; c != "" {
+			s += "/" + c
+		}
+		out = append(out, s)
+	}
+	return out
 }

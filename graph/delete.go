@@ -27,12 +27,12 @@ import (
 //
 // Blobs that no remaining image uses are removed unless prune is false
 // (noprune=1).
-func (s *Store) ImageDelete(ctx context.Context, name string, force, prune bool) ([]image.DeleteResponse, error) {
+func (s *Service) ImageDelete(ctx context.Context, name string, force, prune bool) ([]image.DeleteResponse, error) {
 	var (
 		resp []image.DeleteResponse
 		evs  []store.Event
 	)
-	_, err := s.st.Update(prune, func(tx *store.Txn) error {
+	_, err := s.images.Update(prune, func(tx *store.Txn) error {
 		resp, evs = nil, nil
 		rec, err := tx.Lookup(name)
 		if err != nil {
@@ -146,7 +146,7 @@ var imagePruneFilters = []string{"dangling", "label", "label!", "until"}
 // ImagesPrune answers POST /images/prune: untagged images by default
 // (dangling=false: every image, since wharf has no containers), narrowed by
 // until and label / label!.
-func (s *Store) ImagesPrune(ctx context.Context, filters types.Filters) (*image.PruneReport, error) {
+func (s *Service) ImagesPrune(ctx context.Context, filters types.Filters) (*image.PruneReport, error) {
 	if err := filters.Validate(imagePruneFilters...); err != nil {
 		return nil, fmt.Errorf("%v%.0w", err, errdefs.ErrInvalidArgument)
 	}
@@ -167,13 +167,13 @@ func (s *Store) ImagesPrune(ctx context.Context, filters types.Filters) (*image.
 
 	report := &image.PruneReport{}
 	var evs []store.Event
-	freed, err := s.st.Update(true, func(tx *store.Txn) error {
+	freed, err := s.images.Update(true, func(tx *store.Txn) error {
 		report.ImagesDeleted, evs = nil, nil
 		for _, rec := range tx.Images() {
 			if dangling && len(rec.RepoTags) > 0 {
 				continue
 			}
-			meta, err := s.st.Meta(rec)
+			meta, err := s.images.Meta(rec)
 			if err != nil {
 				continue
 			}
@@ -201,7 +201,7 @@ func (s *Store) ImagesPrune(ctx context.Context, filters types.Filters) (*image.
 	}
 	// Prune also reclaims orphans: blobs that no image and no operation in
 	// progress uses (left by a crash, or by a version before leases).
-	_, orphanBytes, err := s.st.CollectAll(ctx)
+	_, orphanBytes, err := s.images.CollectAll(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -39,7 +39,7 @@ func TestTagImage(t *testing.T) {
 	if err := tagAs(ctx, s, id.String(), "other", ""); err != nil {
 		t.Fatal(err)
 	}
-	rec, err := s.Lookup("other:latest")
+	rec, err := s.images.Lookup("other:latest")
 	if err != nil || rec.ID != id {
 		t.Fatalf("other:latest: %v %v", rec, err)
 	}
@@ -108,13 +108,13 @@ func TestTagImageChecksParsedReference(t *testing.T) {
 			t.Errorf("TagImage(%v) = %v, want %q", tt.ref, err, tt.msg)
 		}
 	}
-	if rec, err := s.Lookup(id.String()); err != nil || fmt.Sprint(store.FamiliarRefs(rec.RepoTags)) != "[app:1]" {
+	if rec, err := s.images.Lookup(id.String()); err != nil || fmt.Sprint(store.FamiliarRefs(rec.RepoTags)) != "[app:1]" {
 		t.Fatalf("after refusals: %+v %v", rec, err)
 	}
 	if err := s.TagImage(ctx, id.String(), tagged(named("localhost:5000/team/app"), "2")); err != nil {
 		t.Fatal(err)
 	}
-	if rec, err := s.Lookup("localhost:5000/team/app:2"); err != nil || rec.ID != id {
+	if rec, err := s.images.Lookup("localhost:5000/team/app:2"); err != nil || rec.ID != id {
 		t.Fatalf("localhost:5000/team/app:2: %+v %v", rec, err)
 	}
 }
@@ -123,10 +123,10 @@ func TestTagMovesReferenceAndLeavesDangling(t *testing.T) {
 	s, _ := newLocalTestStore(t)
 	a := graphtest.ImportImage(t, s, "app:1", "a")
 	b := graphtest.ImportImage(t, s, "app:1", "b")
-	if rec, _ := s.Lookup("app:1"); rec.ID != b {
+	if rec, _ := s.images.Lookup("app:1"); rec.ID != b {
 		t.Fatalf("app:1 = %s, want %s", rec.ID, b)
 	}
-	rec, err := s.Lookup(a.String())
+	rec, err := s.images.Lookup(a.String())
 	if err != nil || len(rec.RepoTags) != 0 {
 		t.Fatalf("old image should be dangling: %+v %v", rec, err)
 	}
@@ -136,7 +136,7 @@ func TestImageDeleteForms(t *testing.T) {
 	s, ev := newLocalTestStore(t)
 	ctx := context.Background()
 	id := graphtest.ImportImage(t, s, "127.0.0.1:5000/imported:1.0", "x")
-	rec, _ := s.Lookup(id.String())
+	rec, _ := s.images.Lookup(id.String())
 	rec.RepoDigests = []string{"127.0.0.1:5000/imported2@" + rec.Manifest.Digest.String()}
 	rec.RepoTags = nil
 	putRecord(t, s, *rec)
@@ -169,7 +169,7 @@ func TestImageDeleteForms(t *testing.T) {
 		t.Fatalf("last tag = %s", got)
 	}
 	for _, d := range blobs {
-		if s.HasBlob(d) {
+		if s.images.HasBlob(d) {
 			t.Fatalf("blob %s survived delete", d)
 		}
 	}
@@ -191,9 +191,9 @@ func TestImageDeleteForceAndSharedBlobs(t *testing.T) {
 	if err := tagAs(ctx, s, "a:1", "c", "1"); err != nil {
 		t.Fatal(err)
 	}
-	ra, _ := s.Lookup(a.String())
-	rb, _ := s.Lookup(b.String())
-	ma, _ := s.st.Meta(ra)
+	ra, _ := s.images.Lookup(a.String())
+	rb, _ := s.images.Lookup(b.String())
+	ma, _ := s.images.Meta(ra)
 	layer := ma.Manifest.Layers[0].Digest
 	resp, err := s.ImageDelete(ctx, a.String(), true, true)
 	if err != nil {
@@ -202,17 +202,17 @@ func TestImageDeleteForceAndSharedBlobs(t *testing.T) {
 	if got := deleteStrings(resp); got != "U:a:1 U:c:1 D:"+a.String() {
 		t.Fatalf("forced = %s", got)
 	}
-	if !s.HasBlob(layer) {
+	if !s.images.HasBlob(layer) {
 		t.Fatal("shared layer removed while b still uses it")
 	}
-	if s.HasBlob(ra.Manifest.Digest) {
+	if s.images.HasBlob(ra.Manifest.Digest) {
 		t.Fatal("a's manifest survived")
 	}
 	// noprune keeps blobs.
 	if _, err := s.ImageDelete(ctx, "b:1", false, false); err != nil {
 		t.Fatal(err)
 	}
-	if !s.HasBlob(layer) || !s.HasBlob(rb.Manifest.Digest) {
+	if !s.images.HasBlob(layer) || !s.images.HasBlob(rb.Manifest.Digest) {
 		t.Fatal("noprune removed blobs")
 	}
 }

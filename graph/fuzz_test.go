@@ -38,7 +38,7 @@ func FuzzParseNewTag(f *testing.F) {
 		} else if !errdefs.IsInvalidArgument(err) {
 			t.Fatalf("store.ParseNewTag(%q, %q): unclassified error %v", repo, tag, err)
 		}
-		if _, err := s.Lookup(repo); err != nil && !errdefs.IsNotFound(err) && !errdefs.IsInvalidArgument(err) {
+		if _, err := s.images.Lookup(repo); err != nil && !errdefs.IsNotFound(err) && !errdefs.IsInvalidArgument(err) {
 			t.Fatalf("Lookup(%q): unclassified error %v", repo, err)
 		}
 	})

@@ -1,17 +1,11 @@
-// Package graph is wharf's image service: the facade the daemon calls, over
-// three packages with one job each —
-//
-//   - graph/store: the content (blobs), the leases that pin it, the image
-//     records and tags, garbage collection and the store check; the one
-//     owner of a blob's lifetime;
-//   - graph/archive: images in and out of tar streams (load, save, import);
-//   - graph/distribution: images between the store and registries (pull,
-//     push, login, the registry side of remote inspect).
-//
-// What stays here reads the store and answers in the API's shapes: inspect.go
-// (BuildInspect, the one function that builds ImageInspect for local and
-// remote images), remote_inspect.go, list.go, history.go, tag.go, delete.go
-// (delete and prune as dockerd decides them, each one store transaction).
+// Package graph is wharf's image service: the one type the daemon calls for
+// images (Service). It owns no storage and talks to no registry itself; it
+// holds the rooms that do, each in a named field (graph/store for content,
+// records and tags; graph/distribution for everything that reaches a
+// registry, remote inspect with its verdict included; graph/archive for tar
+// streams; graph/updates for the update check), forwards to them one line per operation, and builds the
+// answers in the API's shapes from what the store holds: inspect, list,
+// history, tag, delete and prune as dockerd decides them.
 package graph
 
 import (
@@ -30,7 +24,7 @@ import (
 	"github.com/wharfproject/wharf/graph/archive"
 	"github.com/wharfproject/wharf/graph/distribution"
 	"github.com/wharfproject/wharf/graph/store"
-	"github.com/wharfproject/wharf/registry"
+	"github.com/wharfproject/wharf/graph/updates"
 )
 
 // Options configure a Store.
@@ -38,7 +32,7 @@ type Options struct {
 	// Root is the data-root; the OCI layout lives directly under it.
 	Root string
 	// Registry talks to registries; nil disables pull, push and remote inspect.
-	Registry *registry.Service
+	Registry *distribution.Registry
 	// Events receives image events; nil drops them.
 	Events EventLogger
 	// Platform is the daemon's platform, the default for pulls and index selection.
@@ -57,18 +51,14 @@ type EventLogger = store.EventLogger
 // trust/policy's Policy.
 type Judge = distribution.Judge
 
-// Store is the local image store as the API sees it. It is graph/store's
-// Store (content, leases, image records and tags, GC, Lookup, Count, the
-// store check, Close: its methods are promoted, not forwarded), with the
-// answers in the API's shapes on top (this package's files), and the
-// endpoints of graph/archive (load, save, import) and graph/distribution
-// (pull, push, copy, login, tags, /distribution, the raw manifest),
-// promoted as well. So "store" means one thing: graph/store's, which this
-// type is, seen from the API.
-type Store struct {
-	*st   // graph/store: content, leases, image records, tags, GC
-	*dist // graph/distribution: pull, push, copy, login, tags, the registry side of inspect
-	*arc  // graph/archive: load, save, import
+// Service is the image service the daemon calls: each method is one line
+// into the room that does the work (see service.go), except the answers in
+// the API's shapes, which this package builds.
+type Service struct {
+	images  *store.Store          // content, leases, image records, tags, GC
+	dist    *distribution.Service // pull, push, copy, login, tags, remote inspect
+	archive *archive.Archiver     // load, save, import
+	updates *updates.Checker      // the update check
 
 	opts Options
 	log  *logrus.Entry
@@ -78,32 +68,21 @@ type Store struct {
 	walkList bool // tests: the list walks every summary instead of the indexes (list.go)
 }
 
-// The embedded fields' types, by the names the code calls them (s.st,
-// s.dist, s.arc): which package does the work reads at each call, and the
-// packages' exported methods are Store's without a line each. A method name
-// two of them define would be promoted from neither; the daemon's
-// compile-time check that *Store is its imageStore catches that.
-type (
-	st   = store.Store
-	dist = distribution.Service
-	arc  = archive.Archiver
-)
-
 // New opens (creating when needed) the store at opts.Root, cleans the ingest
 // area and loads the image records.
-func New(ctx context.Context, opts Options) (*Store, error) {
+func New(ctx context.Context, opts Options) (*Service, error) {
 	if opts.MaxConcurrentDownloads <= 0 {
 		opts.MaxConcurrentDownloads = 3
 	}
 	if opts.Logger == nil {
 		opts.Logger = logrus.NewEntry(logrus.StandardLogger())
 	}
-	s := &Store{opts: opts, log: opts.Logger, inspects: newInspectCache(inspectCacheEntries)}
+	s := &Service{opts: opts, log: opts.Logger, inspects: newInspectCache(inspectCacheEntries)}
 	records, err := store.Open(ctx, store.Options{Root: opts.Root, Logger: opts.Logger, Platform: opts.Platform})
 	if err != nil {
 		return nil, err
 	}
-	s.st = records
+	s.images = records
 	s.dist = distribution.New(records, distribution.Options{
 		Registry:               opts.Registry,
 		Events:                 opts.Events,
@@ -113,7 +92,8 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	})
 	// A load is judged by the policy distribution holds (SetPolicy), under
 	// its docker-archive transport.
-	s.arc = archive.New(records, opts.Platform, opts.Events, s.dist.AdmitLoad)
+	s.updates = updates.New(records, s.dist)
+	s.archive = archive.New(records, opts.Platform, opts.Events, s.dist.AdmitLoad)
 	return s, nil
 }
 
@@ -149,14 +129,14 @@ type (
 // first when a push of all tags names one (`docker push -a --platform`,
 // dregsy's docker relay; API ≥ 1.46): moby's containerd store pushes that
 // platform of each tag, and a tag that lacks it fails the push before
-// anything is uploaded, naming the tag (issue 23, defect 2).
-func (s *Store) PushImage(ctx context.Context, opts types.PushOptions, out types.ProgressWriter) error {
+// anything is uploaded, naming the tag.
+func (s *Service) PushImage(ctx context.Context, opts types.PushOptions, out types.ProgressWriter) error {
 	if opts.Platform != nil && opts.Tag == "" {
 		if opts.Repo == nil {
 			return fmt.Errorf("no repository to push%.0w", errdefs.ErrInvalidArgument)
 		}
 		repo := reference.TrimNamed(opts.Repo).String()
-		imgs, err := s.st.ImagesByRepository(repo)
+		imgs, err := s.images.ImagesByRepository(repo)
 		if err != nil {
 			return err
 		}

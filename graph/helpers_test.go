@@ -16,7 +16,7 @@ import (
 
 // tagAs tags name as repo:tag the way a caller holding strings does: one
 // parse (store.ParseNewTag), then TagImage with the parsed reference.
-func tagAs(ctx context.Context, s *Store, name, repo, tag string) error {
+func tagAs(ctx context.Context, s *Service, name, repo, tag string) error {
 	ref, err := store.ParseNewTag(repo, tag)
 	if err != nil {
 		return err
@@ -25,14 +25,14 @@ func tagAs(ctx context.Context, s *Store, name, repo, tag string) error {
 }
 
 // newLocalTestStore is a Store on a new root, its events recorded.
-func newLocalTestStore(t testing.TB) (*Store, *graphtest.EventRecorder) {
+func newLocalTestStore(t testing.TB) (*Service, *graphtest.EventRecorder) {
 	t.Helper()
 	return openTestStore(t, Options{Root: t.TempDir()})
 }
 
 // openTestStore opens a Store with opts, filling in what every test store
 // has: its events recorded, the test platform, a quiet logger.
-func openTestStore(t testing.TB, opts Options) (*Store, *graphtest.EventRecorder) {
+func openTestStore(t testing.TB, opts Options) (*Service, *graphtest.EventRecorder) {
 	t.Helper()
 	ev := &graphtest.EventRecorder{}
 	opts.Events, opts.Platform, opts.Logger = ev, graphtest.Platform(), graphtest.QuietLogger()
@@ -46,9 +46,9 @@ func openTestStore(t testing.TB, opts Options) (*Store, *graphtest.EventRecorder
 
 // putCustomImage stores an image with the given config and raw layers and
 // records it with tags.
-func putCustomImage(t testing.TB, s *Store, cfg store.ImageConfig, layers [][]byte, tags ...string) *ImageRecord {
+func putCustomImage(t testing.TB, s *Service, cfg store.ImageConfig, layers [][]byte, tags ...string) *ImageRecord {
 	t.Helper()
-	lease := s.st.NewLease()
+	lease := s.images.NewLease()
 	defer lease.Release()
 	var descs []ocispec.Descriptor
 	for _, lb := range layers {
@@ -59,10 +59,10 @@ func putCustomImage(t testing.TB, s *Store, cfg store.ImageConfig, layers [][]by
 	cfg.RootFS.Type = "layers"
 	rec := writeOCIImage(t, lease, &cfg, descs)
 	rec.RepoTags = tags
-	if err := s.st.Put(lease, rec); err != nil {
+	if err := s.images.Put(lease, rec); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.Lookup(rec.ID.String())
+	got, err := s.images.Lookup(rec.ID.String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,27 +85,27 @@ func writeOCIImage(t testing.TB, lease *store.Lease, cfg *store.ImageConfig, lay
 
 // putRecord records rec (whose blobs are stored) as an operation does: a
 // lease pins its blobs for the Put and is released after it.
-func putRecord(t testing.TB, s *Store, rec ImageRecord) {
+func putRecord(t testing.TB, s *Service, rec ImageRecord) {
 	t.Helper()
-	lease := s.st.NewLease()
+	lease := s.images.NewLease()
 	defer lease.Release()
-	if err := s.st.Put(lease, rec); err != nil {
+	if err := s.images.Put(lease, rec); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // writeTestBlob stores b as a blob of media type mt, kept alive by the
 // returned lease until the caller releases it (or a record uses it).
-func writeTestBlob(t testing.TB, s *Store, mt string, b []byte) (ocispec.Descriptor, *store.Lease) {
+func writeTestBlob(t testing.TB, s *Service, mt string, b []byte) (ocispec.Descriptor, *store.Lease) {
 	t.Helper()
-	lease := s.st.NewLease()
+	lease := s.images.NewLease()
 	return graphtest.WriteBlob(t, lease, mt, b), lease
 }
 
 // imageBlobs lists the blobs rec names: target, manifest, config, layers.
-func imageBlobs(t testing.TB, s *Store, rec *ImageRecord) []digest.Digest {
+func imageBlobs(t testing.TB, s *Service, rec *ImageRecord) []digest.Digest {
 	t.Helper()
-	m, err := s.st.Meta(rec)
+	m, err := s.images.Meta(rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func imageBlobs(t testing.TB, s *Store, rec *ImageRecord) []digest.Digest {
 // openSeededStore opens a store at a new root whose image records are recs
 // (written to wharf/images.json before the store opens; the records need
 // no blobs for lookups and tags).
-func openSeededStore(t testing.TB, recs []*ImageRecord) *Store {
+func openSeededStore(t testing.TB, recs []*ImageRecord) *Service {
 	t.Helper()
 	root := t.TempDir()
 	b := []byte(graphtest.JSONText(t, map[string]any{"version": 1, "images": recs}))

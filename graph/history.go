@@ -16,8 +16,8 @@ import (
 // per config history entry, newest first; Id is "<missing>" except on the
 // top entry (the image ID, with the image's tags); Size is the layer's size
 // (compressed, as everywhere in wharf) for entries that made a layer.
-func (s *Store) ImageHistory(ctx context.Context, name string, platform *ocispec.Platform) ([]image.HistoryResponseItem, error) {
-	rec, err := s.Lookup(name)
+func (s *Service) ImageHistory(ctx context.Context, name string, platform *ocispec.Platform) ([]image.HistoryResponseItem, error) {
+	rec, err := s.images.Lookup(name)
 	if err != nil {
 		return nil, err
 	}
@@ -25,7 +25,7 @@ func (s *Store) ImageHistory(ctx context.Context, name string, platform *ocispec
 	if err != nil {
 		return nil, err
 	}
-	meta, err := s.st.Meta(view)
+	meta, err := s.images.Meta(view)
 	if err != nil {
 		return nil, err
 	}

@@ -105,7 +105,7 @@ func BenchmarkHotBuildInspectCachedFloor(b *testing.B) { BenchmarkHotBuildInspec
 
 // benchStore5000 is a store with one real image (bench:1) and 5,000
 // index-only records, as BenchmarkLookupShortID builds them.
-func benchStore5000(b *testing.B) *Store {
+func benchStore5000(b *testing.B) *Service {
 	recs := make([]*ImageRecord, 0, 5000)
 	for i := 0; i < 5000; i++ {
 		d := digest.FromString(fmt.Sprint("img", i))
@@ -134,7 +134,7 @@ func BenchmarkHotInspectLocal5000Floor(b *testing.B) {
 	s := benchStore5000(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := s.Lookup("bench:1"); err != nil {
+		if _, err := s.images.Lookup("bench:1"); err != nil {
 			b.Fatal(err)
 		}
 	}

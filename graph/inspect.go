@@ -106,8 +106,8 @@ func fillInspect(base *types.ImageInspect, src InspectSource) *types.ImageInspec
 }
 
 // ImageInspect answers GET /images/{name}/json for a local image.
-func (s *Store) ImageInspect(ctx context.Context, name string, opts types.InspectOptions) (*types.ImageInspect, error) {
-	rec, err := s.Lookup(name)
+func (s *Service) ImageInspect(ctx context.Context, name string, opts types.InspectOptions) (*types.ImageInspect, error) {
+	rec, err := s.images.Lookup(name)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +115,7 @@ func (s *Store) ImageInspect(ctx context.Context, name string, opts types.Inspec
 	if err != nil {
 		return nil, err
 	}
-	meta, err := s.st.Meta(view)
+	meta, err := s.images.Meta(view)
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +132,7 @@ func (s *Store) ImageInspect(ctx context.Context, name string, opts types.Inspec
 	if err != nil {
 		return nil, err
 	}
-	out.GraphDriver = &storage.DriverData{Name: graphDriverName, Data: map[string]string{"Root": s.st.Root()}}
+	out.GraphDriver = &storage.DriverData{Name: graphDriverName, Data: map[string]string{"Root": s.images.Root()}}
 	if opts.Manifests {
 		out.Manifests = s.manifestSummaries(rec)
 	}
@@ -145,8 +145,8 @@ func (s *Store) ImageInspect(ctx context.Context, name string, opts types.Inspec
 // manifestSummaries lists the manifests of rec's target (API ≥ 1.48
 // manifests=1): the index entries when the target is an index, else the one
 // manifest. Available means the manifest, its config and layers are stored.
-func (s *Store) manifestSummaries(rec *ImageRecord) []image.ManifestSummary {
-	l := s.st
+func (s *Service) manifestSummaries(rec *ImageRecord) []image.ManifestSummary {
+	l := s.images
 	var descs []ocispec.Descriptor
 	if imagespec.IsIndex(rec.Target.MediaType) {
 		if idx, err := l.ReadIndex(rec.Target.Digest); err == nil {

@@ -104,7 +104,7 @@ func TestImageInspectLocal(t *testing.T) {
 	if got.Comment != "test import" || got.Config.Env[0] != "IMPORTED=1" || got.Config.WorkingDir != "/root" || got.Config.Labels["org.example.src"] != "import" {
 		t.Fatalf("config: %+v", got.Config)
 	}
-	if got.GraphDriver == nil || got.GraphDriver.Name != graphDriverName || got.GraphDriver.Data["Root"] != s.st.Root() {
+	if got.GraphDriver == nil || got.GraphDriver.Name != graphDriverName || got.GraphDriver.Data["Root"] != s.images.Root() {
 		t.Fatalf("GraphDriver = %+v", got.GraphDriver)
 	}
 	if got.Metadata.LastTagTime.IsZero() {

@@ -28,7 +28,7 @@ var imageListFilters = []string{"before", "dangling", "label", "reference", "sin
 // filter (glob on familiar names) also narrows RepoTags/RepoDigests to the
 // matching references; dangling=true keeps untagged images only. It is
 // ImagesEach gathered into a slice.
-func (s *Store) Images(ctx context.Context, opts types.ImageListOptions) ([]image.Summary, error) {
+func (s *Service) Images(ctx context.Context, opts types.ImageListOptions) ([]image.Summary, error) {
 	out := []image.Summary{}
 	err := s.ImagesEach(ctx, opts, func(sum image.Summary) error {
 		out = append(out, sum)
@@ -65,7 +65,7 @@ type listKey struct {
 // returned before anything is emitted. An image changed between the
 // passes is emitted as it is then if the filters still keep it (skipped if
 // deleted): the list is not one snapshot, as dockerd's is not.
-func (s *Store) ImagesEach(ctx context.Context, opts types.ImageListOptions, emit func(image.Summary) error) error {
+func (s *Service) ImagesEach(ctx context.Context, opts types.ImageListOptions, emit func(image.Summary) error) error {
 	keep, err := s.listFilter(opts.Filters)
 	if err != nil {
 		return err
@@ -80,7 +80,7 @@ func (s *Store) ImagesEach(ctx context.Context, opts types.ImageListOptions, emi
 		// one's sort key (summarize's Created): decoding the summaries
 		// whole here was a third of an unfiltered list of 50,000.
 		var noMetaIDs []digest.Digest
-		err = s.st.SummaryKeys(func(id digest.Digest, created time.Time, hasMeta bool) error {
+		err = s.images.SummaryKeys(func(id digest.Digest, created time.Time, hasMeta bool) error {
 			if !hasMeta {
 				noMetaIDs = append(noMetaIDs, id)
 				return nil
@@ -89,7 +89,7 @@ func (s *Store) ImagesEach(ctx context.Context, opts types.ImageListOptions, emi
 			return ctx.Err()
 		})
 		if err == nil && len(noMetaIDs) > 0 {
-			err = s.st.SummariesOf(noMetaIDs, func(_ digest.Digest, sm *store.Summary) error {
+			err = s.images.SummariesOf(noMetaIDs, func(_ digest.Digest, sm *store.Summary) error {
 				if sm != nil && !sm.HasMeta {
 					noMeta = append(noMeta, sm)
 				}
@@ -137,7 +137,7 @@ func (s *Store) ImagesEach(ctx context.Context, opts types.ImageListOptions, emi
 		}
 		keys = keys[n:]
 		page = page[:0]
-		err := s.st.SummariesOf(ids, func(id digest.Digest, sm *store.Summary) error {
+		err := s.images.SummariesOf(ids, func(id digest.Digest, sm *store.Summary) error {
 			if sm == nil {
 				return nil // deleted since the first pass
 			}
@@ -158,7 +158,7 @@ func (s *Store) ImagesEach(ctx context.Context, opts types.ImageListOptions, emi
 		}
 		for i := range page {
 			if opts.Manifests {
-				rec, err := s.st.Lookup(page[i].ID)
+				rec, err := s.images.Lookup(page[i].ID)
 				if err != nil {
 					continue // deleted since the summaries were read
 				}
@@ -188,11 +188,11 @@ func (s *Store) ImagesEach(ctx context.Context, opts types.ImageListOptions, emi
 
 // summaries is the first pass's source: the store's indexes, or the walk
 // of every summary when walkList is set (tests compare the two).
-func (s *Store) summaries(q store.ListQuery, fn func(*store.Summary) error) error {
+func (s *Service) summaries(q store.ListQuery, fn func(*store.Summary) error) error {
 	if s.walkList {
-		return s.st.Summaries(fn)
+		return s.images.Summaries(fn)
 	}
-	return s.st.ListSummaries(q, fn)
+	return s.images.ListSummaries(q, fn)
 }
 
 // listQuery is what of the filters (validated by listFilter) an index can
@@ -205,8 +205,8 @@ func listQuery(f types.Filters) store.ListQuery {
 // completeSummary fills the meta part of a summary written without it from
 // Meta; false when the documents are still unreadable (the image is left
 // out of the list, with a warning, as before the summaries).
-func (s *Store) completeSummary(sm *store.Summary) bool {
-	meta, err := s.st.Meta(sm.Record())
+func (s *Service) completeSummary(sm *store.Summary) bool {
+	meta, err := s.images.Meta(sm.Record())
 	if err != nil {
 		s.log.WithError(err).WithField("image", sm.ID).Warn("list: skip unreadable image")
 		return false
@@ -219,7 +219,7 @@ func (s *Store) completeSummary(sm *store.Summary) bool {
 // listFilter validates the filters of GET /images/json and returns the
 // test each summary (with its meta part) passes: the list entry it makes,
 // and whether the filters keep it.
-func (s *Store) listFilter(f types.Filters) (func(*store.Summary) (image.Summary, bool), error) {
+func (s *Service) listFilter(f types.Filters) (func(*store.Summary) (image.Summary, bool), error) {
 	if err := f.Validate(imageListFilters...); err != nil {
 		return nil, fmt.Errorf("%v%.0w", err, errdefs.ErrInvalidArgument)
 	}
@@ -319,12 +319,12 @@ func summarize(sm *store.Summary) image.Summary {
 }
 
 // createdOf is the config creation time of the image name (before/since).
-func (s *Store) createdOf(name string) (time.Time, error) {
-	rec, err := s.st.Lookup(name)
+func (s *Service) createdOf(name string) (time.Time, error) {
+	rec, err := s.images.Lookup(name)
 	if err != nil {
 		return time.Time{}, err
 	}
-	meta, err := s.st.Meta(rec)
+	meta, err := s.images.Meta(rec)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -403,9 +403,9 @@ func parseTimestamp(v string, now time.Time) (time.Time, error) {
 }
 
 // DiskUsage returns the bytes of all stored blobs and the image summaries.
-func (s *Store) DiskUsage(ctx context.Context) (*types.DiskUsage, error) {
+func (s *Service) DiskUsage(ctx context.Context) (*types.DiskUsage, error) {
 	var total int64
-	err := filepath.WalkDir(filepath.Join(s.st.Root(), store.BlobsDir), func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(filepath.Join(s.images.Root(), store.BlobsDir), func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -435,11 +435,11 @@ func (s *Store) DiskUsage(ctx context.Context) (*types.DiskUsage, error) {
 			return nil, err
 		}
 		imgs[i].SharedSize = 0
-		rec, err := s.st.Lookup(imgs[i].ID)
+		rec, err := s.images.Lookup(imgs[i].ID)
 		if err != nil {
 			continue // deleted since the list
 		}
-		layers, err := s.st.ManifestLayers(rec.Manifest.Digest)
+		layers, err := s.images.ManifestLayers(rec.Manifest.Digest)
 		if err != nil {
 			continue
 		}
@@ -451,7 +451,7 @@ func (s *Store) DiskUsage(ctx context.Context) (*types.DiskUsage, error) {
 			seen[l.Digest] = true
 			sh, ok := shared[l.Digest]
 			if !ok {
-				sh = s.st.SharedBlob(l.Digest)
+				sh = s.images.SharedBlob(l.Digest)
 				shared[l.Digest] = sh
 			}
 			if sh {
@@ -459,7 +459,7 @@ func (s *Store) DiskUsage(ctx context.Context) (*types.DiskUsage, error) {
 			}
 		}
 	}
-	partials, partialBytes := s.st.PartialUsage()
+	partials, partialBytes := s.images.PartialUsage()
 	return &types.DiskUsage{
 		PartialDownloads:     partials,
 		PartialDownloadsSize: partialBytes,

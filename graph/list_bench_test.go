@@ -108,7 +108,7 @@ func listBenchRoot(b *testing.B, n int) string {
 
 func benchmarkList(b *testing.B, n int, opts types.ImageListOptions, want int) {
 	s, _ := openTestStore(b, Options{Root: listBenchRoot(b, n)})
-	if c := s.st.Count(); c != n {
+	if c := s.images.Count(); c != n {
 		b.Fatalf("store holds %d images, want %d", c, n)
 	}
 	b.ResetTimer()
@@ -160,7 +160,7 @@ func BenchmarkOpen50000(b *testing.B) { benchmarkOpen(b, false) }
 
 func benchmarkOpen(b *testing.B, drop bool) {
 	root := listBenchRoot(b, 50000)
-	open := func() *Store {
+	open := func() *Service {
 		s, err := New(context.Background(), Options{Root: root, Logger: graphtest.QuietLogger(), Platform: graphtest.Platform(), Events: &graphtest.EventRecorder{}})
 		if err != nil {
 			b.Fatal(err)
@@ -195,8 +195,8 @@ func benchmarkOpen(b *testing.B, drop bool) {
 		b.StartTimer()
 		s := open()
 		b.StopTimer()
-		if s.st.Count() != 50000 {
-			b.Fatalf("Count = %d", s.st.Count())
+		if s.images.Count() != 50000 {
+			b.Fatalf("Count = %d", s.images.Count())
 		}
 		s.Close()
 		b.StartTimer()
@@ -225,7 +225,7 @@ func BenchmarkMigrate50000(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StopTimer()
-		if c := s.st.Count(); c != 50000 {
+		if c := s.images.Count(); c != 50000 {
 			b.Fatalf("Count = %d", c)
 		}
 		s.Close()

@@ -60,7 +60,7 @@ func TestImagesListIndexesMatchTheWalk(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				lease := s.st.NewLease()
+				lease := s.images.NewLease()
 				layer := graphtest.WriteBlob(t, lease, "application/vnd.oci.image.layer.v1.tar", []byte(fmt.Sprint("layer ", seed, i)))
 				cfg.RootFS.Type = "layers"
 				cfg.RootFS.DiffIDs = append(cfg.RootFS.DiffIDs, layer.Digest)
@@ -72,7 +72,7 @@ func TestImagesListIndexesMatchTheWalk(t *testing.T) {
 						rec.RepoDigests = append(rec.RepoDigests, fmt.Sprintf("ghcr.io/o/r@%s", rec.Manifest.Digest))
 					}
 				}
-				if err := s.st.Put(lease, rec); err != nil {
+				if err := s.images.Put(lease, rec); err != nil {
 					t.Fatal(err)
 				}
 				lease.Release()

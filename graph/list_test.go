@@ -23,7 +23,7 @@ import (
 // listFixture makes three images with distinct creation times:
 // old (busybox:1, label tier=base), mid (127.0.0.1:5000/tiny:1.0 and
 // 127.0.0.1:5000/multi:1.0) and new (untagged, label tier=app).
-func listFixture(t *testing.T) (*Store, map[string]string) {
+func listFixture(t *testing.T) (*Service, map[string]string) {
 	s, _ := newLocalTestStore(t)
 	ids := map[string]string{}
 	for i, c := range []struct {
@@ -45,7 +45,7 @@ func listFixture(t *testing.T) (*Store, map[string]string) {
 	return s, ids
 }
 
-func listIDs(t *testing.T, s *Store, f types.Filters) ([]string, error) {
+func listIDs(t *testing.T, s *Service, f types.Filters) ([]string, error) {
 	t.Helper()
 	sums, err := s.Images(context.Background(), types.ImageListOptions{Filters: f})
 	var out []string
@@ -164,8 +164,8 @@ func TestImagesSummaryShape(t *testing.T) {
 // skipped from the list, as it was when listing read the config.
 func TestImagesListSameAfterSummariesUpgrade(t *testing.T) {
 	s, ids := listFixture(t)
-	root := s.st.Root()
-	list := func(s *Store) string {
+	root := s.images.Root()
+	list := func(s *Service) string {
 		sums, err := s.Images(context.Background(), types.ImageListOptions{All: true, Manifests: true})
 		if err != nil {
 			t.Fatal(err)

@@ -49,7 +49,7 @@ func TestMultiPlatformTarget(t *testing.T) {
 	rec := ImageRecord{ID: ra.ID, Target: top, Manifest: pa, Platforms: []store.PlatformImage{
 		{Platform: *pa.Platform, Manifest: pa, Config: ra.ID}, {Platform: *pb.Platform, Manifest: pb, Config: rb.ID}},
 		RepoTags: []string{"multi:1.0"}, RepoDigests: []string{"multi@" + top.Digest.String()}}
-	if err := s.st.Put(lease, rec); err != nil {
+	if err := s.images.Put(lease, rec); err != nil {
 		t.Fatal(err)
 	}
 	lease.Release()
@@ -84,7 +84,7 @@ func TestMultiPlatformTarget(t *testing.T) {
 	if err := s2.LoadImage(ctx, &buf, true, nil, types.DiscardProgress); err != nil {
 		t.Fatal(err)
 	}
-	if r2, err := s2.Lookup("multi:1.0"); err != nil || r2.ID != ra.ID {
+	if r2, err := s2.images.Lookup("multi:1.0"); err != nil || r2.ID != ra.ID {
 		t.Fatalf("loaded: %+v %v", r2, err)
 	}
 	// Deleting the image removes the index and the arm64 blobs it kept alive.
@@ -92,7 +92,7 @@ func TestMultiPlatformTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, d := range []digest.Digest{top.Digest, pa.Digest, pb.Digest, rb.ID} {
-		if s.HasBlob(d) {
+		if s.images.HasBlob(d) {
 			t.Fatalf("blob %s survived", d)
 		}
 	}
@@ -124,7 +124,7 @@ func TestMultiPlatformInspectAfterRestart(t *testing.T) {
 	if _, err := s.ImageDelete(ctx, rb.ID.String(), false, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.st.Put(lease, ImageRecord{ID: ra.ID, Target: top, Manifest: pa, RepoTags: []string{"multi:1.0"}, Platforms: []store.PlatformImage{
+	if err := s.images.Put(lease, ImageRecord{ID: ra.ID, Target: top, Manifest: pa, RepoTags: []string{"multi:1.0"}, Platforms: []store.PlatformImage{
 		{Platform: *pa.Platform, Manifest: pa, Config: ra.ID}, {Platform: *pb.Platform, Manifest: pb, Config: rb.ID}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestPlatformNotPresentChangesNothing(t *testing.T) {
 	if err := s.CheckPlatform(ctx, "single:1", ocispec.Platform{OS: "linux", Architecture: "amd64"}); err != nil {
 		t.Fatalf("CheckPlatform linux/amd64: %v", err)
 	}
-	if got, err := s.Lookup("single:1"); err != nil || got.ID != ra.ID || !s.HasBlob(ra.ID) {
+	if got, err := s.images.Lookup("single:1"); err != nil || got.ID != ra.ID || !s.images.HasBlob(ra.ID) {
 		t.Fatalf("image changed: %+v %v", got, err)
 	}
 	// rmi --platform of its only platform removes the image, as rmi does.
@@ -177,7 +177,7 @@ func TestPlatformNotPresentChangesNothing(t *testing.T) {
 	if err != nil || len(resp) == 0 || resp[len(resp)-1].Deleted != ra.ID.String() {
 		t.Fatalf("rmi --platform of the last platform: %+v %v", resp, err)
 	}
-	if _, err := s.Lookup("single:1"); !errdefs.IsNotFound(err) {
+	if _, err := s.images.Lookup("single:1"); !errdefs.IsNotFound(err) {
 		t.Fatalf("image survived: %v", err)
 	}
 }
@@ -203,7 +203,7 @@ func TestLoadPartialIndexArchive(t *testing.T) {
 	if _, err := s.ImageDelete(ctx, rb.ID.String(), false, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.st.Put(lease, ImageRecord{ID: ra.ID, Target: top, Manifest: pa, RepoTags: []string{"multi:1.0"}, Platforms: []store.PlatformImage{
+	if err := s.images.Put(lease, ImageRecord{ID: ra.ID, Target: top, Manifest: pa, RepoTags: []string{"multi:1.0"}, Platforms: []store.PlatformImage{
 		{Platform: *pa.Platform, Manifest: pa, Config: ra.ID}, {Platform: *pb.Platform, Manifest: pb, Config: rb.ID}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func TestLoadPartialIndexArchive(t *testing.T) {
 	if err := s2.LoadImage(ctx, bytes.NewReader(partial), true, nil, types.DiscardProgress); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s2.Lookup("multi:1.0")
+	got, err := s2.images.Lookup("multi:1.0")
 	if err != nil || got.ID != ra.ID || len(got.Present()) != 1 || got.Target.Digest != top.Digest {
 		t.Fatalf("loaded: %+v %v", got, err)
 	}

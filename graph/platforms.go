@@ -17,9 +17,9 @@ import (
 // when none), else the platform manifest name@digest names, else rec as
 // recorded — the daemon's platform when present, the first present one
 // otherwise (store.PlatformImage).
-func (s *Store) view(rec *ImageRecord, name string, platform *ocispec.Platform) (*ImageRecord, error) {
+func (s *Service) view(rec *ImageRecord, name string, platform *ocispec.Platform) (*ImageRecord, error) {
 	if platform != nil {
-		return s.st.PlatformView(rec, name, platform)
+		return s.images.PlatformView(rec, name, platform)
 	}
 	if n, err := reference.ParseNormalizedNamed(name); err == nil {
 		if c, ok := n.(reference.Canonical); ok && c.Digest() != rec.Manifest.Digest {
@@ -36,12 +36,12 @@ func (s *Store) view(rec *ImageRecord, name string, platform *ocispec.Platform) 
 // CheckPlatform reports whether the local image name holds platform p:
 // nil, or NotFound in dockerd's words. Push with a platform asks it for
 // every tag before anything is uploaded.
-func (s *Store) CheckPlatform(ctx context.Context, name string, p ocispec.Platform) error {
-	rec, err := s.Lookup(name)
+func (s *Service) CheckPlatform(ctx context.Context, name string, p ocispec.Platform) error {
+	rec, err := s.images.Lookup(name)
 	if err != nil {
 		return err
 	}
-	_, err = s.st.SelectPlatforms(rec, name, []ocispec.Platform{p})
+	_, err = s.images.SelectPlatforms(rec, name, []ocispec.Platform{p})
 	return err
 }
 
@@ -53,12 +53,12 @@ func (s *Store) CheckPlatform(ctx context.Context, name string, p ocispec.Platfo
 // as a plain rmi would (moby keeps an image without content; wharf keeps no
 // record without a manifest). Unlike moby, force is not required: what is
 // removed is this image's platform; blobs another image uses stay.
-func (s *Store) ImageDeletePlatforms(ctx context.Context, name string, ps []ocispec.Platform, force, prune bool) ([]image.DeleteResponse, error) {
-	rec, err := s.Lookup(name)
+func (s *Service) ImageDeletePlatforms(ctx context.Context, name string, ps []ocispec.Platform, force, prune bool) ([]image.DeleteResponse, error) {
+	rec, err := s.images.Lookup(name)
 	if err != nil {
 		return nil, err
 	}
-	sel, err := s.st.SelectPlatforms(rec, name, ps)
+	sel, err := s.images.SelectPlatforms(rec, name, ps)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +66,7 @@ func (s *Store) ImageDeletePlatforms(ctx context.Context, name string, ps []ocis
 		return s.ImageDelete(ctx, name, force, prune)
 	}
 	var resp []image.DeleteResponse
-	_, err = s.st.Update(prune, func(tx *store.Txn) error {
+	_, err = s.images.Update(prune, func(tx *store.Txn) error {
 		resp = nil
 		cur := tx.Image(rec.ID)
 		if cur == nil || cur.Target.Digest != rec.Target.Digest {

@@ -48,7 +48,7 @@ func startRemoteTestRegistry(t *testing.T) *testregistry.Registry {
 	return reg
 }
 
-func newRemoteTestStore(t *testing.T) (*Store, *graphtest.EventRecorder) {
+func newRemoteTestStore(t *testing.T) (*Service, *graphtest.EventRecorder) {
 	t.Helper()
 	svc, err := registry.NewService(registry.ServiceOptions{})
 	if err != nil {
@@ -81,7 +81,7 @@ func TestRemoteRoundTrip(t *testing.T) {
 	if err := s.ImportImage(ctx, bytes.NewReader(rootfs), types.ImportOptions{Repo: name + ":1.0", Changes: []string{`LABEL a=b`}}, types.DiscardProgress); err != nil {
 		t.Fatal(err)
 	}
-	local, err := s.Lookup(name + ":1.0")
+	local, err := s.images.Lookup(name + ":1.0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,14 +134,14 @@ func TestRemoteRoundTrip(t *testing.T) {
 	if _, err := s.ImageDelete(ctx, name+":1.0", true, true); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Lookup(name + ":1.0"); !errdefs.IsNotFound(err) {
+	if _, err := s.images.Lookup(name + ":1.0"); !errdefs.IsNotFound(err) {
 		t.Fatalf("after rmi: %v", err)
 	}
 	var pull graphtest.Messages
 	if err := s.PullImage(ctx, types.PullOptions{FromImage: name, Tag: "1.0"}, &pull); err != nil {
 		t.Fatalf("pull: %v\n%s", err, &pull)
 	}
-	back, err := s.Lookup(name + ":1.0")
+	back, err := s.images.Lookup(name + ":1.0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func TestRemotePullFixtureAndMountPush(t *testing.T) {
 			}
 		}
 	}
-	rec, err := s.Lookup(name + ":1.0")
+	rec, err := s.images.Lookup(name + ":1.0")
 	if err != nil || rec.ID.String() != img.ID() {
 		t.Fatalf("lookup after pull: %v %v, want ID %s", rec, err, img.ID())
 	}
@@ -344,7 +344,7 @@ func TestRemoteIndex(t *testing.T) {
 	if err := s.PullImage(ctx, types.PullOptions{FromImage: name, Tag: "1.0", Platform: arm}, &pull); err != nil {
 		t.Fatalf("pull arm64: %v\n%s", err, &pull)
 	}
-	rec, err := s.Lookup(name + ":1.0")
+	rec, err := s.images.Lookup(name + ":1.0")
 	if err != nil || rec.ID.String() != ix.Images[1].ID() || rec.Target.Digest.String() != ix.Digest() {
 		t.Fatalf("pulled %+v %v; want ID %s target %s", rec, err, ix.Images[1].ID(), ix.Digest())
 	}
@@ -456,7 +456,7 @@ func TestRemotePullAllTags(t *testing.T) {
 		t.Fatalf("pull -a: %v\n%s", err, &out)
 	}
 	for _, tag := range []string{"1.0", "2.0"} {
-		if _, err := s.Lookup(name + ":" + tag); err != nil {
+		if _, err := s.images.Lookup(name + ":" + tag); err != nil {
 			t.Fatalf("%s not pulled: %v", tag, err)
 		}
 		if !out.Has(tag, "Pulling from many") {
@@ -493,10 +493,10 @@ func TestRemoteFailedPullLeavesNoImage(t *testing.T) {
 	if err := s.PullImage(ctx, types.PullOptions{FromImage: name, Tag: "1.0"}, &out); err == nil {
 		t.Fatalf("pull of a corrupt layer succeeded:\n%s", &out)
 	}
-	if _, err := s.Lookup(name + ":1.0"); !errdefs.IsNotFound(err) {
+	if _, err := s.images.Lookup(name + ":1.0"); !errdefs.IsNotFound(err) {
 		t.Fatalf("image visible after a failed pull: %v", err)
 	}
-	if s.HasBlob(digestOf(good.Digest)) || s.HasBlob(digestOf(bad.Digest)) {
+	if s.images.HasBlob(digestOf(good.Digest)) || s.images.HasBlob(digestOf(bad.Digest)) {
 		t.Fatal("a failed pull left layers behind")
 	}
 	rep, err := s.Check(ctx, true)
@@ -511,7 +511,7 @@ func TestRemoteFailedPullLeavesNoImage(t *testing.T) {
 	if err := s.PullImage(ctx, types.PullOptions{FromImage: name, Tag: "1.0"}, &again); err != nil {
 		t.Fatalf("second pull: %v\n%s", err, &again)
 	}
-	if !s.HasBlob(digestOf(good.Digest)) || !s.HasBlob(digestOf(bad.Digest)) {
+	if !s.images.HasBlob(digestOf(good.Digest)) || !s.images.HasBlob(digestOf(bad.Digest)) {
 		t.Fatal("second pull did not store both layers")
 	}
 	rep, err = s.Check(ctx, true)

@@ -3,7 +3,6 @@ package graph
 import (
 	"context"
 	"encoding/json"
-	"time"
 
 	"github.com/distribution/reference"
 	"github.com/moby/moby/api/types/events"
@@ -12,7 +11,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/api/types"
-	"github.com/wharfproject/wharf/registry"
+	"github.com/wharfproject/wharf/graph/distribution"
 
 	"github.com/wharfproject/wharf/graph/store"
 	"github.com/wharfproject/wharf/imagespec"
@@ -25,15 +24,16 @@ import (
 // RepoTags and RepoDigests mirror what the local store shows for the same
 // image after a push or pull of that one name: [name:tag] (only when a tag
 // was resolved) and [name@top-level digest], in familiar form.
-func (s *Store) LookupRemote(ctx context.Context, name string, opts types.RemoteInspectOptions) (*types.RemoteImageInspect, error) {
-	ri, err := s.dist.InspectRemote(ctx, name, opts)
+func (s *Service) LookupRemote(ctx context.Context, name string, opts types.RemoteInspectOptions) (*types.RemoteImageInspect, error) {
+	ans, err := s.dist.InspectRemote(ctx, name, opts)
 	if err != nil {
 		return nil, err
 	}
+	ri := ans.Image
 	// ri.Config.Digest is the digest of ri.ConfigBytes (verified by the
 	// registry client; computed from them for schema1), read in the caller's
 	// own authorised scope: see inspectCache.
-	insp, err := s.inspects.buildInspect(remoteInspectSource(ri), ri.Config.Digest)
+	insp, err := s.inspects.buildInspect(remoteInspectSource(ans), ri.Config.Digest)
 	if err != nil {
 		return nil, err
 	}
@@ -45,7 +45,10 @@ func (s *Store) LookupRemote(ctx context.Context, name string, opts types.Remote
 		Tag:                    ri.Tag,
 		PlatformManifestDigest: ri.Manifest.Digest.String(),
 		ManifestAnnotations:    ri.Annotations,
+		Referrers:              ans.Referrers,
+		RateLimit:              ans.RateLimit,
 	}
+	out.Trust = ans.Trust
 	out.BaseName, out.BaseDigest, out.BaseSource = baseOf(ri.Annotations, insp)
 	if out.PlatformManifestDigest == "" {
 		out.PlatformManifestDigest = out.Digest
@@ -53,18 +56,7 @@ func (s *Store) LookupRemote(ctx context.Context, name string, opts types.Remote
 	// The registry has none of the local-only state.
 	out.GraphDriver = nil
 	if opts.Manifests {
-		out.Manifests = remoteManifestSummaries(ri)
-	}
-	if opts.Referrers != nil {
-		out.Referrers = remoteReferrers(ri.Referrers)
-	}
-	if rl := ri.RateLimit; rl != nil {
-		out.RateLimit = &types.RateLimit{Limit: rl.Limit, Remaining: rl.Remaining, Window: int64(rl.Window / time.Second), Host: rl.Host, Seen: rl.Seen}
-	}
-	// Under a policy, or with verify=1: the verdict on the digest the name
-	// resolves to now. A rejected image still inspects; Trust says why.
-	if out.Trust, err = s.dist.JudgeRemote(ctx, ri, opts.Verify); err != nil {
-		return nil, err
+		out.Manifests = remoteManifestSummaries(ans)
 	}
 	// Identity as the local store would show it after a pull of this name
 	// (RepoDigests mirror that too): the verdict's signatures and the
@@ -73,10 +65,10 @@ func (s *Store) LookupRemote(ctx context.Context, name string, opts types.Remote
 
 	actor := out.ID
 	if actor == "" {
-		actor = remoteRefString(ri)
+		actor = remoteRefString(ans)
 	}
 	store.Emit(ctx, s.opts.Events, store.Event{Actor: actor, Action: events.Action("inspect"), Attrs: map[string]string{
-		"name":     remoteRefString(ri),
+		"name":     remoteRefString(ans),
 		"registry": ri.Registry,
 		"digest":   out.Digest,
 	}})
@@ -85,7 +77,7 @@ func (s *Store) LookupRemote(ctx context.Context, name string, opts types.Remote
 
 // baseOf is the base an image names (org.opencontainers.image.base.name
 // and .digest): its manifest's annotations, else its config's labels, as
-// the update check reads them (check_newer.go, imageBase); both keys or
+// the update check reads them (graph/updates, imageBase); both keys or
 // nothing.
 func baseOf(annotations map[string]string, insp *types.ImageInspect) (name, dgst, source string) {
 	pick := func(kv map[string]string) bool {
@@ -103,7 +95,8 @@ func baseOf(annotations map[string]string, insp *types.ImageInspect) (name, dgst
 
 // remoteInspectSource fills the InspectSource the way the local store does
 // for the same image.
-func remoteInspectSource(ri *registry.RemoteImage) InspectSource {
+func remoteInspectSource(ans *distribution.RemoteInspect) InspectSource {
+	ri := ans.Image
 	src := InspectSource{
 		ID:         ri.Config.Digest,
 		Config:     ri.ConfigBytes,
@@ -148,7 +141,8 @@ func v1ImageID(v1Compat []byte, fallback digest.Digest) digest.Digest {
 }
 
 // remoteRefString is the familiar name:tag or name@digest that was inspected.
-func remoteRefString(ri *registry.RemoteImage) string {
+func remoteRefString(ans *distribution.RemoteInspect) string {
+	ri := ans.Image
 	if ri.Name == nil {
 		return ri.Descriptor.Digest.String()
 	}
@@ -167,7 +161,8 @@ func remoteRefString(ri *registry.RemoteImage) string {
 // remoteManifestSummaries lists every manifest of the image as the
 // Manifests field of a local inspect does; nothing is available locally.
 // A single-platform image is its own one entry.
-func remoteManifestSummaries(ri *registry.RemoteImage) []image.ManifestSummary {
+func remoteManifestSummaries(ans *distribution.RemoteInspect) []image.ManifestSummary {
+	ri := ans.Image
 	if ri.Index == nil {
 		d := ri.Descriptor
 		if d.Platform == nil {

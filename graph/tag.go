@@ -16,24 +16,24 @@ import (
 // image it named before. Parsing it again here was ~5 % of wharfd's CPU
 // under 64 concurrent tags (bench case 11); only the store's own rules are
 // checked, on the parsed value.
-func (s *Store) TagImage(ctx context.Context, name string, ref reference.NamedTagged) error {
+func (s *Service) TagImage(ctx context.Context, name string, ref reference.NamedTagged) error {
 	if err := store.CheckNewTag(ref); err != nil {
 		return err
 	}
-	rec, err := s.st.Lookup(name)
+	rec, err := s.images.Lookup(name)
 	if err != nil {
 		return err
 	}
 	if err := s.tag(rec.ID, ref); err != nil {
 		return err
 	}
-	store.Emit(ctx, s.opts.Events, store.NewEvent(rec.ID.String(), events.ActionTag, reference.FamiliarString(ref), s.st.Labels(rec)))
+	store.Emit(ctx, s.opts.Events, store.NewEvent(rec.ID.String(), events.ActionTag, reference.FamiliarString(ref), s.images.Labels(rec)))
 	return nil
 }
 
 // tag points ref at image id, in one change.
-func (s *Store) tag(id digest.Digest, ref reference.Named) error {
-	_, err := s.st.Update(false, func(tx *store.Txn) error {
+func (s *Service) tag(id digest.Digest, ref reference.Named) error {
+	_, err := s.images.Update(false, func(tx *store.Txn) error {
 		rec := tx.Image(id)
 		if rec == nil {
 			return store.NoSuchImage(id.String())

@@ -65,9 +65,11 @@ func TestDependencyBoundaries(t *testing.T) {
 		// archives or the API beyond the check's wire types.
 		{pkg: "graph/store", allowed: []string{"api/types", "imagespec", "internal/atomicfile"}},
 		{pkg: "graph/archive", allowed: []string{"api/types", "imagespec", "graph/store", "internal/atomicfile", "internal/safetar"}},
-		{pkg: "graph/distribution", allowed: []string{"api/types", "imagespec", "graph/store", "internal/atomicfile", "internal/safetar", "registry", "registry/hosts", "registry/transport", "trust"}},
+		{pkg: "graph/distribution", allowed: []string{"api/types", "imagespec", "graph/store", "internal/atomicfile", "internal/safetar", "internal/semvertag", "registry", "registry/hosts", "registry/transport", "trust"}},
+		{pkg: "graph/updates", allowed: []string{"api/types", "imagespec", "graph/store", "graph/distribution", "internal/atomicfile", "internal/safetar", "internal/semvertag", "registry", "registry/hosts", "registry/transport", "trust"}},
 		{pkg: "internal/atomicfile", allowed: nil},
 		{pkg: "internal/safetar", allowed: nil},
+		{pkg: "internal/semvertag", allowed: nil},
 		{pkg: "imagespec", allowed: nil},
 		{pkg: "client", allowed: []string{"api/types", "internal/privdir"}},
 		// The metrics implement the observers of registry, graph and

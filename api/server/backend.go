@@ -24,7 +24,7 @@ import (
 type ImageBackend interface {
 	// ImagesEach hands GET /images/json's entries over one at a time, in
 	// the list's order, so that the list of 50,000 images is never held
-	// whole (graph.Store.ImagesEach).
+	// whole (graph.Service.ImagesEach).
 	ImagesEach(ctx context.Context, opts types.ImageListOptions, emit func(image.Summary) error) error
 	ImageInspect(ctx context.Context, name string, opts types.InspectOptions) (*types.ImageInspect, error)
 	ImageHistory(ctx context.Context, name string, platform *ocispec.Platform) ([]image.HistoryResponseItem, error)
@@ -51,7 +51,7 @@ type ImageBackend interface {
 	// ImageAttestations hands the in-toto statements attached to an image
 	// (API 1.55) to emit one at a time, in order; with opts.Remote, as its
 	// registry has them now. A statement's body is valid only during the
-	// call (graph.Store.ImageAttestations).
+	// call (graph.Service.ImageAttestations).
 	ImageAttestations(ctx context.Context, name string, opts types.AttestationOptions, emit func(image.AttestationStatement) error) error
 }
 

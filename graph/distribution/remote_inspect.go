@@ -3,12 +3,13 @@ package distribution
 import (
 	"context"
 	"errors"
-	"fmt"
+	"time"
 
 	"github.com/containerd/errdefs"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/graph/store"
 	"github.com/wharfproject/wharf/registry"
 )
 
@@ -39,14 +40,32 @@ func (s *Service) RemoteManifest(ctx context.Context, name string, opts types.Re
 // there are).
 func noSuchImage(name string, err error) error {
 	if errdefs.IsNotFound(err) && !errors.Is(err, registry.ErrNoMatchingPlatform) {
-		return fmt.Errorf("No such image: %s%.0w", name, errdefs.ErrNotFound)
+		return store.NoSuchImage(name)
 	}
 	return err
 }
 
-// InspectRemote asks the registry; a missing repository or tag becomes the
-// same "No such image" a local inspect answers.
-func (s *Service) InspectRemote(ctx context.Context, name string, opts types.RemoteInspectOptions) (*registry.RemoteImage, error) {
+// RemoteInspect is a remote inspect's answer, in one trip: what the
+// registry said of the image and, read through the same repository with the
+// credentials its search bound, the verdict on it. graph builds the API's
+// shape from it.
+type RemoteInspect struct {
+	Image *registry.RemoteImage
+	// Trust is the verdict on the digest the name resolves to now, under a
+	// policy or with verify=1; nil otherwise. A rejected image still
+	// inspects: Trust says why.
+	Trust *types.Trust
+	// Referrers is the Referrers field, set when they were asked for.
+	Referrers *types.Referrers
+	// RateLimit is what the registry that answered last said of its rate
+	// limit; nil when it sent none.
+	RateLimit *types.RateLimit
+}
+
+// InspectRemote asks the registry, then judges the answer; a missing
+// repository or tag becomes the same "No such image" a local inspect
+// answers.
+func (s *Service) InspectRemote(ctx context.Context, name string, opts types.RemoteInspectOptions) (*RemoteInspect, error) {
 	svc, err := s.registryService()
 	if err != nil {
 		return nil, err
@@ -64,7 +83,43 @@ func (s *Service) InspectRemote(ctx context.Context, name string, opts types.Rem
 		return nil, noSuchImage(name, err)
 	}
 	if ri == nil {
-		return nil, fmt.Errorf("No such image: %s%.0w", name, errdefs.ErrNotFound)
+		return nil, store.NoSuchImage(name)
 	}
-	return ri, nil
+	out := &RemoteInspect{Image: ri}
+	if opts.Referrers != nil {
+		out.Referrers = remoteReferrers(ri.Referrers)
+	}
+	if rl := ri.RateLimit; rl != nil {
+		out.RateLimit = &types.RateLimit{Limit: rl.Limit, Remaining: rl.Remaining, Window: int64(rl.Window / time.Second), Host: rl.Host, Seen: rl.Seen}
+	}
+	if out.Trust, err = s.judgeRemoteImage(ctx, ri, opts.Verify); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// remoteReferrers is the Referrers field of a remote inspect: never nil
+// when asked for, so an image nothing refers to shows an empty list.
+func remoteReferrers(in []registry.Referrer) *types.Referrers {
+	out := make(types.Referrers, 0, len(in))
+	for _, r := range in {
+		d := r.Descriptor
+		ref := types.Referrer{
+			Subject:      r.Subject.String(),
+			Digest:       d.Digest.String(),
+			MediaType:    d.MediaType,
+			ArtifactType: d.ArtifactType,
+			Size:         d.Size,
+			Annotations:  d.Annotations,
+			Source:       r.Source,
+		}
+		if c := d.Annotations[ocispec.AnnotationCreated]; c != "" {
+			// Only a time: the annotation is the registry's text.
+			if t, err := time.Parse(time.RFC3339Nano, c); err == nil {
+				ref.Created = t.UTC().Format(time.RFC3339Nano)
+			}
+		}
+		out = append(out, ref)
+	}
+	return &out
 }

@@ -1,16 +1,9 @@
-// Package distribution moves images between the store and registries: pull
-// (under a store lease, verified, recorded whole), push (blob transfer,
-// cross-repository mounts, the manifest last), login, and the remote side of
-// inspect (GET /distribution/{name}/json, the raw manifest, the registry's
-// answer that graph turns into an ImageInspect).
-//
-// Files: service.go (this type), remote.go (names as typed, candidates,
-// resolution), pull.go, pull_layers.go (shared layer downloads),
-// bounded.go (the one bounded pool of blob transfers), plan.go (the
-// transfer plan push and copy run), push.go, copy.go, copy_referrers.go,
-// check_remote.go (the update check's registry side), progress.go
-// (dockerd's progress messages), login.go, distribution.go,
-// remote_inspect.go, tags.go.
+// Package distribution is the one room of graph that talks to registries:
+// it moves images between the store and registries (pull under a store
+// lease, verified and recorded whole; push and copy on one transfer plan;
+// login), answers remote inspect with its signature verdict in the same
+// trip, reads attestations (from the store, and from the image's registry
+// for what the store lacks), and lists a repository's tags.
 package distribution
 
 import (
@@ -22,6 +15,10 @@ import (
 	"github.com/wharfproject/wharf/graph/store"
 	"github.com/wharfproject/wharf/registry"
 )
+
+// Registry is the registry client this room drives. The rooms above hand
+// it down from the daemon's wiring (graph.Options) and never call it.
+type Registry = registry.Service
 
 // Options configure a Service.
 type Options struct {

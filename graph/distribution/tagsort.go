@@ -1,124 +1,23 @@
 package distribution
 
-import (
-	"regexp"
-	"slices"
-	"strconv"
-	"strings"
-)
+import "github.com/wharfproject/wharf/internal/semvertag"
 
 // SortTagsSemver sorts tags semver-aware, ascending, so that the last line
-// is the highest version (`wharf tags --sort semver NAME | tail -1`):
-//
-//   - tags that are not versions first, lexically (latest, edge, sha256-…);
-//   - then versions by semver 2.0 precedence, in the forms Docker tags take:
-//     an optional leading v, one to three numeric parts (3, 3.20 and 3.20.0
-//     rank alike: missing parts are 0), an optional -prerelease and
-//     +build. A suffix such as 1.25-alpine is a prerelease to semver, so it
-//     ranks before 1.25;
-//   - equal precedence (3 and 3.0.0, v1 and 1, builds): lexically.
-func SortTagsSemver(tags []string) {
-	keys := make(map[string]*semverKey, len(tags))
-	for _, t := range tags {
-		keys[t] = parseSemverTag(t)
-	}
-	slices.SortStableFunc(tags, func(a, b string) int {
-		ka, kb := keys[a], keys[b]
-		switch {
-		case ka == nil && kb == nil:
-			return strings.Compare(a, b)
-		case ka == nil:
-			return -1
-		case kb == nil:
-			return 1
-		}
-		if c := ka.compare(kb); c != 0 {
-			return c
-		}
-		return strings.Compare(a, b)
-	})
-}
+// is the highest version (`wharf tags --sort semver NAME | tail -1`): see
+// semvertag.Sort.
+func SortTagsSemver(tags []string) { semvertag.Sort(tags) }
 
-// semverTag is the version forms SortTagsSemver knows. Numeric parts are
-// at most 18 digits, so they fit an int64.
-var semverTag = regexp.MustCompile(`^v?(0|[1-9][0-9]{0,17})(?:\.(0|[1-9][0-9]{0,17}))?(?:\.(0|[1-9][0-9]{0,17}))?(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$`)
-
+// semverKey is what the sync filter reads of a tag's version.
 type semverKey struct {
-	nums [3]int64
-	pre  []string // nil: a release
-
-	// The tag's shape, which the sort ignores and the newer-version check
-	// (newer.go) keeps: a leading v, how many numeric parts were written
-	// (1 to 3), and the text after the first hyphen (prerelease, variant
-	// or both: "rc1", "alpine", "rc1-alpine"; "" for none).
-	v      bool
-	parts  int
+	nums   [3]int64
 	suffix string
 }
 
-// parseSemverTag returns nil when t is not a version.
+// parseSemverTag returns nil when t is not a version (semvertag.Parse).
 func parseSemverTag(t string) *semverKey {
-	m := semverTag.FindStringSubmatch(t)
-	if m == nil {
+	v := semvertag.Parse(t)
+	if v == nil {
 		return nil
 	}
-	k := &semverKey{v: t[0] == 'v', suffix: m[4]}
-	for i := range 3 {
-		if m[1+i] != "" {
-			k.nums[i], _ = strconv.ParseInt(m[1+i], 10, 64)
-			k.parts = i + 1
-		}
-	}
-	if m[4] != "" {
-		k.pre = strings.Split(m[4], ".")
-	}
-	return k
-}
-
-// compare is semver 2.0 precedence (§11).
-func (k *semverKey) compare(o *semverKey) int {
-	for i := range 3 {
-		if k.nums[i] != o.nums[i] {
-			if k.nums[i] < o.nums[i] {
-				return -1
-			}
-			return 1
-		}
-	}
-	switch {
-	case k.pre == nil && o.pre == nil:
-		return 0
-	case k.pre == nil:
-		return 1 // a release ranks above its prereleases
-	case o.pre == nil:
-		return -1
-	}
-	for i := 0; i < len(k.pre) && i < len(o.pre); i++ {
-		if c := comparePrerelease(k.pre[i], o.pre[i]); c != 0 {
-			return c
-		}
-	}
-	return len(k.pre) - len(o.pre)
-}
-
-// comparePrerelease compares two prerelease identifiers: numeric ones
-// numerically and below alphanumeric ones, which compare in ASCII order.
-func comparePrerelease(a, b string) int {
-	na, ea := strconv.ParseUint(a, 10, 64)
-	nb, eb := strconv.ParseUint(b, 10, 64)
-	switch {
-	case ea == nil && eb == nil:
-		if na == nb {
-			return 0
-		}
-		if na < nb {
-			return -1
-		}
-		return 1
-	case ea == nil:
-		return -1
-	case eb == nil:
-		return 1
-	}
-	return strings.Compare(a, b)
+	return &semverKey{nums: v.Nums, suffix: v.Suffix}
 }

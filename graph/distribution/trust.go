@@ -305,7 +305,7 @@ func errRejected(op string, t *types.Trust) error {
 	return fmt.Errorf("%s refused by the signature policy: %s%.0w", op, t.Reason, errdefs.ErrPermissionDenied)
 }
 
-// JudgeRemote is the verdict on a remote inspect's answer: under a policy,
+// judgeRemoteImage is the verdict on a remote inspect's answer: under a policy,
 // or with verify. A rejected image still inspects; the answer says why.
 //
 // The signatures are read through the repository the answer was read
@@ -313,7 +313,7 @@ func errRejected(op string, t *types.Trust) error {
 // a short name found at a later candidate is asked anonymously for its
 // signatures as it was for the image. It takes no credentials, so none
 // can be bound again to whichever registry answered.
-func (s *Service) JudgeRemote(ctx context.Context, ri *registry.RemoteImage, verify bool) (*types.Trust, error) {
+func (s *Service) judgeRemoteImage(ctx context.Context, ri *registry.RemoteImage, verify bool) (*types.Trust, error) {
 	if ri.V1 || (s.policy() == nil && !verify) {
 		return nil, nil
 	}

@@ -1,4 +1,4 @@
-package graph
+package distribution
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/graph/store"
 	"github.com/wharfproject/wharf/imagespec"
 	"github.com/wharfproject/wharf/registry"
 )
@@ -299,7 +300,7 @@ func (c *countingSource) read(ctx context.Context, d ocispec.Descriptor, max int
 // first fails, which may be anyone's).
 func TestOriginCredentialsBindOnce(t *testing.T) {
 	d := digest.FromString("top")
-	rec := &ImageRecord{RepoDigests: []string{"a.example/app@" + d.String(), "later.example/app@" + d.String(), "other.example/x@" + digest.FromString("x").String()}}
+	rec := &store.ImageRecord{RepoDigests: []string{"a.example/app@" + d.String(), "later.example/app@" + d.String(), "other.example/x@" + digest.FromString("x").String()}}
 	rec.Target.Digest = d
 	sdk := registry.Credentials{Auth: &registrytypes.AuthConfig{Username: "u", Password: "p"}}
 	for _, tc := range []struct {

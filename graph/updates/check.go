@@ -1,4 +1,4 @@
-package graph
+package updates
 
 import (
 	"context"
@@ -59,21 +59,20 @@ type checkTarget struct {
 // timed out, 429 or 5xx after retries) is asked nothing more: its other
 // tags answer "not asked" at once. So a registry that answers and then
 // hangs holds its own share for one timeout, and a healthy registry's
-// answers never wait behind it (issue 20, red team finding 4: with 8
-// shared workers and only a first tag's failure counted, 20 tags on such
-// a host delayed a healthy registry's answers from under 1 s to 19 s with
-// --registry-timeout 6s).
-func (s *Store) CheckRemote(ctx context.Context, opts types.RemoteCheckOptions, emit func(types.RemoteCheckResult) error) error {
+// answers never wait behind it (with 8 shared workers and only a first
+// tag's failure counted, 20 tags on such a host would delay a healthy
+// registry's answers from under 1 s to 19 s with --registry-timeout 6s).
+func (s *Checker) CheckRemote(ctx context.Context, opts types.RemoteCheckOptions, emit func(types.RemoteCheckResult) error) error {
 	return s.CheckRemoteSkipping(ctx, opts, nil, emit)
 }
 
 // CheckRemoteSkipping is CheckRemote without the tags whose registry (the
 // reference's domain: "docker.io", "127.0.0.1:5000") skip names: nothing
 // is asked of those registries and no result is emitted for their tags.
-// The daemon's watch (daemon/watch.go) skips a registry backed off by a
-// 429 or 503 rather than queueing a round of requests behind its gate.
-// skip nil skips nothing.
-func (s *Store) CheckRemoteSkipping(ctx context.Context, opts types.RemoteCheckOptions, skip func(registry string) bool, emit func(types.RemoteCheckResult) error) error {
+// The watch (Watcher) skips a registry backed off by a 429 or 503 rather
+// than queueing a round of requests behind its gate. skip nil skips
+// nothing.
+func (s *Checker) CheckRemoteSkipping(ctx context.Context, opts types.RemoteCheckOptions, skip func(registry string) bool, emit func(types.RemoteCheckResult) error) error {
 	targets, err := s.checkTargets(opts.Names)
 	if err != nil {
 		return err
@@ -112,7 +111,7 @@ func (s *Store) CheckRemoteSkipping(ctx context.Context, opts types.RemoteCheckO
 		sizes[i] = len(byRegistry[h])
 	}
 	shares := workerShares(sizes, checkConcurrency)
-	run := &checkRun{opts: opts, listings: distribution.NewTagListings()}
+	run := &checkRun{opts: opts}
 	var registries sync.WaitGroup
 	for i, h := range order {
 		ts := byRegistry[h]
@@ -131,18 +130,18 @@ type checkRun struct {
 	opts types.RemoteCheckOptions
 	// listings are the tag listings read in this run (opts.Newer), one
 	// per repository.
-	listings *distribution.TagListings
+	listings oncePerKey[string, repoListing]
 	// bases are the base answers of this run (opts.Base), one per base
 	// name, recorded digest and platform: images built on one base cost
 	// one HEAD between them.
-	bases distribution.OncePerKey[baseKey, distribution.BaseAnswer]
+	bases oncePerKey[baseKey, distribution.BaseAnswer]
 }
 
 // checkRegistry checks the tags of one registry with workers in flight at
 // most: the first (one that was pulled) alone, then the rest. Once any
 // answer says the registry is unavailable, the tags not yet asked are not
 // asked (their result is that error); those already in flight finish.
-func (s *Store) checkRegistry(ctx context.Context, ts []checkTarget, workers int, run *checkRun, send func(types.RemoteCheckResult)) {
+func (s *Checker) checkRegistry(ctx context.Context, ts []checkTarget, workers int, run *checkRun, send func(types.RemoteCheckResult)) {
 	var (
 		mu   sync.Mutex
 		down error
@@ -173,7 +172,7 @@ func (s *Store) checkRegistry(ctx context.Context, ts []checkTarget, workers int
 		d := down
 		mu.Unlock()
 		if d == nil {
-			_, _ = s.dist.RepoTagListing(ctx, t.ref, run.opts, run.listings)
+			_, _ = s.listing(ctx, t.ref, run)
 		}
 	}
 	listed := map[string]bool{}
@@ -204,11 +203,11 @@ func (s *Store) checkRegistry(ctx context.Context, ts []checkTarget, workers int
 	// ms that way, 1.42× a plain client sending the same 110 requests 8 at
 	// a time; 468–488 ms this way, 1.15–1.18×. Nothing is asked that
 	// the tags would not ask: only repositories with a version tag that
-	// was pulled, each once per run (TagListings).
+	// was pulled, each once per run (Checker.listing).
 feed:
 	for _, t := range ts {
 		var js []checkJob
-		if run.opts.Newer && !listed[t.ref.Name()] && len(t.pulled) > 0 && distribution.IsVersionTag(t.ref.Tag()) {
+		if run.opts.Newer && !listed[t.ref.Name()] && len(t.pulled) > 0 && isVersionTag(t.ref.Tag()) {
 			listed[t.ref.Name()] = true
 			js = append(js, checkJob{t: t, listing: true})
 		}
@@ -262,7 +261,7 @@ func workerShares(tags []int, budget int) []int {
 // checkTargets lists the local tags to check, sorted; with names, those
 // the names match (the reference filter of `images`), every name matching
 // at least one.
-func (s *Store) checkTargets(names []string) ([]checkTarget, error) {
+func (s *Checker) checkTargets(names []string) ([]checkTarget, error) {
 	for _, p := range names {
 		if _, err := filepath.Match(p, ""); err != nil {
 			return nil, fmt.Errorf("invalid name %q: %v%.0w", p, err, errdefs.ErrInvalidArgument)
@@ -270,7 +269,7 @@ func (s *Store) checkTargets(names []string) ([]checkTarget, error) {
 	}
 	matched := make([]bool, len(names))
 	var out []checkTarget
-	for _, rec := range s.st.Snapshot() {
+	for _, rec := range s.images.Snapshot() {
 		for _, t := range rec.RepoTags {
 			ref, err := reference.ParseNormalizedNamed(t)
 			if err != nil {
@@ -299,7 +298,7 @@ func (s *Store) checkTargets(names []string) ([]checkTarget, error) {
 	}
 	for i, ok := range matched {
 		if !ok {
-			return nil, fmt.Errorf("No such image: %s%.0w", names[i], errdefs.ErrNotFound)
+			return nil, store.NoSuchImage(names[i])
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ref.String() < out[j].ref.String() })
@@ -310,7 +309,7 @@ func (s *Store) checkTargets(names []string) ([]checkTarget, error) {
 // registry's error is returned too. With down set (the registry could not
 // be reached for another tag of this check) a pulled image is not asked
 // about: its result is that error.
-func (s *Store) checkOne(ctx context.Context, t checkTarget, opts types.RemoteCheckOptions, down error) (types.RemoteCheckResult, error) {
+func (s *Checker) checkOne(ctx context.Context, t checkTarget, opts types.RemoteCheckOptions, down error) (types.RemoteCheckResult, error) {
 	res := types.RemoteCheckResult{
 		Repository: reference.FamiliarName(t.ref),
 		Tag:        t.ref.Tag(),
@@ -383,9 +382,9 @@ func pulledDigests(rec *store.ImageRecord, ref reference.Named) []digest.Digest 
 
 // pulledPlatform is the platform rec was pulled for: its entry in the
 // stored index, else its config's platform; nil when neither says.
-func (s *Store) pulledPlatform(rec *store.ImageRecord) *ocispec.Platform {
+func (s *Checker) pulledPlatform(rec *store.ImageRecord) *ocispec.Platform {
 	if imagespec.IsIndex(rec.Target.MediaType) {
-		if idx, err := s.st.ReadIndex(rec.Target.Digest); err == nil {
+		if idx, err := s.images.ReadIndex(rec.Target.Digest); err == nil {
 			for _, d := range idx.Manifests {
 				if d.Digest == rec.Manifest.Digest && d.Platform != nil {
 					p := *d.Platform
@@ -394,7 +393,7 @@ func (s *Store) pulledPlatform(rec *store.ImageRecord) *ocispec.Platform {
 			}
 		}
 	}
-	if m, err := s.st.Meta(rec); err == nil && m.Config.Platform.OS != "" {
+	if m, err := s.images.Meta(rec); err == nil && m.Config.Platform.OS != "" {
 		p := m.Config.Platform
 		return &p
 	}

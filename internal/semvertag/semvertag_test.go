@@ -1,4 +1,4 @@
-package distribution
+package semvertag
 
 import (
 	"reflect"
@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-func TestSortTagsSemver(t *testing.T) {
+func TestSort(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		in   string // space-separated
@@ -30,7 +30,7 @@ func TestSortTagsSemver(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tags := strings.Fields(tc.in)
-			SortTagsSemver(tags)
+			Sort(tags)
 			if want := strings.Fields(tc.want); !reflect.DeepEqual(tags, want) && !(len(tags) == 0 && len(want) == 0) {
 				t.Errorf("got %v, want %v", tags, want)
 			}
@@ -38,14 +38,14 @@ func TestSortTagsSemver(t *testing.T) {
 	}
 }
 
-func FuzzSortTagsSemver(f *testing.F) {
+func FuzzSort(f *testing.F) {
 	f.Add("1.0.0 v2 latest 1.0.0-rc.1", "3.20-alpine")
 	f.Fuzz(func(t *testing.T, a, b string) {
 		tags := append(strings.Fields(a), strings.Fields(b)...)
-		SortTagsSemver(tags)
+		Sort(tags)
 		// Sorting is stable under a second sort and keeps every tag.
 		again := append([]string(nil), tags...)
-		SortTagsSemver(again)
+		Sort(again)
 		if !reflect.DeepEqual(tags, again) {
 			t.Errorf("not idempotent: %v then %v", tags, again)
 		}

@@ -1,4 +1,4 @@
-package daemon
+package updates
 
 import (
 	"bytes"
@@ -46,7 +46,7 @@ func TestWatchStateRoundTrip(t *testing.T) {
 			want:  map[string]tagState{"127.0.0.1:5000/b:2": {registry: "127.0.0.1:5000", outdated: true, remoteDigest: dgA}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), watchStateFile)
+			path := filepath.Join(t.TempDir(), StateFile)
 			saved := time.Date(2026, 12, 4, 1, 2, 3, 0, time.UTC)
 			if err := saveWatchState(path, tc.state, saved, "linux/amd64"); err != nil {
 				t.Fatal(err)
@@ -161,7 +161,7 @@ func TestWatchStateIgnored(t *testing.T) {
 		}, want: fs.ErrPermission},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), watchStateFile)
+			path := filepath.Join(t.TempDir(), StateFile)
 			if tc.make != nil {
 				tc.make(t, path)
 			} else if err := os.WriteFile(path, tc.data, 0o600); err != nil {
@@ -173,9 +173,9 @@ func TestWatchStateIgnored(t *testing.T) {
 			logger, hook := logtest.NewNullLogger()
 			st := &scriptedStore{script: [][]types.RemoteCheckResult{{res("latest", "outdated", dgA)}}}
 			ev := NewEvents()
-			w := newWatcher(st, ev, nil, time.Hour, logrus.NewEntry(logger))
-			w.keepStateIn(path, "linux/amd64")
-			w.loadState()
+			w := NewWatcher(st, ev, nil, time.Hour, logrus.NewEntry(logger))
+			w.KeepStateIn(path, "linux/amd64")
+			w.LoadState()
 			var warned bool
 			for _, e := range hook.AllEntries() {
 				warned = warned || e.Level == logrus.WarnLevel && strings.Contains(e.Message, "ignoring the watch's saved state")
@@ -183,10 +183,10 @@ func TestWatchStateIgnored(t *testing.T) {
 			if !warned {
 				t.Fatalf("no warning; log: %v", hook.AllEntries())
 			}
-			if s := w.sample(); len(s.Registries) != 0 {
+			if s := w.Sample(); len(s.Registries) != 0 {
 				t.Fatalf("state loaded from a file that was ignored: %+v", s)
 			}
-			w.round(context.Background(), time.Hour)
+			w.Round(context.Background(), time.Hour)
 			if got := actions(ev); !slices.Equal(got, []string{"outdated 127.0.0.1:5000/app:latest"}) {
 				t.Fatalf("events %q: the watch did not start from nothing", got)
 			}
@@ -232,7 +232,7 @@ func (c *countingZeros) Read(p []byte) (int, error) {
 // moved meanwhile; a round that changes nothing does not write the file;
 // a tag gone from the store leaves the file.
 func TestWatchStateAcrossRestart(t *testing.T) {
-	path := filepath.Join(t.TempDir(), watchStateFile)
+	path := filepath.Join(t.TempDir(), StateFile)
 	v := func(r types.RemoteCheckResult, minor string) types.RemoteCheckResult {
 		r.VersionTag, r.NewerMinor = yes(), minor
 		return r
@@ -242,15 +242,15 @@ func TestWatchStateAcrossRestart(t *testing.T) {
 		return r
 	}
 	before := []types.RemoteCheckResult{res("latest", "outdated", dgA), v(res("1.0", "current", "sha256:aa"), "1.1"), base(res("b", "current", "sha256:aa"), dgB), res("ok", "current", "sha256:aa")}
-	start := func(script ...[]types.RemoteCheckResult) (*watcher, *Events) {
+	start := func(script ...[]types.RemoteCheckResult) (*Watcher, *recordedEvents) {
 		ev := NewEvents()
-		w := newWatcher(&scriptedStore{script: script}, ev, nil, time.Hour, quietLog())
-		w.keepStateIn(path, "linux/amd64")
-		w.loadState()
+		w := NewWatcher(&scriptedStore{script: script}, ev, nil, time.Hour, quietLog())
+		w.KeepStateIn(path, "linux/amd64")
+		w.LoadState()
 		return w, ev
 	}
 	w, ev := start(before)
-	w.round(context.Background(), time.Hour)
+	w.Round(context.Background(), time.Hour)
 	if got := actions(ev); len(got) != 3 {
 		t.Fatalf("first run: events %q", got)
 	}
@@ -259,11 +259,11 @@ func TestWatchStateAcrossRestart(t *testing.T) {
 	moved := slices.Clone(before)
 	moved[0] = res("latest", "outdated", dgB)
 	w, ev = start(before, before, moved, moved[1:])
-	s := w.sample()
+	s := w.Sample()
 	if len(s.Registries) != 1 || s.Registries[0].Outdated != 1 || s.Registries[0].Newer != 1 || s.BaseOutdated != 1 {
 		t.Fatalf("gauges before the first round after the restart: %+v", s)
 	}
-	w.round(context.Background(), time.Hour)
+	w.Round(context.Background(), time.Hour)
 	if got := actions(ev); len(got) != 0 {
 		t.Fatalf("after a restart that changed nothing: events %q", got)
 	}
@@ -272,12 +272,12 @@ func TestWatchStateAcrossRestart(t *testing.T) {
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	w.round(context.Background(), time.Hour)
+	w.Round(context.Background(), time.Hour)
 	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("the file was written by a round that changed nothing: %v", err)
 	}
 	// The tag moves: one event, and the file is written.
-	w.round(context.Background(), time.Hour)
+	w.Round(context.Background(), time.Hour)
 	if got := actions(ev); !slices.Equal(got, []string{"outdated 127.0.0.1:5000/app:latest"}) {
 		t.Fatalf("after the tag moved: events %q", got)
 	}
@@ -286,7 +286,7 @@ func TestWatchStateAcrossRestart(t *testing.T) {
 		t.Fatalf("saved %+v (%v)", saved, err)
 	}
 	// The tag is removed from the store: it leaves the file.
-	w.round(context.Background(), time.Hour)
+	w.Round(context.Background(), time.Hour)
 	saved, _, err = loadWatchState(path)
 	if _, ok := saved["127.0.0.1:5000/app:latest"]; err != nil || ok || len(saved) != 2 {
 		t.Fatalf("after the tag was removed: saved %+v (%v)", saved, err)
@@ -295,8 +295,8 @@ func TestWatchStateAcrossRestart(t *testing.T) {
 	// A newer version appeared while stopped: one event after the start,
 	// none for the base still outdated.
 	w, ev = start([]types.RemoteCheckResult{v(res("1.0", "current", "sha256:aa"), "1.2"), base(res("b", "current", "sha256:aa"), dgB)})
-	w.round(context.Background(), time.Hour)
-	w.round(context.Background(), time.Hour)
+	w.Round(context.Background(), time.Hour)
+	w.Round(context.Background(), time.Hour)
 	if got := actions(ev); !slices.Equal(got, []string{"newer-version 127.0.0.1:5000/app:1.0"}) {
 		t.Fatalf("a newer version while stopped: events %q", got)
 	}
@@ -305,14 +305,14 @@ func TestWatchStateAcrossRestart(t *testing.T) {
 // TestWatchStateLoadedAtFirstRound: with the watch off at start (no
 // load), a SIGHUP that turns it on loads the file at the first round.
 func TestWatchStateLoadedAtFirstRound(t *testing.T) {
-	path := filepath.Join(t.TempDir(), watchStateFile)
+	path := filepath.Join(t.TempDir(), StateFile)
 	if err := os.WriteFile(path, validWatchState(t), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ev := NewEvents()
-	w := newWatcher(&scriptedStore{script: [][]types.RemoteCheckResult{{res("latest", "outdated", dgA)}}}, ev, nil, 0, quietLog())
-	w.keepStateIn(path, "linux/arm64")
-	w.round(context.Background(), time.Hour)
+	w := NewWatcher(&scriptedStore{script: [][]types.RemoteCheckResult{{res("latest", "outdated", dgA)}}}, ev, nil, 0, quietLog())
+	w.KeepStateIn(path, "linux/arm64")
+	w.Round(context.Background(), time.Hour)
 	if got := actions(ev); len(got) != 0 {
 		t.Fatalf("events %q: the file was not read before the first round", got)
 	}

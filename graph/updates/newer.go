@@ -1,13 +1,15 @@
-package distribution
+package updates
 
 import (
+	"github.com/wharfproject/wharf/internal/semvertag"
+
 	"regexp"
 	"strings"
 )
 
-// Newer versions (issue 24, part 1): which tags of a repository are higher
+// Newer versions: which tags of a repository are higher
 // versions of the same shape as a local tag, by level. The tags are read
-// with the parser the semver sort uses (parseSemverTag), so `wharf tags
+// with the parser the semver sort uses (semvertag.Parse), so `wharf tags
 // --sort semver` and `images --check-remote --newer` agree on what a
 // version is and how versions rank.
 //
@@ -39,8 +41,8 @@ import (
 // of the same numbers). A level the precision cannot express is empty
 // (1.25 has no patch level; 1 only a major one).
 
-// NewerTags are the newer versions of one tag, per level ("" when none).
-type NewerTags struct {
+// newerTags are the newer versions of one tag, per level ("" when none).
+type newerTags struct {
 	Patch, Minor, Major string
 }
 
@@ -53,7 +55,7 @@ var (
 
 // versionShape is a tag read as a version for the newer-version check.
 type versionShape struct {
-	key     *semverKey
+	key     *semvertag.Version
 	pre     string // the pre-release part ("" for a release)
 	variant string // the rest of the suffix
 }
@@ -64,13 +66,13 @@ func parseVersionShape(t string) (versionShape, bool) {
 	if dateTag.MatchString(t) {
 		return versionShape{}, false
 	}
-	k := parseSemverTag(t)
+	k := semvertag.Parse(t)
 	if k == nil || strings.Contains(t, "+") {
 		return versionShape{}, false
 	}
-	vs := versionShape{key: k, variant: k.suffix}
-	if k.suffix != "" {
-		first, rest, _ := strings.Cut(k.suffix, "-")
+	vs := versionShape{key: k, variant: k.Suffix}
+	if k.Suffix != "" {
+		first, rest, _ := strings.Cut(k.Suffix, "-")
 		if prereleasePart.MatchString(first) {
 			vs.pre, vs.variant = first, rest
 		}
@@ -81,35 +83,35 @@ func parseVersionShape(t string) (versionShape, bool) {
 // sameShape: o is a version of vs's shape (precision, v, variant), and a
 // pre-release only when vs is one.
 func (vs versionShape) sameShape(o versionShape) bool {
-	return o.key.parts == vs.key.parts && o.key.v == vs.key.v && o.variant == vs.variant &&
+	return o.key.Parts == vs.key.Parts && o.key.V == vs.key.V && o.variant == vs.variant &&
 		(o.pre == "" || vs.pre != "")
 }
 
-// IsVersionTag says whether the newer-version check reads tag as a version.
-func IsVersionTag(tag string) bool {
+// isVersionTag says whether the newer-version check reads tag as a version.
+func isVersionTag(tag string) bool {
 	_, ok := parseVersionShape(tag)
 	return ok
 }
 
-// NewerVersions are the tags among tags that are higher versions of
+// newerVersions are the tags among tags that are higher versions of
 // local's shape, the highest per level. ok is false when local is not a
 // version (it is then compared by digest only).
-func NewerVersions(local string, tags []string) (n NewerTags, ok bool) {
-	return ParseVersionTags(tags).Newer(local)
+func newerVersions(local string, tags []string) (n newerTags, ok bool) {
+	return parseTagVersions(tags).newer(local)
 }
 
-// VersionTags is a listing's tags read as versions once, for the newer
+// tagVersions is a listing's tags read as versions once, for the newer
 // versions of many local tags of one repository.
-type VersionTags []versionTag
+type tagVersions []versionTag
 
 type versionTag struct {
 	name  string
 	shape versionShape
 }
 
-// ParseVersionTags reads tags as versions; tags that are not are left out.
-func ParseVersionTags(tags []string) VersionTags {
-	out := make(VersionTags, 0, len(tags))
+// parseTagVersions reads tags as versions; tags that are not are left out.
+func parseTagVersions(tags []string) tagVersions {
+	out := make(tagVersions, 0, len(tags))
 	for _, t := range tags {
 		if vs, ok := parseVersionShape(t); ok {
 			out = append(out, versionTag{name: t, shape: vs})
@@ -118,31 +120,31 @@ func ParseVersionTags(tags []string) VersionTags {
 	return out
 }
 
-// Newer is NewerVersions against these tags.
-func (vt VersionTags) Newer(local string) (n NewerTags, ok bool) {
+// newer is newerVersions against these tags.
+func (vt tagVersions) newer(local string) (n newerTags, ok bool) {
 	lv, ok := parseVersionShape(local)
 	if !ok {
-		return NewerTags{}, false
+		return newerTags{}, false
 	}
-	var best [3]*semverKey // patch, minor, major
+	var best [3]*semvertag.Version // patch, minor, major
 	var names [3]string
 	for _, c := range vt {
 		cv, t := c.shape, c.name
-		if !lv.sameShape(cv) || cv.key.compare(lv.key) <= 0 {
+		if !lv.sameShape(cv) || cv.key.Compare(lv.key) <= 0 {
 			continue
 		}
 		lvl := 0
 		switch {
-		case cv.key.nums[0] != lv.key.nums[0]:
+		case cv.key.Nums[0] != lv.key.Nums[0]:
 			lvl = 2
-		case cv.key.nums[1] != lv.key.nums[1]:
+		case cv.key.Nums[1] != lv.key.Nums[1]:
 			lvl = 1
 		}
 		// Candidates of equal precedence (1.2.3-RC1 and 1.2.3-rc1): the
 		// lexically first, so the answer is stable.
-		if b := best[lvl]; b == nil || cv.key.compare(b) > 0 || (cv.key.compare(b) == 0 && t < names[lvl]) {
+		if b := best[lvl]; b == nil || cv.key.Compare(b) > 0 || (cv.key.Compare(b) == 0 && t < names[lvl]) {
 			best[lvl], names[lvl] = cv.key, t
 		}
 	}
-	return NewerTags{Patch: names[0], Minor: names[1], Major: names[2]}, true
+	return newerTags{Patch: names[0], Minor: names[1], Major: names[2]}, true
 }

@@ -1,4 +1,4 @@
-package daemon
+package updates
 
 import (
 	"bytes"
@@ -49,12 +49,13 @@ import (
 // tag still outdated for the same digest says nothing, and one that moved
 // meanwhile says it once. A state saved on another platform (a data-root
 // moved to another machine) is kept too: each tag is checked for the
-// platform its image was pulled for (graph pulledPlatform: its entry in
+// platform its image was pulled for (pulledPlatform: its entry in
 // the stored index, else its config), which is stored with the image and
 // moved with the data-root — the daemon's platform counts only for an
 // image that names none, and then a change is a change to report. The
-// file records the daemon's platform only so that the log says so. An upgrade from a wharf
-// without the file starts from nothing: its first round reports once more.
+// file records the daemon's platform only so that the log says so. An
+// upgrade from a wharf without the file starts from nothing: its first
+// round reports once more.
 //
 // The file is outside input (anyone who can write the data-root can edit
 // it): it is read up to watchStateMax, must be version 1, valid JSON with
@@ -63,8 +64,11 @@ import (
 // — unreadable, corrupt, an unknown version, too big, not a regular file —
 // is a warning in the log and is ignored: the watch starts from nothing,
 // as it did before the file existed, and never fails the start.
+// StateFile is the name of the file the watch keeps its state in, under
+// the data-root.
+const StateFile = "watch-state.json"
+
 const (
-	watchStateFile    = "watch-state.json"
 	watchStateVersion = 1
 	// watchStateMax caps the file read at start: 16 MiB. Only tags with
 	// an alarm are listed; a typical entry is 165 bytes (a 40-byte name,

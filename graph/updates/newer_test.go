@@ -1,4 +1,4 @@
-package distribution
+package updates
 
 import (
 	"fmt"
@@ -36,11 +36,11 @@ func TestNewerVersionsShape(t *testing.T) {
 		{local: "2024-01-01", notVersion: true},
 		{local: "sha-abc", notVersion: true},
 	} {
-		got, ok := NewerVersions(tc.local, repo)
+		got, ok := newerVersions(tc.local, repo)
 		if ok == tc.notVersion {
 			t.Errorf("%s: version %v, want %v", tc.local, ok, !tc.notVersion)
 		}
-		want := NewerTags{Patch: tc.patch, Minor: tc.minor, Major: tc.major}
+		want := newerTags{Patch: tc.patch, Minor: tc.minor, Major: tc.major}
 		if got != want {
 			t.Errorf("%s: got %+v, want %+v", tc.local, got, want)
 		}
@@ -48,8 +48,8 @@ func TestNewerVersionsShape(t *testing.T) {
 }
 
 func TestNewerVersionsPrecisionAndPrefixNeverMix(t *testing.T) {
-	got, _ := NewerVersions("1.2", []string{"v1.3", "1.3.0", "1.3-rc1", "1.3"})
-	if got != (NewerTags{Minor: "1.3"}) {
+	got, _ := newerVersions("1.2", []string{"v1.3", "1.3.0", "1.3-rc1", "1.3"})
+	if got != (newerTags{Minor: "1.3"}) {
 		t.Errorf("got %+v", got)
 	}
 }
@@ -61,7 +61,7 @@ func FuzzNewerVersions(f *testing.F) {
 	f.Add("v1.2.3", "v1.2.4 v2.0.0 1.3.0 20240101")
 	f.Fuzz(func(t *testing.T, local, listing string) {
 		tags := strings.Fields(listing)
-		got, ok := NewerVersions(local, tags)
+		got, ok := newerVersions(local, tags)
 		lv, lok := parseVersionShape(local)
 		if ok != lok {
 			t.Fatalf("ok %v, parse %v", ok, lok)
@@ -76,12 +76,12 @@ func FuzzNewerVersions(f *testing.F) {
 				t.Fatalf("%q offered %q (level %d), not a version", local, n, lvl)
 			case !lv.sameShape(cv):
 				t.Fatalf("%q offered %q of another shape", local, n)
-			case cv.key.compare(lv.key) <= 0:
+			case cv.key.Compare(lv.key) <= 0:
 				t.Fatalf("%q offered %q, not higher", local, n)
-			case lvl == 2 && cv.key.nums[0] == lv.key.nums[0],
-				lvl < 2 && cv.key.nums[0] != lv.key.nums[0],
-				lvl == 1 && cv.key.nums[1] == lv.key.nums[1],
-				lvl == 0 && cv.key.nums[1] != lv.key.nums[1]:
+			case lvl == 2 && cv.key.Nums[0] == lv.key.Nums[0],
+				lvl < 2 && cv.key.Nums[0] != lv.key.Nums[0],
+				lvl == 1 && cv.key.Nums[1] == lv.key.Nums[1],
+				lvl == 0 && cv.key.Nums[1] != lv.key.Nums[1]:
 				t.Fatalf("%q offered %q at level %d", local, n, lvl)
 			}
 			found := false
@@ -104,9 +104,9 @@ func BenchmarkNewerVersionsListing(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		vt := ParseVersionTags(tags)
+		vt := parseTagVersions(tags)
 		for i := range 10 {
-			vt.Newer(fmt.Sprintf("%d.0.0", i))
+			vt.newer(fmt.Sprintf("%d.0.0", i))
 		}
 	}
 }

@@ -1,12 +1,12 @@
-package distribution
+package updates
 
 import "sync"
 
-// OncePerKey runs a function once per key and hands every caller of that
+// oncePerKey runs a function once per key and hands every caller of that
 // key its answer: what one update-check run shares between the tags it
 // checks side by side (a repository's tag listing, a base's answer). The
 // zero value is ready to use.
-type OncePerKey[K comparable, V any] struct {
+type oncePerKey[K comparable, V any] struct {
 	mu sync.Mutex
 	m  map[K]*onceCall[V]
 }
@@ -19,7 +19,7 @@ type onceCall[V any] struct {
 
 // Do returns fn's answer for k, running fn only for the first caller of k;
 // the others wait for it.
-func (o *OncePerKey[K, V]) Do(k K, fn func() (V, error)) (V, error) {
+func (o *oncePerKey[K, V]) Do(k K, fn func() (V, error)) (V, error) {
 	o.mu.Lock()
 	if o.m == nil {
 		o.m = map[K]*onceCall[V]{}

@@ -1,4 +1,4 @@
-package graph
+package distribution
 
 import (
 	"bytes"
@@ -72,7 +72,7 @@ type blobSource interface {
 // opts.Statement each carries its body, read, verified and held only for
 // the call (emit must not keep it), so an answer near its 64 MiB bound
 // holds one statement at a time, not all of them and their JSON.
-func (s *Store) ImageAttestations(ctx context.Context, name string, opts types.AttestationOptions, emit func(image.AttestationStatement) error) error {
+func (s *Service) ImageAttestations(ctx context.Context, name string, opts types.AttestationOptions, emit func(image.AttestationStatement) error) error {
 	if opts.Remote {
 		return s.remoteAttestations(ctx, name, opts, emit)
 	}
@@ -84,8 +84,8 @@ func (s *Store) ImageAttestations(ctx context.Context, name string, opts types.A
 // statements are read from the store when it holds them, and otherwise
 // from the repository the image was pulled from, by digest — wharfd's
 // pull keeps only the platform manifest it pulled (docs/compatibility.md).
-func (s *Store) localAttestations(ctx context.Context, name string, opts types.AttestationOptions, emit func(image.AttestationStatement) error) error {
-	rec, err := s.Lookup(name)
+func (s *Service) localAttestations(ctx context.Context, name string, opts types.AttestationOptions, emit func(image.AttestationStatement) error) error {
+	rec, err := s.st.Lookup(name)
 	if err != nil {
 		return err
 	}
@@ -111,21 +111,18 @@ func (s *Store) localAttestations(ctx context.Context, name string, opts types.A
 // remoteAttestations reads them from the registry: the top level the name
 // resolves to now, the attestation manifest and (statement=1) the
 // statements, nothing stored.
-func (s *Store) remoteAttestations(ctx context.Context, name string, opts types.AttestationOptions, emit func(image.AttestationStatement) error) error {
-	if s.opts.Registry == nil {
+func (s *Service) remoteAttestations(ctx context.Context, name string, opts types.AttestationOptions, emit func(image.AttestationStatement) error) error {
+	if s.reg == nil {
 		return fmt.Errorf("no registry access configured%.0w", errdefs.ErrNotImplemented)
 	}
-	res, err := s.opts.Registry.FindImage(ctx, name, registry.Credentials{Auth: opts.Auth, MetaHeaders: opts.MetaHeaders})
+	res, err := s.reg.FindImage(ctx, name, registry.Credentials{Auth: opts.Auth, MetaHeaders: opts.MetaHeaders})
 	if err != nil {
-		if errdefs.IsNotFound(err) && !errors.Is(err, registry.ErrNoMatchingPlatform) {
-			return fmt.Errorf("No such image: %s%.0w", name, errdefs.ErrNotFound)
-		}
-		return err
+		return noSuchImage(name, err)
 	}
 	if res.Index == nil {
 		return nil
 	}
-	want := s.opts.Platform
+	want := s.platform
 	if opts.Platform != nil {
 		want = *opts.Platform
 	}
@@ -258,8 +255,8 @@ func verifyBlob(desc ocispec.Descriptor, b []byte) error {
 // localSource reads from the store, and what the store lacks from the
 // repository the image came from (its repo digest at its top level).
 type localSource struct {
-	s     *Store
-	rec   *ImageRecord
+	s     *Service
+	rec   *store.ImageRecord
 	creds registry.Credentials // bound once (originCredentials)
 
 	remote    blobSource // resolved on first need
@@ -294,12 +291,12 @@ func (l *localSource) read(ctx context.Context, desc ocispec.Descriptor, max int
 // bound once to one registry (originCredentials), so a set the request
 // sent without a server address never reaches a later origin.
 func (l *localSource) origin(ctx context.Context) (blobSource, error) {
-	if l.s.opts.Registry == nil {
+	if l.s.reg == nil {
 		return nil, fmt.Errorf("wharfd has no registry access to read it from%.0w", errdefs.ErrNotFound)
 	}
 	var lastErr error
 	for _, c := range origins(l.rec) {
-		res, err := l.s.opts.Registry.FindImage(ctx, c.String(), l.creds)
+		res, err := l.s.reg.FindImage(ctx, c.String(), l.creds)
 		if err != nil {
 			lastErr = err
 			continue
@@ -313,7 +310,7 @@ func (l *localSource) origin(ctx context.Context) (blobSource, error) {
 }
 
 // origins are the repo digests of rec that pin its top level, in order.
-func origins(rec *ImageRecord) []reference.Canonical {
+func origins(rec *store.ImageRecord) []reference.Canonical {
 	var out []reference.Canonical
 	for _, rd := range rec.RepoDigests {
 		ref, err := reference.ParseNormalizedNamed(rd)
@@ -331,7 +328,7 @@ func origins(rec *ImageRecord) []reference.Canonical {
 // any origin is asked: the registry of the name asked for when the image
 // was pulled or pushed there, else its first origin's. One set without a
 // server address (the Docker Go SDK's) goes there or nowhere.
-func originCredentials(name string, rec *ImageRecord, c registry.Credentials) registry.Credentials {
+func originCredentials(name string, rec *store.ImageRecord, c registry.Credentials) registry.Credentials {
 	all := origins(rec)
 	if len(all) == 0 {
 		return c

@@ -1,16 +1,17 @@
-package daemon
+package updates
 
 import (
 	"context"
 	"io"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/moby/moby/api/types/events"
 	"github.com/sirupsen/logrus"
 
 	"github.com/wharfproject/wharf/api/types"
-	"github.com/wharfproject/wharf/registry"
 )
 
 // scriptedStore answers each round with the next results of its script
@@ -61,14 +62,38 @@ func res(tag, status, remote string) types.RemoteCheckResult {
 	return types.RemoteCheckResult{Repository: "127.0.0.1:5000/app", Tag: tag, ID: "sha256:1", LocalDigest: "sha256:aa", RemoteStatus: status, RemoteDigest: remote}
 }
 
+// recordedEvents is an EventLog that keeps what it is given.
+type recordedEvents struct {
+	mu   sync.Mutex
+	list []recordedEvent
+}
+
+type recordedEvent struct {
+	typ    events.Type
+	action events.Action
+	attrs  map[string]string
+}
+
+// NewEvents is an empty event log.
+func NewEvents() *recordedEvents { return &recordedEvents{} }
+
+func (e *recordedEvents) Log(typ events.Type, action events.Action, _ string, attrs map[string]string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.list = append(e.list, recordedEvent{typ, action, attrs})
+}
+
 // actions lists the image events logged, as "action tag[/cleared]".
-func actions(e *Events) []string {
-	past, _, cancel := e.SubscribeEvents(time.Time{}, time.Time{}, types.Filters{"type": {"image": true}})
-	cancel()
+func actions(e *recordedEvents) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	var out []string
-	for _, ev := range past {
-		s := string(ev.Action) + " " + ev.Actor.Attributes["name"]
-		if c := ev.Actor.Attributes["cleared"]; c != "" {
+	for _, ev := range e.list {
+		if ev.typ != events.ImageEventType {
+			continue
+		}
+		s := string(ev.action) + " " + ev.attrs["name"]
+		if c := ev.attrs["cleared"]; c != "" {
 			s += "/" + c
 		}
 		out = append(out, s)
@@ -122,17 +147,17 @@ func TestWatchReportsChangesOnly(t *testing.T) {
 		st.script = append(st.script, r.results)
 	}
 	ev := NewEvents()
-	w := newWatcher(st, ev, nil, time.Hour, quietLog())
+	w := NewWatcher(st, ev, nil, time.Hour, quietLog())
 	var seen int
 	for i, r := range rounds {
-		w.round(context.Background(), time.Hour)
+		w.Round(context.Background(), time.Hour)
 		got := actions(ev)[seen:]
 		seen += len(got)
 		if !slices.Equal(got, r.want) {
 			t.Fatalf("round %d: events %q, want %q", i, got, r.want)
 		}
 	}
-	s := w.sample()
+	s := w.Sample()
 	if s.Rounds != int64(len(rounds)) || len(s.Registries) != 1 || s.Registries[0].Outdated != 0 || s.Registries[0].LastSuccess == 0 {
 		t.Fatalf("sample %+v", s)
 	}
@@ -146,12 +171,12 @@ func TestWatchGaugesAndForgetting(t *testing.T) {
 		{res("a", "outdated", "sha256:bb"), res("b", "outdated", "sha256:bb"), other},
 		{res("a", "outdated", "sha256:bb"), other},
 	}}
-	backoffs := []registry.HostBackoff{}
-	w := newWatcher(st, NewEvents(), func() []registry.HostBackoff { return backoffs }, time.Hour, quietLog())
-	w.round(context.Background(), time.Hour)
+	backoffs := []HostBackoff{}
+	w := NewWatcher(st, NewEvents(), func() []HostBackoff { return backoffs }, time.Hour, quietLog())
+	w.Round(context.Background(), time.Hour)
 	count := func() map[string]int {
 		m := map[string]int{}
-		for _, r := range w.sample().Registries {
+		for _, r := range w.Sample().Registries {
 			m[r.Registry] = r.Outdated
 		}
 		return m
@@ -162,8 +187,8 @@ func TestWatchGaugesAndForgetting(t *testing.T) {
 	now := time.Now()
 	w.now = func() time.Time { return now }
 	// The gate opens in 10 s; the registry said its limit resets in 30 s.
-	backoffs = []registry.HostBackoff{{Host: "127.0.0.2:5000", Until: now.Add(10 * time.Second), Resets: now.Add(30 * time.Second)}}
-	w.round(context.Background(), time.Hour)
+	backoffs = []HostBackoff{{Host: "127.0.0.2:5000", Until: now.Add(10 * time.Second), Resets: now.Add(30 * time.Second)}}
+	w.Round(context.Background(), time.Hour)
 	if got := count(); got["127.0.0.1:5000"] != 1 || got["127.0.0.2:5000"] != 1 {
 		t.Fatalf("after round 2 (b removed, 127.0.0.2 backed off and kept): %v", got)
 	}
@@ -171,13 +196,13 @@ func TestWatchGaugesAndForgetting(t *testing.T) {
 	// the limit has not reset: still skipped.
 	backoffs = nil
 	now = now.Add(20 * time.Second)
-	w.round(context.Background(), time.Hour)
+	w.Round(context.Background(), time.Hour)
 	if !slices.Equal(st.skipped, []string{"127.0.0.2:5000/x", "127.0.0.2:5000/x"}) {
 		t.Fatalf("skipped %v", st.skipped)
 	}
 	// Past the reset: asked again.
 	now = now.Add(11 * time.Second)
-	w.round(context.Background(), time.Hour)
+	w.Round(context.Background(), time.Hour)
 	if len(st.skipped) != 2 {
 		t.Fatalf("skipped %v after the reset", st.skipped)
 	}
@@ -188,10 +213,10 @@ func TestWatchGaugesAndForgetting(t *testing.T) {
 // (no goroutine left behind).
 func TestWatchStopsAndReloads(t *testing.T) {
 	st := &scriptedStore{script: [][]types.RemoteCheckResult{{res("a", "current", "sha256:aa")}}, started: make(chan struct{}), blockFrom: 4}
-	w := newWatcher(st, NewEvents(), nil, 0, quietLog())
+	w := NewWatcher(st, NewEvents(), nil, 0, quietLog())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); w.run(ctx) }()
+	go func() { defer close(done); w.Run(ctx) }()
 	select {
 	case <-st.started:
 		t.Fatal("a round ran with the interval off")
@@ -207,7 +232,7 @@ func TestWatchStopsAndReloads(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("run did not return after its context ended")
 	}
-	if r := w.sample().Rounds; r != 3 {
+	if r := w.Sample().Rounds; r != 3 {
 		t.Fatalf("rounds %d, want 3 (the 4th canceled counts not)", r)
 	}
 }

@@ -1,4 +1,4 @@
-package graph
+package updates
 
 import (
 	"context"
@@ -12,11 +12,11 @@ import (
 	"github.com/wharfproject/wharf/imagespec"
 )
 
-// checkExtras adds what the check was asked for beyond the tag's digest
-// (issue 24): the newer versions of a version tag (opts.Newer) and the
-// base's state for an image that names its base (opts.Base). down is the
-// registry found unreachable in this run: nothing more is asked of it.
-func (s *Store) checkExtras(ctx context.Context, t checkTarget, run *checkRun, down error, res *types.RemoteCheckResult) {
+// checkExtras adds what the check was asked for beyond the tag's digest:
+// the newer versions of a version tag (opts.Newer) and the base's state
+// for an image that names its base (opts.Base). down is the registry
+// found unreachable in this run: nothing more is asked of it.
+func (s *Checker) checkExtras(ctx context.Context, t checkTarget, run *checkRun, down error, res *types.RemoteCheckResult) {
 	if run.opts.Newer {
 		s.checkNewer(ctx, t, run, down, res)
 	}
@@ -28,8 +28,8 @@ func (s *Store) checkExtras(ctx context.Context, t checkTarget, run *checkRun, d
 // checkNewer fills the newer-version fields. A local-only tag (never
 // pulled nor pushed) is not asked about, as for its digest; a tag that is
 // not a version costs nothing.
-func (s *Store) checkNewer(ctx context.Context, t checkTarget, run *checkRun, down error, res *types.RemoteCheckResult) {
-	isVersion := distribution.IsVersionTag(t.ref.Tag())
+func (s *Checker) checkNewer(ctx context.Context, t checkTarget, run *checkRun, down error, res *types.RemoteCheckResult) {
+	isVersion := isVersionTag(t.ref.Tag())
 	res.VersionTag = &isVersion
 	if !isVersion || len(t.pulled) == 0 {
 		return
@@ -38,20 +38,20 @@ func (s *Store) checkNewer(ctx context.Context, t checkTarget, run *checkRun, do
 		res.NewerError = "not asked: " + down.Error()
 		return
 	}
-	listing, err := s.dist.RepoTagListing(ctx, t.ref, run.opts, run.listings)
+	listing, err := s.listing(ctx, t.ref, run)
 	if err != nil {
 		res.NewerError = "listing the tags: " + err.Error()
 		return
 	}
-	n, _ := listing.Versions.Newer(t.ref.Tag())
+	n, _ := listing.versions.newer(t.ref.Tag())
 	res.NewerPatch, res.NewerMinor, res.NewerMajor = n.Patch, n.Minor, n.Major
-	res.NewerCached = listing.Cached
+	res.NewerCached = listing.cached
 }
 
 // imageBase is what an image says it was built on: its manifest's
 // annotations, else its config's labels.
-func (s *Store) imageBase(t checkTarget) (name string, dgst digest.Digest, source string, layers []digest.Digest) {
-	m, err := s.st.Meta(t.rec)
+func (s *Checker) imageBase(t checkTarget) (name string, dgst digest.Digest, source string, layers []digest.Digest) {
+	m, err := s.images.Meta(t.rec)
 	if err != nil {
 		return "", "", "", nil
 	}
@@ -74,7 +74,7 @@ func (s *Store) imageBase(t checkTarget) (name string, dgst digest.Digest, sourc
 // checkBase fills the base fields for an image that names its base, or,
 // given opts.BaseName, one that names none (by layer prefix); local images
 // too: an image built here is the usual case.
-func (s *Store) checkBase(ctx context.Context, t checkTarget, run *checkRun, res *types.RemoteCheckResult) {
+func (s *Checker) checkBase(ctx context.Context, t checkTarget, run *checkRun, res *types.RemoteCheckResult) {
 	opts := run.opts
 	name, dgst, source, layers := s.imageBase(t)
 	if source == "" {
@@ -126,4 +126,21 @@ type baseKey struct {
 // base is ask's answer for k, asked once per run.
 func (r *checkRun) base(k baseKey, ask func() (distribution.BaseAnswer, error)) (distribution.BaseAnswer, error) {
 	return r.bases.Do(k, ask)
+}
+
+// repoListing is a repository's tag listing, its versions read once.
+type repoListing struct {
+	versions tagVersions
+	cached   bool // no request was made (younger than the max-age asked for)
+}
+
+// listing is the whole tag listing of ref's repository, read once per run
+// by repository: the newer-version check of every tag of a repository
+// reads one listing walk (or none, within max-age), however many of its
+// tags are checked, and tags checked side by side wait for the one walk.
+func (s *Checker) listing(ctx context.Context, ref reference.Named, run *checkRun) (repoListing, error) {
+	return run.listings.Do(ref.Name(), func() (repoListing, error) {
+		l, err := s.dist.TagListing(ctx, ref, run.opts)
+		return repoListing{versions: parseTagVersions(l.Tags), cached: l.Cached}, err
+	})
 }
