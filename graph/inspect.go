@@ -51,7 +51,7 @@ func configInspect(config []byte) (*types.ImageInspect, error) {
 	// moby sends Created whenever the config has the field, a zero time
 	// included ("0001-01-01T00:00:00Z": every crane and ko image says so);
 	// only a config without it leaves it out. go-containerregistry's
-	// daemon.Image fails on an empty one (issue 23).
+	// daemon.Image fails on an empty one.
 	if cfg.Created != nil {
 		r.Created = cfg.Created.Format(time.RFC3339Nano)
 	}
@@ -136,7 +136,7 @@ func (s *Service) ImageInspect(ctx context.Context, name string, opts types.Insp
 	if opts.Manifests {
 		out.Manifests = s.manifestSummaries(rec)
 	}
-	// The verdict the image was pulled under (issue 21); Identity adds the
+	// The verdict the image was pulled under; Identity adds the
 	// repositories it was pulled from or pushed to (API 1.53).
 	out.Trust, out.Identity = rec.Trust, types.ImageIdentity(rec.Trust, rec.RepoDigests)
 	return out, nil
@@ -195,9 +195,9 @@ func (s *Service) manifestSummaries(rec *ImageRecord) []image.ManifestSummary {
 			}
 		}
 		if ms.Kind == image.ManifestKindImage && !present[d.Digest] {
-			// Stored, maybe, but not a platform of this image (issue 23:
-			// the record says what is present; rmi --platform removed it,
-			// or another image holds it).
+			// Stored, maybe, but not a platform of this image (the record
+			// says what is present; rmi --platform removed it, or another
+			// image holds it).
 			ms.Available = false
 		}
 		ms.Size.Content = content

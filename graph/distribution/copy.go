@@ -25,9 +25,9 @@ const maxConcurrentCopies = 4
 // Bounds of the platform manifests a whole-index copy holds, every one
 // read and parsed before the first blob moves (the blobs go first, the
 // manifests after them, so that DST never names a blob it lacks). Only
-// the index's 4 MiB cap bounded them before: room for ~27,000 children,
-// and 32 distinct manifests of 4 MiB took wharfd from 16 MB to 457 MB
-// (issue 20, finding 1). A real multi-platform index lists tens of
+// the index's 4 MiB cap alone leaves room for ~27,000 children, and 32
+// distinct manifests of 4 MiB take a process from 16 MB to 457 MB. A real
+// multi-platform index lists tens of
 // manifests of a few KiB (an image of 8 platforms with their buildx
 // attestations: 16, ~30 KiB in all), so 16 MiB — 4 manifests at the
 // 4 MiB cap, as the referrers path allows 16 in its 64 MiB — and 1,000
