@@ -29,6 +29,7 @@ import (
 	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/graph/archive"
 	"github.com/wharfproject/wharf/graph/distribution"
+	"github.com/wharfproject/wharf/graph/mirror"
 	"github.com/wharfproject/wharf/graph/store"
 	"github.com/wharfproject/wharf/registry"
 )
@@ -69,6 +70,7 @@ type Store struct {
 	*st   // graph/store: content, leases, image records, tags, GC
 	*dist // graph/distribution: pull, push, copy, login, tags, the registry side of inspect
 	*arc  // graph/archive: load, save, import
+	*mir  // graph/mirror: sync, the archive export and import
 
 	opts Options
 	log  *logrus.Entry
@@ -87,6 +89,7 @@ type (
 	st   = store.Store
 	dist = distribution.Service
 	arc  = archive.Archiver
+	mir  = mirror.Mirror
 )
 
 // New opens (creating when needed) the store at opts.Root, cleans the ingest
@@ -114,6 +117,7 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	// A load is judged by the policy distribution holds (SetPolicy), under
 	// its docker-archive transport.
 	s.arc = archive.New(records, opts.Platform, opts.Events, s.dist.AdmitLoad)
+	s.mir = mirror.New(s.dist, records.Root())
 	return s, nil
 }
 

@@ -21,10 +21,11 @@ allowed() {
 	registry/transport) echo "registry/hosts" ;;
 	registry/hosts) echo "" ;;
 	imagespec) echo "" ;;
-	graph) echo "registry api/types imagespec graph/store graph/archive graph/distribution" ;;
+	graph) echo "registry api/types imagespec graph/store graph/archive graph/distribution graph/mirror" ;;
 	graph/store) echo "api/types imagespec internal/atomicfile" ;;
 	graph/archive) echo "api/types imagespec graph/store internal/safetar" ;;
 	graph/distribution) echo "api/types imagespec graph/store registry trust internal/safetar" ;;
+	graph/mirror) echo "api/types imagespec graph/distribution registry internal/safetar" ;;
 	daemon) echo "api/server api/types graph registry daemon/metrics internal/privdir internal/atomicfile trust trust/policy trust/sigstore trust/notation" ;;
 	daemon/metrics) echo "" ;;
 	client) echo "api/types internal/privdir" ;;

@@ -4,7 +4,7 @@
 // inspect (GET /distribution/{name}/json, the raw manifest, the registry's
 // answer that graph turns into an ImageInspect).
 //
-// Files: service.go (this type), remote.go (names as typed, candidates,
+// Files: service.go (this type), imageplan.go (the one-image plan as graph/mirror moves it), remote.go (names as typed, candidates,
 // resolution), pull.go, pull_layers.go (shared layer downloads),
 // bounded.go (the one bounded pool of blob transfers), plan.go (the
 // transfer plan push and copy run), push.go, copy.go, copy_referrers.go,

@@ -1,4 +1,4 @@
-package distribution
+package mirror
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/graph/distribution"
 	"github.com/wharfproject/wharf/imagespec"
 	"github.com/wharfproject/wharf/registry"
 )
@@ -66,8 +67,8 @@ func (it syncItem) dstRef() string {
 // it goes and a summary last. Errors before the plan is made (arguments, a
 // source that cannot be listed without KeepGoing) are returned; a failed
 // image is an event and a line of the summary, never the error returned.
-func (s *Service) SyncImages(ctx context.Context, opts types.SyncOptions, emit func(types.SyncEvent) error) error {
-	r, global, err := s.newSyncRun(opts, emit)
+func (m *Mirror) SyncImages(ctx context.Context, opts types.SyncOptions, emit func(types.SyncEvent) error) error {
+	r, global, err := m.newSyncRun(opts, emit)
 	if err != nil {
 		return err
 	}
@@ -89,8 +90,8 @@ func (s *Service) SyncImages(ctx context.Context, opts types.SyncOptions, emit f
 
 // newSyncRun checks opts (all but the destination) and makes the run with
 // its global tag filter.
-func (s *Service) newSyncRun(opts types.SyncOptions, emit func(types.SyncEvent) error) (*syncRun, tagFilter, error) {
-	svc, err := s.registryService()
+func (m *Mirror) newSyncRun(opts types.SyncOptions, emit func(types.SyncEvent) error) (*syncRun, tagFilter, error) {
+	svc, err := m.dist.RegistryService()
 	if err != nil {
 		return nil, tagFilter{}, err
 	}
@@ -117,13 +118,13 @@ func (s *Service) newSyncRun(opts types.SyncOptions, emit func(types.SyncEvent) 
 		return nil, tagFilter{}, err
 	}
 	creds := registry.Credentials{Registries: opts.Auth, MetaHeaders: opts.MetaHeaders}
-	r := &syncRun{s: s, svc: svc, opts: opts, platform: platform, creds: creds, backup: backup, emitFn: emit, pauses: map[string]*sync.Mutex{}}
+	r := &syncRun{m: m, svc: svc, opts: opts, platform: platform, creds: creds, backup: backup, emitFn: emit, pauses: map[string]*sync.Mutex{}}
 	return r, global, nil
 }
 
 // syncRun is one sync under way.
 type syncRun struct {
-	s        *Service
+	m        *Mirror
 	svc      *registry.Service
 	opts     types.SyncOptions
 	platform *ocispec.Platform
@@ -166,7 +167,7 @@ func (r *syncRun) fail(image, step string, err error, ev types.SyncEvent) {
 	if strings.HasPrefix(image, "oci-archive:") {
 		reg = "oci-archive"
 	}
-	r.s.syncObserved(reg, types.SyncFailed)
+	r.m.dist.ObserveSync(reg, types.SyncFailed)
 	r.emit(ev)
 }
 
@@ -277,7 +278,7 @@ func (r *syncRun) planSource(ctx context.Context, named reference.Named, f tagFi
 		for t := range f.only {
 			tags = append(tags, t)
 		}
-		SortTagsSemver(tags)
+		distribution.SortTagsSemver(tags)
 		repos = []listed{{repo, named, tags}}
 	} else {
 		var tags []string
@@ -425,7 +426,7 @@ func (r *syncRun) one(ctx context.Context, it syncItem) {
 		r.mu.Lock()
 		r.sum.Skipped++
 		r.mu.Unlock()
-		r.s.syncObserved(srcHost, types.SyncSkipped)
+		r.m.dist.ObserveSync(srcHost, types.SyncSkipped)
 		r.emit(ev)
 		return
 	}
@@ -483,7 +484,7 @@ func (r *syncRun) copyOne(ctx context.Context, it syncItem, ev types.SyncEvent, 
 	if top == "" {
 		copyOpts.Source = it.srcRef()
 	}
-	if err := r.s.CopyImage(ctx, copyOpts, out); err != nil {
+	if err := r.m.dist.CopyImage(ctx, copyOpts, out); err != nil {
 		r.fail(it.srcRef(), "copy", err, ev)
 		return
 	}
@@ -505,7 +506,7 @@ func (r *syncRun) synced(ev types.SyncEvent, res types.CopyResult, from string) 
 	r.sum.BlobsExisted += res.Existed
 	r.sum.BytesUploaded += res.BytesUploaded
 	r.mu.Unlock()
-	r.s.syncObserved(from, types.SyncSynced)
+	r.m.dist.ObserveSync(from, types.SyncSynced)
 	r.emit(ev)
 }
 

@@ -1,4 +1,4 @@
-package distribution
+package mirror
 
 import (
 	"archive/tar"
@@ -21,10 +21,10 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/graph/distribution"
 	"github.com/wharfproject/wharf/imagespec"
 	"github.com/wharfproject/wharf/internal/safetar"
 	"github.com/wharfproject/wharf/registry"
-	"github.com/wharfproject/wharf/trust"
 )
 
 // Across an air gap: the selected images as one OCI image layout in a tar
@@ -55,10 +55,10 @@ const maxArchiveIndex = 4 << 20
 // is that image's (KeepGoing goes on); a failure while a blob streams
 // breaks the tar, and is returned: the archive is then incomplete (no
 // index.json), which every reader refuses.
-func (s *Service) SyncExport(ctx context.Context, opts types.SyncOptions, w io.Writer) (*types.SyncSummary, error) {
+func (m *Mirror) SyncExport(ctx context.Context, opts types.SyncOptions, w io.Writer) (*types.SyncSummary, error) {
 	// The per-image events of an export go nowhere: the body is the tar;
 	// the summary (with every failure) is the answer's trailer.
-	r, global, err := s.newSyncRun(opts, func(types.SyncEvent) error { return nil })
+	r, global, err := m.newSyncRun(opts, func(types.SyncEvent) error { return nil })
 	if err != nil {
 		return nil, err
 	}
@@ -117,22 +117,23 @@ func (r *syncRun) exportOne(ctx context.Context, it syncItem, aw *archiveWriter)
 		r.fail(it.srcRef(), "resolve-source", err, ev)
 		return nil
 	}
-	plan, err := r.s.copyPlan(ctx, res, types.CopyOptions{Platform: r.platform, IncludeForeign: r.opts.IncludeForeign})
+	plan, err := r.m.dist.ImagePlan(ctx, res, r.platform, r.opts.IncludeForeign)
 	if err != nil {
 		r.fail(it.srcRef(), "resolve-source", err, ev)
 		return nil
 	}
-	ev.Digest = plan.top.desc.Digest.String()
+	planTop := plan.Top()
+	ev.Digest = planTop.Desc.Digest.String()
 	if r.opts.DryRun {
 		ev.Status = types.SyncPlanned
 		r.sum.Planned++
 		r.emit(ev)
 		return nil
 	}
-	var refs []planManifest
+	var refs []distribution.Manifest
 	var refOf []registry.Referrer
 	if r.opts.WithReferrers {
-		refs, refOf, err = r.exportReferrers(ctx, res, plan)
+		refs, refOf, err = distribution.PlanReferrers(ctx, res, plan)
 		if err != nil {
 			r.fail(it.srcRef(), "referrers", err, ev)
 			return nil
@@ -140,9 +141,10 @@ func (r *syncRun) exportOne(ctx context.Context, it syncItem, aw *archiveWriter)
 	}
 	src := it.src
 	var res2 types.CopyResult
-	write := func(p *transferPlan) error {
-		res2.Blobs += len(p.layers) + len(p.configs)
-		for _, d := range append(append([]ocispec.Descriptor(nil), p.layers...), p.configs...) {
+	write := func(p *distribution.Plan) error {
+		blobs := p.Blobs()
+		res2.Blobs += len(blobs)
+		for _, d := range blobs {
 			n, err := aw.blob(ctx, d, func(ctx context.Context) (io.ReadCloser, error) { return src.OpenBlobAt(ctx, d, 0) })
 			if err != nil {
 				return err
@@ -154,8 +156,8 @@ func (r *syncRun) exportOne(ctx context.Context, it syncItem, aw *archiveWriter)
 				res2.Existed++
 			}
 		}
-		for _, m := range p.manifests {
-			if _, err := aw.bytes(m.desc.Digest, m.bytes); err != nil {
+		for _, m := range p.Manifests() {
+			if _, err := aw.bytes(m.Desc.Digest, m.Bytes); err != nil {
 				return err
 			}
 		}
@@ -168,17 +170,17 @@ func (r *syncRun) exportOne(ctx context.Context, it syncItem, aw *archiveWriter)
 		r.fail(it.srcRef(), "copy", err, ev)
 		return nil
 	}
-	if _, err := aw.bytes(plan.top.desc.Digest, plan.top.bytes); err != nil {
+	if _, err := aw.bytes(planTop.Desc.Digest, planTop.Bytes); err != nil {
 		return err
 	}
-	desc := plan.top.desc
+	desc := planTop.Desc
 	desc.Annotations = map[string]string{
 		ocispec.AnnotationRefName: reference.Path(it.srcName) + ":" + it.tag,
 		annotationSyncRepository:  it.srcName.String(),
 	}
 	aw.index = append(aw.index, desc)
 	if len(refs) > 0 {
-		rp := newTransferPlan(planManifest{}, refs, r.opts.IncludeForeign)
+		rp := distribution.NewPlan(distribution.Manifest{}, refs, r.opts.IncludeForeign)
 		if err := write(rp); err != nil {
 			if errors.Is(err, errArchiveBroken) {
 				return err
@@ -187,8 +189,8 @@ func (r *syncRun) exportOne(ctx context.Context, it syncItem, aw *archiveWriter)
 			return nil
 		}
 		for i, m := range refs {
-			d := m.desc
-			d.ArtifactType = artifactTypeOf(m.man)
+			d := m.Desc
+			d.ArtifactType = artifactTypeOf(m.Manifest)
 			d.Annotations = map[string]string{annotationSyncRepository: it.srcName.String(), annotationSyncSubject: refOf[i].Subject.String()}
 			if refOf[i].Tag != "" {
 				d.Annotations[ocispec.AnnotationRefName] = reference.Path(it.srcName) + ":" + refOf[i].Tag
@@ -199,40 +201,6 @@ func (r *syncRun) exportOne(ctx context.Context, it syncItem, aw *archiveWriter)
 	}
 	r.synced(ev, res2, reference.Domain(it.srcName)) // res2.Mounted is 0: nothing mounts into an archive
 	return nil
-}
-
-// exportReferrers fetches what refers to the image's subjects, as the
-// copy does (copyReferrers: manifests only, each checked against its
-// subject, within maxReferrerManifestBytes), each with the listing that
-// found it (its subject, its cosign tag).
-func (r *syncRun) exportReferrers(ctx context.Context, res *registry.Resolved, plan *transferPlan) ([]planManifest, []registry.Referrer, error) {
-	subjects := referrerSubjects(plan.top, plan.manifests, res.Index)
-	refs, err := res.ReferrersOfSubjects(ctx, subjects)
-	if err != nil {
-		return nil, nil, err
-	}
-	unique, err := distinctReferrers(refs)
-	if err != nil {
-		return nil, nil, err
-	}
-	var out []planManifest
-	var listed []registry.Referrer
-	for _, ref := range unique {
-		b, err := res.Repository().FetchManifest(ctx, ref.Descriptor)
-		if err != nil {
-			return nil, nil, err
-		}
-		m, err := parseRemoteManifest(ref.Descriptor, b)
-		if err != nil {
-			return nil, nil, err
-		}
-		if err := res.CheckReferrerSubject(ref, m.man.Subject); err != nil {
-			return nil, nil, err
-		}
-		out = append(out, m)
-		listed = append(listed, ref)
-	}
-	return out, listed, nil
 }
 
 // artifactTypeOf is a manifest's artifact type: its own, else its
@@ -328,11 +296,11 @@ func (aw *archiveWriter) blob(ctx context.Context, desc ocispec.Descriptor, open
 // equal, else every blob through TransferBlob (HEAD, mount, upload from
 // the file) and the manifests after them. Referrers in the archive follow
 // their subject (PushReferrer).
-func (s *Service) SyncImport(ctx context.Context, opts types.SyncOptions, body io.Reader, emit func(types.SyncEvent) error) error {
-	if s.st == nil {
+func (m *Mirror) SyncImport(ctx context.Context, opts types.SyncOptions, body io.Reader, emit func(types.SyncEvent) error) error {
+	if m.root == "" {
 		return fmt.Errorf("an import needs the daemon's data-root%.0w", errdefs.ErrUnavailable)
 	}
-	r, global, err := s.newSyncRun(opts, emit)
+	r, global, err := m.newSyncRun(opts, emit)
 	if err != nil {
 		return err
 	}
@@ -340,12 +308,12 @@ func (s *Service) SyncImport(ctx context.Context, opts types.SyncOptions, body i
 	if err != nil {
 		return err
 	}
-	if err := s.admitArchive(ctx, "sync import", trust.TransportOCIArchive); err != nil {
+	if err := m.dist.AdmitOCIArchive(ctx, "sync import"); err != nil {
 		return err
 	}
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
-	dir := filepath.Join(s.st.Root(), "ingest", "sync-import-"+hex.EncodeToString(rnd[:]))
+	dir := filepath.Join(m.root, "ingest", "sync-import-"+hex.EncodeToString(rnd[:]))
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return err
 	}
@@ -429,7 +397,7 @@ func (r *syncRun) importOne(ctx context.Context, la *layoutArchive, dst *registr
 		if ans.Descriptor.Digest == desc.Digest {
 			ev.Status = types.SyncSkipped
 			r.sum.Skipped++
-			r.s.syncObserved("oci-archive", types.SyncSkipped)
+			r.m.dist.ObserveSync("oci-archive", types.SyncSkipped)
 			r.emit(ev)
 			return
 		}
@@ -460,28 +428,16 @@ func (r *syncRun) importOne(ctx context.Context, la *layoutArchive, dst *registr
 		return
 	}
 	var res types.CopyResult
-	t := transfer{open: la.open, dst: dst, limit: maxConcurrentCopies, po: newProgressOutput(nil), words: copyWords,
-		moved: func(how registry.BlobTransfer, size int64) {
-			switch how {
-			case registry.BlobExisted:
-				res.Existed++
-			case registry.BlobMounted:
-				res.Mounted++
-			default:
-				res.Uploaded++
-				res.BytesUploaded += size
-			}
-		}}
 	// Blobs counts what was moved, as CopyImage's result does, so that it
 	// adds up to Existed+Mounted+Uploaded.
-	res.Blobs = len(plan.layers) + len(plan.configs)
-	if err := plan.run(ctx, t, tag); err != nil {
+	res.Blobs = len(plan.Blobs())
+	if err := distribution.PushPlan(ctx, plan, la.open, dst, tag, &res); err != nil {
 		r.fail(image, "copy", err, ev)
 		return
 	}
 	subjects := map[string]bool{}
-	for _, m := range plan.manifests {
-		subjects[m.desc.Digest.String()] = true
+	for _, m := range plan.Manifests() {
+		subjects[m.Desc.Digest.String()] = true
 	}
 	for _, rd := range refs {
 		if !subjects[rd.Annotations[annotationSyncSubject]] {
@@ -504,13 +460,13 @@ func (r *syncRun) importOne(ctx context.Context, la *layoutArchive, dst *registr
 			r.fail(image, "referrers", fmt.Errorf("archive: referrer %s does not refer to %s, the subject it is listed for%.0w", rd.Digest, subject, errdefs.ErrInvalidArgument), ev)
 			return
 		}
-		rp := newTransferPlan(planManifest{}, []planManifest{m}, r.opts.IncludeForeign)
-		res.Blobs += len(rp.layers) + len(rp.configs)
-		if err := rp.moveBlobs(ctx, t); err != nil {
+		rp := distribution.NewPlan(distribution.Manifest{}, []distribution.Manifest{m}, r.opts.IncludeForeign)
+		res.Blobs += len(rp.Blobs())
+		if err := distribution.PushBlobs(ctx, rp, la.open, dst, &res); err != nil {
 			r.fail(image, "referrers", err, ev)
 			return
 		}
-		if _, err := dst.PushReferrer(ctx, m.desc, m.bytes, cosignTag); err != nil {
+		if _, err := dst.PushReferrer(ctx, m.Desc, m.Bytes, cosignTag); err != nil {
 			r.fail(image, "referrers", err, ev)
 			return
 		}
@@ -521,9 +477,9 @@ func (r *syncRun) importOne(ctx context.Context, la *layoutArchive, dst *registr
 
 // referrerOf says whether m, listed under cosignTag ("" for none), refers
 // to subject: by its subject field, else by its cosign tag.
-func referrerOf(m planManifest, cosignTag, subject string) bool {
-	if m.man.Subject != nil {
-		return m.man.Subject.Digest.String() == subject
+func referrerOf(m distribution.Manifest, cosignTag, subject string) bool {
+	if m.Manifest.Subject != nil {
+		return m.Manifest.Subject.Digest.String() == subject
 	}
 	d, err := digest.Parse(subject)
 	if err != nil || cosignTag == "" {
@@ -696,46 +652,46 @@ func (la *layoutArchive) open(_ context.Context, desc ocispec.Descriptor, offset
 }
 
 // manifest reads and parses a manifest of the archive (at most 4 MiB).
-func (la *layoutArchive) manifest(d ocispec.Descriptor) (planManifest, error) {
+func (la *layoutArchive) manifest(d ocispec.Descriptor) (distribution.Manifest, error) {
 	size, ok := la.blobs[d.Digest]
 	if !ok {
-		return planManifest{}, fmt.Errorf("archive: manifest %s is not in it%.0w", d.Digest, errdefs.ErrNotFound)
+		return distribution.Manifest{}, fmt.Errorf("archive: manifest %s is not in it%.0w", d.Digest, errdefs.ErrNotFound)
 	}
 	if size > maxArchiveIndex {
-		return planManifest{}, fmt.Errorf("archive: manifest %s is %d bytes, more than %d%.0w", d.Digest, size, maxArchiveIndex, errdefs.ErrInvalidArgument)
+		return distribution.Manifest{}, fmt.Errorf("archive: manifest %s is %d bytes, more than %d%.0w", d.Digest, size, maxArchiveIndex, errdefs.ErrInvalidArgument)
 	}
 	b, err := os.ReadFile(la.file(d.Digest))
 	if err != nil {
-		return planManifest{}, err
+		return distribution.Manifest{}, err
 	}
-	if imagespec.IsSchema1(manifestMediaType(d, b)) {
-		return planManifest{}, fmt.Errorf("manifest %s is schema1%.0w", d.Digest, errdefs.ErrNotImplemented)
+	if imagespec.IsSchema1(distribution.ManifestMediaType(d, b)) {
+		return distribution.Manifest{}, fmt.Errorf("manifest %s is schema1%.0w", d.Digest, errdefs.ErrNotImplemented)
 	}
-	m, err := parseManifest(d, b)
+	m, err := distribution.ParseManifest(d, b)
 	if err != nil {
-		return planManifest{}, fmt.Errorf("%w%.0w", err, errdefs.ErrInvalidArgument)
+		return distribution.Manifest{}, fmt.Errorf("%w%.0w", err, errdefs.ErrInvalidArgument)
 	}
 	return m, nil
 }
 
 // plan is what pushing desc writes: the manifest, or the index with every
 // manifest it lists (a nested index is refused, as copy refuses it).
-func (la *layoutArchive) plan(desc ocispec.Descriptor, includeForeign bool) (*transferPlan, error) {
+func (la *layoutArchive) plan(desc ocispec.Descriptor, includeForeign bool) (*distribution.Plan, error) {
 	top, err := la.manifest(desc)
 	if err != nil {
 		return nil, err
 	}
-	if !imagespec.IsIndex(top.desc.MediaType) {
-		return newTransferPlan(top, []planManifest{top}, includeForeign), nil
+	if !imagespec.IsIndex(top.Desc.MediaType) {
+		return distribution.NewPlan(top, []distribution.Manifest{top}, includeForeign), nil
 	}
 	var idx ocispec.Index
-	if err := json.Unmarshal(top.bytes, &idx); err != nil {
+	if err := json.Unmarshal(top.Bytes, &idx); err != nil {
 		return nil, fmt.Errorf("archive: index %s: %v%.0w", desc.Digest, err, errdefs.ErrInvalidArgument)
 	}
-	if len(idx.Manifests) > maxPlatformManifests {
-		return nil, fmt.Errorf("archive: index %s lists more than %d manifests%.0w", desc.Digest, maxPlatformManifests, errdefs.ErrInvalidArgument)
+	if len(idx.Manifests) > distribution.MaxPlatformManifests {
+		return nil, fmt.Errorf("archive: index %s lists more than %d manifests%.0w", desc.Digest, distribution.MaxPlatformManifests, errdefs.ErrInvalidArgument)
 	}
-	out := []planManifest{top}
+	out := []distribution.Manifest{top}
 	for _, d := range idx.Manifests {
 		if imagespec.IsIndex(d.MediaType) {
 			return nil, fmt.Errorf("index %s names another index (%s): nested indexes are not copied%.0w", desc.Digest, d.Digest, errdefs.ErrNotImplemented)
@@ -746,5 +702,5 @@ func (la *layoutArchive) plan(desc ocispec.Descriptor, includeForeign bool) (*tr
 		}
 		out = append(out, m)
 	}
-	return newTransferPlan(top, out, includeForeign), nil
+	return distribution.NewPlan(top, out, includeForeign), nil
 }
