@@ -16,6 +16,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/graph/store"
+	"github.com/wharfproject/wharf/internal/ocilayout"
 	"github.com/wharfproject/wharf/internal/safetar"
 )
 
@@ -64,9 +65,10 @@ func (s *Archiver) readArchive(ctx context.Context, lease *store.Lease, r io.Rea
 	if err != nil {
 		return a, err
 	}
-	// safetar: no sparse entry, and no more entry data than archive bytes
-	// read, so what is staged is bounded by what the client sent.
-	tr := safetar.NewReader(stream)
+	// ocilayout's reader: no sparse entry, and no more entry data than
+	// archive bytes read, so what is staged is bounded by what the client
+	// sent.
+	tr := ocilayout.NewReader(stream)
 	for n := 0; ; n++ {
 		if err := ctx.Err(); err != nil {
 			return a, err
@@ -175,14 +177,10 @@ func cleanArchiveName(name string) (string, error) {
 	return path.Clean(name), nil
 }
 
-// blobName parses "blobs/<alg>/<hex>" into a validated digest.
+// blobName parses "blobs/<alg>/<hex>" into a digest the store takes.
 func blobName(name string) (digest.Digest, bool) {
-	parts := strings.Split(name, "/")
-	if len(parts) != 3 || parts[0] != store.BlobsDir {
-		return "", false
-	}
-	d := digest.Digest(parts[1] + ":" + parts[2])
-	if store.ValidateDigest(d) != nil {
+	d, ok := ocilayout.ParseBlobPath(name)
+	if !ok || store.ValidateDigest(d) != nil {
 		return "", false
 	}
 	return d, true

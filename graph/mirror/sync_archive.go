@@ -23,7 +23,7 @@ import (
 	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/graph/distribution"
 	"github.com/wharfproject/wharf/imagespec"
-	"github.com/wharfproject/wharf/internal/safetar"
+	"github.com/wharfproject/wharf/internal/ocilayout"
 	"github.com/wharfproject/wharf/registry"
 )
 
@@ -67,9 +67,9 @@ func (m *Mirror) SyncExport(ctx context.Context, opts types.SyncOptions, w io.Wr
 		return nil, err
 	}
 	r.sum.Images = len(items)
-	aw := &archiveWriter{tw: tar.NewWriter(w), seen: map[digest.Digest]bool{}}
-	if err := aw.file("oci-layout", []byte(`{"imageLayoutVersion":"1.0.0"}`)); err != nil {
-		return nil, err
+	aw := &archiveWriter{lw: ocilayout.NewWriter(w, time.Unix(0, 0), tar.FormatPAX), seen: map[digest.Digest]bool{}}
+	if err := aw.lw.Layout(); err != nil {
+		return nil, broken(err)
 	}
 	for i, it := range items {
 		if r.stopped() {
@@ -84,14 +84,10 @@ func (m *Mirror) SyncExport(ctx context.Context, opts types.SyncOptions, w io.Wr
 	if idx.Manifests == nil {
 		idx.Manifests = []ocispec.Descriptor{}
 	}
-	b, err := json.Marshal(idx)
-	if err != nil {
-		return nil, err
+	if err := aw.lw.Index(idx); err != nil {
+		return nil, broken(err)
 	}
-	if err := aw.file("index.json", b); err != nil {
-		return nil, err
-	}
-	if err := aw.tw.Close(); err != nil {
+	if err := aw.lw.Close(); err != nil {
 		return nil, err
 	}
 	sum := r.sum
@@ -216,32 +212,19 @@ func artifactTypeOf(m ocispec.Manifest) string {
 // the stream cannot go on.
 var errArchiveBroken = errors.New("the archive stream broke")
 
+// broken marks err, from the tar stream, as breaking it.
+func broken(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", errArchiveBroken, err)
+}
+
 // archiveWriter writes an OCI layout into a tar, each blob once.
 type archiveWriter struct {
-	tw    *tar.Writer
+	lw    *ocilayout.Writer
 	seen  map[digest.Digest]bool
 	index []ocispec.Descriptor
-}
-
-func (aw *archiveWriter) header(name string, size int64) error {
-	if err := aw.tw.WriteHeader(&tar.Header{Name: name, Size: size, Mode: 0o644, Typeflag: tar.TypeReg, ModTime: time.Unix(0, 0), Format: tar.FormatPAX}); err != nil {
-		return fmt.Errorf("%w: %w", errArchiveBroken, err)
-	}
-	return nil
-}
-
-func (aw *archiveWriter) file(name string, b []byte) error {
-	if err := aw.header(name, int64(len(b))); err != nil {
-		return err
-	}
-	if _, err := aw.tw.Write(b); err != nil {
-		return fmt.Errorf("%w: %w", errArchiveBroken, err)
-	}
-	return nil
-}
-
-func blobPath(d digest.Digest) string {
-	return "blobs/" + string(d.Algorithm()) + "/" + d.Encoded()
 }
 
 // bytes writes b as the blob d unless written already (true when written).
@@ -252,8 +235,8 @@ func (aw *archiveWriter) bytes(d digest.Digest, b []byte) (bool, error) {
 	if digest.FromBytes(b) != d && d.Algorithm() == digest.SHA256 {
 		return false, fmt.Errorf("manifest %s does not hash to its digest%.0w", d, registry.ErrDigestMismatch)
 	}
-	if err := aw.file(blobPath(d), b); err != nil {
-		return false, err
+	if err := aw.lw.File(ocilayout.BlobPath(d), b); err != nil {
+		return false, broken(err)
 	}
 	aw.seen[d] = true
 	return true, nil
@@ -275,15 +258,8 @@ func (aw *archiveWriter) blob(ctx context.Context, desc ocispec.Descriptor, open
 		return false, err
 	}
 	defer rc.Close()
-	if err := aw.header(blobPath(desc.Digest), desc.Size); err != nil {
-		return false, err
-	}
-	n, err := io.Copy(aw.tw, io.LimitReader(rc, desc.Size+1))
-	if err == nil && n != desc.Size {
-		err = fmt.Errorf("blob %s: %d bytes, not %d", desc.Digest, n, desc.Size)
-	}
-	if err != nil {
-		return false, fmt.Errorf("%w: %w", errArchiveBroken, err)
+	if err := aw.lw.Blob(ctx, desc.Digest, desc.Size, rc); err != nil {
+		return false, broken(err)
 	}
 	aw.seen[desc.Digest] = true
 	return true, nil
@@ -544,7 +520,7 @@ type layoutArchive struct {
 // before a blob's hash is checked.
 func readLayoutArchive(body io.Reader, dir string) (*layoutArchive, error) {
 	la := &layoutArchive{dir: dir, blobs: map[digest.Digest]int64{}}
-	tr := safetar.NewReader(body)
+	tr := ocilayout.NewReader(body)
 	var haveIndex, haveLayout bool
 	for {
 		h, err := tr.Next()
@@ -562,32 +538,21 @@ func readLayoutArchive(body io.Reader, dir string) (*layoutArchive, error) {
 			return nil, fmt.Errorf("archive: %q is not a regular file%.0w", h.Name, errdefs.ErrInvalidArgument)
 		}
 		switch {
-		case name == "oci-layout":
-			b, err := io.ReadAll(io.LimitReader(tr, 4096))
-			if err != nil {
-				return nil, err
-			}
-			var l ocispec.ImageLayout
-			if json.Unmarshal(b, &l) != nil || l.Version != ocispec.ImageLayoutVersion {
-				return nil, fmt.Errorf("archive: oci-layout is not version %s%.0w", ocispec.ImageLayoutVersion, errdefs.ErrInvalidArgument)
+		case name == ocilayout.LayoutFile:
+			if err := ocilayout.ReadLayoutFile(tr); err != nil {
+				return nil, fmt.Errorf("archive: %w", err)
 			}
 			haveLayout = true
-		case name == "index.json":
-			if h.Size > maxArchiveIndex {
-				return nil, fmt.Errorf("archive: index.json is %d bytes, more than %d%.0w", h.Size, maxArchiveIndex, errdefs.ErrInvalidArgument)
-			}
-			b, err := io.ReadAll(io.LimitReader(tr, maxArchiveIndex))
+		case name == ocilayout.IndexFile:
+			idx, err := ocilayout.ReadIndex(tr, h.Size, maxArchiveIndex)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("archive: %w", err)
 			}
-			if err := json.Unmarshal(b, &la.index); err != nil {
-				return nil, fmt.Errorf("archive: index.json: %v%.0w", err, errdefs.ErrInvalidArgument)
-			}
+			la.index = idx
 			haveIndex = true
-		case strings.HasPrefix(name, "blobs/"):
-			alg, enc, ok := strings.Cut(strings.TrimPrefix(name, "blobs/"), "/")
-			d := digest.NewDigestFromEncoded(digest.Algorithm(alg), enc)
-			if !ok || d.Validate() != nil {
+		case strings.HasPrefix(name, ocilayout.BlobsDir+"/"):
+			d, ok := ocilayout.ParseBlobPath(name)
+			if !ok {
 				return nil, fmt.Errorf("archive: %q is not blobs/<algorithm>/<hex>%.0w", h.Name, errdefs.ErrInvalidArgument)
 			}
 			if err := la.extract(tr, d, h.Size); err != nil {

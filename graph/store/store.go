@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -21,12 +20,13 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/wharfproject/wharf/imagespec"
+	"github.com/wharfproject/wharf/internal/ocilayout"
 )
 
 const (
-	layoutFile   = ocispec.ImageLayoutFile // "oci-layout"
-	IndexFile    = "index.json"
-	BlobsDir     = "blobs"
+	layoutFile   = ocilayout.LayoutFile
+	IndexFile    = ocilayout.IndexFile
+	BlobsDir     = ocilayout.BlobsDir
 	ingestDir    = "ingest"
 	wharfDir     = "wharf"
 	recordsFile  = "images.json"
@@ -237,8 +237,7 @@ func (s *Store) open(ctx context.Context) error {
 	s.collectPartialsLocked(time.Now())
 	s.leaseMu.Unlock()
 	if _, err := os.Stat(filepath.Join(s.root, layoutFile)); errors.Is(err, os.ErrNotExist) {
-		b, _ := json.Marshal(ocispec.ImageLayout{Version: ocispec.ImageLayoutVersion})
-		if err := s.writeFileAtomic(s.root, layoutFile, b); err != nil {
+		if err := s.writeFileAtomic(s.root, layoutFile, ocilayout.LayoutBytes); err != nil {
 			return err
 		}
 	}
