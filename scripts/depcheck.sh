@@ -23,7 +23,7 @@ allowed() {
 	imagespec) echo "" ;;
 	graph) echo "registry api/types imagespec graph/store graph/archive graph/distribution graph/mirror" ;;
 	graph/store) echo "api/types imagespec internal/atomicfile internal/ocilayout" ;;
-	graph/archive) echo "api/types imagespec graph/store internal/ocilayout internal/safetar" ;;
+	graph/archive) echo "api/types imagespec graph/store internal/decompress internal/ocilayout internal/safetar" ;;
 	graph/distribution) echo "api/types imagespec graph/store registry trust internal/safetar" ;;
 	graph/mirror) echo "api/types imagespec graph/distribution registry internal/ocilayout" ;;
 	daemon) echo "api/server api/types graph registry daemon/metrics internal/privdir internal/atomicfile trust trust/policy trust/sigstore trust/notation" ;;
@@ -33,6 +33,7 @@ allowed() {
 	internal/atomicfile) echo "" ;;
 	internal/safetar) echo "" ;;
 	internal/ocilayout) echo "internal/safetar" ;;
+	internal/decompress) echo "" ;;
 	trust) echo "" ;;
 	trust/sigstore) echo "trust" ;;
 	trust/notation) echo "trust" ;;

@@ -16,6 +16,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/graph/store"
+	"github.com/wharfproject/wharf/internal/decompress"
 	"github.com/wharfproject/wharf/internal/ocilayout"
 	"github.com/wharfproject/wharf/internal/safetar"
 )
@@ -52,7 +53,7 @@ type loadArchive struct {
 	// refused.
 	platforms []ocispec.Platform
 
-	budget  *decompressBudget              // shared by every DiffID computation of the load
+	budget  *decompress.Budget             // shared by every DiffID computation of the load
 	diffIDs map[digest.Digest]diffIDResult // layer digest → DiffID, computed once
 }
 
@@ -61,7 +62,7 @@ type loadArchive struct {
 // leave the archive, make the whole archive InvalidArgument.
 func (s *Archiver) readArchive(ctx context.Context, lease *store.Lease, r io.Reader) (*loadArchive, error) {
 	a := &loadArchive{lease: lease, files: map[string][]byte{}, blobs: map[string]ocispec.Descriptor{}, links: map[string]string{}}
-	stream, err := decompress(bufio.NewReaderSize(r, 64<<10), s.bombLimit)
+	stream, err := decompress.Stream(bufio.NewReaderSize(r, 64<<10), s.bombLimit)
 	if err != nil {
 		return a, err
 	}

@@ -2,7 +2,6 @@ package archive
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -21,6 +20,7 @@ import (
 	"github.com/wharfproject/wharf/api/types"
 
 	"github.com/wharfproject/wharf/graph/store"
+	"github.com/wharfproject/wharf/internal/decompress"
 
 	"github.com/wharfproject/wharf/imagespec"
 )
@@ -63,7 +63,7 @@ func (s *Archiver) LoadImage(ctx context.Context, r io.Reader, quiet bool, platf
 	// using (a failed load, or extra files).
 	lease := s.st.NewLease()
 	defer lease.Release()
-	in := &countingReader{r: r}
+	in := decompress.NewCounter(r)
 	arc, err := s.readArchive(ctx, lease, in)
 	var imgs []*loadedImage
 	if err == nil {
@@ -71,7 +71,7 @@ func (s *Archiver) LoadImage(ctx context.Context, r io.Reader, quiet bool, platf
 		// together may decompress no more than the cap allows for the
 		// archive's own size: a small archive naming one bomb layer 400
 		// times costs one decompression, not 400.
-		arc.budget = &decompressBudget{in: in, lim: s.bombLimit.orDefault()}
+		arc.budget = decompress.NewBudget(in, s.bombLimit)
 		arc.platform, arc.strict, arc.platforms = s.platform, len(platforms) > 0, platforms
 		if len(platforms) > 0 {
 			arc.platform = platforms[0]
@@ -454,7 +454,7 @@ type diffIDResult struct {
 	err       error
 }
 
-func (s *Archiver) computeDiffID(ctx context.Context, budget *decompressBudget, d digest.Digest) (string, digest.Digest, error) {
+func (s *Archiver) computeDiffID(ctx context.Context, budget *decompress.Budget, d digest.Digest) (string, digest.Digest, error) {
 	f, _, err := s.st.OpenBlob(d)
 	if err != nil {
 		return "", "", err
@@ -466,14 +466,12 @@ func (s *Archiver) computeDiffID(ctx context.Context, budget *decompressBudget, 
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
 			return "", "", err
 		}
-		in := &countingReader{r: f}
-		gz, err := gzip.NewReader(in)
+		src, err := decompress.Gzip(f, s.bombLimit)
 		if err != nil {
 			return "", "", err
 		}
-		var src io.Reader = s.bombLimit.guard(in, gz)
 		if budget != nil {
-			src = budget.guard(src)
+			src = budget.Guard(src)
 		}
 		dg := digest.SHA256.Digester()
 		if _, err := store.CopyCtx(ctx, dg.Hash(), src); err != nil {
