@@ -110,7 +110,7 @@ type Store struct {
 	partialTTL time.Duration // PartialTTL unless Options say otherwise
 	partialMax int64         // PartialMaxBytes unless Options say otherwise
 	// partialRestarts counts the resumed downloads whose kept bytes proved
-	// wrong and that downloaded again from zero (WriteResumableBlob).
+	// wrong and that downloaded again from zero (a resumable WriteBlob).
 	partialRestarts atomic.Int64
 
 	// pendDirs are the blob directories a rename went into since the last
