@@ -31,6 +31,7 @@ import (
 	"github.com/wharfproject/wharf/graph/distribution"
 	"github.com/wharfproject/wharf/graph/mirror"
 	"github.com/wharfproject/wharf/graph/store"
+	"github.com/wharfproject/wharf/internal/rootlock"
 	"github.com/wharfproject/wharf/registry"
 )
 
@@ -49,6 +50,9 @@ type Options struct {
 	Logger                 *logrus.Entry
 	// Transfers is told of pulls and transferred bytes (metrics); nil = none.
 	Transfers TransferObserver
+	// Lock is the data-root's lock when the caller holds it already (the
+	// daemon); nil: the store takes it.
+	Lock *rootlock.Lock
 }
 
 // EventLogger records image events for GET /events (see store.EventLogger).
@@ -102,7 +106,7 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		opts.Logger = logrus.NewEntry(logrus.StandardLogger())
 	}
 	s := &Store{opts: opts, log: opts.Logger, inspects: newInspectCache(inspectCacheEntries)}
-	records, err := store.Open(ctx, store.Options{Root: opts.Root, Logger: opts.Logger, Platform: opts.Platform})
+	records, err := store.Open(ctx, store.Options{Root: opts.Root, Logger: opts.Logger, Platform: opts.Platform, Lock: opts.Lock})
 	if err != nil {
 		return nil, err
 	}

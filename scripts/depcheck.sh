@@ -21,12 +21,12 @@ allowed() {
 	registry/transport) echo "registry/hosts" ;;
 	registry/hosts) echo "" ;;
 	imagespec) echo "" ;;
-	graph) echo "registry api/types imagespec graph/store graph/archive graph/distribution graph/mirror" ;;
-	graph/store) echo "api/types imagespec internal/atomicfile internal/ocilayout" ;;
+	graph) echo "registry api/types imagespec graph/store graph/archive graph/distribution graph/mirror internal/rootlock" ;;
+	graph/store) echo "api/types imagespec internal/atomicfile internal/ocilayout internal/rootlock" ;;
 	graph/archive) echo "api/types imagespec graph/store internal/decompress internal/ocilayout internal/safetar" ;;
 	graph/distribution) echo "api/types imagespec graph/store registry trust internal/safetar" ;;
 	graph/mirror) echo "api/types imagespec graph/distribution registry internal/ocilayout" ;;
-	daemon) echo "api/server api/types graph registry daemon/metrics internal/privdir internal/atomicfile trust trust/policy trust/sigstore trust/notation" ;;
+	daemon) echo "api/server api/types graph registry daemon/metrics internal/privdir internal/rootlock internal/atomicfile trust trust/policy trust/sigstore trust/notation" ;;
 	daemon/metrics) echo "" ;;
 	client) echo "api/types internal/privdir" ;;
 	internal/privdir) echo "" ;;
@@ -34,6 +34,7 @@ allowed() {
 	internal/safetar) echo "" ;;
 	internal/ocilayout) echo "internal/safetar" ;;
 	internal/decompress) echo "" ;;
+	internal/rootlock) echo "" ;;
 	trust) echo "" ;;
 	trust/sigstore) echo "trust" ;;
 	trust/notation) echo "trust" ;;
