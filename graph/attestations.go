@@ -16,6 +16,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/graph/distribution"
 	"github.com/wharfproject/wharf/graph/store"
 	"github.com/wharfproject/wharf/imagespec"
 	"github.com/wharfproject/wharf/registry"
@@ -113,7 +114,7 @@ func (s *Store) localAttestations(ctx context.Context, name string, opts types.A
 // statements, nothing stored.
 func (s *Store) remoteAttestations(ctx context.Context, name string, opts types.AttestationOptions, emit func(image.AttestationStatement) error) error {
 	if s.opts.Registry == nil {
-		return fmt.Errorf("no registry access configured%.0w", errdefs.ErrNotImplemented)
+		return distribution.ErrNoRegistry
 	}
 	res, err := s.opts.Registry.FindImage(ctx, name, registry.Credentials{Auth: opts.Auth, MetaHeaders: opts.MetaHeaders})
 	if err != nil {
@@ -295,7 +296,7 @@ func (l *localSource) read(ctx context.Context, desc ocispec.Descriptor, max int
 // sent without a server address never reaches a later origin.
 func (l *localSource) origin(ctx context.Context) (blobSource, error) {
 	if l.s.opts.Registry == nil {
-		return nil, fmt.Errorf("wharfd has no registry access to read it from%.0w", errdefs.ErrNotFound)
+		return nil, distribution.ErrNoRegistry
 	}
 	var lastErr error
 	for _, c := range origins(l.rec) {
