@@ -1,12 +1,14 @@
 // Package graph is wharf's image service: the facade the daemon calls, over
-// three packages with one job each —
+// four packages with one job each —
 //
 //   - graph/store: the content (blobs), the leases that pin it, the image
 //     records and tags, garbage collection and the store check; the one
 //     owner of a blob's lifetime;
 //   - graph/archive: images in and out of tar streams (load, save, import);
 //   - graph/distribution: images between the store and registries (pull,
-//     push, login, the registry side of remote inspect).
+//     push, copy, login, the registry side of remote inspect);
+//   - graph/mirror: sync and the air gap (whole repositories mirrored, and
+//     exported to or imported from an OCI layout tar).
 //
 // What stays here reads the store and answers in the API's shapes: inspect.go
 // (BuildInspect, the one function that builds ImageInspect for local and
