@@ -167,6 +167,7 @@ func Run(ctx context.Context, cfg *Config, opts Options) error {
 		MaxConcurrentDownloads: cfg.MaxConcurrentDownloads,
 		Logger:                 log.WithField("module", "graph"),
 		Transfers:              transferObserver(mt),
+		Lock:                   lock.Lock,
 	})
 	if err != nil {
 		return fmt.Errorf("opening the image store at %s: %w", cfg.Root, err)

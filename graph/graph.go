@@ -3,7 +3,8 @@
 // holds the rooms that do, each in a named field (graph/store for content,
 // records and tags; graph/distribution for everything that reaches a
 // registry, remote inspect with its verdict included; graph/archive for tar
-// streams; graph/updates for the update check), forwards to them one line per operation, and builds the
+// streams; graph/mirror for sync and the air gap; graph/updates for the
+// update check), forwards to them one line per operation, and builds the
 // answers in the API's shapes from what the store holds: inspect, list,
 // history, tag, delete and prune as dockerd decides them.
 package graph
@@ -23,8 +24,10 @@ import (
 	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/graph/archive"
 	"github.com/wharfproject/wharf/graph/distribution"
+	"github.com/wharfproject/wharf/graph/mirror"
 	"github.com/wharfproject/wharf/graph/store"
 	"github.com/wharfproject/wharf/graph/updates"
+	"github.com/wharfproject/wharf/internal/rootlock"
 )
 
 // Options configure a Store.
@@ -42,6 +45,9 @@ type Options struct {
 	Logger                 *logrus.Entry
 	// Transfers is told of pulls and transferred bytes (metrics); nil = none.
 	Transfers TransferObserver
+	// Lock is the data-root's lock when the caller holds it already (the
+	// daemon); nil: the store takes it.
+	Lock *rootlock.Lock
 }
 
 // EventLogger records image events for GET /events (see store.EventLogger).
@@ -58,6 +64,7 @@ type Service struct {
 	images  *store.Store          // content, leases, image records, tags, GC
 	dist    *distribution.Service // pull, push, copy, login, tags, remote inspect
 	archive *archive.Archiver     // load, save, import
+	mirror  *mirror.Mirror        // sync, the archive export and import
 	updates *updates.Checker      // the update check
 
 	opts Options
@@ -78,7 +85,7 @@ func New(ctx context.Context, opts Options) (*Service, error) {
 		opts.Logger = logrus.NewEntry(logrus.StandardLogger())
 	}
 	s := &Service{opts: opts, log: opts.Logger, inspects: newInspectCache(inspectCacheEntries)}
-	records, err := store.Open(ctx, store.Options{Root: opts.Root, Logger: opts.Logger, Platform: opts.Platform})
+	records, err := store.Open(ctx, store.Options{Root: opts.Root, Logger: opts.Logger, Platform: opts.Platform, Lock: opts.Lock})
 	if err != nil {
 		return nil, err
 	}
@@ -94,6 +101,7 @@ func New(ctx context.Context, opts Options) (*Service, error) {
 	// its docker-archive transport.
 	s.updates = updates.New(records, s.dist)
 	s.archive = archive.New(records, opts.Platform, opts.Events, s.dist.AdmitLoad)
+	s.mirror = mirror.New(s.dist, records.Root())
 	return s, nil
 }
 

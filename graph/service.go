@@ -44,19 +44,19 @@ func (s *Service) RemoteTags(ctx context.Context, name string, opts types.Remote
 	return s.dist.RemoteTags(ctx, name, opts)
 }
 
-// SyncImages copies a set of images between registries (graph/distribution).
+// SyncImages copies a set of images between registries (graph/mirror).
 func (s *Service) SyncImages(ctx context.Context, opts types.SyncOptions, emit func(types.SyncEvent) error) error {
-	return s.dist.SyncImages(ctx, opts, emit)
+	return s.mirror.SyncImages(ctx, opts, emit)
 }
 
-// SyncExport writes a set of images as an air-gap archive (graph/distribution).
+// SyncExport writes a set of images as an air-gap archive (graph/mirror).
 func (s *Service) SyncExport(ctx context.Context, opts types.SyncOptions, w io.Writer) (*types.SyncSummary, error) {
-	return s.dist.SyncExport(ctx, opts, w)
+	return s.mirror.SyncExport(ctx, opts, w)
 }
 
-// SyncImport pushes an air-gap archive's images to a registry (graph/distribution).
+// SyncImport pushes an air-gap archive's images to a registry (graph/mirror).
 func (s *Service) SyncImport(ctx context.Context, opts types.SyncOptions, body io.Reader, emit func(types.SyncEvent) error) error {
-	return s.dist.SyncImport(ctx, opts, body, emit)
+	return s.mirror.SyncImport(ctx, opts, body, emit)
 }
 
 // SetPolicy installs the signature policy; nil: none (graph/distribution).

@@ -63,13 +63,20 @@ func TestDependencyBoundaries(t *testing.T) {
 		{pkg: "graph", any: true, denied: []string{"daemon", "api/server", "client", "cmd"}},
 		// The store owns blob lifetime and knows nothing of registries,
 		// archives or the API beyond the check's wire types.
-		{pkg: "graph/store", allowed: []string{"api/types", "imagespec", "internal/atomicfile"}},
-		{pkg: "graph/archive", allowed: []string{"api/types", "imagespec", "graph/store", "internal/atomicfile", "internal/safetar"}},
-		{pkg: "graph/distribution", allowed: []string{"api/types", "imagespec", "graph/store", "internal/atomicfile", "internal/safetar", "internal/semvertag", "registry", "registry/hosts", "registry/transport", "trust"}},
-		{pkg: "graph/updates", allowed: []string{"api/types", "imagespec", "graph/store", "graph/distribution", "internal/atomicfile", "internal/safetar", "internal/semvertag", "registry", "registry/hosts", "registry/transport", "trust"}},
+		{pkg: "graph/store", allowed: []string{"api/types", "imagespec", "internal/atomicfile", "internal/ocilayout", "internal/rootlock", "internal/safetar"}},
+		{pkg: "graph/archive", allowed: []string{"api/types", "imagespec", "graph/store", "internal/atomicfile", "internal/decompress", "internal/ocilayout", "internal/rootlock", "internal/safetar"}},
+		{pkg: "graph/distribution", allowed: []string{"api/types", "imagespec", "graph/store", "internal/atomicfile", "internal/ocilayout", "internal/rootlock", "internal/safetar", "internal/semvertag", "registry", "registry/hosts", "registry/transport", "trust"}},
+		// The mirror moves images on distribution's plan; nothing below
+		// it knows of sync.
+		{pkg: "graph/mirror", allowed: []string{"api/types", "imagespec", "graph/store", "graph/distribution", "internal/atomicfile", "internal/ocilayout", "internal/rootlock", "internal/safetar", "internal/semvertag", "registry", "registry/hosts", "registry/transport", "trust"}},
+		{pkg: "graph/updates", allowed: []string{"api/types", "imagespec", "graph/store", "graph/distribution", "internal/atomicfile", "internal/ocilayout", "internal/rootlock", "internal/safetar", "internal/semvertag", "registry", "registry/hosts", "registry/transport", "trust"}},
 		{pkg: "internal/atomicfile", allowed: nil},
 		{pkg: "internal/safetar", allowed: nil},
 		{pkg: "internal/semvertag", allowed: nil},
+		// The layout codec knows tar and the image-spec, nothing of wharf.
+		{pkg: "internal/ocilayout", allowed: []string{"internal/safetar"}},
+		{pkg: "internal/decompress", allowed: nil},
+		{pkg: "internal/rootlock", allowed: nil},
 		{pkg: "imagespec", allowed: nil},
 		{pkg: "client", allowed: []string{"api/types", "internal/privdir"}},
 		// The metrics implement the observers of registry, graph and

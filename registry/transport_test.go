@@ -106,7 +106,7 @@ func TestBlobReaderVerifies(t *testing.T) {
 		t.Fatal(err)
 	}
 	// It says which digest it checks: the store relies on that to skip its
-	// own hash (WriteVerifiedBlob).
+	// own hash (WriteBlob with store.Verified).
 	if v, ok := rc.(interface{ VerifiedDigest() digest.Digest }); !ok || v.VerifiedDigest() != good.Digest {
 		t.Errorf("FetchBlob's reader does not say it verifies %s", good.Digest)
 	}

@@ -21,12 +21,13 @@ allowed() {
 	registry/transport) echo "registry/hosts" ;;
 	registry/hosts) echo "" ;;
 	imagespec) echo "" ;;
-	graph) echo "api/types imagespec graph/store graph/archive graph/distribution graph/updates" ;;
-	graph/store) echo "api/types imagespec internal/atomicfile" ;;
-	graph/archive) echo "api/types imagespec graph/store internal/safetar" ;;
+	graph) echo "api/types imagespec graph/store graph/archive graph/distribution graph/mirror graph/updates internal/rootlock" ;;
+	graph/store) echo "api/types imagespec internal/atomicfile internal/ocilayout internal/rootlock" ;;
+	graph/archive) echo "api/types imagespec graph/store internal/decompress internal/ocilayout internal/safetar" ;;
 	graph/distribution) echo "api/types imagespec graph/store registry trust internal/safetar internal/semvertag" ;;
+	graph/mirror) echo "api/types imagespec graph/distribution registry internal/ocilayout" ;;
 	graph/updates) echo "api/types imagespec graph/store graph/distribution internal/semvertag internal/atomicfile" ;;
-	daemon) echo "api/server api/types graph graph/updates registry daemon/metrics internal/dockerconfig internal/privdir internal/atomicfile trust trust/policy trust/sigstore trust/notation" ;;
+	daemon) echo "api/server api/types graph graph/updates registry daemon/metrics internal/dockerconfig internal/privdir internal/rootlock internal/atomicfile trust trust/policy trust/sigstore trust/notation" ;;
 	daemon/metrics) echo "" ;;
 	client) echo "api/types internal/privdir" ;;
 	internal/privdir) echo "" ;;
@@ -34,6 +35,9 @@ allowed() {
 	internal/safetar) echo "" ;;
 	internal/dockerconfig) echo "internal/atomicfile" ;;
 	internal/semvertag) echo "" ;;
+	internal/ocilayout) echo "internal/safetar" ;;
+	internal/decompress) echo "" ;;
+	internal/rootlock) echo "" ;;
 	trust) echo "" ;;
 	trust/sigstore) echo "trust" ;;
 	trust/notation) echo "trust" ;;

@@ -16,6 +16,8 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/graph/store"
+	"github.com/wharfproject/wharf/internal/decompress"
+	"github.com/wharfproject/wharf/internal/ocilayout"
 	"github.com/wharfproject/wharf/internal/safetar"
 )
 
@@ -51,7 +53,7 @@ type loadArchive struct {
 	// refused.
 	platforms []ocispec.Platform
 
-	budget  *decompressBudget              // shared by every DiffID computation of the load
+	budget  *decompress.Budget             // shared by every DiffID computation of the load
 	diffIDs map[digest.Digest]diffIDResult // layer digest → DiffID, computed once
 }
 
@@ -60,13 +62,14 @@ type loadArchive struct {
 // leave the archive, make the whole archive InvalidArgument.
 func (s *Archiver) readArchive(ctx context.Context, lease *store.Lease, r io.Reader) (*loadArchive, error) {
 	a := &loadArchive{lease: lease, files: map[string][]byte{}, blobs: map[string]ocispec.Descriptor{}, links: map[string]string{}}
-	stream, err := decompress(bufio.NewReaderSize(r, 64<<10), s.bombLimit)
+	stream, err := decompress.Stream(bufio.NewReaderSize(r, 64<<10), s.bombLimit)
 	if err != nil {
 		return a, err
 	}
-	// safetar: no sparse entry, and no more entry data than archive bytes
-	// read, so what is staged is bounded by what the client sent.
-	tr := safetar.NewReader(stream)
+	// ocilayout's reader: no sparse entry, and no more entry data than
+	// archive bytes read, so what is staged is bounded by what the client
+	// sent.
+	tr := ocilayout.NewReader(stream)
 	for n := 0; ; n++ {
 		if err := ctx.Err(); err != nil {
 			return a, err
@@ -175,14 +178,10 @@ func cleanArchiveName(name string) (string, error) {
 	return path.Clean(name), nil
 }
 
-// blobName parses "blobs/<alg>/<hex>" into a validated digest.
+// blobName parses "blobs/<alg>/<hex>" into a digest the store takes.
 func blobName(name string) (digest.Digest, bool) {
-	parts := strings.Split(name, "/")
-	if len(parts) != 3 || parts[0] != store.BlobsDir {
-		return "", false
-	}
-	d := digest.Digest(parts[1] + ":" + parts[2])
-	if store.ValidateDigest(d) != nil {
+	d, ok := ocilayout.ParseBlobPath(name)
+	if !ok || store.ValidateDigest(d) != nil {
 		return "", false
 	}
 	return d, true

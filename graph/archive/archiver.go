@@ -2,11 +2,9 @@
 // save / load archives (legacy docker-save, docker 25+ and OCI layouts) and
 // rootfs imports. Nothing is ever extracted: archive entries are staged into
 // the store by digest, under a lease, and verified against their
-// descriptors and DiffIDs before an image is recorded.
-//
-// Files: archiver.go (this type), archive.go (reading a tar into the
-// store), load.go, save.go, import.go, changes.go (--change for import),
-// bomb.go (the decompression caps).
+// descriptors and DiffIDs before an image is recorded. The layout tar is
+// internal/ocilayout's; what clients send compressed is opened under
+// internal/decompress's bomb caps.
 package archive
 
 import (
@@ -15,6 +13,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/graph/store"
+	"github.com/wharfproject/wharf/internal/decompress"
 )
 
 // Archiver loads, saves and imports images into and out of st.
@@ -23,9 +22,9 @@ type Archiver struct {
 	platform ocispec.Platform
 	events   store.EventLogger
 
-	// bombLimit caps decompression of client input (bomb.go); the zero
+	// bombLimit caps decompression of client input; the zero
 	// value is the default, tests lower it.
-	bombLimit decompressLimit
+	bombLimit decompress.Limit
 
 	// admitLoad is the signature policy's say on a load (nil: none).
 	admitLoad func(context.Context) error

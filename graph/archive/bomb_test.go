@@ -18,11 +18,12 @@ import (
 
 	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/graph/internal/graphtest"
+	"github.com/wharfproject/wharf/internal/decompress"
 )
 
 // testBombLimit: 1 MiB of slack, ratio 128, so that bombs of a few tens of
 // MiB exercise the same code as real ones of many GiB.
-var testBombLimit = decompressLimit{slack: 1 << 20, ratio: 128}
+var testBombLimit = decompress.Limit{Slack: 1 << 20, Ratio: 128}
 
 // tarOf is a tar holding one file name of size bytes from src.
 func tarOf(t *testing.T, name string, size int64, src io.Reader) []byte {

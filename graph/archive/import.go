@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"bufio"
 	"bytes"
-	"compress/bzip2"
 	"compress/gzip"
 	"context"
 	"encoding/json"
@@ -27,6 +26,7 @@ import (
 	"github.com/wharfproject/wharf/api/types"
 
 	"github.com/wharfproject/wharf/graph/store"
+	"github.com/wharfproject/wharf/internal/decompress"
 
 	"github.com/wharfproject/wharf/imagespec"
 )
@@ -131,7 +131,7 @@ func (s *Archiver) storeManifest(ctx context.Context, lease *store.Lease, cb []b
 // InvalidArgument.
 func (s *Archiver) ingestRootfs(ctx context.Context, lease *store.Lease, r io.Reader) (ocispec.Descriptor, digest.Digest, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
-	tarStream, err := decompress(br, s.bombLimit)
+	tarStream, err := decompress.Stream(br, s.bombLimit)
 	if err != nil {
 		return ocispec.Descriptor{}, "", err
 	}
@@ -210,29 +210,7 @@ func invalidTar(err error) error {
 	return fmt.Errorf("invalid tar archive: %v%.0w", err, errdefs.ErrInvalidArgument)
 }
 
-// decompress detects gzip and bzip2 by their magic numbers; anything else
-// is read as a plain tar. xz and zstd are refused by name. Decompressed
-// output is capped by lim (bomb.go).
-func decompress(br *bufio.Reader, lim decompressLimit) (io.Reader, error) {
-	magic, _ := br.Peek(6)
-	in := &countingReader{r: br}
-	switch {
-	case bytes.HasPrefix(magic, []byte{0x1f, 0x8b}):
-		gz, err := gzip.NewReader(in)
-		if err != nil {
-			return nil, fmt.Errorf("invalid gzip stream: %v%.0w", err, errdefs.ErrInvalidArgument)
-		}
-		return lim.guard(in, gz), nil
-	case bytes.HasPrefix(magic, []byte("BZh")):
-		return lim.guard(in, bzip2.NewReader(in)), nil
-	case bytes.HasPrefix(magic, []byte{0xfd, '7', 'z', 'X', 'Z', 0x00}):
-		return nil, fmt.Errorf("xz-compressed archives are not supported%.0w", errdefs.ErrInvalidArgument)
-	case bytes.HasPrefix(magic, []byte{0x28, 0xb5, 0x2f, 0xfd}):
-		return nil, fmt.Errorf("zstd-compressed archives are not supported%.0w", errdefs.ErrInvalidArgument)
-	}
-	return br, nil
-}
-
+// countingReader counts the tar bytes an import reads.
 type countingReader struct {
 	r io.Reader
 	n int64

@@ -1,15 +1,12 @@
 package archive
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
@@ -21,6 +18,7 @@ import (
 	"github.com/wharfproject/wharf/api/types"
 
 	"github.com/wharfproject/wharf/graph/store"
+	"github.com/wharfproject/wharf/internal/decompress"
 
 	"github.com/wharfproject/wharf/imagespec"
 )
@@ -63,7 +61,7 @@ func (s *Archiver) LoadImage(ctx context.Context, r io.Reader, quiet bool, platf
 	// using (a failed load, or extra files).
 	lease := s.st.NewLease()
 	defer lease.Release()
-	in := &countingReader{r: r}
+	in := decompress.NewCounter(r)
 	arc, err := s.readArchive(ctx, lease, in)
 	var imgs []*loadedImage
 	if err == nil {
@@ -71,7 +69,7 @@ func (s *Archiver) LoadImage(ctx context.Context, r io.Reader, quiet bool, platf
 		// together may decompress no more than the cap allows for the
 		// archive's own size: a small archive naming one bomb layer 400
 		// times costs one decompression, not 400.
-		arc.budget = &decompressBudget{in: in, lim: s.bombLimit.orDefault()}
+		arc.budget = decompress.NewBudget(in, s.bombLimit)
 		arc.platform, arc.strict, arc.platforms = s.platform, len(platforms) > 0, platforms
 		if len(platforms) > 0 {
 			arc.platform = platforms[0]
@@ -174,113 +172,6 @@ func (s *Archiver) loadProgress(imgs []*loadedImage, out types.ProgressWriter) e
 	return nil
 }
 
-// loadOCI records the images of an OCI layout's index.json.
-func (s *Archiver) loadOCI(ctx context.Context, arc *loadArchive, idx *ocispec.Index, dm []dockerManifestEntry) ([]*loadedImage, error) {
-	tagsByConfig := map[string][]string{}
-	for _, e := range dm {
-		tagsByConfig[e.Config] = append(tagsByConfig[e.Config], e.RepoTags...)
-	}
-	byTarget := map[digest.Digest]*loadedImage{}
-	var out []*loadedImage
-	for _, desc := range idx.Manifests {
-		if err := store.ValidateDigest(desc.Digest); err != nil {
-			return nil, fmt.Errorf("invalid archive: index.json: %w", err)
-		}
-		target, err := s.archiveDoc(arc, desc, "index.json")
-		if err != nil {
-			return nil, err
-		}
-		manifest := target
-		if imagespec.IsIndex(target.MediaType) {
-			if manifest, err = s.pickManifest(arc, target.Digest, arc.platform); err != nil {
-				return nil, err
-			}
-		}
-		rec, err := s.checkManifest(ctx, arc, manifest)
-		if err != nil {
-			return nil, err
-		}
-		rec.Target = target
-		if imagespec.IsIndex(target.MediaType) {
-			if rec.Platforms, err = s.loadPlatforms(ctx, arc, target.Digest, manifest, rec.ID); err != nil {
-				return nil, err
-			}
-		}
-		im := byTarget[desc.Digest]
-		if im == nil {
-			im = &loadedImage{rec: rec}
-			byTarget[desc.Digest] = im
-			out = append(out, im)
-		}
-		if name := refFromAnnotations(desc.Annotations); name != "" {
-			im.tags = appendUnique(im.tags, name)
-		}
-		for _, t := range tagsByConfig[blobTarPath(rec.ID)] {
-			if n, err := store.NormaliseRefs([]string{t}, false); err == nil {
-				im.tags = appendUnique(im.tags, n[0])
-			}
-		}
-	}
-	return out, nil
-}
-
-// refFromAnnotations returns the fully qualified name:tag an index entry
-// names: io.containerd.image.name, else org.opencontainers.image.ref.name
-// when it is a full reference (a bare tag like "1.0" names no repository).
-func refFromAnnotations(ann map[string]string) string {
-	for _, v := range []string{ann[store.AnnImageName], ann[store.AnnRefName]} {
-		if v == "" {
-			continue
-		}
-		if v == ann[store.AnnRefName] && !strings.ContainsAny(v, "/:") {
-			continue
-		}
-		n, err := reference.ParseNormalizedNamed(v)
-		if err != nil {
-			continue
-		}
-		if _, ok := n.(reference.Canonical); ok {
-			continue
-		}
-		return reference.TagNameOnly(n).String()
-	}
-	return ""
-}
-
-// pickManifest chooses the stored manifest of index d for platform p
-// (the one p runs best, imagespec.BestMatch; the first stored image
-// manifest when none matches), its descriptor checked against the blob.
-func (s *Archiver) pickManifest(arc *loadArchive, d digest.Digest, p ocispec.Platform) (ocispec.Descriptor, error) {
-	idx, err := s.st.ReadIndex(d)
-	if err != nil {
-		return ocispec.Descriptor{}, fmt.Errorf("invalid archive: %w%.0w", err, errdefs.ErrInvalidArgument)
-	}
-	var first *ocispec.Descriptor
-	var cands []ocispec.Descriptor
-	var haves []ocispec.Platform
-	for i, m := range idx.Manifests {
-		if imagespec.IsIndex(m.MediaType) || !arc.lease.Has(m.Digest) || imagespec.IsAttestation(m) {
-			continue
-		}
-		if first == nil {
-			first = &idx.Manifests[i]
-		}
-		if m.Platform != nil {
-			cands, haves = append(cands, m), append(haves, *m.Platform)
-		}
-	}
-	if best := imagespec.BestMatch(p, haves); best >= 0 {
-		return s.archiveDoc(arc, cands[best], "index "+d.String())
-	}
-	if arc.strict {
-		return ocispec.Descriptor{}, fmt.Errorf("image index %s does not provide the specified platform (%s)%.0w", d, imagespec.FormatPlatform(p), errdefs.ErrNotFound)
-	}
-	if first == nil {
-		return ocispec.Descriptor{}, fmt.Errorf("invalid archive: index %s has no stored manifest%.0w", d, errdefs.ErrInvalidArgument)
-	}
-	return s.archiveDoc(arc, *first, "index "+d.String())
-}
-
 // archiveDoc checks a descriptor of a manifest or index that the archive
 // names (in index.json, or in an index): the blob is there, its size is the
 // descriptor's, and its media type agrees with the document's own. A
@@ -381,109 +272,6 @@ func (s *Archiver) archiveBlobDesc(arc *loadArchive, manifest digest.Digest, rol
 	return nil
 }
 
-// loadDocker records the images of a docker-save manifest.json, building a
-// Docker schema2 manifest for each.
-func (s *Archiver) loadDocker(ctx context.Context, arc *loadArchive, dm []dockerManifestEntry) ([]*loadedImage, error) {
-	var out []*loadedImage
-	for _, e := range dm {
-		cb, err := s.archiveContent(arc, e.Config, store.MaxConfigSize)
-		if err != nil {
-			return nil, err
-		}
-		cfg, err := store.ParseImageConfig(cb)
-		if err != nil {
-			return nil, fmt.Errorf("invalid archive: %s: %w", e.Config, err)
-		}
-		if len(cfg.RootFS.DiffIDs) != len(e.Layers) {
-			return nil, fmt.Errorf("invalid archive: %s has %d layers but %d diff IDs%.0w", e.Config, len(e.Layers), len(cfg.RootFS.DiffIDs), errdefs.ErrInvalidArgument)
-		}
-		var layers []ocispec.Descriptor
-		for i, p := range e.Layers {
-			d, err := s.archiveBlob(ctx, arc, p)
-			if err != nil {
-				return nil, err
-			}
-			mt, diffID, err := s.layerDiffID(ctx, arc, d.Digest)
-			if err != nil {
-				return nil, fmt.Errorf("invalid archive: layer %s: %w", p, err)
-			}
-			if diffID != cfg.RootFS.DiffIDs[i] {
-				return nil, fmt.Errorf("invalid archive: layer %s has diff ID %s, config says %s%.0w", p, diffID, cfg.RootFS.DiffIDs[i], errdefs.ErrInvalidArgument)
-			}
-			layers = append(layers, ocispec.Descriptor{MediaType: mt, Digest: d.Digest, Size: d.Size})
-		}
-		if err := checkPlatform(arc, cb, e.Config); err != nil {
-			return nil, err
-		}
-		rec, err := s.storeManifest(ctx, arc.lease, cb, layers, true)
-		if err != nil {
-			return nil, err
-		}
-		im := &loadedImage{rec: rec}
-		for _, t := range e.RepoTags {
-			n, err := store.NormaliseRefs([]string{t}, false)
-			if err != nil {
-				return nil, fmt.Errorf("invalid archive: %w", err)
-			}
-			im.tags = appendUnique(im.tags, n[0])
-		}
-		out = append(out, im)
-	}
-	return out, nil
-}
-
-// layerDiffID returns the media type of stored layer d (gzip or plain tar,
-// by magic number) and the digest of its uncompressed content. Each digest
-// is decompressed once per load (the archive may name it many times), the
-// decompression draws on the load's budget, and it stops when ctx ends.
-func (s *Archiver) layerDiffID(ctx context.Context, arc *loadArchive, d digest.Digest) (string, digest.Digest, error) {
-	if r, ok := arc.diffIDs[d]; ok {
-		return r.mediaType, r.diffID, r.err
-	}
-	mt, diffID, err := s.computeDiffID(ctx, arc.budget, d)
-	if arc.diffIDs == nil {
-		arc.diffIDs = map[digest.Digest]diffIDResult{}
-	}
-	arc.diffIDs[d] = diffIDResult{mt, diffID, err}
-	return mt, diffID, err
-}
-
-type diffIDResult struct {
-	mediaType string
-	diffID    digest.Digest
-	err       error
-}
-
-func (s *Archiver) computeDiffID(ctx context.Context, budget *decompressBudget, d digest.Digest) (string, digest.Digest, error) {
-	f, _, err := s.st.OpenBlob(d)
-	if err != nil {
-		return "", "", err
-	}
-	defer f.Close()
-	var magic [2]byte
-	n, _ := io.ReadFull(f, magic[:])
-	if n == 2 && bytes.Equal(magic[:], []byte{0x1f, 0x8b}) {
-		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return "", "", err
-		}
-		in := &countingReader{r: f}
-		gz, err := gzip.NewReader(in)
-		if err != nil {
-			return "", "", err
-		}
-		var src io.Reader = s.bombLimit.guard(in, gz)
-		if budget != nil {
-			src = budget.guard(src)
-		}
-		dg := digest.SHA256.Digester()
-		if _, err := store.CopyCtx(ctx, dg.Hash(), src); err != nil {
-			return "", "", err
-		}
-		return imagespec.MediaTypeDockerLayerGzip, dg.Digest(), nil
-	}
-	return imagespec.MediaTypeDockerLayer, d, nil
-}
-
 func appendUnique(list []string, s string) []string {
 	for _, x := range list {
 		if x == s {
@@ -506,80 +294,4 @@ func checkPlatform(arc *loadArchive, cb []byte, image string) error {
 		return nil
 	}
 	return fmt.Errorf("image %s does not provide the specified platform (%s)%.0w", image, imagespec.FormatPlatform(arc.platform), errdefs.ErrNotFound)
-}
-
-// loadPlatforms are the platforms of index d loaded with it: primary (the
-// manifest pickManifest chose, config id) and every other image entry the
-// archive holds whole — or, when the client named platforms, the entries
-// each of them runs best (one missing is NotFound). Each is checked as the
-// primary is (checkManifest). An entry whose config or layers the archive
-// lacks is left out without a platform asked for: a save of some
-// platforms carries the whole index.
-func (s *Archiver) loadPlatforms(ctx context.Context, arc *loadArchive, d digest.Digest, primary ocispec.Descriptor, id digest.Digest) ([]store.PlatformImage, error) {
-	idx, err := s.st.ReadIndex(d)
-	if err != nil {
-		return nil, fmt.Errorf("invalid archive: %w%.0w", err, errdefs.ErrInvalidArgument)
-	}
-	var cands []ocispec.Descriptor
-	var haves []ocispec.Platform
-	for _, m := range idx.Manifests {
-		if m.Platform == nil || imagespec.IsIndex(m.MediaType) || imagespec.IsAttestation(m) || !arc.lease.Has(m.Digest) {
-			continue
-		}
-		cands, haves = append(cands, m), append(haves, *m.Platform)
-	}
-	var want []ocispec.Descriptor
-	if arc.strict {
-		for _, p := range arc.platforms {
-			i := imagespec.BestMatch(p, haves)
-			if i < 0 {
-				return nil, fmt.Errorf("image index %s does not provide the specified platform (%s)%.0w", d, imagespec.FormatPlatform(p), errdefs.ErrNotFound)
-			}
-			want = append(want, cands[i])
-		}
-	} else {
-		for _, m := range cands {
-			if m.Digest == primary.Digest || s.wholeInArchive(arc, m.Digest) {
-				want = append(want, m)
-			}
-		}
-	}
-	out := []store.PlatformImage{{Manifest: primary, Config: id}}
-	if primary.Platform != nil {
-		out[0].Platform = *primary.Platform
-	}
-	for _, m := range want {
-		if m.Digest == primary.Digest || slices.ContainsFunc(out, func(p store.PlatformImage) bool { return p.Manifest.Digest == m.Digest }) {
-			continue
-		}
-		desc, err := s.archiveDoc(arc, m, "index "+d.String())
-		if err != nil {
-			return nil, err
-		}
-		r, err := s.checkManifest(ctx, arc, desc)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, store.PlatformImage{Platform: *m.Platform, Manifest: desc, Config: r.ID})
-	}
-	return out, nil
-}
-
-// wholeInArchive reports whether the archive holds manifest d's config and
-// every layer.
-func (s *Archiver) wholeInArchive(arc *loadArchive, d digest.Digest) bool {
-	b, err := s.st.ReadBlob(d, store.MaxManifestSize)
-	if err != nil {
-		return false
-	}
-	var m ocispec.Manifest
-	if json.Unmarshal(b, &m) != nil || m.Config.Digest == "" || !arc.lease.Has(m.Config.Digest) {
-		return false
-	}
-	for _, l := range m.Layers {
-		if !arc.lease.Has(l.Digest) {
-			return false
-		}
-	}
-	return true
 }

@@ -3,10 +3,8 @@ package archive
 import (
 	"archive/tar"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"path"
 	"strings"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/graph/store"
+	"github.com/wharfproject/wharf/internal/ocilayout"
 )
 
 // dockerManifestEntry is one entry of a docker save manifest.json.
@@ -63,10 +62,9 @@ func (s *Archiver) ExportImage(ctx context.Context, names []string, platforms []
 			return err
 		}
 	}
-	tw := tar.NewWriter(w)
-	epoch := time.Unix(0, 0).UTC()
-	for _, dir := range []string{store.BlobsDir + "/", store.BlobsDir + "/sha256/"} {
-		if err := tw.WriteHeader(&tar.Header{Name: dir, Typeflag: tar.TypeDir, Mode: 0o755, ModTime: epoch}); err != nil {
+	tw := ocilayout.NewWriter(w, time.Unix(0, 0).UTC(), tar.FormatUnknown)
+	for _, dir := range []string{ocilayout.BlobsDir + "/", ocilayout.BlobsDir + "/sha256/"} {
+		if err := tw.Dir(dir); err != nil {
 			return err
 		}
 	}
@@ -94,7 +92,7 @@ func (s *Archiver) ExportImage(ctx context.Context, names []string, platforms []
 			if written[b.Digest] {
 				continue
 			}
-			if err := s.writeTarBlob(ctx, tw, b.Digest, epoch); err != nil {
+			if err := s.writeTarBlob(ctx, tw, b.Digest); err != nil {
 				return err
 			}
 			written[b.Digest] = true
@@ -137,29 +135,17 @@ func (s *Archiver) ExportImage(ctx context.Context, names []string, platforms []
 		}
 		dm = append(dm, entry)
 	}
-	files := []struct {
-		name string
-		v    any
-	}{
-		{ocispec.ImageLayoutFile, ocispec.ImageLayout{Version: ocispec.ImageLayoutVersion}},
-		{store.IndexFile, idx},
-		{"manifest.json", dm},
+	if err := tw.Layout(); err != nil {
+		return err
+	}
+	if err := tw.Index(idx); err != nil {
+		return err
+	}
+	if err := tw.JSON("manifest.json", dm); err != nil {
+		return err
 	}
 	if len(repos) > 0 {
-		files = append(files, struct {
-			name string
-			v    any
-		}{"repositories", repos})
-	}
-	for _, f := range files {
-		b, err := json.Marshal(f.v)
-		if err != nil {
-			return err
-		}
-		if err := tw.WriteHeader(&tar.Header{Name: f.name, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(b)), ModTime: epoch}); err != nil {
-			return err
-		}
-		if _, err := tw.Write(b); err != nil {
+		if err := tw.JSON("repositories", repos); err != nil {
 			return err
 		}
 	}
@@ -174,21 +160,15 @@ func (s *Archiver) ExportImage(ctx context.Context, names []string, platforms []
 	return nil
 }
 
-func blobTarPath(d digest.Digest) string {
-	return path.Join(store.BlobsDir, string(d.Algorithm()), d.Encoded())
-}
+func blobTarPath(d digest.Digest) string { return ocilayout.BlobPath(d) }
 
-func (s *Archiver) writeTarBlob(ctx context.Context, tw *tar.Writer, d digest.Digest, mtime time.Time) error {
+func (s *Archiver) writeTarBlob(ctx context.Context, tw *ocilayout.Writer, d digest.Digest) error {
 	f, size, err := s.st.OpenBlob(d)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	if err := tw.WriteHeader(&tar.Header{Name: blobTarPath(d), Typeflag: tar.TypeReg, Mode: 0o644, Size: size, ModTime: mtime}); err != nil {
-		return err
-	}
-	_, err = store.CopyCtx(ctx, tw, f)
-	return err
+	return tw.Blob(ctx, d, size, f)
 }
 
 // resolveExport maps names to images: a bare repository name means all its

@@ -113,7 +113,7 @@ func (s *Service) localAttestations(ctx context.Context, name string, opts types
 // statements, nothing stored.
 func (s *Service) remoteAttestations(ctx context.Context, name string, opts types.AttestationOptions, emit func(image.AttestationStatement) error) error {
 	if s.reg == nil {
-		return fmt.Errorf("no registry access configured%.0w", errdefs.ErrNotImplemented)
+		return ErrNoRegistry
 	}
 	res, err := s.reg.FindImage(ctx, name, registry.Credentials{Auth: opts.Auth, MetaHeaders: opts.MetaHeaders})
 	if err != nil {
@@ -292,7 +292,7 @@ func (l *localSource) read(ctx context.Context, desc ocispec.Descriptor, max int
 // sent without a server address never reaches a later origin.
 func (l *localSource) origin(ctx context.Context) (blobSource, error) {
 	if l.s.reg == nil {
-		return nil, fmt.Errorf("wharfd has no registry access to read it from%.0w", errdefs.ErrNotFound)
+		return nil, ErrNoRegistry
 	}
 	var lastErr error
 	for _, c := range origins(l.rec) {

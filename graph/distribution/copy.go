@@ -111,7 +111,7 @@ func (s *Service) CopyImage(ctx context.Context, opts types.CopyOptions, out typ
 	}
 	result := types.CopyResult{Source: res.Name.String() + "@" + res.Descriptor.Digest.String(), SourceTrust: srcTrust}
 	result.Blobs, result.Skipped = len(plan.layers)+len(plan.configs), plan.skipped
-	if err := plan.run(ctx, copyTransfer(res.Repository(), dstRepo, mountFrom, po, &result), tag); err != nil {
+	if err := plan.run(ctx, copyTransfer(res.Repository().OpenBlobAt, dstRepo, mountFrom, po, &result), tag); err != nil {
 		return err
 	}
 
@@ -227,11 +227,12 @@ func parseRemoteManifest(desc ocispec.Descriptor, b []byte) (planManifest, error
 	return m, nil
 }
 
-// copyTransfer is how a copy runs a plan: blobs read from src (its
-// verifying reader), maxConcurrentCopies at a time, each counted in result.
-func copyTransfer(src, dst *registry.Repository, mountFrom []string, po *progressOutput, result *types.CopyResult) transfer {
+// copyTransfer is how a copy runs a plan: blobs read from open (SRC's
+// verifying reader, or a layout's files), maxConcurrentCopies at a time,
+// each counted in result.
+func copyTransfer(open BlobOpener, dst *registry.Repository, mountFrom []string, po *progressOutput, result *types.CopyResult) transfer {
 	return transfer{
-		open:      src.OpenBlobAt,
+		open:      open,
 		dst:       dst,
 		mountFrom: mountFrom,
 		limit:     maxConcurrentCopies,

@@ -127,7 +127,7 @@ func (s *Service) copyReferrers(ctx context.Context, res *registry.Resolved, dst
 	plan := newTransferPlan(planManifest{}, order, includeForeign)
 	result.Blobs += len(plan.layers) + len(plan.configs)
 	result.Skipped += plan.skipped
-	if err := plan.moveBlobs(ctx, copyTransfer(src, dst, mountFrom, po, result)); err != nil {
+	if err := plan.moveBlobs(ctx, copyTransfer(src.OpenBlobAt, dst, mountFrom, po, result)); err != nil {
 		return err
 	}
 	copied := map[digest.Digest]bool{}

@@ -254,18 +254,8 @@ type leaseIngester struct{ l *store.Lease }
 
 func (li leaseIngester) HasBlob(d digest.Digest) bool { return li.l.Has(d) }
 
-func (li leaseIngester) WriteBlob(ctx context.Context, desc ocispec.Descriptor, r io.Reader) error {
-	_, err := li.l.WriteBlob(ctx, desc, r)
-	return err
-}
-
-func (li leaseIngester) WriteResumableBlob(ctx context.Context, desc ocispec.Descriptor, open store.ResumeFunc, keep func(error) bool) error {
-	_, err := li.l.WriteResumableBlob(ctx, desc, open, keep)
-	return err
-}
-
-func (li leaseIngester) WriteVerifiedBlob(ctx context.Context, desc ocispec.Descriptor, r io.Reader) error {
-	_, err := li.l.WriteVerifiedBlob(ctx, desc, r)
+func (li leaseIngester) WriteBlob(ctx context.Context, desc ocispec.Descriptor, r io.Reader, opts ...store.WriteOpt) error {
+	_, err := li.l.WriteBlob(ctx, desc, r, opts...)
 	return err
 }
 

@@ -19,16 +19,11 @@ type blobFetcher interface {
 }
 
 // blobIngester is what a pull needs from the local content store: WriteBlob
-// verifies while streaming and makes the blob visible only once verified.
+// verifies while streaming and makes the blob visible only once verified;
+// its options (store.Verified, store.Resumable) say how the bytes arrive.
 type blobIngester interface {
 	HasBlob(d digest.Digest) bool
-	WriteBlob(ctx context.Context, desc ocispec.Descriptor, r io.Reader) error
-}
-
-// verifiedIngester is a blobIngester that can store a stream whose reader
-// checks the digest itself, without hashing it again (store.Lease).
-type verifiedIngester interface {
-	WriteVerifiedBlob(ctx context.Context, desc ocispec.Descriptor, r io.Reader) error
+	WriteBlob(ctx context.Context, desc ocispec.Descriptor, r io.Reader, opts ...store.WriteOpt) error
 }
 
 // rangeFetcher is a blobFetcher that can resume: have yields the first n
@@ -36,12 +31,6 @@ type verifiedIngester interface {
 // the rest, verified over the whole blob (registry.FetchBlobFrom).
 type rangeFetcher interface {
 	FetchBlobFrom(ctx context.Context, desc ocispec.Descriptor, have io.Reader, n int64) (io.ReadCloser, error)
-}
-
-// resumableIngester is a blobIngester that keeps partial downloads
-// (store.Lease.WriteResumableBlob).
-type resumableIngester interface {
-	WriteResumableBlob(ctx context.Context, desc ocispec.Descriptor, open store.ResumeFunc, keep func(error) bool) error
 }
 
 // digestVerifier is a fetched blob's reader that fails in place of io.EOF
@@ -210,15 +199,13 @@ func fetchBlobInto(ctx context.Context, src blobFetcher, dst blobIngester, desc 
 		return pr
 	}
 	if rf, ok := src.(rangeFetcher); ok {
-		if ri, ok := dst.(resumableIngester); ok {
-			return ri.WriteResumableBlob(ctx, desc, func(have io.Reader, n int64) (io.ReadCloser, error) {
-				rc, err := rf.FetchBlobFrom(ctx, desc, have, n)
-				if err != nil {
-					return nil, err
-				}
-				return readCloser{progress(rc, n), rc}, nil
-			}, keepPartial)
-		}
+		return dst.WriteBlob(ctx, desc, nil, store.Resumable(func(have io.Reader, n int64) (io.ReadCloser, error) {
+			rc, err := rf.FetchBlobFrom(ctx, desc, have, n)
+			if err != nil {
+				return nil, err
+			}
+			return readCloser{progress(rc, n), rc}, nil
+		}, keepPartial))
 	}
 	rc, err := src.FetchBlob(ctx, desc)
 	if err != nil {
@@ -230,9 +217,7 @@ func fetchBlobInto(ctx context.Context, src blobFetcher, dst blobIngester, desc 
 	// this very digest, and the store then only checks the size; else by
 	// the store.
 	if v, ok := rc.(digestVerifier); ok && v.VerifiedDigest() == desc.Digest {
-		if vi, ok := dst.(verifiedIngester); ok {
-			return vi.WriteVerifiedBlob(ctx, desc, pr)
-		}
+		return dst.WriteBlob(ctx, desc, pr, store.Verified())
 	}
 	return dst.WriteBlob(ctx, desc, pr)
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/graph/internal/graphtest"
+	"github.com/wharfproject/wharf/graph/store"
 )
 
 // remoteFakeFetcher serves blobs from memory; a blob whose digest is in
@@ -75,7 +76,15 @@ func (s *remoteFakeIngester) HasBlob(d digest.Digest) bool {
 	return ok
 }
 
-func (s *remoteFakeIngester) WriteBlob(ctx context.Context, desc ocispec.Descriptor, r io.Reader) error {
+func (s *remoteFakeIngester) WriteBlob(ctx context.Context, desc ocispec.Descriptor, r io.Reader, opts ...store.WriteOpt) error {
+	if o := store.ApplyWriteOpts(opts...); o.Resume != nil {
+		rc, err := o.Resume(bytes.NewReader(nil), 0)
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		r = rc
+	}
 	b, err := io.ReadAll(r)
 	if err != nil {
 		return err
@@ -321,7 +330,7 @@ type commitGatedIngester struct {
 	started <-chan digest.Digest
 }
 
-func (s *commitGatedIngester) WriteBlob(ctx context.Context, desc ocispec.Descriptor, r io.Reader) error {
+func (s *commitGatedIngester) WriteBlob(ctx context.Context, desc ocispec.Descriptor, r io.Reader, _ ...store.WriteOpt) error {
 	b, err := io.ReadAll(r)
 	if err != nil {
 		return err
@@ -385,13 +394,12 @@ type recordingIngester struct {
 	verified, hashed atomic.Int32
 }
 
-func (s *recordingIngester) WriteBlob(ctx context.Context, desc ocispec.Descriptor, r io.Reader) error {
-	s.hashed.Add(1)
-	return s.remoteFakeIngester.WriteBlob(ctx, desc, r)
-}
-
-func (s *recordingIngester) WriteVerifiedBlob(ctx context.Context, desc ocispec.Descriptor, r io.Reader) error {
-	s.verified.Add(1)
+func (s *recordingIngester) WriteBlob(ctx context.Context, desc ocispec.Descriptor, r io.Reader, opts ...store.WriteOpt) error {
+	if store.ApplyWriteOpts(opts...).Verified {
+		s.verified.Add(1)
+	} else {
+		s.hashed.Add(1)
+	}
 	return s.remoteFakeIngester.WriteBlob(ctx, desc, r)
 }
 

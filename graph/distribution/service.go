@@ -3,7 +3,8 @@
 // lease, verified and recorded whole; push and copy on one transfer plan;
 // login), answers remote inspect with its signature verdict in the same
 // trip, reads attestations (from the store, and from the image's registry
-// for what the store lacks), and lists a repository's tags.
+// for what the store lacks), lists a repository's tags, and exports the
+// one-image plan that graph/mirror moves images on.
 package distribution
 
 import (
@@ -49,11 +50,15 @@ func New(st *store.Store, opts Options) *Service {
 	return &Service{st: st, reg: opts.Registry, events: opts.Events, platform: opts.Platform, transfers: newBlobTransfers(opts), verdicts: newVerdicts()}
 }
 
-// registryService is the registry client, or ErrUnavailable when the
-// daemon runs without one.
+// ErrNoRegistry is the one answer of every operation that needs a
+// registry when the daemon runs without registry access: Unavailable
+// (503), since the request may succeed against a daemon that has it.
+var ErrNoRegistry = fmt.Errorf("registry access is disabled: %w", errdefs.ErrUnavailable)
+
+// registryService is the registry client, or ErrNoRegistry.
 func (s *Service) registryService() (*registry.Service, error) {
 	if s.reg == nil {
-		return nil, fmt.Errorf("registry access is disabled: %w", errdefs.ErrUnavailable)
+		return nil, ErrNoRegistry
 	}
 	return s.reg, nil
 }

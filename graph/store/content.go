@@ -119,7 +119,7 @@ type Ingestion struct {
 	started  int64 // bytes [0, started) were handed to startWriteback
 	done     bool
 	// verified is the digest the source reader checks itself (see
-	// Lease.WriteVerifiedBlob); digester is nil then.
+	// WriteBlob's Verified option); digester is nil then.
 	verified digest.Digest
 	// partial: the file is a partial download (partial.go), kept on
 	// Abort when keep is set; key is its name among s.ingests.

@@ -167,7 +167,7 @@ func TestSecondStoreOnSameRootRefused(t *testing.T) {
 	}
 }
 
-// WriteVerifiedBlob trusts its reader for the digest (the reader fails in
+// A Verified write trusts its reader for the digest (the reader fails in
 // place of EOF on a mismatch) but still checks the size, caps the read and
 // stores nothing when the reader fails.
 func TestWriteVerifiedBlob(t *testing.T) {
@@ -180,19 +180,19 @@ func TestWriteVerifiedBlob(t *testing.T) {
 
 	// The reader reports a mismatch at the end: nothing stored.
 	mismatch := io.MultiReader(bytes.NewReader(data), iotest.ErrReader(errors.New("digest mismatch")))
-	if _, err := lease.WriteVerifiedBlob(ctx, desc, mismatch); err == nil || !strings.Contains(err.Error(), "digest mismatch") {
+	if _, err := lease.WriteBlob(ctx, desc, mismatch, Verified()); err == nil || !strings.Contains(err.Error(), "digest mismatch") {
 		t.Fatalf("failing reader: %v", err)
 	}
 	// Longer or shorter than announced: refused.
 	for _, body := range [][]byte{append(append([]byte{}, data...), 'x'), data[:3]} {
-		if _, err := lease.WriteVerifiedBlob(ctx, desc, bytes.NewReader(body)); !errdefs.IsInvalidArgument(err) {
+		if _, err := lease.WriteBlob(ctx, desc, bytes.NewReader(body), Verified()); !errdefs.IsInvalidArgument(err) {
 			t.Fatalf("%d bytes for %d: %v", len(body), desc.Size, err)
 		}
 	}
 	if s.HasBlob(desc.Digest) {
 		t.Fatal("a failed write left the blob")
 	}
-	created, err := lease.WriteVerifiedBlob(ctx, desc, bytes.NewReader(data))
+	created, err := lease.WriteBlob(ctx, desc, bytes.NewReader(data), Verified())
 	if err != nil || !created {
 		t.Fatalf("created %v, %v", created, err)
 	}

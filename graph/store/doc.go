@@ -13,6 +13,8 @@
 //
 //	<root>/                         0700
 //	├── oci-layout                  {"imageLayoutVersion":"1.0.0"}
+//	├── wharf.lock                  flock + pid of the process that owns the
+//	│                               root (internal/rootlock)
 //	├── index.json                  OCI index derived from wharf/meta.db: one
 //	│                               entry per tag (annotations
 //	│                               org.opencontainers.image.ref.name = the tag
@@ -68,10 +70,9 @@
 //	    │                           start on it ("unsupported version 2")
 //	    │                           instead of taking the store for an empty
 //	    │                           one
-//	    ├── images.json.v1          the version-1 records the migration read,
-//	    │                           byte for byte; kept, never read again (the
-//	    │                           way back to the previous wharf)
-//	    └── lock                    flock held while a daemon owns the root
+//	    └── images.json.v1          the version-1 records the migration read,
+//	                                byte for byte; kept, never read again (the
+//	                                way back to the previous wharf)
 //
 // A data-root written by the previous wharf has wharf/images.json of
 // version 1 and no meta.db; the first start migrates it (migrate.go: write

@@ -27,53 +27,28 @@ import (
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/wharfproject/wharf/internal/ocilayout"
 )
 
 // IndexDelay is how long after a change index.json is rewritten: changes
 // within it share one write.
 const IndexDelay = time.Second
 
-// indexHead and indexTail frame the entries of index.json as json.Marshal
-// of an ocispec.Index writes them (the fields after manifests are empty).
-var indexHead, indexTail = func() ([]byte, []byte) {
-	idx := ocispec.Index{MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{}}
-	idx.SchemaVersion = 2
-	b, err := json.Marshal(idx)
-	if err != nil || !bytes.HasSuffix(b, []byte("[]}")) {
-		panic(fmt.Sprintf("graph: index.json frame: %s %v", b, err))
-	}
-	return b[:len(b)-2], []byte("]}")
-}()
-
 // writeIndex writes the index.json the records of v call for to w, an
-// entry at a time: the same bytes json.Marshal of the whole ocispec.Index
-// gives, without holding it (50,000 tagged images: a 15 MB file, and about
-// three times that on the heap when built whole).
+// entry at a time (ocilayout.IndexWriter).
 func (s *Store) writeIndex(w io.Writer, v dbView) error {
-	if _, err := w.Write(indexHead); err != nil {
+	iw, err := ocilayout.NewIndexWriter(w)
+	if err != nil {
 		return err
 	}
-	first := true
-	put := func(d ocispec.Descriptor) error {
-		b, err := json.Marshal(d)
-		if err != nil {
-			return err
-		}
-		if !first {
-			if _, err := w.Write([]byte{','}); err != nil {
-				return err
-			}
-		}
-		first = false
-		_, err = w.Write(b)
-		return err
-	}
+	put := iw.Add
 	// Only the fields index.json shows are decoded of each record.
 	var r struct {
 		Target, Manifest ocispec.Descriptor
 		RepoTags         []string
 	}
-	err := v.tx.Bucket(bucketImages).ForEach(func(k, b []byte) error {
+	err = v.tx.Bucket(bucketImages).ForEach(func(k, b []byte) error {
 		s.scanned(v.tx, len(k)+len(b))
 		r.Target, r.Manifest, r.RepoTags = ocispec.Descriptor{}, ocispec.Descriptor{}, nil
 		if err := json.Unmarshal(b, &r); err != nil {
@@ -104,8 +79,7 @@ func (s *Store) writeIndex(w io.Writer, v dbView) error {
 	if err != nil {
 		return err
 	}
-	_, err = w.Write(indexTail)
-	return err
+	return iw.Close()
 }
 
 // indexBytes is writeIndex into memory (the check's detailed comparison,

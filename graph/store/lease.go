@@ -28,7 +28,7 @@ type Lease struct {
 	s        *Store
 	pinned   map[digest.Digest]bool
 	released bool
-	// downloaded: blobs this lease stored through WriteResumableBlob. If
+	// downloaded: blobs this lease stored through a resumable write. If
 	// no record uses them at Release (the pull failed after they were
 	// complete), they become partial downloads instead of being deleted
 	// (partial.go): a pull that fails at 99 % keeps 99 %.
@@ -127,8 +127,56 @@ func (l *Lease) Ingest(alg digest.Algorithm) (*Ingestion, error) {
 // pins desc first; writing a blob that exists is a no-op that drains nothing.
 // Concurrent writers of one blob each write their own temp file; the renames
 // replace identical content. It reports whether the blob was new.
-func (l *Lease) WriteBlob(ctx context.Context, desc ocispec.Descriptor, r io.Reader) (bool, error) {
-	return l.writeBlob(ctx, desc, r, false)
+//
+// The options say how the bytes arrive: Verified (r checks desc's digest
+// itself, so the store checks only the size) or Resumable (through desc's
+// partial download; r is not read). Every write ends the same way: capped
+// at desc.Size+1, fdatasynced, visible only once whole.
+func (l *Lease) WriteBlob(ctx context.Context, desc ocispec.Descriptor, r io.Reader, opts ...WriteOpt) (bool, error) {
+	o := ApplyWriteOpts(opts...)
+	if o.Resume != nil {
+		return l.writeResumableBlob(ctx, desc, o.Resume, o.Keep)
+	}
+	return l.writeBlob(ctx, desc, r, o.Verified)
+}
+
+// WriteOpt is an option of WriteBlob.
+type WriteOpt func(*WriteOptions)
+
+// WriteOptions are what a write's options ask; a stand-in for the store
+// (a test's) reads them with ApplyWriteOpts.
+type WriteOptions struct {
+	// Verified: the reader returns an error in place of io.EOF unless the
+	// bytes it delivered are exactly the blob desc.Digest
+	// (registry.FetchBlob's reader does, and says so). The store then
+	// checks the size but does not hash the bytes a second time: hashing
+	// was over half of a pull's CPU, done twice.
+	Verified bool
+	// Resume, when set, makes the write resumable: it is given the bytes a
+	// failed download kept and its reader is appended to them; when the
+	// write fails and Keep(err) is true the partial stays for the next
+	// attempt (partial.go).
+	Resume ResumeFunc
+	Keep   func(error) bool
+}
+
+// Verified is the option of a reader that verifies desc's digest itself.
+func Verified() WriteOpt { return func(o *WriteOptions) { o.Verified = true } }
+
+// Resumable is the option of a write through desc's partial download:
+// open reads the rest of the blob after the bytes kept; keep says which
+// failures keep the bytes.
+func Resumable(open ResumeFunc, keep func(error) bool) WriteOpt {
+	return func(o *WriteOptions) { o.Resume, o.Keep, o.Verified = open, keep, true }
+}
+
+// ApplyWriteOpts is what opts ask, applied in order.
+func ApplyWriteOpts(opts ...WriteOpt) WriteOptions {
+	var o WriteOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
 }
 
 // needsBlob says whether desc is a well-formed descriptor of a blob the
@@ -162,16 +210,6 @@ func (l *Lease) writeBlob(ctx context.Context, desc ocispec.Descriptor, r io.Rea
 	}
 	_, created, err := w.Commit(desc.Size, desc.Digest)
 	return created, err
-}
-
-// WriteVerifiedBlob is WriteBlob for a source that verifies desc's digest
-// itself: r must return an error in place of io.EOF unless the bytes it
-// delivered are exactly the blob desc.Digest (registry.FetchBlob's reader
-// does, and says so). The store then checks the size but does not hash the
-// bytes a second time: hashing was over half of a pull's CPU, done twice. Everything else — the cap at desc.Size+1, the fdatasync,
-// visibility only after the whole stream ended well — is WriteBlob's.
-func (l *Lease) WriteVerifiedBlob(ctx context.Context, desc ocispec.Descriptor, r io.Reader) (bool, error) {
-	return l.writeBlob(ctx, desc, r, true)
 }
 
 // Release unpins the lease's blobs and collects those that no record and no

@@ -51,7 +51,7 @@ func (s *Store) partialPath(d digest.Digest) string {
 // reader does).
 type ResumeFunc func(have io.Reader, n int64) (io.ReadCloser, error)
 
-// WriteResumableBlob is WriteVerifiedBlob through desc's partial download:
+// writeResumableBlob is a verified write through desc's partial download:
 // open is given the bytes a failed download kept, and what it returns is
 // appended to them. When the write fails and keep(err) is true (the bytes
 // are not proven wrong), the partial stays for the next attempt. A partial
@@ -65,7 +65,7 @@ type ResumeFunc func(have io.Reader, n int64) (io.ReadCloser, error)
 // one's; the partial is dropped and the blob downloaded once more from
 // zero, within this call. Once only: a download from zero that proves
 // wrong is the registry's answer, and fails.
-func (l *Lease) WriteResumableBlob(ctx context.Context, desc ocispec.Descriptor, open ResumeFunc, keep func(error) bool) (bool, error) {
+func (l *Lease) writeResumableBlob(ctx context.Context, desc ocispec.Descriptor, open ResumeFunc, keep func(error) bool) (bool, error) {
 	if need, err := l.needsBlob(desc); !need {
 		return false, err
 	}
@@ -80,7 +80,7 @@ func (l *Lease) WriteResumableBlob(ctx context.Context, desc ocispec.Descriptor,
 	return created, err
 }
 
-// writeResumable is one attempt of WriteResumableBlob, from the partial's
+// writeResumable is one attempt of writeResumableBlob, from the partial's
 // bytes (fresh: from none, the partial emptied first). from is the number
 // of bytes it resumed from.
 func (l *Lease) writeResumable(ctx context.Context, desc ocispec.Descriptor, open ResumeFunc, keep func(error) bool, fresh bool) (created bool, from int64, err error) {

@@ -52,7 +52,7 @@ func TestPartialDownloadSurvivesFailureAndRestart(t *testing.T) {
 	var asked []int64
 
 	l := s.NewLease()
-	if _, err := l.WriteResumableBlob(context.Background(), desc, cutSource(t, blob, 100<<10, &asked), keepUnlessWrong); !errdefs.IsUnavailable(err) {
+	if _, err := l.WriteBlob(context.Background(), desc, nil, Resumable(cutSource(t, blob, 100<<10, &asked), keepUnlessWrong)); !errdefs.IsUnavailable(err) {
 		t.Fatalf("first attempt: %v", err)
 	}
 	l.Release()
@@ -63,13 +63,13 @@ func TestPartialDownloadSurvivesFailureAndRestart(t *testing.T) {
 	s.Close()
 	s = openTestStore(t, root)
 	l = s.NewLease()
-	if _, err := l.WriteResumableBlob(context.Background(), desc, cutSource(t, blob, 50<<10, &asked), keepUnlessWrong); !errdefs.IsUnavailable(err) {
+	if _, err := l.WriteBlob(context.Background(), desc, nil, Resumable(cutSource(t, blob, 50<<10, &asked), keepUnlessWrong)); !errdefs.IsUnavailable(err) {
 		t.Fatalf("second attempt: %v", err)
 	}
 	l.Release()
 	l = s.NewLease()
 	defer l.Release()
-	if created, err := l.WriteResumableBlob(context.Background(), desc, cutSource(t, blob, -1, &asked), keepUnlessWrong); err != nil || !created {
+	if created, err := l.WriteBlob(context.Background(), desc, nil, Resumable(cutSource(t, blob, -1, &asked), keepUnlessWrong)); err != nil || !created {
 		t.Fatalf("third attempt: %v %v", created, err)
 	}
 	if fmt.Sprint(asked) != fmt.Sprint([]int64{0, 100 << 10, 150 << 10}) {
@@ -91,7 +91,7 @@ func TestPartialDroppedWhenWrong(t *testing.T) {
 	var asked []int64
 	l := s.NewLease()
 	defer l.Release()
-	if _, err := l.WriteResumableBlob(context.Background(), desc, cutSource(t, blob, 1000, &asked), keepUnlessWrong); err == nil {
+	if _, err := l.WriteBlob(context.Background(), desc, nil, Resumable(cutSource(t, blob, 1000, &asked), keepUnlessWrong)); err == nil {
 		t.Fatal("cut download succeeded")
 	}
 	// Damage the kept bytes: the resumed attempt proves wrong, drops them
@@ -101,7 +101,7 @@ func TestPartialDroppedWhenWrong(t *testing.T) {
 	must(t, err)
 	b[10] ^= 1
 	must(t, os.WriteFile(p, b, 0o600))
-	if _, err := l.WriteResumableBlob(context.Background(), desc, cutSource(t, blob, -1, &asked), keepUnlessWrong); err != nil {
+	if _, err := l.WriteBlob(context.Background(), desc, nil, Resumable(cutSource(t, blob, -1, &asked), keepUnlessWrong)); err != nil {
 		t.Fatalf("damaged partial: %v", err)
 	}
 	if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
@@ -143,7 +143,7 @@ func TestPartialRestartIsOnceAndOnlyAfterAResume(t *testing.T) {
 	defer l.Release()
 
 	var asked []int64
-	if _, err := l.WriteResumableBlob(context.Background(), desc, wrongSource(desc.Size, &asked), keepUnlessWrong); !errdefs.IsDataLoss(err) {
+	if _, err := l.WriteBlob(context.Background(), desc, nil, Resumable(wrongSource(desc.Size, &asked), keepUnlessWrong)); !errdefs.IsDataLoss(err) {
 		t.Fatalf("wrong from zero: %v", err)
 	}
 	if fmt.Sprint(asked) != "[0]" {
@@ -151,10 +151,10 @@ func TestPartialRestartIsOnceAndOnlyAfterAResume(t *testing.T) {
 	}
 
 	asked = nil
-	if _, err := l.WriteResumableBlob(context.Background(), desc, cutSource(t, blob, 1000, &asked), keepUnlessWrong); !errdefs.IsUnavailable(err) {
+	if _, err := l.WriteBlob(context.Background(), desc, nil, Resumable(cutSource(t, blob, 1000, &asked), keepUnlessWrong)); !errdefs.IsUnavailable(err) {
 		t.Fatalf("cut download: %v", err)
 	}
-	if _, err := l.WriteResumableBlob(context.Background(), desc, wrongSource(desc.Size, &asked), keepUnlessWrong); !errdefs.IsDataLoss(err) {
+	if _, err := l.WriteBlob(context.Background(), desc, nil, Resumable(wrongSource(desc.Size, &asked), keepUnlessWrong)); !errdefs.IsDataLoss(err) {
 		t.Fatalf("wrong after a resume: %v", err)
 	}
 	if fmt.Sprint(asked) != "[0 1000 0]" {
@@ -181,7 +181,7 @@ func TestPartialsExpireAndAreCapped(t *testing.T) {
 		descs = append(descs, desc)
 		var asked []int64
 		l := s.NewLease()
-		if _, err := l.WriteResumableBlob(context.Background(), desc, cutSource(t, blob, 100<<10, &asked), keepUnlessWrong); err == nil {
+		if _, err := l.WriteBlob(context.Background(), desc, nil, Resumable(cutSource(t, blob, 100<<10, &asked), keepUnlessWrong)); err == nil {
 			t.Fatal("cut download succeeded")
 		}
 		l.Release()
@@ -220,7 +220,7 @@ func TestCompletedDownloadOfAFailedPullIsKept(t *testing.T) {
 	desc := ocispec.Descriptor{Digest: digest.FromBytes(blob), Size: int64(len(blob))}
 	var asked []int64
 	l := s.NewLease()
-	if _, err := l.WriteResumableBlob(context.Background(), desc, cutSource(t, blob, -1, &asked), keepUnlessWrong); err != nil {
+	if _, err := l.WriteBlob(context.Background(), desc, nil, Resumable(cutSource(t, blob, -1, &asked), keepUnlessWrong)); err != nil {
 		t.Fatal(err)
 	}
 	l.Release() // no record: the pull failed on another layer
@@ -231,7 +231,7 @@ func TestCompletedDownloadOfAFailedPullIsKept(t *testing.T) {
 		t.Fatalf("partials: %d, %d bytes", n, b)
 	}
 	l = s.NewLease()
-	if _, err := l.WriteResumableBlob(context.Background(), desc, cutSource(t, blob, -1, &asked), keepUnlessWrong); err != nil {
+	if _, err := l.WriteBlob(context.Background(), desc, nil, Resumable(cutSource(t, blob, -1, &asked), keepUnlessWrong)); err != nil {
 		t.Fatal(err)
 	}
 	// Unrecorded again, and the daemon dies with it in blobs/: the scrub
@@ -246,7 +246,7 @@ func TestCompletedDownloadOfAFailedPullIsKept(t *testing.T) {
 	}
 	l = s.NewLease()
 	defer l.Release()
-	if _, err := l.WriteResumableBlob(context.Background(), desc, cutSource(t, blob, -1, &asked), keepUnlessWrong); err != nil {
+	if _, err := l.WriteBlob(context.Background(), desc, nil, Resumable(cutSource(t, blob, -1, &asked), keepUnlessWrong)); err != nil {
 		t.Fatal(err)
 	}
 	if fmt.Sprint(asked) != fmt.Sprint([]int64{0, desc.Size, desc.Size}) {

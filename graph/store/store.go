@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
-	"github.com/gofrs/flock"
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -21,17 +19,18 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/wharfproject/wharf/imagespec"
+	"github.com/wharfproject/wharf/internal/ocilayout"
+	"github.com/wharfproject/wharf/internal/rootlock"
 )
 
 const (
-	layoutFile   = ocispec.ImageLayoutFile // "oci-layout"
-	IndexFile    = "index.json"
-	BlobsDir     = "blobs"
+	layoutFile   = ocilayout.LayoutFile
+	IndexFile    = ocilayout.IndexFile
+	BlobsDir     = ocilayout.BlobsDir
 	ingestDir    = "ingest"
 	wharfDir     = "wharf"
 	recordsFile  = "images.json"
 	recordsV1    = "images.json.v1"
-	lockFile     = "lock"
 	recordsVer   = 1
 	AnnRefName   = ocispec.AnnotationRefName // tag only, e.g. "1.0"
 	AnnImageName = "io.containerd.image.name"
@@ -62,6 +61,10 @@ type Options struct {
 	// present is recorded under the one it runs best (platforms.go); the
 	// zero value means this machine's.
 	Platform ocispec.Platform
+	// Lock is Root's lock when the caller holds it already (the daemon
+	// takes it before anything touches the root); nil: Open takes it and
+	// Close releases it.
+	Lock *rootlock.Lock
 
 	// stopAfter (tests) is called after each step of a migration; an
 	// error it returns stops Open there, as a crash would.
@@ -75,9 +78,9 @@ type Options struct {
 // the check from seeing a deleted image's blobs between the two. Lock
 // order: gcMu, leaseMu, idxMu.
 type Store struct {
-	root  string
-	log   *logrus.Entry
-	flock *flock.Flock
+	root string
+	log  *logrus.Entry
+	lock *rootlock.Lock // taken by Open; nil when the caller holds it
 
 	db    *bolt.DB
 	count atomic.Int64 // images recorded (meta.count)
@@ -110,7 +113,7 @@ type Store struct {
 	partialTTL time.Duration // PartialTTL unless Options say otherwise
 	partialMax int64         // PartialMaxBytes unless Options say otherwise
 	// partialRestarts counts the resumed downloads whose kept bytes proved
-	// wrong and that downloaded again from zero (WriteResumableBlob).
+	// wrong and that downloaded again from zero (a resumable WriteBlob).
 	partialRestarts atomic.Int64
 
 	// pendDirs are the blob directories a rename went into since the last
@@ -202,13 +205,12 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.IndexDelay > 0 {
 		s.indexDelay = opts.IndexDelay
 	}
-	s.flock = flock.New(filepath.Join(root, wharfDir, lockFile))
-	locked, err := s.flock.TryLock()
-	if err != nil {
-		return nil, fmt.Errorf("graph: lock data-root: %w", err)
-	}
-	if !locked {
-		return nil, fmt.Errorf("graph: data-root %s is in use by another process%.0w", root, errdefs.ErrUnavailable)
+	if opts.Lock == nil {
+		if s.lock, err = rootlock.Acquire(root); err != nil {
+			return nil, fmt.Errorf("graph: %w", err)
+		}
+	} else if held, err := filepath.Abs(opts.Lock.Root()); err != nil || held != root {
+		return nil, fmt.Errorf("graph: the lock held is data-root %s's, not %s's%.0w", opts.Lock.Root(), root, errdefs.ErrInvalidArgument)
 	}
 	if err := s.open(ctx); err != nil {
 		s.Close()
@@ -237,8 +239,7 @@ func (s *Store) open(ctx context.Context) error {
 	s.collectPartialsLocked(time.Now())
 	s.leaseMu.Unlock()
 	if _, err := os.Stat(filepath.Join(s.root, layoutFile)); errors.Is(err, os.ErrNotExist) {
-		b, _ := json.Marshal(ocispec.ImageLayout{Version: ocispec.ImageLayoutVersion})
-		if err := s.writeFileAtomic(s.root, layoutFile, b); err != nil {
+		if err := s.writeFileAtomic(s.root, layoutFile, ocilayout.LayoutBytes); err != nil {
 			return err
 		}
 	}
@@ -328,8 +329,8 @@ func (s *Store) Close() error {
 			errs = append(errs, err)
 		}
 	}
-	if s.flock != nil {
-		if err := s.flock.Unlock(); err != nil {
+	if s.lock != nil {
+		if err := s.lock.Release(); err != nil {
 			errs = append(errs, err)
 		}
 	}

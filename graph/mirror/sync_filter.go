@@ -1,13 +1,14 @@
-package distribution
+package mirror
 
 import (
 	"fmt"
 	"regexp"
 	"slices"
-	"strings"
 
 	"github.com/Masterminds/semver/v3"
 	"github.com/containerd/errdefs"
+
+	"github.com/wharfproject/wharf/graph/distribution"
 )
 
 // maxSyncPattern bounds a tag regex or a semver range: a pattern of a few
@@ -79,22 +80,6 @@ func (f *tagFilter) add(regex, rng string) error {
 // referrerTag is a tag that holds referrers of sha256:<hex>.
 var referrerTag = regexp.MustCompile(`^sha256-[0-9a-f]{64}(?:\.(?:sig|att|sbom))?$`)
 
-// tagVersion is t as a semver version, parsed by the parser of `wharf tags
-// --sort semver` (tagsort.go: an optional v, one to three numeric parts,
-// -prerelease, +build); nil when t is not a version. Missing parts are 0,
-// so "3.20" is 3.20.0 to a range, as skopeo's semver.NewVersion reads it.
-func tagVersion(t string) *semver.Version {
-	k := parseSemverTag(t)
-	if k == nil {
-		return nil
-	}
-	var meta string
-	if i := strings.IndexByte(t, '+'); i >= 0 {
-		meta = t[i+1:]
-	}
-	return semver.New(uint64(k.nums[0]), uint64(k.nums[1]), uint64(k.nums[2]), k.suffix, meta)
-}
-
 // apply returns the tags f selects, in the order given, except that with
 // latest the N highest versions are kept in ascending order.
 func (f *tagFilter) apply(tags []string) []string {
@@ -111,7 +96,7 @@ func (f *tagFilter) apply(tags []string) []string {
 			}
 		}
 		if ok && len(f.ranges) > 0 {
-			v := tagVersion(t)
+			v := distribution.TagVersion(t)
 			for _, c := range f.ranges {
 				if v == nil || !c.Check(v) {
 					ok = false
@@ -128,7 +113,7 @@ func (f *tagFilter) apply(tags []string) []string {
 		// (SortTagsSemver), so they are taken only when fewer than N
 		// versions are left.
 		out = slices.Clone(out)
-		SortTagsSemver(out)
+		distribution.SortTagsSemver(out)
 		if len(out) > f.latest {
 			out = out[len(out)-f.latest:]
 		}

@@ -1,4 +1,4 @@
-package distribution
+package mirror
 
 import (
 	"errors"
