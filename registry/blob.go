@@ -219,8 +219,8 @@ type verifiedBlob struct {
 // VerifiedDigest tells a consumer that this reader returns an error in
 // place of io.EOF unless the bytes it delivered are exactly the blob of
 // that digest (and size): the content store need not hash a pulled layer a
-// second time (issue 14: sha256 was over half of wharfd's CPU in a pull,
-// computed twice).
+// second time (sha256 computed twice was over half of wharfd's CPU in a
+// pull).
 func (v *verifiedBlob) VerifiedDigest() digest.Digest { return v.dgst }
 
 type readCloser struct {

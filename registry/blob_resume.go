@@ -13,7 +13,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
-// How a blob download resumes (issue 20). A body that breaks — a reset, a
+// How a blob download resumes. A body that breaks — a reset, a
 // body cut short of the blob's size, a stall the transport's body watchdog
 // ends (transport/timeouts.go) — is reopened with `Range: bytes=N-` from the
 // N bytes already delivered, as dockerd and containerd's httpReadSeeker do.

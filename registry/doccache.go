@@ -14,8 +14,8 @@ const maxDocsPerEntry = 4
 
 // decode is decodeDocument for a manifest the content cache holds under d:
 // the decoded form is kept beside the bytes, so a warm inspect does not parse
-// the same JSON twice per request (issue 14: ~8 % of wharfd's CPU under
-// case 2's load). It is reused only when body is the cache's own slice for
+// the same JSON twice per request (parsing was ~8 % of wharfd's CPU under 64
+// concurrent inspects). It is reused only when body is the cache's own slice for
 // d, so it says nothing the verified bytes do not, and grants nothing: the
 // caller has the bytes, so it has already passed the scope check. Other
 // bodies are decoded as they are. Callers get a copy they may change.

@@ -71,8 +71,7 @@ func (r *Resolved) ReferrersOfSubjects(ctx context.Context, subjects []digest.Di
 // it has none). A manifest's subject is what a registry indexes it under
 // (its PUT answers OCI-Subject) and what PushReferrer adds it to the tag
 // schema of, so copying a referrer of M that names V attaches it to V at
-// the destination — an image the copy never touched (issue 20, finding
-// 3). Listed through the API or the tag schema, a referrer must name the
+// the destination — an image the copy never touched. Listed through the API or the tag schema, a referrer must name the
 // subject; under a cosign tag (ref.Tag, derived from the subject) it may
 // name none, as cosign writes them, but not another. The source served
 // a listing its own manifest contradicts: ErrUpstream (502), naming it.

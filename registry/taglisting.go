@@ -9,7 +9,7 @@ import (
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 )
 
-// The tag listing freshness cache (issue 24): the whole listing of a
+// The tag listing freshness cache: the whole listing of a
 // repository, and when the registry gave it, for the newer-version check.
 // Like the tag freshness cache (tagcache.go) it is read only by a caller
 // that says how old an answer it accepts (the check's max-age), and it is

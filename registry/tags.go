@@ -31,8 +31,8 @@ const (
 	// maxTags bounds the tags one listing holds, because the byte cap
 	// bounds what is read, not what it becomes: a one-letter tag is 4
 	// bytes of JSON ("a",) and 17 in memory (a 16-byte string header and
-	// its byte), so 64 MiB of them took wharfd from 16 MB to 1.1 GB
-	// (issue 20, finding 2). 1,000,000 is what 1,000 pages of the default
+	// its byte), so 64 MiB of them take a process from 16 MB to 1.1 GB.
+	// 1,000,000 is what 1,000 pages of the default
 	// 1,000 hold: 16 MiB of headers, and the tags' bytes within the 64 MiB
 	// read. It is checked after each page, whose decoding the page cap
 	// bounds: 4 MiB holds at most ~1,050,000 tags (16 MiB of headers).

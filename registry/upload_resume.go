@@ -20,7 +20,7 @@ import (
 	"github.com/wharfproject/wharf/registry/transport"
 )
 
-// Resuming an upload whose PATCH failed (issue 20). The registry is asked
+// Resuming an upload whose PATCH failed. The registry is asked
 // how much it kept (GET on the session: 204, Range: 0-<last byte>, and a
 // fresh Location), the source is reopened there, and a new PATCH carries
 // the rest. What the registry says is checked against what was sent: an

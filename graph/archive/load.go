@@ -45,7 +45,7 @@ type loadedImage struct {
 // quiet a "Loading layer" line per layer comes first.
 //
 // An image index is loaded with every platform the archive holds whole
-// (Engine 29 keeps them; issue 23), recorded under the daemon's platform
+// (Engine 29 keeps them), recorded under the daemon's platform
 // when present. platforms (docker load --platform; several at API 1.52)
 // load only those platforms of a multi-platform image, and an image the
 // archive does not hold for them is refused rather than loaded for another

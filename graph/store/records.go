@@ -27,7 +27,7 @@ type ImageRecord struct {
 	// Platforms are the platforms of the index Target held locally, in
 	// the index's order (platforms.go); ID and Manifest are one of them.
 	// Empty for an image whose target is a manifest, and for a record
-	// written before issue 23 (Present: the one platform, Manifest).
+	// written before records held platforms (Present: the one platform, Manifest).
 	Platforms []PlatformImage `json:",omitempty"`
 	// RepoTags are fully qualified references (docker.io/library/busybox:latest);
 	// shown in familiar form on the API.
@@ -36,8 +36,8 @@ type ImageRecord struct {
 	RepoDigests []string
 	LastTagTime time.Time
 	Created     time.Time
-	// Trust is the signature policy's verdict the image was pulled under
-	// (issue 21); nil when no policy applied.
+	// Trust is the signature policy's verdict the image was pulled under;
+	// nil when no policy applied.
 	Trust *types.Trust `json:",omitempty"`
 }
 
