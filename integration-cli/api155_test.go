@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/moby/moby/api/types/image"
@@ -25,7 +26,7 @@ import (
 
 // The Docker Go SDK suite (sdk_suite_test.go) once more, pinned to API
 // 1.55: wharfd's own version, what an SDK of Engine 29.7 negotiates.
-var _ = check.Suite(&SDKSuite{version: "1.55"})
+func TestSDKSuite155(t *testing.T) { t.Parallel(); runSuite(t, &SDKSuite{version: "1.55"}) }
 
 // API155Suite: what API 1.51–1.55 added for images, through the moby Go
 // client pinned to 1.55, curl and the wharf CLI, against the real registry.
@@ -44,7 +45,7 @@ type API155Suite struct {
 	fetched  map[string]int    // blob digest → GETs through the proxy
 }
 
-var _ = check.Suite(&API155Suite{})
+func TestAPI155Suite(t *testing.T) { t.Parallel(); runSuite(t, &API155Suite{}) }
 
 func (s *API155Suite) SetUpSuite(c *check.C) {
 	s.reg = s.startRegistry(c, testregistry.Options{})

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"testing"
 	"time"
 
 	"gopkg.in/check.v1"
@@ -20,7 +21,7 @@ type APISuite struct {
 	d *Daemon
 }
 
-var _ = check.Suite(&APISuite{})
+func TestAPISuite(t *testing.T) { t.Parallel(); runSuite(t, &APISuite{}) }
 
 func (s *APISuite) SetUpSuite(c *check.C) { s.d = s.startDaemon(c) }
 func filtersQuery(f map[string][]string) string {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"testing"
 
 	"github.com/opencontainers/go-digest"
 	"gopkg.in/check.v1"
@@ -25,7 +26,7 @@ type ArchiveBoundsSuite struct {
 	d   *Daemon
 }
 
-var _ = check.Suite(&ArchiveBoundsSuite{})
+func TestArchiveBoundsSuite(t *testing.T) { t.Parallel(); runSuite(t, &ArchiveBoundsSuite{}) }
 
 func (s *ArchiveBoundsSuite) SetUpSuite(c *check.C) {
 	s.dst = s.startRegistry(c, testregistry.Options{})

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"sync"
+	"testing"
 
 	"github.com/moby/moby/api/types/image"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -27,7 +28,7 @@ type AttestationsMemorySuite struct {
 	reg *testregistry.Registry
 }
 
-var _ = check.Suite(&AttestationsMemorySuite{})
+func TestAttestationsMemorySuite(t *testing.T) { t.Parallel(); runSuite(t, &AttestationsMemorySuite{}) }
 
 func (s *AttestationsMemorySuite) SetUpSuite(c *check.C) {
 	s.reg = s.startRegistry(c, testregistry.Options{})

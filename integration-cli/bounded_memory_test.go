@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync/atomic"
+	"testing"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"gopkg.in/check.v1"
@@ -21,7 +22,7 @@ import (
 // (issue 20). wharfd starts at about 16-30 MiB.
 type BoundedMemorySuite struct{ suiteFixture }
 
-var _ = check.Suite(&BoundedMemorySuite{})
+func TestBoundedMemorySuite(t *testing.T) { t.Parallel(); runSuite(t, &BoundedMemorySuite{}) }
 
 // tagFloodPage is one 4 MiB page of one-letter tags ("a", 4 bytes of JSON
 // each: some 1,048,000 tags), the most tags a page within the 4 MiB page

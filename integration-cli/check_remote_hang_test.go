@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"gopkg.in/check.v1"
@@ -39,7 +40,7 @@ type CheckRemoteHangSuite struct {
 	enough     chan struct{} // closed when the hanging host holds hangEnough
 }
 
-var _ = check.Suite(&CheckRemoteHangSuite{})
+func TestCheckRemoteHangSuite(t *testing.T) { t.Parallel(); runSuite(t, &CheckRemoteHangSuite{}) }
 
 const (
 	hangTags    = 20

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/opencontainers/go-digest"
@@ -33,7 +34,7 @@ type CheckRemoteNewerSuite struct {
 	builtOnMPEntry string
 }
 
-var _ = check.Suite(&CheckRemoteNewerSuite{})
+func TestCheckRemoteNewerSuite(t *testing.T) { t.Parallel(); runSuite(t, &CheckRemoteNewerSuite{}) }
 
 // newerTags are the tags of nv/app (all one image: only the names matter
 // to the newer-version check).

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"testing"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"gopkg.in/check.v1"
@@ -25,7 +26,7 @@ type CheckRemoteSuite struct {
 	ixMoved     *testregistry.Index // cr/mp:moved now: the pulled platform changed
 }
 
-var _ = check.Suite(&CheckRemoteSuite{})
+func TestCheckRemoteSuite(t *testing.T) { t.Parallel(); runSuite(t, &CheckRemoteSuite{}) }
 
 // pulledPlatform is what the multi-platform fixtures are pulled for: the
 // first platform of testregistry's default index.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"gopkg.in/check.v1"
@@ -35,7 +36,10 @@ type CheckRemoteWatchAuthSuite struct {
 	a, b *testregistry.Registry
 }
 
-var _ = check.Suite(&CheckRemoteWatchAuthSuite{})
+func TestCheckRemoteWatchAuthSuite(t *testing.T) {
+	t.Parallel()
+	runSuite(t, &CheckRemoteWatchAuthSuite{})
+}
 
 const (
 	watchAuthUserA = "alice"
@@ -240,12 +244,12 @@ func (s *CheckRemoteWatchAuthSuite) TestWatchAuthFileCredentialHelper(c *check.C
 	authFile := filepath.Join(dir, "config.json")
 	c.Assert(os.WriteFile(authFile, []byte(`{"credHelpers":{"`+a.Host+`":"wharftest"}}`), 0o600), check.IsNil)
 
-	// wharfd inherits the test's environment: the helper's directory goes
-	// first on PATH for the daemon started here, and is taken off after.
-	oldPath := os.Getenv("PATH")
-	c.Assert(os.Setenv("PATH", dir+string(os.PathListSeparator)+oldPath), check.IsNil)
-	d := s.startDaemon(c, "--check-remote-interval", "1s", "--check-remote-auth-file", authFile, "--metrics-addr", "127.0.0.1:0")
-	c.Assert(os.Setenv("PATH", oldPath), check.IsNil)
+	// The helper's directory goes first on PATH for the daemon started
+	// here only.
+	d := NewDaemon(c)
+	d.Env = []string{"PATH=" + dir + string(os.PathListSeparator) + os.Getenv("PATH")}
+	d.Start(c, "--check-remote-interval", "1s", "--check-remote-auth-file", authFile, "--metrics-addr", "127.0.0.1:0")
+	s.daemons = append(s.daemons, d)
 	url := watchMetrics(c, d)
 
 	pushImage(c, a, "wh/app", "latest", testregistry.ImageOptions{})

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -33,7 +34,7 @@ type CheckRemoteWatchSuite struct {
 	reg *testregistry.Registry
 }
 
-var _ = check.Suite(&CheckRemoteWatchSuite{})
+func TestCheckRemoteWatchSuite(t *testing.T) { t.Parallel(); runSuite(t, &CheckRemoteWatchSuite{}) }
 
 // watchWait bounds each wait for rounds (1 s ± 10 % each, plus the round)
 // on a loaded CI box.

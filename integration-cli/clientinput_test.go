@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"testing"
 
 	"gopkg.in/check.v1"
 )
@@ -16,7 +17,7 @@ type ClientInputSuite struct {
 	d *Daemon
 }
 
-var _ = check.Suite(&ClientInputSuite{})
+func TestClientInputSuite(t *testing.T) { t.Parallel(); runSuite(t, &ClientInputSuite{}) }
 
 func (s *ClientInputSuite) SetUpSuite(c *check.C) { s.d = s.startDaemon(c) }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"testing"
 	"time"
 
 	"gopkg.in/check.v1"
@@ -20,7 +21,7 @@ type CompatGraphSuite struct {
 	d   *Daemon
 }
 
-var _ = check.Suite(&CompatGraphSuite{})
+func TestCompatGraphSuite(t *testing.T) { t.Parallel(); runSuite(t, &CompatGraphSuite{}) }
 
 func (s *CompatGraphSuite) SetUpSuite(c *check.C) {
 	s.reg = s.startRegistry(c, testregistry.Options{})

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"testing"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -27,7 +28,7 @@ type CopyReferrersSuite struct {
 	d            *Daemon
 }
 
-var _ = check.Suite(&CopyReferrersSuite{})
+func TestCopyReferrersSuite(t *testing.T) { t.Parallel(); runSuite(t, &CopyReferrersSuite{}) }
 
 func (s *CopyReferrersSuite) SetUpSuite(c *check.C) {
 	s.src = s.startRegistry(c, testregistry.Options{})

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/moby/moby/api/types/registry"
@@ -30,7 +31,7 @@ type CopySuite struct {
 	d        *Daemon
 }
 
-var _ = check.Suite(&CopySuite{})
+func TestCopySuite(t *testing.T) { t.Parallel(); runSuite(t, &CopySuite{}) }
 
 func (s *CopySuite) SetUpSuite(c *check.C) {
 	s.src = s.startRegistry(c, testregistry.Options{Auth: testregistry.AuthToken})

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/opencontainers/go-digest"
@@ -18,7 +19,7 @@ type CrashSuite struct {
 	regs *registries
 }
 
-var _ = check.Suite(&CrashSuite{})
+func TestCrashSuite(t *testing.T) { t.Parallel(); runSuite(t, &CrashSuite{}) }
 
 func (s *CrashSuite) SetUpSuite(c *check.C) {
 	s.regs = s.startRegistries(c)

@@ -28,6 +28,9 @@ type Daemon struct {
 	// Bin is the wharfd binary Start runs; "" is the one under test
 	// (another is an older wharf's: store_upgrade_test.go).
 	Bin string
+	// Env is added to the test's environment for wharfd (a later entry of
+	// a name wins), so that no test changes the whole process's.
+	Env []string
 
 	cmd     *exec.Cmd
 	done    chan struct{}
@@ -55,7 +58,7 @@ func NewDaemon(c *check.C) *Daemon {
 	d := &Daemon{
 		Root:    filepath.Join(base, "root"),
 		Sock:    filepath.Join(sockDir, "w.sock"),
-		LogPath: filepath.Join(base, "wharfd.log"),
+		LogPath: daemonLogPath(c, base),
 		Home:    filepath.Join(base, "home"),
 	}
 	d.Host = "unix://" + d.Sock
@@ -93,7 +96,7 @@ func (d *Daemon) StartWithError(args ...string) error {
 	}
 	cmd := exec.Command(bin, full...)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Env = append(os.Environ(), "HOME="+d.Home, "XDG_CONFIG_HOME="+filepath.Join(d.Home, ".config"))
+	cmd.Env = append(append(os.Environ(), "HOME="+d.Home, "XDG_CONFIG_HOME="+filepath.Join(d.Home, ".config")), d.Env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", bin, err)

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"testing"
 	"time"
 
 	"gopkg.in/check.v1"
@@ -13,7 +14,7 @@ import (
 // starts, breaks or stops it.
 type DaemonSuite struct{}
 
-var _ = check.Suite(&DaemonSuite{})
+func TestDaemonSuite(t *testing.T) { t.Parallel(); runSuite(t, &DaemonSuite{}) }
 
 func (s *DaemonSuite) TestSecondDaemonOnSameDataRootIsRefused(c *check.C) {
 	d1 := StartDaemon(c)

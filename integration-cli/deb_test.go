@@ -20,6 +20,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
+	"testing"
 	"time"
 
 	"gopkg.in/check.v1"
@@ -31,10 +33,13 @@ type DebMakeInstallSuite struct{ root string }
 
 type DebPackageSuite struct{ root string }
 
-var (
-	_ = check.Suite(&DebMakeInstallSuite{})
-	_ = check.Suite(&DebPackageSuite{})
-)
+func TestDebMakeInstallSuite(t *testing.T) { t.Parallel(); runSuite(t, &DebMakeInstallSuite{}) }
+
+// Not in parallel: make deb stages the package in the checkout's bin/
+// (contrib/packaging/nfpm.yaml reads bin/deb-root), where the other suites
+// run bin/wharfd and bin/wharf, and rebuilds those when the tree changed
+// since they were built.
+func TestDebPackageSuite(t *testing.T) { runSuite(t, &DebPackageSuite{}) }
 
 // makeEnv is the environment for a nested make: none of the outer `make
 // test`'s MAKEFLAGS (jobserver descriptors, -n, -k).
@@ -48,6 +53,18 @@ func makeEnv() []string {
 		env = append(env, kv)
 	}
 	return env
+}
+
+// makeInCheckout is held while a suite runs make in the checkout: two at
+// once would build the same tools into .cache/bin and write the same man
+// pages together.
+var makeInCheckout sync.Mutex
+
+// runMake runs make in the checkout, one at a time.
+func runMake(c *check.C, root string, args ...string) string {
+	makeInCheckout.Lock()
+	defer makeInCheckout.Unlock()
+	return runIn(c, root, "make", append([]string{"--no-print-directory"}, args...)...)
 }
 
 func runIn(c *check.C, dir string, name string, args ...string) string {
@@ -105,12 +122,15 @@ func (s *DebMakeInstallSuite) SetUpSuite(c *check.C) {
 // service unit names PREFIX's wharfd, and make uninstall removes every file
 // install wrote.
 func (s *DebMakeInstallSuite) TestInstallUninstallDestdir(c *check.C) {
+	// The binaries are built into a directory of the test's (BIN_DIR), not
+	// the checkout's bin/ that the other suites run.
+	binDir := c.MkDir()
 	for _, tc := range []struct{ prefix, unitDir string }{
 		{"/opt/wharf", "/opt/wharf/lib/systemd/system"},
 		{"/usr", "/lib/systemd/system"},
 	} {
 		dest := c.MkDir()
-		runIn(c, s.root, "make", "--no-print-directory", "install", "DESTDIR="+dest, "PREFIX="+tc.prefix)
+		runMake(c, s.root, "install", "BIN_DIR="+binDir, "DESTDIR="+dest, "PREFIX="+tc.prefix)
 		files := filesUnder(c, dest)
 		for _, want := range installedFiles(tc.prefix, tc.unitDir) {
 			c.Check(containsString(files, want), check.Equals, true, check.Commentf("PREFIX=%s: %s not installed; got %v", tc.prefix, want, files))
@@ -128,7 +148,7 @@ func (s *DebMakeInstallSuite) TestInstallUninstallDestdir(c *check.C) {
 		c.Check(strings.Contains(string(unit), "\nExecStart="+tc.prefix+"/bin/wharfd -H fd://\n"), check.Equals, true, check.Commentf("%s", unit))
 		c.Check(strings.Contains(string(unit), "/usr/local/"), check.Equals, false, check.Commentf("PREFIX=%s:\n%s", tc.prefix, unit))
 
-		runIn(c, s.root, "make", "--no-print-directory", "uninstall", "DESTDIR="+dest, "PREFIX="+tc.prefix)
+		runMake(c, s.root, "uninstall", "BIN_DIR="+binDir, "DESTDIR="+dest, "PREFIX="+tc.prefix)
 		c.Check(filesUnder(c, dest), check.HasLen, 0)
 	}
 }
@@ -241,7 +261,7 @@ func (s *DebPackageSuite) TestDebInstallVersionRemove(c *check.C) {
 	}()
 
 	start := time.Now()
-	runIn(c, s.root, "make", "--no-print-directory", "deb")
+	runMake(c, s.root, "deb")
 	c.Logf("make deb: %s", time.Since(start).Round(time.Millisecond))
 	debs, _ := filepath.Glob(filepath.Join(s.root, "bin", "wharf_*.deb"))
 	c.Assert(debs, check.HasLen, 1, check.Commentf("make deb leaves one bin/wharf_*.deb"))

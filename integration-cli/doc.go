@@ -8,5 +8,9 @@
 // daemons and servers through it; the fixture's TearDownSuite takes them
 // down. What only a poll can see is waited for with waitFor (wait_test.go).
 //
-// Run: go test ./integration-cli/ [-check.f 'RemoteInspectSuite'] [-check.v]
+// Each suite is its own go test (TestRemoteInspectSuite runs
+// RemoteInspectSuite), and suites that share nothing run in parallel;
+// TestMain searches every wharfd log of the run for secrets at the end.
+//
+// Run: go test ./integration-cli/ [-run TestRemoteInspectSuite] [-check.f 'TestName'] [-check.v]
 package integration

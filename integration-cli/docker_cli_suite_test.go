@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"testing"
 	"time"
 
 	"gopkg.in/check.v1"
@@ -20,7 +21,7 @@ type DockerCLISuite struct {
 	regs *registries
 }
 
-var _ = check.Suite(&DockerCLISuite{})
+func TestDockerCLISuite(t *testing.T) { t.Parallel(); runSuite(t, &DockerCLISuite{}) }
 
 func (s *DockerCLISuite) SetUpSuite(c *check.C) {
 	dockerPath(c)

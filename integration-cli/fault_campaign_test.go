@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 
 	"gopkg.in/check.v1"
@@ -43,7 +44,7 @@ type FaultCampaignSuite struct {
 	d     *Daemon
 }
 
-var _ = check.Suite(&FaultCampaignSuite{})
+func TestFaultCampaignSuite(t *testing.T) { t.Parallel(); runSuite(t, &FaultCampaignSuite{}) }
 
 const (
 	campaignRounds = 3

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"gopkg.in/check.v1"
@@ -37,7 +38,7 @@ type FleetSuite struct {
 	dumped bool
 }
 
-var _ = check.Suite(&FleetSuite{})
+func TestFleetSuite(t *testing.T) { t.Parallel(); runSuite(t, &FleetSuite{}) }
 
 // fleetTTL is the proxy's TTL: far beyond the test, so that every
 // manifest is fetched from the upstream at most once within it.

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -21,7 +22,7 @@ type GGCRDaemonSuite struct {
 	d *Daemon
 }
 
-var _ = check.Suite(&GGCRDaemonSuite{})
+func TestGGCRDaemonSuite(t *testing.T) { t.Parallel(); runSuite(t, &GGCRDaemonSuite{}) }
 
 func (s *GGCRDaemonSuite) SetUpSuite(c *check.C) {
 	s.d = s.startDaemon(c)

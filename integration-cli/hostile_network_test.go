@@ -170,19 +170,23 @@ func (s *HostileRegistrySuite) TestSilentAndResettingServers(c *check.C) {
 		c.Assert(err, check.IsNil)
 		name := srv.Host + "/hostile/app"
 		before := s.d.storeState(c)
-		t0 := time.Now()
 		r := s.d.remoteInspect(c, name+":1.0", "")
-		took := time.Since(t0)
 		c.Check(r.Status >= 500, check.Equals, true, check.Commentf("%s: %s", mk.name, r))
 		c.Check(strings.Contains(r.Message(), srv.Host), check.Equals, true, check.Commentf("%s: %s", mk.name, r.Message()))
 		c.Check(strings.Contains(r.Message(), "unavailable"), check.Equals, true, check.Commentf("%s: %s", mk.name, r.Message()))
-		// 3 attempts of one 2 s header timeout plus backoff.
-		c.Check(took < 5*hostileTimeout, check.Equals, true, check.Commentf("%s: remote inspect took %s", mk.name, took))
+		// A bounded number of tries (connections, counted below), each
+		// ended by wharfd's header timeout: the silent server closes none,
+		// so every one it accepted was given up by wharfd.
+		if mk.name == "silent" {
+			accepted := srv.Accepted.Load()
+			gaveUp := waitFor(daemonStopTimeout, func() bool { return srv.Abandoned.Load() >= accepted })
+			c.Check(gaveUp, check.Equals, true, check.Commentf("silent: wharfd closed %d of the %d connections it opened", srv.Abandoned.Load(), accepted))
+		}
 		msg := s.d.pullMessage(c, name, "1.0", "")
 		c.Check(strings.Contains(msg, srv.Host) && strings.Contains(msg, "unavailable"), check.Equals, true, check.Commentf("%s pull: %s", mk.name, msg))
 		c.Check(s.d.storeState(c), check.DeepEquals, before)
 		c.Check(srv.Accepted.Load() <= 6, check.Equals, true, check.Commentf("%s: %d connections", mk.name, srv.Accepted.Load()))
-		c.Logf("%s: %s (took %s, %d connections)", mk.name, r.Message(), took, srv.Accepted.Load())
+		c.Logf("%s: %s (%d connections)", mk.name, r.Message(), srv.Accepted.Load())
 		srv.Close()
 		s.d.ping(c)
 	}

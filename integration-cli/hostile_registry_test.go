@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"testing"
 	"time"
 
 	specs "github.com/opencontainers/image-spec/specs-go"
@@ -25,7 +26,7 @@ type HostileRegistrySuite struct {
 	base leakBaseline
 }
 
-var _ = check.Suite(&HostileRegistrySuite{})
+func TestHostileRegistrySuite(t *testing.T) { t.Parallel(); runSuite(t, &HostileRegistrySuite{}) }
 
 // hostileTimeout shortens wharfd's registry timeouts (response headers and
 // the slow-body window, 30 s by default) so silent and trickling

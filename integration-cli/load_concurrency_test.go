@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"gopkg.in/check.v1"
@@ -28,7 +29,7 @@ type LoadSuite struct {
 	d     *Daemon
 }
 
-var _ = check.Suite(&LoadSuite{})
+func TestLoadSuite(t *testing.T) { t.Parallel(); runSuite(t, &LoadSuite{}) }
 
 // Load shape: 200 clients over 8 images; one registry request in 7 fails
 // (503 or reset), which the bounded retries mostly absorb.

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -29,7 +30,7 @@ type MetricsSuite struct {
 	url string // http://127.0.0.1:PORT/metrics
 }
 
-var _ = check.Suite(&MetricsSuite{})
+func TestMetricsSuite(t *testing.T) { t.Parallel(); runSuite(t, &MetricsSuite{}) }
 
 // metricsStageTimeout bounds each wait for wharfd to reach a stage (a held
 // blob requested, a pull ending) on a loaded CI box.

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"testing"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"gopkg.in/check.v1"
@@ -26,7 +27,7 @@ type MultiPlatformSuite struct {
 	d   *Daemon
 }
 
-var _ = check.Suite(&MultiPlatformSuite{})
+func TestMultiPlatformSuite(t *testing.T) { t.Parallel(); runSuite(t, &MultiPlatformSuite{}) }
 
 func (s *MultiPlatformSuite) SetUpSuite(c *check.C) {
 	if runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"testing"
 
 	"gopkg.in/check.v1"
 
@@ -24,7 +25,7 @@ type OCIReadersSuite struct {
 	reg *testregistry.Registry
 }
 
-var _ = check.Suite(&OCIReadersSuite{})
+func TestOCIReadersSuite(t *testing.T) { t.Parallel(); runSuite(t, &OCIReadersSuite{}) }
 
 func (s *OCIReadersSuite) SetUpSuite(c *check.C) {
 	skopeoPath(c)

@@ -3,6 +3,7 @@ package integration
 import (
 	"net/http"
 	"strings"
+	"testing"
 
 	"gopkg.in/check.v1"
 
@@ -20,7 +21,7 @@ type PushMountSuite struct {
 	d   *Daemon
 }
 
-var _ = check.Suite(&PushMountSuite{})
+func TestPushMountSuite(t *testing.T) { t.Parallel(); runSuite(t, &PushMountSuite{}) }
 
 func (s *PushMountSuite) SetUpSuite(c *check.C) {
 	s.reg = s.startRegistry(c, testregistry.Options{})

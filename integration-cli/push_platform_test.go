@@ -2,6 +2,7 @@ package integration
 
 import (
 	"strings"
+	"testing"
 
 	"gopkg.in/check.v1"
 
@@ -17,7 +18,7 @@ type PushPlatformSuite struct {
 	d   *Daemon
 }
 
-var _ = check.Suite(&PushPlatformSuite{})
+func TestPushPlatformSuite(t *testing.T) { t.Parallel(); runSuite(t, &PushPlatformSuite{}) }
 
 func (s *PushPlatformSuite) SetUpSuite(c *check.C) {
 	s.reg = s.startRegistry(c, testregistry.Options{})

@@ -6,6 +6,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"testing"
 
 	"gopkg.in/check.v1"
 
@@ -24,7 +25,7 @@ type PushReceiptSuite struct {
 	d     *Daemon
 }
 
-var _ = check.Suite(&PushReceiptSuite{})
+func TestPushReceiptSuite(t *testing.T) { t.Parallel(); runSuite(t, &PushReceiptSuite{}) }
 
 // otherDigest is what the lying registry claims to have stored.
 const otherDigest = "sha256:0000000000000000000000000000000000000000000000000000000000000000"

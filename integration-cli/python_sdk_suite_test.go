@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"testing"
 
 	"gopkg.in/check.v1"
 
@@ -24,7 +25,7 @@ type PythonSDKSuite struct {
 	reg *testregistry.Registry
 }
 
-var _ = check.Suite(&PythonSDKSuite{})
+func TestPythonSDKSuite(t *testing.T) { t.Parallel(); runSuite(t, &PythonSDKSuite{}) }
 
 func (s *PythonSDKSuite) SetUpSuite(c *check.C) {
 	pythonsWithDockerSDK(c)

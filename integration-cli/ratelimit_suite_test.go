@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"gopkg.in/check.v1"
@@ -33,7 +34,7 @@ type RateLimitSuite struct {
 	during   []string      // requests while limiting, after the batch
 }
 
-var _ = check.Suite(&RateLimitSuite{})
+func TestRateLimitSuite(t *testing.T) { t.Parallel(); runSuite(t, &RateLimitSuite{}) }
 
 const (
 	rateLimitBatch = 64

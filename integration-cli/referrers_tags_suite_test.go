@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync/atomic"
+	"testing"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -34,7 +35,7 @@ type ReferrersTagsSuite struct {
 	d     *Daemon
 }
 
-var _ = check.Suite(&ReferrersTagsSuite{})
+func TestReferrersTagsSuite(t *testing.T) { t.Parallel(); runSuite(t, &ReferrersTagsSuite{}) }
 
 func (s *ReferrersTagsSuite) SetUpSuite(c *check.C) {
 	s.token = s.startRegistry(c, testregistry.Options{Auth: testregistry.AuthToken})

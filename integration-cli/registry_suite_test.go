@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"testing"
 	"time"
 
 	"gopkg.in/check.v1"
@@ -24,7 +25,7 @@ type RegistrySuite struct {
 	d    *Daemon
 }
 
-var _ = check.Suite(&RegistrySuite{})
+func TestRegistrySuite(t *testing.T) { t.Parallel(); runSuite(t, &RegistrySuite{}) }
 
 func (s *RegistrySuite) SetUpSuite(c *check.C) {
 	s.regs = s.startRegistries(c)

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 
 	"gopkg.in/check.v1"
@@ -25,7 +26,7 @@ import (
 // and 13).
 type RegistryTransportSuite struct{}
 
-var _ = check.Suite(&RegistryTransportSuite{})
+func TestRegistryTransportSuite(t *testing.T) { t.Parallel(); runSuite(t, &RegistryTransportSuite{}) }
 
 func (s *RegistryTransportSuite) SetUpSuite(c *check.C) { needBinaries(c) }
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 
 	"gopkg.in/check.v1"
@@ -19,7 +20,7 @@ import (
 // never ends the daemon.
 type ReloadSuite struct{}
 
-var _ = check.Suite(&ReloadSuite{})
+func TestReloadSuite(t *testing.T) { t.Parallel(); runSuite(t, &ReloadSuite{}) }
 
 // reloadLogWait bounds the wait for a reload's log line: the reload reads
 // a few small files; 20 s leaves room for a loaded CI machine.

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"runtime"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/moby/moby/client"
@@ -29,7 +30,7 @@ type RemoteInspectSuite struct {
 	ociImg, dockerImg    *testregistry.Image
 }
 
-var _ = check.Suite(&RemoteInspectSuite{})
+func TestRemoteInspectSuite(t *testing.T) { t.Parallel(); runSuite(t, &RemoteInspectSuite{}) }
 
 func (s *RemoteInspectSuite) SetUpSuite(c *check.C) {
 	s.regs = s.startRegistries(c)

@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strings"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -44,7 +45,7 @@ type ResolveSuite struct {
 	pub *testregistry.Registry
 }
 
-var _ = check.Suite(&ResolveSuite{})
+func TestResolveSuite(t *testing.T) { t.Parallel(); runSuite(t, &ResolveSuite{}) }
 
 const (
 	aliceUser     = "alice"

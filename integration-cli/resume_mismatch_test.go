@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/opencontainers/go-digest"
@@ -25,7 +26,7 @@ type ResumeMismatchSuite struct {
 	reg *testregistry.Registry
 }
 
-var _ = check.Suite(&ResumeMismatchSuite{})
+func TestResumeMismatchSuite(t *testing.T) { t.Parallel(); runSuite(t, &ResumeMismatchSuite{}) }
 
 func (s *ResumeMismatchSuite) SetUpSuite(c *check.C) {
 	s.reg = s.startRegistry(c, testregistry.Options{})

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"testing"
 	"time"
 
 	"gopkg.in/check.v1"
@@ -27,7 +28,7 @@ type ResumeSuite struct {
 	d     *Daemon
 }
 
-var _ = check.Suite(&ResumeSuite{})
+func TestResumeSuite(t *testing.T) { t.Parallel(); runSuite(t, &ResumeSuite{}) }
 
 // The image of the table: 3 layers of 8 MiB of random bytes (they do not
 // compress), each GET cut after 1 MiB of body, so 5 cuts still fall inside

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/moby/moby/client"
@@ -26,10 +27,9 @@ type SDKSuite struct {
 	cli     *client.Client
 }
 
-var (
-	_ = check.Suite(&SDKSuite{version: "1.50"})
-	_ = check.Suite(&SDKSuite{version: "1.41"})
-)
+func TestSDKSuite150(t *testing.T) { t.Parallel(); runSuite(t, &SDKSuite{version: "1.50"}) }
+
+func TestSDKSuite141(t *testing.T) { t.Parallel(); runSuite(t, &SDKSuite{version: "1.41"}) }
 
 func (s *SDKSuite) SetUpSuite(c *check.C) {
 	s.d = s.startDaemon(c)

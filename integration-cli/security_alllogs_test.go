@@ -3,65 +3,56 @@ package integration
 import (
 	"encoding/base64"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"testing"
 
 	"github.com/moby/moby/api/types/registry"
+	"gopkg.in/check.v1"
 
 	"github.com/wharfproject/wharf/internal/testregistry"
 )
 
 // Every wharfd log of the whole run is searched for credentials and tokens
 // once all suites have finished. check.v1 deletes each suite's temp
-// directories (where the Daemon harness keeps wharfd.log) when the suite
-// ends, so, without changing the harness:
-//
-//   - TestCollectDaemonLogs (clientinput_logcollect_test.go, a file that
-//     sorts before main_test.go, so it runs after TestMain built the
-//     binaries and before Test runs the suites) points TMPDIR at a private
-//     directory and sets -check.work, so that every suite's directories
-//     are made there and kept;
-//   - TestZZNoSecretInAnyDaemonLog (this file sorts after main_test.go, so
-//     it runs after Test) reads every wharfd.log there, then puts TMPDIR
-//     and -check.work back and removes the directory.
-//
-// A -check.work given on the command line keeps its meaning (the directory
-// is then left in place and its path printed). Running only some tests
-// (-run) without both of these just searches nothing.
+// directories when the suite ends, so the Daemon harness writes wharfd.log
+// into a directory of the run instead (daemonLogPath), which TestMain makes
+// before the tests and searches, then removes, after them (searchAll). A
+// -check.work keeps it in place and prints its path.
 
-// logsRoot is the private TMPDIR of this run ("" when not collecting).
-var logsRoot string
+// runLogs is the run's collection of wharfd logs (nil: not collected).
+var runLogs *logCollection
 
-// userKeepsWork is true when -check.work was asked for explicitly.
-var userKeepsWork bool
+type logCollection struct {
+	root string
+	keep bool // -check.work: leave the logs in place
+}
 
-// origTMPDIR is TMPDIR before collection changed it (hadTMPDIR: it was set).
-var (
-	origTMPDIR string
-	hadTMPDIR  bool
-)
-
-// startLogCollection is TestCollectDaemonLogs's work.
-func startLogCollection(t *testing.T) {
-	if logsRoot != "" {
-		return
-	}
+// startLogCollection makes the directory every wharfd log of the run goes
+// to; nil when it cannot (the logs then stay in each suite's directories
+// and are not searched).
+func startLogCollection() *logCollection {
 	d, err := os.MkdirTemp("", "wharf-it-logs-")
 	if err != nil {
-		t.Skipf("no private TMPDIR, logs will not be searched: %v", err)
+		fmt.Fprintf(os.Stderr, "integration-cli: no directory for the wharfd logs, they will not be searched: %v\n", err)
+		return nil
 	}
-	logsRoot = d
-	origTMPDIR, hadTMPDIR = os.LookupEnv("TMPDIR")
-	os.Setenv("TMPDIR", d)
-	if f := flag.Lookup("check.work"); f != nil {
-		userKeepsWork = f.Value.String() == "true"
-		_ = f.Value.Set("true")
+	runLogs = &logCollection{root: d, keep: flagOn("check.work") || flagOn("gocheck.work")}
+	return runLogs
+}
+
+// daemonLogPath is where a new Daemon writes its log: a directory of its
+// own in the run's collection, or base (one of the suite's directories)
+// when logs are not collected.
+func daemonLogPath(c *check.C, base string) string {
+	if runLogs == nil {
+		return filepath.Join(base, "wharfd.log")
 	}
+	d, err := os.MkdirTemp(runLogs.root, "wharfd-")
+	c.Assert(err, check.IsNil)
+	return filepath.Join(d, "wharfd.log")
 }
 
 // knownSecrets are the credentials every suite uses (the test registries'
@@ -84,42 +75,37 @@ func knownSecrets() map[string]string {
 	}
 }
 
-func TestZZNoSecretInAnyDaemonLog(t *testing.T) {
-	if logsRoot == "" {
-		t.Skip("logs were not collected (TestCollectDaemonLogs did not run)")
+// searchAll reads every wharfd log of the run for the known secrets and
+// tokens, reports each it finds on stderr, and removes the logs (unless
+// -check.work). It is false when a log holds a secret or the search
+// itself is wrong.
+func (lc *logCollection) searchAll() bool {
+	defer func() {
+		if lc.keep {
+			fmt.Printf("integration-cli: wharfd logs kept in %s\n", lc.root)
+			return
+		}
+		os.RemoveAll(lc.root)
+	}()
+	ok := true
+	fail := func(format string, args ...any) {
+		fmt.Fprintf(os.Stderr, "FAIL: no secret in any wharfd log: "+format+"\n", args...)
+		ok = false
 	}
-	// Afterwards the harness is as it was: the original TMPDIR, and suites
-	// removing their directories again (so that -count=2 neither fails nor
-	// leaks); a second round is not searched.
-	defer func(root string) {
-		if hadTMPDIR {
-			os.Setenv("TMPDIR", origTMPDIR)
-		} else {
-			os.Unsetenv("TMPDIR")
-		}
-		if f := flag.Lookup("check.work"); f != nil {
-			_ = f.Value.Set(fmt.Sprint(userKeepsWork))
-		}
-		if !userKeepsWork {
-			os.RemoveAll(root)
-		}
-	}(logsRoot)
-	root := logsRoot
-	logsRoot = ""
 	var logs []string
-	_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+	_ = filepath.WalkDir(lc.root, func(p string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && d.Name() == "wharfd.log" {
 			logs = append(logs, p)
 		}
 		return nil
 	})
 	if len(logs) == 0 {
-		t.Skip("no wharfd log was written (no suite ran)")
+		return true // no suite started a wharfd
 	}
-	t.Logf("searching %d wharfd logs", len(logs))
+	fmt.Printf("integration-cli: searching %d wharfd logs for secrets\n", len(logs))
 	secrets := knownSecrets()
 	// The prefixes must match the headers the suites really send, or this
-	// test proves nothing.
+	// search proves nothing.
 	u, pw := testregistry.DefaultUsername, testregistry.DefaultPassword
 	sdk, _ := json.Marshal(registry.AuthConfig{Username: u, Password: pw, ServerAddress: "127.0.0.1:5000"})
 	for what, hdr := range map[string]string{
@@ -127,28 +113,30 @@ func TestZZNoSecretInAnyDaemonLog(t *testing.T) {
 		"X-Registry-Auth (docker CLI, username)": base64.URLEncoding.EncodeToString(sdk),
 	} {
 		if !strings.Contains(hdr, secrets[what]) {
-			t.Fatalf("%s: prefix %q does not match a real header %q", what, secrets[what], hdr)
+			fail("%s: prefix %q does not match a real header %q", what, secrets[what], hdr)
+			return false
 		}
 	}
 	tokens := []*regexp.Regexp{jwtPattern, refreshPattern}
 	for _, p := range logs {
 		b, err := os.ReadFile(p)
 		if err != nil {
-			t.Error(err)
+			fail("%v", err)
 			continue
 		}
 		log := string(b)
 		for what, s := range secrets {
 			if i := strings.Index(log, s); i >= 0 {
-				t.Errorf("%s holds the %s: …%s…", p, what, excerpt(log, i, len(s)))
+				fail("%s holds the %s: …%s…", p, what, excerpt(log, i, len(s)))
 			}
 		}
 		for _, re := range tokens {
 			if loc := re.FindStringIndex(log); loc != nil {
-				t.Errorf("%s holds a token (%s): …%s…", p, re, excerpt(log, loc[0], loc[1]-loc[0]))
+				fail("%s holds a token (%s): …%s…", p, re, excerpt(log, loc[0], loc[1]-loc[0]))
 			}
 		}
 	}
+	return ok
 }
 
 // excerpt is the log line around the secret at log[i:i+n], with the secret

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"net/http"
 	"strings"
+	"testing"
 	"time"
 
 	"gopkg.in/check.v1"
@@ -16,7 +17,7 @@ type SecuritySuite struct {
 	regs *registries
 }
 
-var _ = check.Suite(&SecuritySuite{})
+func TestSecuritySuite(t *testing.T) { t.Parallel(); runSuite(t, &SecuritySuite{}) }
 
 func (s *SecuritySuite) SetUpSuite(c *check.C) {
 	s.regs = s.startRegistries(c)

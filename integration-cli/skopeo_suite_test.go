@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"testing"
 
 	"gopkg.in/check.v1"
 
@@ -21,7 +22,7 @@ type SkopeoSuite struct {
 	reg *testregistry.Registry
 }
 
-var _ = check.Suite(&SkopeoSuite{})
+func TestSkopeoSuite(t *testing.T) { t.Parallel(); runSuite(t, &SkopeoSuite{}) }
 
 func (s *SkopeoSuite) SetUpSuite(c *check.C) {
 	skopeoPath(c)

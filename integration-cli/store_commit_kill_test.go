@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"gopkg.in/check.v1"
@@ -25,7 +26,7 @@ type CommitCrashSuite struct {
 	suiteFixture
 }
 
-var _ = check.Suite(&CommitCrashSuite{})
+func TestCommitCrashSuite(t *testing.T) { t.Parallel(); runSuite(t, &CommitCrashSuite{}) }
 
 // commitKillRounds is how many kills TestKill9DuringTagCommits makes;
 // WHARF_CRASH_ROUNDS raises it.

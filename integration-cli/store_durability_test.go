@@ -24,6 +24,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
 
 	"gopkg.in/check.v1"
@@ -43,7 +44,7 @@ type StoreDurabilitySuite struct {
 	reg *testregistry.Registry
 }
 
-var _ = check.Suite(&StoreDurabilitySuite{})
+func TestStoreDurabilitySuite(t *testing.T) { t.Parallel(); runSuite(t, &StoreDurabilitySuite{}) }
 
 func (s *StoreDurabilitySuite) SetUpSuite(c *check.C) {
 	s.reg = s.startRegistry(c, testregistry.Options{})

@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strconv"
 	"syscall"
+	"testing"
 	"time"
 
 	"gopkg.in/check.v1"
@@ -29,7 +30,7 @@ type StoreMigrateKillSuite struct {
 	suiteFixture
 }
 
-var _ = check.Suite(&StoreMigrateKillSuite{})
+func TestStoreMigrateKillSuite(t *testing.T) { t.Parallel(); runSuite(t, &StoreMigrateKillSuite{}) }
 
 // migrateImages is the size of the version-1 store: large enough that the
 // migration takes a time a poll loop can split, small enough for the

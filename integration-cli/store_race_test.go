@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"testing"
 	"time"
 
 	"gopkg.in/check.v1"
@@ -37,7 +38,7 @@ type StoreRaceSuite struct {
 	archiveA []byte // docker-save archive of A (GET /images/get), made once
 }
 
-var _ = check.Suite(&StoreRaceSuite{})
+func TestStoreRaceSuite(t *testing.T) { t.Parallel(); runSuite(t, &StoreRaceSuite{}) }
 
 const (
 	raceSharedLayers = 3

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"testing"
 
 	"gopkg.in/check.v1"
 
@@ -24,7 +25,7 @@ type StoreUpgradeSuite struct {
 	reg *testregistry.Registry
 }
 
-var _ = check.Suite(&StoreUpgradeSuite{})
+func TestStoreUpgradeSuite(t *testing.T) { t.Parallel(); runSuite(t, &StoreUpgradeSuite{}) }
 
 func (s *StoreUpgradeSuite) SetUpSuite(c *check.C) {
 	s.reg = s.startRegistry(c, testregistry.Options{})

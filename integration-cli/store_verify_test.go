@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/opencontainers/go-digest"
@@ -39,7 +40,10 @@ type StoreVerifySuite struct {
 	reg *testregistry.Registry
 }
 
-var _ = check.Suite(&StoreVerifySuite{})
+// Not in parallel: TestLoadRepeatedLayerHashedOnce measures wharfd's CPU
+// time within a wall-clock deadline (10 s), which the other suites' load
+// on 2 cores would eat.
+func TestStoreVerifySuite(t *testing.T) { runSuite(t, &StoreVerifySuite{}) }
 
 func (s *StoreVerifySuite) SetUpSuite(c *check.C) {
 	s.reg = s.startRegistry(c, testregistry.Options{})

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/opencontainers/go-digest"
@@ -33,7 +34,7 @@ type SyncSuite struct {
 	ns map[string]map[string]string
 }
 
-var _ = check.Suite(&SyncSuite{})
+func TestSyncSuite(t *testing.T) { t.Parallel(); runSuite(t, &SyncSuite{}) }
 
 // The namespace: 20 repositories × 5 tags.
 const (

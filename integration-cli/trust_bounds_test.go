@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"testing"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -34,7 +35,10 @@ type SignatureBoundsTrustSuite struct {
 	junk   []testregistry.Blob // the bogus bundles, shared by every image
 }
 
-var _ = check.Suite(&SignatureBoundsTrustSuite{})
+func TestSignatureBoundsTrustSuite(t *testing.T) {
+	t.Parallel()
+	runSuite(t, &SignatureBoundsTrustSuite{})
+}
 
 // The flood: 31 manifests (with cosign's own, the 32 a subject may list)
 // of 16 layers (the most a signature manifest may have) of 128 KiB.

@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/opencontainers/go-digest"
@@ -47,7 +48,7 @@ type CosignCertTrustSuite struct {
 	rekor  *ecdsa.PrivateKey
 }
 
-var _ = check.Suite(&CosignCertTrustSuite{})
+func TestCosignCertTrustSuite(t *testing.T) { t.Parallel(); runSuite(t, &CosignCertTrustSuite{}) }
 
 const (
 	certEmail  = "signer@example.com"

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"testing"
 
 	"gopkg.in/check.v1"
 
@@ -26,7 +27,7 @@ type CosignTrustSuite struct {
 	keys   string // signer.key/.pub, other.key/.pub
 }
 
-var _ = check.Suite(&CosignTrustSuite{})
+func TestCosignTrustSuite(t *testing.T) { t.Parallel(); runSuite(t, &CosignTrustSuite{}) }
 
 func (s *CosignTrustSuite) SetUpSuite(c *check.C) {
 	root, err := testregistry.RepoRoot()

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"testing"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/crane"
@@ -30,7 +31,7 @@ type MoveTrustSuite struct {
 	keys   string
 }
 
-var _ = check.Suite(&MoveTrustSuite{})
+func TestMoveTrustSuite(t *testing.T) { t.Parallel(); runSuite(t, &MoveTrustSuite{}) }
 
 func (s *MoveTrustSuite) SetUpSuite(c *check.C) {
 	s.cosign = cosignBinary(c)

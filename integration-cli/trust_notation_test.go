@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"testing"
 	"time"
 
 	_ "github.com/notaryproject/notation-core-go/signature/cose" // registers the COSE envelope
@@ -43,7 +44,7 @@ type NotationTrustSuite struct {
 	ca, otherCA *notaryCA
 }
 
-var _ = check.Suite(&NotationTrustSuite{})
+func TestNotationTrustSuite(t *testing.T) { t.Parallel(); runSuite(t, &NotationTrustSuite{}) }
 
 const (
 	notationArtifactType = "application/vnd.cncf.notary.signature"

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"testing"
 
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	"gopkg.in/check.v1"
@@ -31,7 +32,7 @@ type ReferrersTrustSuite struct {
 	keys   string
 }
 
-var _ = check.Suite(&ReferrersTrustSuite{})
+func TestReferrersTrustSuite(t *testing.T) { t.Parallel(); runSuite(t, &ReferrersTrustSuite{}) }
 
 // cosignBinary is .cache/bin/cosign, or skips (fails under CI) as
 // CosignTrustSuite does.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/moby/moby/client"
@@ -30,7 +31,7 @@ type TrustSuite struct {
 	policy string
 }
 
-var _ = check.Suite(&TrustSuite{})
+func TestTrustSuite(t *testing.T) { t.Parallel(); runSuite(t, &TrustSuite{}) }
 
 func (s *TrustSuite) SetUpSuite(c *check.C) {
 	s.reg = s.startRegistry(c, testregistry.Options{})

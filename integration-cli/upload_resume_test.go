@@ -7,6 +7,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"testing"
 
 	"gopkg.in/check.v1"
 
@@ -25,7 +26,7 @@ type UploadResumeSuite struct {
 	d        *Daemon
 }
 
-var _ = check.Suite(&UploadResumeSuite{})
+func TestUploadResumeSuite(t *testing.T) { t.Parallel(); runSuite(t, &UploadResumeSuite{}) }
 
 // cutAfter: the bytes of a PATCH's body the proxy lets through before it
 // cuts; the layer is 8 MiB, so three cuts still leave bytes to send.

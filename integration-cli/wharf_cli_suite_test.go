@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"testing"
 	"time"
 
 	"gopkg.in/check.v1"
@@ -18,7 +19,7 @@ type WharfCLISuite struct {
 	d *Daemon
 }
 
-var _ = check.Suite(&WharfCLISuite{})
+func TestWharfCLISuite(t *testing.T) { t.Parallel(); runSuite(t, &WharfCLISuite{}) }
 
 func (s *WharfCLISuite) SetUpSuite(c *check.C) { s.d = s.startDaemon(c) }
 func (s *WharfCLISuite) importFile(c *check.C, ref string, args ...string) string {

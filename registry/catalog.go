@@ -32,6 +32,7 @@ func (r *Repository) Catalog(ctx context.Context, prefix string) ([]string, erro
 	}
 	var names []string
 	var held int64
+	lim := r.svc.listLimit.orDefault()
 	b := pageBounds{what: "catalog", maxPages: maxTagPages, maxPage: maxTagPageBytes, maxTotal: maxTagListBytes}
 	err = r.getPages(ctx, ep, u, "application/json", b, func(_ *http.Response, body []byte) error {
 		var page struct {
@@ -40,15 +41,15 @@ func (r *Repository) Catalog(ctx context.Context, prefix string) ([]string, erro
 		if err := json.Unmarshal(body, &page); err != nil {
 			return invalidDocument(ep.host, "catalog: %v", err)
 		}
-		if len(names)+len(page.Repositories) > maxTags {
-			return invalidDocument(ep.host, "catalog: more than %d repositories", maxTags)
+		if len(names)+len(page.Repositories) > lim.names {
+			return invalidDocument(ep.host, "catalog: more than %d repositories", lim.names)
 		}
 		for _, n := range page.Repositories {
 			if validateRepositoryPath(n) != nil {
 				return invalidDocument(ep.host, "catalog: invalid repository %q", n)
 			}
-			if held += int64(len(n)) + tagHeaderBytes; held > maxTagMemory {
-				return invalidDocument(ep.host, "catalog: its names take more than %d bytes in memory", maxTagMemory)
+			if held += int64(len(n)) + tagHeaderBytes; held > lim.memory {
+				return invalidDocument(ep.host, "catalog: its names take more than %d bytes in memory", lim.memory)
 			}
 			if prefix == "" || strings.HasPrefix(n, prefix+"/") {
 				names = append(names, n)

@@ -37,6 +37,9 @@ type Service struct {
 	// one PUT (defaultWholeUploadMax, upload_whole.go); tests that study
 	// the PATCH path set it below their blobs' size (-1: none).
 	wholeUploadMax int64
+	// listLimit bounds one tag or catalog listing (maxTags, maxTagMemory
+	// when zero, tags.go); tests of the bounds set it smaller.
+	listLimit listLimit
 	// configRead, when set, is called after every read of the
 	// configuration: tests reload in the middle of a decision with it.
 	configRead func()

@@ -47,6 +47,25 @@ const (
 	tagHeaderBytes = 16
 )
 
+// listLimit bounds what one tag or catalog listing holds; the zero value
+// means maxTags names and maxTagMemory bytes. Tests of the bounds set a
+// smaller one on the Service, so that proving them takes thousands of
+// names rather than a million.
+type listLimit struct {
+	names  int
+	memory int64
+}
+
+func (l listLimit) orDefault() listLimit {
+	if l.names <= 0 {
+		l.names = maxTags
+	}
+	if l.memory <= 0 {
+		l.memory = maxTagMemory
+	}
+	return l
+}
+
 // TagsOptions shape one tag listing.
 type TagsOptions struct {
 	// PageSize is the n= of each request; 0 means TagPageSize.
@@ -70,6 +89,7 @@ func (r *Repository) Tags(ctx context.Context, opts TagsOptions) ([]string, erro
 	}
 	var tags []string
 	var held int64 // the tags' memory, as maxTagMemory counts it
+	lim := r.svc.listLimit.orDefault()
 	err := r.resolveEach(ctx, func(ep *repoEndpoint) error {
 		tags, held = tags[:0], 0
 		u, err := url.Parse(ep.baseURL() + "/v2/" + r.path + "/tags/list?n=" + strconv.Itoa(n))
@@ -84,15 +104,15 @@ func (r *Repository) Tags(ctx context.Context, opts TagsOptions) ([]string, erro
 			if err := json.Unmarshal(body, &page); err != nil {
 				return invalidDocument(ep.host, "tag list of %s: %v", r.path, err)
 			}
-			if len(tags)+len(page.Tags) > maxTags {
-				return invalidDocument(ep.host, "tag list of %s: more than %d tags", r.path, maxTags)
+			if len(tags)+len(page.Tags) > lim.names {
+				return invalidDocument(ep.host, "tag list of %s: more than %d tags", r.path, lim.names)
 			}
 			for _, t := range page.Tags {
 				if !anchoredTag.MatchString(t) {
 					return invalidDocument(ep.host, "tag list of %s: invalid tag %q", r.path, t)
 				}
-				if held += int64(len(t)) + tagHeaderBytes; held > maxTagMemory {
-					return invalidDocument(ep.host, "tag list of %s: its tags take more than %d bytes in memory", r.path, maxTagMemory)
+				if held += int64(len(t)) + tagHeaderBytes; held > lim.memory {
+					return invalidDocument(ep.host, "tag list of %s: its tags take more than %d bytes in memory", r.path, lim.memory)
 				}
 			}
 			tags = append(tags, page.Tags...)

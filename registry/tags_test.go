@@ -80,14 +80,16 @@ func TestTagsPagesLimitAndBadTags(t *testing.T) {
 }
 
 // A listing is bounded in the memory its tags take, not only in the bytes
-// read (issue 20, finding 2): 1,000,000 tags, and 32 MiB counted as each
-// tag's length plus its 16-byte header. Both fit within one 4 MiB page
-// and the 64 MiB read; each fails with ErrUpstream naming the bound.
+// read: a count of tags, and bytes counted as each tag's length plus its
+// 16-byte header (1,000,000 and 32 MiB in wharfd; here 10,000 and 320 KiB,
+// injected, with the same pages scaled down). Each fails with ErrUpstream
+// naming the bound.
 func TestTagsBoundedInMemory(t *testing.T) {
 	ctx := context.Background()
 	f := newFakeRegistry(t)
 	f.addImage("tags/app", "1", "linux", "amd64", "")
 	s := testService(t, ServiceOptions{})
+	s.listLimit = listLimit{names: 10_000, memory: 320 << 10}
 	r := mustRepo(t, s, f.host()+"/tags/app")
 	page := func(tag string, n int) []byte {
 		var b strings.Builder
@@ -109,10 +111,10 @@ func TestTagsBoundedInMemory(t *testing.T) {
 		pages int
 		want  string // "" = accepted
 	}{
-		{"one-letter tags at the count", "a", 500_000, 2, ""},
-		{"one-letter tags past the count", "a", 500_001, 2, "more than 1000000 tags"},
-		{"long tags within the memory budget", long, 29_000, 8, ""},
-		{"long tags past the memory budget", long, 29_000, 9, "more than 33554432 bytes in memory"},
+		{"one-letter tags at the count", "a", 5_000, 2, ""},
+		{"one-letter tags past the count", "a", 5_001, 2, "more than 10000 tags"},
+		{"long tags within the memory budget", long, 280, 8, ""},
+		{"long tags past the memory budget", long, 280, 9, "more than 327680 bytes in memory"},
 	} {
 		body := page(tc.tag, tc.n)
 		served := 0

@@ -21,9 +21,9 @@ import (
 	"github.com/wharfproject/wharf/internal/decompress"
 )
 
-// testBombLimit: 1 MiB of slack, ratio 128, so that bombs of a few tens of
-// MiB exercise the same code as real ones of many GiB.
-var testBombLimit = decompress.Limit{Slack: 1 << 20, Ratio: 128}
+// testBombLimit: 64 KiB of slack, ratio 128, so that bombs of a few MiB
+// exercise the same code as real ones of many GiB.
+var testBombLimit = decompress.Limit{Slack: 64 << 10, Ratio: 128}
 
 // tarOf is a tar holding one file name of size bytes from src.
 func tarOf(t *testing.T, name string, size int64, src io.Reader) []byte {
@@ -63,12 +63,12 @@ func assertBombRefused(t *testing.T, s *Archiver, err error) {
 func TestImportRefusesDecompressionBomb(t *testing.T) {
 	s, _ := newLocalTestStore(t)
 	s.bombLimit = testBombLimit
-	bomb := graphtest.Gzip(t, tarOf(t, "zeros", 32<<20, zeros{})) // ≈ 32 KiB → 32 MiB
+	bomb := graphtest.Gzip(t, tarOf(t, "zeros", 4<<20, zeros{})) // ≈ 4 KiB → 4 MiB
 	err := s.ImportImage(context.Background(), bytes.NewReader(bomb), types.ImportOptions{Repo: "bomb:1"}, discardProgress)
 	assertBombRefused(t, s, err)
 
 	// Real data passes at a size well past the slack: ratio ≈ 1.
-	real := graphtest.Gzip(t, tarOf(t, "random", 4<<20, rand.Reader))
+	real := graphtest.Gzip(t, tarOf(t, "random", 512<<10, rand.Reader))
 	if err := s.ImportImage(context.Background(), bytes.NewReader(real), types.ImportOptions{Repo: "real:1"}, discardProgress); err != nil {
 		t.Fatal(err)
 	}
@@ -77,9 +77,9 @@ func TestImportRefusesDecompressionBomb(t *testing.T) {
 func TestLoadRefusesCompressedArchiveBomb(t *testing.T) {
 	s, _ := newLocalTestStore(t)
 	s.bombLimit = testBombLimit
-	// A docker-save archive whose one layer is 32 MiB of zeros, gzipped as
-	// a whole: expanding it would stage 32 MiB on disk.
-	inner := tarOf(t, "layer.tar", 32<<20, zeros{})
+	// A docker-save archive whose one layer is 4 MiB of zeros, gzipped as
+	// a whole: expanding it would stage 4 MiB on disk.
+	inner := tarOf(t, "layer.tar", 4<<20, zeros{})
 	err := s.LoadImage(context.Background(), bytes.NewReader(graphtest.Gzip(t, inner)), true, nil, discardProgress)
 	assertBombRefused(t, s, err)
 }
@@ -87,7 +87,7 @@ func TestLoadRefusesCompressedArchiveBomb(t *testing.T) {
 func TestLoadRefusesGzipLayerBombWhenComputingDiffID(t *testing.T) {
 	s, _ := newLocalTestStore(t)
 	s.bombLimit = testBombLimit
-	layerTar := tarOf(t, "zeros", 32<<20, zeros{})
+	layerTar := tarOf(t, "zeros", 4<<20, zeros{})
 	layer := graphtest.Gzip(t, layerTar)
 	cfg, _ := json.Marshal(map[string]any{
 		"architecture": "amd64", "os": "linux",

@@ -55,25 +55,15 @@ func TestConcurrentTagsShareOneCommit(t *testing.T) {
 		}(i)
 		if i == 0 {
 			// The first is the leader: wait until it holds its commit.
-			for {
-				s.qMu.Lock()
-				busy := s.committing && len(s.queue) == 0
-				s.qMu.Unlock()
-				if busy {
-					break
-				}
-				time.Sleep(time.Millisecond)
+			if !queueWithin(s, 30*time.Second, func(committing bool, queued int) bool { return committing && queued == 0 }) {
+				close(release)
+				t.Fatal("the first change never held its commit")
 			}
 		}
 	}
-	for {
-		s.qMu.Lock()
-		q := len(s.queue)
-		s.qMu.Unlock()
-		if q == n-1 {
-			break
-		}
-		time.Sleep(time.Millisecond)
+	if !queueWithin(s, 30*time.Second, func(_ bool, queued int) bool { return queued == n-1 }) {
+		close(release)
+		t.Fatalf("the other %d changes never all queued", n-1)
 	}
 	close(release)
 	wg.Wait()
@@ -91,6 +81,24 @@ func TestConcurrentTagsShareOneCommit(t *testing.T) {
 		if errs[i] != nil || err != nil {
 			t.Errorf("tag %d: Update = %v, lookup = %v", i, errs[i], err)
 		}
+	}
+}
+
+// queueWithin polls the commit queue until cond holds of it, for at most
+// timeout; false when it never did.
+func queueWithin(s *Store, timeout time.Duration, cond func(committing bool, queued int) bool) bool {
+	deadline := time.Now().Add(timeout)
+	for {
+		s.qMu.Lock()
+		ok := cond(s.committing, len(s.queue))
+		s.qMu.Unlock()
+		if ok {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 

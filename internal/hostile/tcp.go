@@ -1,9 +1,12 @@
 package hostile
 
 import (
+	"errors"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 )
 
 // TCP is a raw listener that does something rude with every connection.
@@ -11,6 +14,9 @@ type TCP struct {
 	Host string
 	// Accepted counts connections.
 	Accepted atomic.Int64
+	// Abandoned counts the connections of a Silent server that the client
+	// closed: it gave up waiting, not the server.
+	Abandoned atomic.Int64
 
 	ln    net.Listener
 	mu    sync.Mutex
@@ -21,13 +27,19 @@ type TCP struct {
 // Silent accepts connections and never writes a byte (nor closes them
 // until Close).
 func Silent() (*TCP, error) {
-	return startTCP(func(c net.Conn) {})
+	return startTCP(func(t *TCP, c net.Conn) {
+		// Whatever the client sends is read; the read ends without an
+		// error when the client closes, with one when Close does.
+		if _, err := io.Copy(io.Discard, c); err == nil || errors.Is(err, syscall.ECONNRESET) {
+			t.Abandoned.Add(1)
+		}
+	})
 }
 
 // Resetter accepts connections, reads the start of the request and resets
 // the connection (RST).
 func Resetter() (*TCP, error) {
-	return startTCP(func(c net.Conn) {
+	return startTCP(func(_ *TCP, c net.Conn) {
 		buf := make([]byte, 1024)
 		_, _ = c.Read(buf)
 		if tc, ok := c.(*net.TCPConn); ok {
@@ -37,7 +49,7 @@ func Resetter() (*TCP, error) {
 	})
 }
 
-func startTCP(handle func(net.Conn)) (*TCP, error) {
+func startTCP(handle func(*TCP, net.Conn)) (*TCP, error) {
 	ln, err := listen()
 	if err != nil {
 		return nil, err
@@ -55,7 +67,7 @@ func startTCP(handle func(net.Conn)) (*TCP, error) {
 			t.mu.Lock()
 			t.conns = append(t.conns, c)
 			t.mu.Unlock()
-			go handle(c)
+			go handle(t, c)
 		}
 	}()
 	return t, nil
