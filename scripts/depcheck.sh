@@ -23,7 +23,7 @@ allowed() {
 	registry/hosts) echo "" ;;
 	imagespec) echo "" ;;
 	graph) echo "api/types imagespec graph/store graph/archive graph/distribution graph/mirror graph/updates internal/rootlock" ;;
-	graph/store) echo "api/types imagespec internal/atomicfile internal/ocilayout internal/rootlock" ;;
+	graph/store) echo "api/types imagespec internal/atomicfile internal/ctxio internal/ocilayout internal/rootlock" ;;
 	graph/archive) echo "api/types imagespec graph/store internal/decompress internal/ocilayout internal/safetar" ;;
 	graph/distribution) echo "api/types imagespec graph/store registry trust internal/safetar internal/semvertag" ;;
 	graph/mirror) echo "api/types imagespec graph/distribution registry internal/ocilayout" ;;
@@ -36,9 +36,10 @@ allowed() {
 	internal/safetar) echo "" ;;
 	internal/dockerconfig) echo "internal/atomicfile" ;;
 	internal/semvertag) echo "" ;;
-	internal/ocilayout) echo "internal/safetar" ;;
+	internal/ocilayout) echo "internal/ctxio internal/safetar" ;;
 	internal/decompress) echo "" ;;
 	internal/rootlock) echo "" ;;
+	internal/ctxio) echo "" ;;
 	trust) echo "" ;;
 	trust/sigstore) echo "trust" ;;
 	trust/notation) echo "trust" ;;

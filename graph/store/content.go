@@ -12,7 +12,9 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
+
 	"github.com/wharfproject/wharf/internal/atomicfile"
+	"github.com/wharfproject/wharf/internal/ctxio"
 )
 
 // Provider reads stored content. The store implements it; pull, push and the
@@ -367,29 +369,10 @@ func (s *Store) writeFileAtomicFunc(dir, name string, write func(io.Writer) erro
 // syncDir makes a rename in dir durable (atomicfile.SyncDir).
 func syncDir(dir string) error { return atomicfile.SyncDir(dir) }
 
-// CopyCtx copies like io.Copy and stops between chunks when ctx is done.
+// CopyCtx copies like io.Copy and stops between chunks when ctx is done
+// (internal/ctxio).
 func CopyCtx(ctx context.Context, dst io.Writer, src io.Reader) (int64, error) {
-	buf := make([]byte, 256<<10)
-	var n int64
-	for {
-		if err := ctx.Err(); err != nil {
-			return n, err
-		}
-		m, rerr := src.Read(buf)
-		if m > 0 {
-			w, werr := dst.Write(buf[:m])
-			n += int64(w)
-			if werr != nil {
-				return n, werr
-			}
-		}
-		if rerr == io.EOF {
-			return n, nil
-		}
-		if rerr != nil {
-			return n, rerr
-		}
-	}
+	return ctxio.Copy(ctx, dst, src)
 }
 
 // LimitReader returns a reader that fails (instead of truncating) past max bytes.

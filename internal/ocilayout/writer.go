@@ -10,6 +10,8 @@ import (
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/wharfproject/wharf/internal/ctxio"
 )
 
 // Writer writes an OCI layout into a tar stream: every entry a regular
@@ -66,7 +68,7 @@ func (w *Writer) Blob(ctx context.Context, d digest.Digest, size int64, r io.Rea
 	if err := w.header(BlobPath(d), tar.TypeReg, 0o644, size); err != nil {
 		return err
 	}
-	n, err := copyCtx(ctx, w.tw, io.LimitReader(r, size+1))
+	n, err := ctxio.Copy(ctx, w.tw, io.LimitReader(r, size+1))
 	if err == nil && n != size {
 		err = fmt.Errorf("blob %s: %d bytes, not %d", d, n, size)
 	}
@@ -75,29 +77,3 @@ func (w *Writer) Blob(ctx context.Context, d digest.Digest, size int64, r io.Rea
 
 // Close writes the tar's end.
 func (w *Writer) Close() error { return w.tw.Close() }
-
-// copyCtx is io.Copy that stops between reads once ctx is done (a save
-// of gigabytes to a client that went away).
-func copyCtx(ctx context.Context, dst io.Writer, src io.Reader) (int64, error) {
-	buf := make([]byte, 256<<10)
-	var n int64
-	for {
-		if err := ctx.Err(); err != nil {
-			return n, err
-		}
-		m, rerr := src.Read(buf)
-		if m > 0 {
-			k, werr := dst.Write(buf[:m])
-			n += int64(k)
-			if werr != nil {
-				return n, werr
-			}
-		}
-		if rerr == io.EOF {
-			return n, nil
-		}
-		if rerr != nil {
-			return n, rerr
-		}
-	}
-}

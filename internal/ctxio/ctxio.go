@@ -1,0 +1,40 @@
+// Package ctxio copies a stream under a context: the one loop the store,
+// the archives and the layout writer use so that a client that leaves
+// stops a copy of gigabytes between two reads.
+package ctxio
+
+import (
+	"context"
+	"io"
+)
+
+// bufSize is the copy's buffer: 256 KiB, large enough that a read of a
+// fast local file or socket is not the bottleneck, small enough per
+// concurrent stream (a pull writes up to 3 layers at once).
+const bufSize = 256 << 10
+
+// Copy copies like io.Copy and stops between chunks once ctx is done,
+// returning ctx's error and the bytes written so far.
+func Copy(ctx context.Context, dst io.Writer, src io.Reader) (int64, error) {
+	buf := make([]byte, bufSize)
+	var n int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return n, err
+		}
+		m, rerr := src.Read(buf)
+		if m > 0 {
+			w, werr := dst.Write(buf[:m])
+			n += int64(w)
+			if werr != nil {
+				return n, werr
+			}
+		}
+		if rerr == io.EOF {
+			return n, nil
+		}
+		if rerr != nil {
+			return n, rerr
+		}
+	}
+}
