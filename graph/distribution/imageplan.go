@@ -90,7 +90,7 @@ func (s *Service) ImagePlan(ctx context.Context, res *registry.Resolved, platfor
 // PlanReferrers fetches what refers to the plan's subjects, as a copy
 // does (manifests only, each checked against its subject, within
 // maxReferrerManifestBytes), each with the listing that found it.
-func PlanReferrers(ctx context.Context, res *registry.Resolved, plan *Plan) ([]Manifest, []registry.Referrer, error) {
+func PlanReferrers(ctx context.Context, res *registry.Resolved, plan *Plan) ([]Manifest, []Referrer, error) {
 	subjects := referrerSubjects(plan.p.top, plan.p.manifests, res.Index)
 	refs, err := res.ReferrersOfSubjects(ctx, subjects)
 	if err != nil {
@@ -101,7 +101,7 @@ func PlanReferrers(ctx context.Context, res *registry.Resolved, plan *Plan) ([]M
 		return nil, nil, err
 	}
 	var out []Manifest
-	var listed []registry.Referrer
+	var listed []Referrer
 	for _, ref := range unique {
 		b, err := res.Repository().FetchManifest(ctx, ref.Descriptor)
 		if err != nil {
@@ -127,17 +127,17 @@ type BlobOpener func(ctx context.Context, desc ocispec.Descriptor, offset int64)
 // PushPlan writes p at dst as a copy does (blobs maxConcurrentCopies at a
 // time, read from open; the platform manifests; the top level under tag),
 // counting each blob in result.
-func PushPlan(ctx context.Context, p *Plan, open BlobOpener, dst *registry.Repository, tag string, result *types.CopyResult) error {
+func PushPlan(ctx context.Context, p *Plan, open BlobOpener, dst *Repository, tag string, result *types.CopyResult) error {
 	return p.p.run(ctx, planTransfer(open, dst, result), tag)
 }
 
 // PushBlobs makes dst have every blob of p (a referrer's, before its
 // manifest), counting each in result.
-func PushBlobs(ctx context.Context, p *Plan, open BlobOpener, dst *registry.Repository, result *types.CopyResult) error {
+func PushBlobs(ctx context.Context, p *Plan, open BlobOpener, dst *Repository, result *types.CopyResult) error {
 	return p.p.moveBlobs(ctx, planTransfer(open, dst, result))
 }
 
-func planTransfer(open BlobOpener, dst *registry.Repository, result *types.CopyResult) transfer {
+func planTransfer(open BlobOpener, dst *Repository, result *types.CopyResult) transfer {
 	return copyTransfer(open, dst, nil, newProgressOutput(nil), result)
 }
 
@@ -149,10 +149,6 @@ func (s *Service) ObserveSync(registry, outcome string) { s.syncObserved(registr
 func (s *Service) AdmitOCIArchive(ctx context.Context, op string) error {
 	return s.admitArchive(ctx, op, trust.TransportOCIArchive)
 }
-
-// RegistryService is the registry client, or ErrUnavailable when the
-// daemon runs without one.
-func (s *Service) RegistryService() (*registry.Service, error) { return s.registryService() }
 
 // TagVersion is t as a semver version, parsed by SortTagsSemver's parser
 // (an optional v, one to three numeric parts, -prerelease, +build); nil

@@ -4,7 +4,8 @@
 // login), answers remote inspect with its signature verdict in the same
 // trip, reads attestations (from the store, and from the image's registry
 // for what the store lacks), lists a repository's tags, and exports the
-// one-image plan that graph/mirror moves images on.
+// one-image plan that graph/mirror moves images on and the repositories it
+// plans with.
 package distribution
 
 import (

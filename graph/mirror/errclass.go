@@ -8,7 +8,7 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
 
-	"github.com/wharfproject/wharf/registry"
+	"github.com/wharfproject/wharf/graph/distribution"
 )
 
 // hostOf is the registry host of NAME[:TAG] as sync words images.
@@ -30,11 +30,11 @@ func ErrorClass(err error) string {
 		return "canceled"
 	case errors.Is(err, context.DeadlineExceeded):
 		return "timeout"
-	case errors.Is(err, registry.ErrDenied):
+	case errors.Is(err, distribution.ErrDenied):
 		return "denied"
-	case errors.Is(err, registry.ErrDigestMismatch):
+	case errors.Is(err, distribution.ErrDigestMismatch):
 		return "digest-mismatch"
-	case errors.Is(err, registry.ErrUpstream):
+	case errors.Is(err, distribution.ErrUpstream):
 		return "upstream"
 	case errdefs.IsNotFound(err):
 		return "not-found"

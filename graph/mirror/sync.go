@@ -15,8 +15,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/graph/distribution"
 	"github.com/wharfproject/wharf/imagespec"
-	"github.com/wharfproject/wharf/registry"
 )
 
 // Sync (POST /wharf/images/sync) mirrors whole repositories: a plan —
@@ -44,9 +44,9 @@ const (
 
 // syncItem is one image of the plan.
 type syncItem struct {
-	src     *registry.Repository
+	src     *distribution.Repository
 	srcName reference.Named
-	dst     *registry.Repository
+	dst     *distribution.Repository
 	dstName reference.Named
 	tag     string
 }
@@ -88,8 +88,7 @@ func (m *Mirror) SyncImages(ctx context.Context, opts types.SyncOptions, emit fu
 // newSyncRun checks opts (all but the destination) and makes the run with
 // its global tag filter.
 func (m *Mirror) newSyncRun(opts types.SyncOptions, emit func(types.SyncEvent) error) (*syncRun, tagFilter, error) {
-	svc, err := m.dist.RegistryService()
-	if err != nil {
+	if err := m.dist.RequireRegistry(); err != nil {
 		return nil, tagFilter{}, err
 	}
 	if len(opts.Sources) > maxSyncSources {
@@ -114,18 +113,15 @@ func (m *Mirror) newSyncRun(opts types.SyncOptions, emit func(types.SyncEvent) e
 	if err := global.add(opts.TagRegex, opts.Semver); err != nil {
 		return nil, tagFilter{}, err
 	}
-	creds := registry.Credentials{Registries: opts.Auth, MetaHeaders: opts.MetaHeaders}
-	r := &syncRun{m: m, svc: svc, opts: opts, platform: platform, creds: creds, backup: backup, emitFn: emit, pauses: map[string]*sync.Mutex{}}
+	r := &syncRun{m: m, opts: opts, platform: platform, backup: backup, emitFn: emit, pauses: map[string]*sync.Mutex{}}
 	return r, global, nil
 }
 
 // syncRun is one sync under way.
 type syncRun struct {
 	m        *Mirror
-	svc      *registry.Service
 	opts     types.SyncOptions
 	platform *ocispec.Platform
-	creds    registry.Credentials
 	backup   *backupTemplate
 
 	mu     sync.Mutex // emitFn, sum, stop
@@ -136,6 +132,11 @@ type syncRun struct {
 
 	pmu    sync.Mutex
 	pauses map[string]*sync.Mutex // per registry: one waits out a pause, the others after it
+}
+
+// repository is name's repository, reached with the request's credentials.
+func (r *syncRun) repository(ctx context.Context, name reference.Named) (*distribution.Repository, error) {
+	return r.m.dist.Repository(ctx, name, r.opts.Auth, r.opts.MetaHeaders)
 }
 
 func (r *syncRun) emit(ev types.SyncEvent) {

@@ -16,7 +16,6 @@ import (
 	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/graph/distribution"
 	"github.com/wharfproject/wharf/internal/ocilayout"
-	"github.com/wharfproject/wharf/registry"
 )
 
 // Across an air gap: the selected images as one OCI image layout in a tar
@@ -119,7 +118,7 @@ func (r *syncRun) exportOne(ctx context.Context, it syncItem, aw *archiveWriter)
 		return nil
 	}
 	var refs []distribution.Manifest
-	var refOf []registry.Referrer
+	var refOf []distribution.Referrer
 	if r.opts.WithReferrers {
 		refs, refOf, err = distribution.PlanReferrers(ctx, res, plan)
 		if err != nil {
@@ -225,7 +224,7 @@ func (aw *archiveWriter) bytes(d digest.Digest, b []byte) (bool, error) {
 		return false, nil
 	}
 	if digest.FromBytes(b) != d && d.Algorithm() == digest.SHA256 {
-		return false, fmt.Errorf("manifest %s does not hash to its digest%.0w", d, registry.ErrDigestMismatch)
+		return false, fmt.Errorf("manifest %s does not hash to its digest%.0w", d, distribution.ErrDigestMismatch)
 	}
 	if err := aw.lw.File(ocilayout.BlobPath(d), b); err != nil {
 		return false, broken(err)
@@ -243,7 +242,7 @@ func (aw *archiveWriter) blob(ctx context.Context, desc ocispec.Descriptor, open
 		return false, nil
 	}
 	if err := desc.Digest.Validate(); err != nil {
-		return false, fmt.Errorf("blob %q: %v%.0w", desc.Digest, err, registry.ErrUpstream)
+		return false, fmt.Errorf("blob %q: %v%.0w", desc.Digest, err, distribution.ErrUpstream)
 	}
 	rc, err := open(ctx)
 	if err != nil {

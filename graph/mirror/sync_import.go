@@ -17,7 +17,6 @@ import (
 
 	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/graph/distribution"
-	"github.com/wharfproject/wharf/registry"
 )
 
 // SyncImport reads an OCI layout tar from body into a directory under the
@@ -106,7 +105,7 @@ func (m *Mirror) SyncImport(ctx context.Context, opts types.SyncOptions, body io
 		if err != nil {
 			return err
 		}
-		dst, err := r.svc.Repository(ctx, dstName, r.creds)
+		dst, err := r.repository(ctx, dstName)
 		if err != nil {
 			return err
 		}
@@ -118,7 +117,7 @@ func (m *Mirror) SyncImport(ctx context.Context, opts types.SyncOptions, body io
 
 // importOne pushes one image of the archive and the referrers of its
 // manifests.
-func (r *syncRun) importOne(ctx context.Context, la *layoutArchive, dst *registry.Repository, dstName, src reference.Named, tag string, desc ocispec.Descriptor, refs []ocispec.Descriptor) {
+func (r *syncRun) importOne(ctx context.Context, la *layoutArchive, dst *distribution.Repository, dstName, src reference.Named, tag string, desc ocispec.Descriptor, refs []ocispec.Descriptor) {
 	image := "oci-archive:" + reference.Path(src) + ":" + tag
 	ev := types.SyncEvent{Source: image, Destination: dstName.String() + ":" + tag, Digest: desc.Digest.String()}
 	ans, err := dst.HeadTag(ctx, tag, 0)

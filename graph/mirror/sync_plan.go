@@ -12,7 +12,6 @@ import (
 
 	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/graph/distribution"
-	"github.com/wharfproject/wharf/registry"
 )
 
 // plan lists every source's images, in the order of the sources. A
@@ -101,12 +100,12 @@ func (r *syncRun) planSource(ctx context.Context, named reference.Named, f tagFi
 		r.fail(name.String(), "list", err, types.SyncEvent{Source: name.String()})
 		return nil
 	}
-	repo, err := r.svc.Repository(ctx, named, r.creds)
+	repo, err := r.repository(ctx, named)
 	if err != nil {
 		return nil, fmt.Errorf("source %s: %w", named, err)
 	}
 	type listed struct {
-		repo *registry.Repository
+		repo *distribution.Repository
 		name reference.Named
 		tags []string
 	}
@@ -121,7 +120,7 @@ func (r *syncRun) planSource(ctx context.Context, named reference.Named, f tagFi
 	} else {
 		var tags []string
 		err := bounded(ctx, sem, func() (err error) {
-			tags, err = repo.Tags(ctx, registry.TagsOptions{})
+			tags, err = distribution.ListTags(ctx, repo)
 			return err
 		})
 		switch {
@@ -148,14 +147,14 @@ func (r *syncRun) planSource(ctx context.Context, named reference.Named, f tagFi
 				if err != nil {
 					return nil, err
 				}
-				subRepo, err := r.svc.Repository(ctx, sub, r.creds)
+				subRepo, err := r.repository(ctx, sub)
 				if err != nil {
 					return nil, err
 				}
 				g.Go(func() error {
 					var subTags []string
 					err := bounded(gctx, sem, func() (err error) {
-						subTags, err = subRepo.Tags(gctx, registry.TagsOptions{})
+						subTags, err = distribution.ListTags(gctx, subRepo)
 						return err
 					})
 					if err != nil {
@@ -180,13 +179,13 @@ func (r *syncRun) planSource(ctx context.Context, named reference.Named, f tagFi
 	var items []syncItem
 	for _, sr := range repos {
 		var dstName reference.Named
-		var dst *registry.Repository
+		var dst *distribution.Repository
 		if dstHost != "" { // "": an export, whose destination is the archive
 			dstName, err = syncDestinationName(dstHost, dstPath, sr.name, r.opts.Scoped)
 			if err != nil {
 				return nil, err
 			}
-			if dst, err = r.svc.Repository(ctx, dstName, r.creds); err != nil {
+			if dst, err = r.repository(ctx, dstName); err != nil {
 				return nil, err
 			}
 		}

@@ -53,7 +53,7 @@ const defaultRateLimitPause = time.Minute
 
 // pauseUntil says whether host is under the floor now and until when.
 func (r *syncRun) pauseUntil(host string, floor int64) (time.Time, bool) {
-	for _, rl := range r.svc.RateLimits() {
+	for _, rl := range r.m.dist.RateLimits() {
 		if !strings.EqualFold(rl.Host, host) || rl.Limit == 0 && rl.Remaining == 0 && rl.Window == 0 {
 			continue
 		}

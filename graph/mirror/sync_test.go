@@ -10,7 +10,7 @@ import (
 	"github.com/distribution/reference"
 	"github.com/opencontainers/go-digest"
 
-	"github.com/wharfproject/wharf/registry"
+	"github.com/wharfproject/wharf/graph/distribution"
 )
 
 func TestTagFilter(t *testing.T) {
@@ -158,11 +158,11 @@ func TestErrorClass(t *testing.T) {
 		want string
 	}{
 		{fmt.Errorf("x: %w", errdefs.ErrNotFound), "not-found"},
-		{fmt.Errorf("x%.0w%.0w", registry.ErrDenied, errdefs.ErrUnauthenticated), "denied"},
-		{fmt.Errorf("x%.0w", registry.ErrUnauthorized), "unknown"}, // the sentinel alone carries no errdefs class
+		{fmt.Errorf("x%.0w%.0w", distribution.ErrDenied, errdefs.ErrUnauthenticated), "denied"},
+		{fmt.Errorf("x%.0w", distribution.ErrUnauthorized), "unknown"}, // the sentinel alone carries no errdefs class
 		{fmt.Errorf("x%.0w", errdefs.ErrUnauthenticated), "unauthorized"},
-		{fmt.Errorf("x%.0w", registry.ErrUpstream), "upstream"},
-		{fmt.Errorf("x%.0w%.0w", registry.ErrDigestMismatch, registry.ErrUpstream), "digest-mismatch"},
+		{fmt.Errorf("x%.0w", distribution.ErrUpstream), "upstream"},
+		{fmt.Errorf("x%.0w%.0w", distribution.ErrDigestMismatch, distribution.ErrUpstream), "digest-mismatch"},
 		{fmt.Errorf("x%.0w", errdefs.ErrUnavailable), "unavailable"},
 		{fmt.Errorf("x%.0w", errdefs.ErrNotImplemented), "not-implemented"},
 		{fmt.Errorf("x%.0w", errdefs.ErrInvalidArgument), "invalid-argument"},
