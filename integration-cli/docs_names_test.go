@@ -57,6 +57,25 @@ func TestSecurityDocNamesOnlyTestsThatExist(t *testing.T) {
 func declaredTests(t *testing.T, root string) map[string]bool {
 	t.Helper()
 	out := map[string]bool{}
+	parseGoFiles(t, root, "_test.go", func(f *ast.File) {
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || !(strings.HasPrefix(fn.Name.Name, "Test") || strings.HasPrefix(fn.Name.Name, "Fuzz")) {
+				continue
+			}
+			out["."+fn.Name.Name] = true
+			if recv := recvName(fn); recv != "" {
+				out[recv+"."+fn.Name.Name] = true
+			}
+		}
+	})
+	return out
+}
+
+// parseGoFiles calls fn with every Go file under root whose name ends in
+// suffix, outside .git, .cache, bin and testdata.
+func parseGoFiles(t *testing.T, root, suffix string, fn func(*ast.File)) {
+	t.Helper()
 	fset := token.NewFileSet()
 	err := filepath.WalkDir(root, func(path string, e fs.DirEntry, err error) error {
 		if err != nil {
@@ -69,39 +88,38 @@ func declaredTests(t *testing.T, root string) map[string]bool {
 			}
 			return nil
 		}
-		if !strings.HasSuffix(path, "_test.go") {
+		if !strings.HasSuffix(path, suffix) {
 			return nil
 		}
 		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
 		if err != nil {
 			return err
 		}
-		for _, d := range f.Decls {
-			fn, ok := d.(*ast.FuncDecl)
-			if !ok || !(strings.HasPrefix(fn.Name.Name, "Test") || strings.HasPrefix(fn.Name.Name, "Fuzz")) {
-				continue
-			}
-			recv := ""
-			if fn.Recv != nil && len(fn.Recv.List) == 1 {
-				typ := fn.Recv.List[0].Type
-				if st, ok := typ.(*ast.StarExpr); ok {
-					typ = st.X
-				}
-				if id, ok := typ.(*ast.Ident); ok {
-					recv = id.Name
-				}
-			}
-			out["."+fn.Name.Name] = true
-			if recv != "" {
-				out[recv+"."+fn.Name.Name] = true
-			}
-		}
+		fn(f)
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return out
+}
+
+// recvName is the name of fn's receiver type (T for T, *T and T[P]), ""
+// for a plain function.
+func recvName(fn *ast.FuncDecl) string {
+	if fn.Recv == nil || len(fn.Recv.List) != 1 {
+		return ""
+	}
+	typ := fn.Recv.List[0].Type
+	if st, ok := typ.(*ast.StarExpr); ok {
+		typ = st.X
+	}
+	if ix, ok := typ.(*ast.IndexExpr); ok {
+		typ = ix.X
+	}
+	if id, ok := typ.(*ast.Ident); ok {
+		return id.Name
+	}
+	return ""
 }
 
 // The names docs/architecture.md and docs/performance.md write in
@@ -205,25 +223,7 @@ func indexGoNames(t *testing.T, root string) goNames {
 		}
 		m[k][v] = true
 	}
-	fset := token.NewFileSet()
-	err := filepath.WalkDir(root, func(path string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if e.IsDir() {
-			switch e.Name() {
-			case ".git", ".cache", "bin", "testdata":
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
+	parseGoFiles(t, root, ".go", func(f *ast.File) {
 		pkg := f.Name.Name
 		if g.pkgs[pkg] == nil {
 			g.pkgs[pkg] = map[string]bool{}
@@ -236,15 +236,8 @@ func indexGoNames(t *testing.T, root string) goNames {
 					g.pkgs[pkg][d.Name.Name] = true
 					continue
 				}
-				typ := d.Recv.List[0].Type
-				if st, ok := typ.(*ast.StarExpr); ok {
-					typ = st.X
-				}
-				if ix, ok := typ.(*ast.IndexExpr); ok {
-					typ = ix.X
-				}
-				if id, ok := typ.(*ast.Ident); ok {
-					add(g.members, id.Name, d.Name.Name)
+				if recv := recvName(d); recv != "" {
+					add(g.members, recv, d.Name.Name)
 					g.pkgs[pkg][d.Name.Name] = true
 				}
 			case *ast.GenDecl:
@@ -276,10 +269,6 @@ func indexGoNames(t *testing.T, root string) goNames {
 				}
 			}
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return g
 }

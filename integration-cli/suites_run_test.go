@@ -29,14 +29,8 @@ func TestEverySuiteRuns(t *testing.T) {
 		ast.Inspect(f, func(n ast.Node) bool {
 			switch n := n.(type) {
 			case *ast.FuncDecl:
-				if n.Recv != nil && len(n.Recv.List) == 1 && strings.HasPrefix(n.Name.Name, "Test") {
-					typ := n.Recv.List[0].Type
-					if st, ok := typ.(*ast.StarExpr); ok {
-						typ = st.X
-					}
-					if id, ok := typ.(*ast.Ident); ok {
-						suites[id.Name] = name
-					}
+				if recv := recvName(n); recv != "" && strings.HasPrefix(n.Name.Name, "Test") {
+					suites[recv] = name
 				}
 			case *ast.CallExpr:
 				if id, ok := n.Fun.(*ast.Ident); ok && id.Name == "runSuite" && len(n.Args) == 2 {
