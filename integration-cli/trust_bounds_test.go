@@ -146,18 +146,26 @@ func (s *SignatureBoundsTrustSuite) signatureGETs(bogus map[string]bool) (junk, 
 	return junk, blobs
 }
 
+// inspectFlooded floods repo (cosign's signature listed first or last),
+// then inspects its image remotely once: the answer, the bogus payload
+// and all blob GETs that inspect cost, and wharfd's VmHWM (KiB) before
+// and after it.
+func (s *SignatureBoundsTrustSuite) inspectFlooded(c *check.C, repo string, validFirst bool) (name string, a trustAnswer, junk, blobs int, before, hwm int64) {
+	_, bogus := s.flood(c, repo, validFirst)
+	name = s.reg.Host + "/" + repo + ":1"
+	s.reg.Counter.Reset()
+	before = procStatus(c, s.d.pid(), "VmHWM")
+	s.d.Get(c, "/v1.50/images/"+name+"/json?remote=1").JSON(c, &a)
+	junk, blobs = s.signatureGETs(bogus)
+	hwm = procStatus(c, s.d.pid(), "VmHWM")
+	c.Logf("valid first %v: %d bogus payload GETs, %d blob GETs; VmHWM %d KiB -> %d KiB", validFirst, junk, blobs, before, hwm)
+	return name, a, junk, blobs, before, hwm
+}
+
 // Listed first, cosign's signature is the only one read: one verification,
 // not a bogus payload fetched, and the pull goes through.
 func (s *SignatureBoundsTrustSuite) TestFirstVerifiedSignatureEndsTheLookUp(c *check.C) {
-	_, bogus := s.flood(c, "bounds/first", true)
-	name := s.reg.Host + "/bounds/first:1"
-	s.reg.Counter.Reset()
-	before := procStatus(c, s.d.pid(), "VmHWM")
-	var a trustAnswer
-	s.d.Get(c, "/v1.50/images/"+name+"/json?remote=1").JSON(c, &a)
-	junk, blobs := s.signatureGETs(bogus)
-	hwm := procStatus(c, s.d.pid(), "VmHWM")
-	c.Logf("valid first: %d bogus payload GETs, %d blob GETs; VmHWM %d KiB -> %d KiB", junk, blobs, before, hwm)
+	name, a, junk, blobs, before, hwm := s.inspectFlooded(c, "bounds/first", true)
 	cm := check.Commentf("%+v\n%s", a.Trust, s.reg.Counter.Summary())
 	c.Check(a.Trust.Decision, check.Equals, "accepted", cm)
 	c.Check(a.Trust.Signatures, check.HasLen, 1, cm)
@@ -173,15 +181,7 @@ func (s *SignatureBoundsTrustSuite) TestFirstVerifiedSignatureEndsTheLookUp(c *c
 // a rejection that says why, and the pull is refused. Before, all 496
 // were fetched and verified, and the image was accepted.
 func (s *SignatureBoundsTrustSuite) TestBogusSignaturesStopAtTheCap(c *check.C) {
-	_, bogus := s.flood(c, "bounds/last", false)
-	name := s.reg.Host + "/bounds/last:1"
-	s.reg.Counter.Reset()
-	before := procStatus(c, s.d.pid(), "VmHWM")
-	var a trustAnswer
-	s.d.Get(c, "/v1.50/images/"+name+"/json?remote=1").JSON(c, &a)
-	junk, blobs := s.signatureGETs(bogus)
-	hwm := procStatus(c, s.d.pid(), "VmHWM")
-	c.Logf("valid last: %d bogus payload GETs, %d blob GETs; VmHWM %d KiB -> %d KiB", junk, blobs, before, hwm)
+	name, a, junk, blobs, before, hwm := s.inspectFlooded(c, "bounds/last", false)
 	cm := check.Commentf("%+v\n%s", a.Trust, s.reg.Counter.Summary())
 	c.Check(a.Trust.Decision, check.Equals, "rejected", cm)
 	c.Check(a.Trust.Reason, check.Matches, `(?s).*no signature verified \(32 found: .*the look-up stopped there: .*more than .*`, cm)
