@@ -142,7 +142,7 @@ func (s *Archiver) ingestRootfs(ctx context.Context, lease *store.Lease, r io.Re
 	defer w.Abort()
 	gz := gzip.NewWriter(w)
 	diff := digest.SHA256.Digester()
-	counted := &countingReader{r: tarStream}
+	counted := decompress.NewCounter(tarStream)
 	tee := io.TeeReader(counted, io.MultiWriter(diff.Hash(), gz))
 	if err := validateRootfsTar(ctx, tee); err != nil {
 		return ocispec.Descriptor{}, "", err
@@ -151,7 +151,7 @@ func (s *Archiver) ingestRootfs(ctx context.Context, lease *store.Lease, r io.Re
 	if _, err := store.CopyCtx(ctx, io.Discard, tee); err != nil {
 		return ocispec.Descriptor{}, "", invalidTar(err)
 	}
-	if counted.n == 0 {
+	if counted.N() == 0 {
 		return ocispec.Descriptor{}, "", fmt.Errorf("import: empty input, expected a tar archive%.0w", errdefs.ErrInvalidArgument)
 	}
 	if err := gz.Close(); err != nil {
@@ -208,16 +208,4 @@ func invalidTar(err error) error {
 		err = io.ErrUnexpectedEOF
 	}
 	return fmt.Errorf("invalid tar archive: %v%.0w", err, errdefs.ErrInvalidArgument)
-}
-
-// countingReader counts the tar bytes an import reads.
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
 }

@@ -56,6 +56,9 @@ type Counter struct {
 // NewCounter counts what is read of r.
 func NewCounter(r io.Reader) *Counter { return &Counter{r: r} }
 
+// N is the bytes read so far.
+func (c *Counter) N() int64 { return c.n }
+
 func (c *Counter) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
