@@ -26,7 +26,7 @@ allowed() {
 	graph/store) echo "api/types imagespec internal/atomicfile internal/ctxio internal/ocilayout internal/rootlock" ;;
 	graph/archive) echo "api/types imagespec graph/store internal/decompress internal/ocilayout internal/safetar" ;;
 	graph/distribution) echo "api/types imagespec graph/store registry trust internal/safetar internal/semvertag" ;;
-	graph/mirror) echo "api/types imagespec graph/distribution internal/ocilayout" ;;
+	graph/mirror) echo "api/types imagespec graph/distribution internal/ocilayout internal/semvertag" ;;
 	graph/updates) echo "api/types imagespec graph/store graph/distribution internal/semvertag internal/atomicfile" ;;
 	daemon) echo "api/server api/types graph graph/updates registry daemon/metrics internal/dockerconfig internal/privdir internal/rootlock internal/atomicfile trust trust/policy trust/sigstore trust/notation" ;;
 	daemon/metrics) echo "" ;;

@@ -3,9 +3,7 @@ package distribution
 import (
 	"context"
 	"io"
-	"strings"
 
-	"github.com/Masterminds/semver/v3"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/api/types"
@@ -148,20 +146,4 @@ func (s *Service) ObserveSync(registry, outcome string) { s.syncObserved(registr
 // (the oci-archive transport), asked before its first byte is read.
 func (s *Service) AdmitOCIArchive(ctx context.Context, op string) error {
 	return s.admitArchive(ctx, op, trust.TransportOCIArchive)
-}
-
-// TagVersion is t as a semver version, parsed by SortTagsSemver's parser
-// (an optional v, one to three numeric parts, -prerelease, +build); nil
-// when t is not a version. Missing parts are 0, so "3.20" is 3.20.0 to a
-// range, as skopeo's semver.NewVersion reads it.
-func TagVersion(t string) *semver.Version {
-	k := parseSemverTag(t)
-	if k == nil {
-		return nil
-	}
-	var meta string
-	if i := strings.IndexByte(t, '+'); i >= 0 {
-		meta = t[i+1:]
-	}
-	return semver.New(uint64(k.nums[0]), uint64(k.nums[1]), uint64(k.nums[2]), k.suffix, meta)
 }

@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/Masterminds/semver/v3"
 	"github.com/containerd/errdefs"
 
 	"github.com/wharfproject/wharf/graph/distribution"
+	"github.com/wharfproject/wharf/internal/semvertag"
 )
 
 // maxSyncPattern bounds a tag regex or a semver range: a pattern of a few
@@ -96,7 +98,7 @@ func (f *tagFilter) apply(tags []string) []string {
 			}
 		}
 		if ok && len(f.ranges) > 0 {
-			v := distribution.TagVersion(t)
+			v := tagVersion(t)
 			for _, c := range f.ranges {
 				if v == nil || !c.Check(v) {
 					ok = false
@@ -119,4 +121,20 @@ func (f *tagFilter) apply(tags []string) []string {
 		}
 	}
 	return out
+}
+
+// tagVersion is t as a semver version, read by the parser the semver sort
+// uses (semvertag: an optional v, one to three numeric parts,
+// -prerelease, +build); nil when t is not a version. Missing parts are 0,
+// so "3.20" is 3.20.0 to a range, as skopeo's semver.NewVersion reads it.
+func tagVersion(t string) *semver.Version {
+	v := semvertag.Parse(t)
+	if v == nil {
+		return nil
+	}
+	var meta string
+	if i := strings.IndexByte(t, '+'); i >= 0 {
+		meta = t[i+1:]
+	}
+	return semver.New(uint64(v.Nums[0]), uint64(v.Nums[1]), uint64(v.Nums[2]), v.Suffix, meta)
 }
