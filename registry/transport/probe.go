@@ -144,9 +144,15 @@ func (t *hostTransports) proxied(e *hostEntry) bool {
 }
 
 // minPingWait is the least the probe waits for its ping once it has its
-// own answer: on loopback both take well under a millisecond, and a
-// scheduler hiccup should not waste the ping.
-const minPingWait = 20 * time.Millisecond
+// own answer. The probe is a handshake the server's HTTP stack refuses at
+// once, while the ping is served by the registry itself, which may take
+// tens of milliseconds (object storage, an authenticating proxy, a loaded
+// machine). Giving up on the ping costs an anonymous request, a 401 and
+// a retry: at least one of the registry's own answer times, so waiting up
+// to 500 ms loses nothing on any registry that answers /v2/ within that,
+// and a /v2/ that hangs costs 500 ms once per host (the scheme is
+// remembered; the challenge is then learnt from the first 401).
+const minPingWait = 500 * time.Millisecond
 
 // plainPing is a GET http://host/v2/ sent while the scheme probe runs. It
 // carries no credentials and no repository name, only the API root, in
