@@ -45,7 +45,8 @@ allowed() {
 	trust/notation) echo "trust" ;;
 	trust/policy) echo "trust trust/sigstore trust/notation" ;;
 	cmd/wharfd) echo "daemon" ;;
-	cmd/wharf) echo "client api/types imagespec internal/dockerconfig internal/privdir" ;;
+	cmd/wharf) echo "client api/types imagespec internal/dockerconfig internal/privdir cmd/wharf/internal/formatter" ;;
+	cmd/wharf/internal/formatter) echo "api/types client" ;;
 	internal/testregistry) echo "" ;;
 	internal/hostile) echo "internal/testregistry" ;;
 	graph/internal/graphtest) echo "api/types graph/store" ;;

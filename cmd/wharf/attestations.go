@@ -7,6 +7,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wharfproject/wharf/client"
+
+	"github.com/wharfproject/wharf/cmd/wharf/internal/formatter"
 )
 
 const defaultAttestationsFormat = "table {{.PredicateType}}\t{{.Digest}}\t{{.Size}}"
@@ -91,24 +93,24 @@ func runAttestations(cmd *cobra.Command, c *cli, name string, o attestationsOpti
 		if err := json.Unmarshal(raw, &elements); err != nil {
 			return fmt.Errorf("decoding the daemon's answer: %w", err)
 		}
-		return writeJSONArray(c.out, elements)
+		return formatter.JSONArray(c.out, elements)
 	case "table":
 		format = defaultAttestationsFormat
 	}
-	if !isTableFormat(format) {
+	if !formatter.IsTable(format) {
 		var elements []json.RawMessage
 		if err := json.Unmarshal(raw, &elements); err != nil {
 			return fmt.Errorf("decoding the daemon's answer: %w", err)
 		}
-		return writeTemplated(c.out, format, elements)
+		return formatter.Templated(c.out, format, elements)
 	}
-	w, err := newRowWriter(c.out, format, attestationsHeaders)
+	w, err := formatter.NewRows(c.out, format, attestationsHeaders)
 	if err != nil {
 		return err
 	}
 	for _, it := range items {
 		row := attestationRow{PredicateType: it.PredicateType, Digest: it.Descriptor.Digest.String(),
-			Size: humanSize(it.Descriptor.Size), MediaType: it.Descriptor.MediaType}
+			Size: formatter.HumanSize(it.Descriptor.Size), MediaType: it.Descriptor.MediaType}
 		if err := w.Write(row); err != nil {
 			return err
 		}

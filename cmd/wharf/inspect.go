@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wharfproject/wharf/client"
+
+	"github.com/wharfproject/wharf/cmd/wharf/internal/formatter"
 )
 
 type inspectOptions struct {
@@ -133,9 +135,9 @@ func runInspect(ctx context.Context, c *cli, o inspectOptions, names []string) e
 	if !o.raw {
 		var werr error
 		if o.format == "" || o.format == "json" {
-			werr = writeJSONArray(c.out, found)
+			werr = formatter.JSONArray(c.out, found)
 		} else {
-			werr = writeTemplated(c.out, o.format, found)
+			werr = formatter.Templated(c.out, o.format, found)
 		}
 		if werr != nil {
 			return &statusError{status: 1, message: werr.Error()}

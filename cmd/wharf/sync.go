@@ -13,6 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wharfproject/wharf/client"
+
+	"github.com/wharfproject/wharf/cmd/wharf/internal/formatter"
 )
 
 func newSyncCommand(c *cli) *cobra.Command {
@@ -172,45 +174,6 @@ func writeFailures(name string, fs []client.SyncFailure) error {
 	return os.Rename(f.Name(), name)
 }
 
-func syncLine(ev client.SyncEvent) string {
-	switch ev.Status {
-	case "paused":
-		return fmt.Sprintf("paused   %s: its rate limit is under the floor, until %s", ev.Registry, ev.Until)
-	case "backup":
-		return fmt.Sprintf("backup   %s (%s)", ev.Destination, ev.DestinationDigest)
-	case "failed":
-		if ev.Failure != nil {
-			return fmt.Sprintf("failed   %s at %s (%s): %s", ev.Failure.Image, ev.Failure.Step, ev.Failure.Class, ev.Failure.Message)
-		}
-	case "synced":
-		s := fmt.Sprintf("synced   %s -> %s (%s)", ev.Source, ev.Destination, ev.Digest)
-		if ev.Copy != nil {
-			s += fmt.Sprintf(" %d blobs: %d existed, %d mounted, %d uploaded", ev.Copy.Blobs, ev.Copy.Existed, ev.Copy.Mounted, ev.Copy.Uploaded)
-		}
-		return s
-	}
-	return fmt.Sprintf("%-8s %s -> %s (%s)", ev.Status, ev.Source, ev.Destination, ev.Digest)
-}
-
-// summaryLine is the sync's last line. toArchive: the blobs went into an
-// OCI archive (written once each, the rest already in it), not to a registry.
-func summaryLine(s *client.SyncSummary, dryRun, toArchive bool) string {
-	if dryRun {
-		return fmt.Sprintf("Dry run: %d images, %d to copy, %d already there, %d failed", s.Images, s.Planned, s.Skipped, s.Failed)
-	}
-	line := fmt.Sprintf("%d images: %d synced, %d skipped, %d failed", s.Images, s.Synced, s.Skipped, s.Failed)
-	if s.NotRun > 0 {
-		line += fmt.Sprintf(", %d not run", s.NotRun)
-	}
-	if s.Backups > 0 {
-		line += fmt.Sprintf(", %d backups", s.Backups)
-	}
-	if toArchive {
-		return line + fmt.Sprintf(" (blobs: %d written to the archive, %d already in it; %s written)", s.BlobsUploaded, s.BlobsExisted, humanSize(s.BytesUploaded))
-	}
-	return line + fmt.Sprintf(" (blobs: %d uploaded, %d mounted, %d existed; %s uploaded)", s.BlobsUploaded, s.BlobsMounted, s.BlobsExisted, humanSize(s.BytesUploaded))
-}
-
 // syncDone writes the failures file, prints the summary and gives the
 // exit status: 1 when an image failed.
 func (c *cli) syncDone(sum *client.SyncSummary, err error, failures, format string, dryRun, toArchive bool, out io.Writer) error {
@@ -223,7 +186,7 @@ func (c *cli) syncDone(sum *client.SyncSummary, err error, failures, format stri
 		return err
 	}
 	if format != "json" {
-		fmt.Fprintln(out, summaryLine(sum, dryRun, toArchive))
+		fmt.Fprintln(out, formatter.SyncSummary(sum, dryRun, toArchive))
 	}
 	if sum.Failed > 0 {
 		return &statusError{status: 1, message: fmt.Sprintf("%d of %d images failed to sync", sum.Failed, sum.Images)}
@@ -306,7 +269,7 @@ func (c *cli) printSyncEvent(format string) func(client.SyncEvent) error {
 			return err
 		}
 		if ev.Summary == nil {
-			fmt.Fprintln(c.out, syncLine(ev))
+			fmt.Fprintln(c.out, formatter.SyncLine(ev))
 		}
 		return nil
 	}
