@@ -73,7 +73,7 @@ func runAttestations(cmd *cobra.Command, c *cli, name string, o attestationsOpti
 	// The stored credentials of the name's registry, for --remote and for a
 	// local image whose attestations the daemon reads from its registry
 	// (it sends them to that registry only).
-	if opts.Auth, err = c.authFor(cmd.Context(), name); err != nil {
+	if opts.Auth, err = c.creds().AuthFor(cmd.Context(), name); err != nil {
 		return err
 	}
 	items, raw, err := api.ImageAttestations(cmd.Context(), name, opts)

@@ -18,6 +18,8 @@ import (
 
 	"github.com/wharfproject/wharf/client"
 	"github.com/wharfproject/wharf/internal/privdir"
+
+	"github.com/wharfproject/wharf/cmd/wharf/internal/creds"
 )
 
 // version is the CLI's version, set at build time with
@@ -107,6 +109,11 @@ func (c *cli) client() (*client.Client, error) {
 	}
 	c.api = api
 	return api, nil
+}
+
+// creds finds the stored registry credentials of the CLI's environment.
+func (c *cli) creds() *creds.Finder {
+	return &creds.Finder{Getenv: c.env.Getenv, Debugf: c.log.Debugf}
 }
 
 // statusError ends the CLI with an exit status; an empty message prints nothing.

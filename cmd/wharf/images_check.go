@@ -80,11 +80,11 @@ func runImagesCheckRemote(ctx context.Context, c *cli, o imagesOptions, names []
 	}
 	tags := taggedRefs(list)
 	// A registry whose helper fails is checked anonymously, with a warning.
-	creds, _ := c.registryConfig(ctx, tags, func(key string, err error) error {
+	auth, _ := c.creds().RegistryConfig(ctx, tags, func(key string, err error) error {
 		fmt.Fprintf(c.err, "warning: %v; checking %s anonymously\n", err, key)
 		return nil
 	})
-	opts := client.CheckRemoteOptions{MaxAge: o.check.maxAge, Auth: creds, Newer: o.check.newer, Base: o.check.base, BaseName: o.check.baseName}
+	opts := client.CheckRemoteOptions{MaxAge: o.check.maxAge, Auth: auth, Newer: o.check.newer, Base: o.check.base, BaseName: o.check.baseName}
 	if len(f) > 0 {
 		// Check exactly the rows shown (filters the daemon's check does
 		// not take, such as label=, narrowed the list).

@@ -85,7 +85,7 @@ pushes the images of such an archive to DEST.`,
 				names = append(names, s.Repository)
 			}
 			ctx := cmd.Context()
-			auth, err := c.registryConfig(ctx, names, nil)
+			auth, err := c.creds().RegistryConfig(ctx, names, nil)
 			if err != nil {
 				return err
 			}
@@ -243,7 +243,7 @@ func (c *cli) syncImport(cmd *cobra.Command, path, dst string, opts client.SyncO
 	}
 	opts.Destination = dst
 	ctx := cmd.Context()
-	auth, err := c.registryConfig(ctx, []string{dst}, nil)
+	auth, err := c.creds().RegistryConfig(ctx, []string{dst}, nil)
 	if err != nil {
 		return err
 	}
