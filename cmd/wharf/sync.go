@@ -15,6 +15,7 @@ import (
 	"github.com/wharfproject/wharf/client"
 
 	"github.com/wharfproject/wharf/cmd/wharf/internal/formatter"
+	"github.com/wharfproject/wharf/cmd/wharf/internal/syncyaml"
 )
 
 func newSyncCommand(c *cli) *cobra.Command {
@@ -50,12 +51,12 @@ pushes the images of such an archive to DEST.`,
 			if path, ok := strings.CutPrefix(src, "oci-archive:"); ok {
 				return c.syncImport(cmd, path, dst, opts, failures, format)
 			}
-			if isSyncYAML(src) {
-				b, err := readCapped(src, maxSyncYAML)
+			if syncyaml.IsFile(src) {
+				b, err := syncyaml.Read(src)
 				if err != nil {
 					return err
 				}
-				sources, warnings, err := parseSyncYAML(b)
+				sources, warnings, err := syncyaml.Parse(b)
 				for _, w := range warnings {
 					fmt.Fprintln(c.err, "WARNING:", w)
 				}
@@ -115,36 +116,6 @@ pushes the images of such an archive to DEST.`,
 	fl.StringVar(&opts.Backup, "backup", "", "Before a destination tag moves, keep what it named under this tag (a Go template: {{.Tag}}-backup-{{.Digest.Short}})")
 	fl.StringVar(&format, "format", "", "Print the events as JSON lines (json), or as text (text, the default)")
 	return cmd
-}
-
-// isSyncYAML: a SOURCE ending in .yaml or .yml, or naming a file.
-func isSyncYAML(src string) bool {
-	if strings.HasSuffix(src, ".yaml") || strings.HasSuffix(src, ".yml") {
-		return true
-	}
-	fi, err := os.Stat(src)
-	return err == nil && fi.Mode().IsRegular()
-}
-
-// readCapped reads at most max bytes of name.
-func readCapped(name string, max int64) ([]byte, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if fi.Size() > max {
-		return nil, fmt.Errorf("%s is %d bytes, more than %d", name, fi.Size(), max)
-	}
-	b := make([]byte, fi.Size())
-	if _, err := f.ReadAt(b, 0); err != nil && fi.Size() > 0 {
-		return nil, err
-	}
-	return b, nil
 }
 
 // writeFailures writes the machine-readable list, replacing name
