@@ -16,6 +16,7 @@ import (
 	"github.com/wharfproject/wharf/cmd/wharf/internal/formatter"
 
 	"github.com/wharfproject/wharf/cmd/wharf/internal/creds"
+	"github.com/wharfproject/wharf/imagespec"
 )
 
 type inspectOptions struct {
@@ -231,12 +232,5 @@ func describeRemote(name, registryName, tag, dgst string) string {
 			repo = registryName + "/" + reference.FamiliarName(ref)
 		}
 	}
-	s := repo
-	if tag != "" {
-		s += ":" + tag
-	}
-	if dgst != "" {
-		s += "@" + dgst
-	}
-	return s
+	return imagespec.FormatReference(repo, tag, dgst)
 }
