@@ -17,9 +17,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/wharfproject/wharf/client"
-	"github.com/wharfproject/wharf/internal/privdir"
-
 	"github.com/wharfproject/wharf/cmd/wharf/internal/creds"
+	"github.com/wharfproject/wharf/internal/privdir"
 )
 
 // version is the CLI's version, set at build time with

@@ -11,11 +11,10 @@ import (
 	"github.com/distribution/reference"
 	"github.com/spf13/cobra"
 
+	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/client"
-
-	"github.com/wharfproject/wharf/cmd/wharf/internal/formatter"
-
 	"github.com/wharfproject/wharf/cmd/wharf/internal/creds"
+	"github.com/wharfproject/wharf/cmd/wharf/internal/formatter"
 	"github.com/wharfproject/wharf/imagespec"
 )
 
@@ -163,10 +162,8 @@ func inspectFailure(err error, name string, o inspectOptions) string {
 		return err.Error()
 	}
 	switch {
-	case o.remote:
-		return "Error: No such image: " + name
-	case o.kind == "image":
-		return "Error: No such image: " + name
+	case o.remote, o.kind == "image":
+		return "Error: " + types.NoSuchImage(name).Error()
 	case o.kind == "container":
 		return "Error: No such container: " + name
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wharfproject/wharf/client"
-
 	"github.com/wharfproject/wharf/cmd/wharf/internal/creds"
 )
 

@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wharfproject/wharf/client"
-
 	"github.com/wharfproject/wharf/cmd/wharf/internal/formatter"
 	"github.com/wharfproject/wharf/cmd/wharf/internal/syncyaml"
 )

@@ -2,12 +2,11 @@ package creds
 
 import (
 	"context"
-	"strings"
-	"testing"
-
 	"encoding/base64"
 	"os"
 	"path/filepath"
+	"strings"
+	"testing"
 )
 
 // fakeEnv is a fixed environment: HOME and DOCKER_CONFIG in temp dirs.
