@@ -11,6 +11,7 @@ import (
 
 	"github.com/distribution/reference"
 	"github.com/opencontainers/go-digest"
+
 	"github.com/wharfproject/wharf/imagespec"
 )
 
@@ -128,15 +129,9 @@ func (r *Repository) hasNoV2(ctx context.Context) bool {
 
 // describeImage is NAME[:TAG][@DIGEST] of what answered, for the debug log.
 func describeImage(img *RemoteImage) string {
-	var s string
+	var name string
 	if img.Name != nil {
-		s = reference.FamiliarName(img.Name)
+		name = reference.FamiliarName(img.Name)
 	}
-	if img.Tag != "" {
-		s += ":" + img.Tag
-	}
-	if img.Descriptor.Digest != "" {
-		s += "@" + img.Descriptor.Digest.String()
-	}
-	return s
+	return imagespec.FormatReference(name, img.Tag, img.Descriptor.Digest.String())
 }

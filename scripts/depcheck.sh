@@ -45,7 +45,11 @@ allowed() {
 	trust/notation) echo "trust" ;;
 	trust/policy) echo "trust trust/sigstore trust/notation" ;;
 	cmd/wharfd) echo "daemon" ;;
-	cmd/wharf) echo "client api/types imagespec internal/dockerconfig internal/privdir" ;;
+	cmd/wharf) echo "client api/types imagespec internal/privdir cmd/wharf/internal/creds cmd/wharf/internal/formatter cmd/wharf/internal/manpage cmd/wharf/internal/syncyaml" ;;
+	cmd/wharf/internal/creds) echo "api/types internal/dockerconfig" ;;
+	cmd/wharf/internal/syncyaml) echo "client" ;;
+	cmd/wharf/internal/manpage) echo "" ;;
+	cmd/wharf/internal/formatter) echo "api/types client" ;;
 	internal/testregistry) echo "" ;;
 	internal/hostile) echo "internal/testregistry" ;;
 	graph/internal/graphtest) echo "api/types graph/store" ;;

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wharfproject/wharf/client"
+	"github.com/wharfproject/wharf/cmd/wharf/internal/formatter"
 )
 
 const defaultAttestationsFormat = "table {{.PredicateType}}\t{{.Digest}}\t{{.Size}}"
@@ -71,7 +72,7 @@ func runAttestations(cmd *cobra.Command, c *cli, name string, o attestationsOpti
 	// The stored credentials of the name's registry, for --remote and for a
 	// local image whose attestations the daemon reads from its registry
 	// (it sends them to that registry only).
-	if opts.Auth, err = c.authFor(cmd.Context(), name); err != nil {
+	if opts.Auth, err = c.creds().AuthFor(cmd.Context(), name); err != nil {
 		return err
 	}
 	items, raw, err := api.ImageAttestations(cmd.Context(), name, opts)
@@ -91,24 +92,24 @@ func runAttestations(cmd *cobra.Command, c *cli, name string, o attestationsOpti
 		if err := json.Unmarshal(raw, &elements); err != nil {
 			return fmt.Errorf("decoding the daemon's answer: %w", err)
 		}
-		return writeJSONArray(c.out, elements)
+		return formatter.JSONArray(c.out, elements)
 	case "table":
 		format = defaultAttestationsFormat
 	}
-	if !isTableFormat(format) {
+	if !formatter.IsTable(format) {
 		var elements []json.RawMessage
 		if err := json.Unmarshal(raw, &elements); err != nil {
 			return fmt.Errorf("decoding the daemon's answer: %w", err)
 		}
-		return writeTemplated(c.out, format, elements)
+		return formatter.Templated(c.out, format, elements)
 	}
-	w, err := newRowWriter(c.out, format, attestationsHeaders)
+	w, err := formatter.NewRows(c.out, format, attestationsHeaders)
 	if err != nil {
 		return err
 	}
 	for _, it := range items {
 		row := attestationRow{PredicateType: it.PredicateType, Digest: it.Descriptor.Digest.String(),
-			Size: humanSize(it.Descriptor.Size), MediaType: it.Descriptor.MediaType}
+			Size: formatter.HumanSize(it.Descriptor.Size), MediaType: it.Descriptor.MediaType}
 		if err := w.Write(row); err != nil {
 			return err
 		}

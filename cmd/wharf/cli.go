@@ -17,6 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/wharfproject/wharf/client"
+	"github.com/wharfproject/wharf/cmd/wharf/internal/creds"
 	"github.com/wharfproject/wharf/internal/privdir"
 )
 
@@ -107,6 +108,11 @@ func (c *cli) client() (*client.Client, error) {
 	}
 	c.api = api
 	return api, nil
+}
+
+// creds finds the stored registry credentials of the CLI's environment.
+func (c *cli) creds() *creds.Finder {
+	return &creds.Finder{Getenv: c.env.Getenv, Debugf: c.log.Debugf}
 }
 
 // statusError ends the CLI with an exit status; an empty message prints nothing.

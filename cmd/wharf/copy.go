@@ -45,7 +45,7 @@ func newCopyCommand(c *cli) *cobra.Command {
 			// The stored credentials of each side, keyed by registry (SRC
 			// is searched, DST is its registry's): the daemon sends each
 			// set to its own registry only.
-			if opts.Auth, err = c.searchConfig(ctx, api, []string{src}, []string{dst}); err != nil {
+			if opts.Auth, err = c.creds().SearchConfig(ctx, api, []string{src}, []string{dst}); err != nil {
 				return err
 			}
 			rc, err := api.ImageCopy(ctx, src, dst, opts)

@@ -2,16 +2,14 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"regexp"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/client"
+	"github.com/wharfproject/wharf/cmd/wharf/internal/formatter"
 )
 
 func newEventsCommand(c *cli) *cobra.Command {
@@ -37,9 +35,9 @@ func newEventsCommand(c *cli) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var w *rowWriter
+			var w *formatter.Rows
 			if format != "" {
-				if w, err = newRowWriter(c.out, format, nil); err != nil {
+				if w, err = formatter.NewRows(c.out, format, nil); err != nil {
 					return err
 				}
 			}
@@ -62,7 +60,7 @@ func newEventsCommand(c *cli) *cobra.Command {
 				if w != nil {
 					err = w.Write(ev)
 				} else {
-					err = printEvent(c.out, ev)
+					err = formatter.Event(c.out, ev)
 				}
 				if err != nil {
 					return err
@@ -77,38 +75,6 @@ func newEventsCommand(c *cli) *cobra.Command {
 	fl.StringArrayVarP(&filters, "filter", "f", nil, "Filter output based on conditions provided")
 	fl.StringVar(&format, "format", "", "Format output using a custom template:\n'json':             Print in JSON format\n'TEMPLATE':         Print output using the given Go template")
 	return cmd
-}
-
-// rfc3339NanoFixed pads nanoseconds so every event line has the same width
-// (docker's jsonmessage.RFC3339NanoFixed).
-const rfc3339NanoFixed = "2006-01-02T15:04:05.000000000Z07:00"
-
-// printEvent prints ev like `docker events`:
-// TIME TYPE ACTION ACTOR-ID (k=v, …).
-func printEvent(out io.Writer, ev types.EventMessage) error {
-	var b strings.Builder
-	switch {
-	case ev.TimeNano != 0:
-		b.WriteString(time.Unix(0, ev.TimeNano).Format(rfc3339NanoFixed) + " ")
-	case ev.Time != 0:
-		b.WriteString(time.Unix(ev.Time, 0).Format(rfc3339NanoFixed) + " ")
-	}
-	fmt.Fprintf(&b, "%s %s %s", ev.Type, ev.Action, ev.Actor.ID)
-	if len(ev.Actor.Attributes) > 0 {
-		keys := make([]string, 0, len(ev.Actor.Attributes))
-		for k := range ev.Actor.Attributes {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		attrs := make([]string, len(keys))
-		for i, k := range keys {
-			attrs[i] = k + "=" + ev.Actor.Attributes[k]
-		}
-		fmt.Fprintf(&b, " (%s)", strings.Join(attrs, ", "))
-	}
-	b.WriteByte('\n')
-	_, err := io.WriteString(out, b.String())
-	return err
 }
 
 var unixTimestamp = regexp.MustCompile(`^-?[0-9]+(\.[0-9]{1,9})?$`)

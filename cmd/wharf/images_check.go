@@ -8,12 +8,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/distribution/reference"
 	"github.com/moby/moby/api/types/image"
 	"github.com/spf13/pflag"
 
 	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/client"
+	"github.com/wharfproject/wharf/cmd/wharf/internal/formatter"
 )
 
 // `wharf images --check-remote [NAME…]`: the update check.
@@ -53,43 +53,6 @@ func (f *checkRemoteFlags) validate() error {
 	return nil
 }
 
-// checkedImageRow is an images row with the check's answer for its tag.
-type checkedImageRow struct {
-	imageRow
-	Remote          string
-	RemoteStatus    string
-	RemoteDigest    string
-	RemoteError     string
-	PlatformChanged *bool        `json:",omitempty"`
-	RemoteTrust     *types.Trust `json:",omitempty"`
-
-	// With --newer: the NEWER cell, and the newer versions per level.
-	Newer                              string `json:",omitempty"`
-	NewerPatch, NewerMinor, NewerMajor string `json:",omitempty"`
-	NewerError                         string `json:",omitempty"`
-	// With --base: the BASE cell and the base's fields.
-	Base                                 string `json:",omitempty"`
-	BaseStatus, BaseName, BaseDigest     string `json:",omitempty"`
-	BaseCurrentDigest, BasePlatform      string `json:",omitempty"`
-	BaseCurrentPlatformDigest, BaseError string `json:",omitempty"`
-	BaseSource                           string `json:",omitempty"`
-}
-
-var checkHeaders = map[string]string{
-	"Remote":       "REMOTE",
-	"RemoteStatus": "REMOTE STATUS",
-	"RemoteDigest": "REMOTE DIGEST",
-	"RemoteError":  "REMOTE ERROR",
-	"Newer":        "NEWER",
-	"NewerPatch":   "NEWER PATCH",
-	"NewerMinor":   "NEWER MINOR",
-	"NewerMajor":   "NEWER MAJOR",
-	"Base":         "BASE",
-	"BaseStatus":   "BASE STATUS",
-	"BaseName":     "BASE NAME",
-	"BaseDigest":   "BASE DIGEST",
-}
-
 func runImagesCheckRemote(ctx context.Context, c *cli, o imagesOptions, names []string) error {
 	if o.check.maxAge < 0 {
 		return errors.New("--max-age must not be negative")
@@ -117,11 +80,11 @@ func runImagesCheckRemote(ctx context.Context, c *cli, o imagesOptions, names []
 	}
 	tags := taggedRefs(list)
 	// A registry whose helper fails is checked anonymously, with a warning.
-	creds, _ := c.registryConfig(ctx, tags, func(key string, err error) error {
+	auth, _ := c.creds().RegistryConfig(ctx, tags, func(key string, err error) error {
 		fmt.Fprintf(c.err, "warning: %v; checking %s anonymously\n", err, key)
 		return nil
 	})
-	opts := client.CheckRemoteOptions{MaxAge: o.check.maxAge, Auth: creds, Newer: o.check.newer, Base: o.check.base, BaseName: o.check.baseName}
+	opts := client.CheckRemoteOptions{MaxAge: o.check.maxAge, Auth: auth, Newer: o.check.newer, Base: o.check.base, BaseName: o.check.baseName}
 	if len(f) > 0 {
 		// Check exactly the rows shown (filters the daemon's check does
 		// not take, such as label=, narrowed the list).
@@ -140,7 +103,7 @@ func runImagesCheckRemote(ctx context.Context, c *cli, o imagesOptions, names []
 			return err
 		}
 	}
-	if err := writeCheckedImages(c, list, o, results, time.Now()); err != nil {
+	if err := formatter.CheckedImages(c.out, list, o.table, o.check.newer, o.check.base, results, time.Now()); err != nil {
 		return err
 	}
 	return checkOutcome(c, results, o.check.exitCode)
@@ -162,100 +125,6 @@ func taggedRefs(list []image.Summary) []string {
 	return out
 }
 
-// writeCheckedImages prints the list with each tagged row's answer.
-func writeCheckedImages(c *cli, list []image.Summary, o imagesOptions, results map[string]types.RemoteCheckResult, now time.Time) error {
-	format := o.format
-	switch {
-	case o.quiet:
-		format = quietImagesFormat
-	case format == "" || format == "table":
-		format = defaultImagesFormat
-		if o.digests {
-			format = defaultImagesDigestsFormat
-		}
-		format += "\t{{.Remote}}"
-		if o.check.newer {
-			format += "\t{{.Newer}}"
-		}
-		if o.check.base {
-			format += "\t{{.Base}}"
-		}
-	}
-	headers := map[string]string{}
-	for k, v := range imageHeaders {
-		headers[k] = v
-	}
-	for k, v := range checkHeaders {
-		headers[k] = v
-	}
-	w, err := newRowWriter(c.out, format, headers)
-	if err != nil {
-		return err
-	}
-	for _, img := range list {
-		for _, row := range imageRows(img, o.digests || strings.Contains(format, ".Digest"), !o.noTrunc, now) {
-			cr := checkedImageRow{imageRow: row}
-			if r, ok := results[row.Repository+":"+row.Tag]; ok {
-				cr.Remote = remoteColumn(r)
-				cr.RemoteStatus, cr.RemoteDigest, cr.RemoteError = r.RemoteStatus, r.RemoteDigest, r.RemoteError
-				cr.PlatformChanged, cr.RemoteTrust = r.PlatformChanged, r.RemoteTrust
-				cr.NewerPatch, cr.NewerMinor, cr.NewerMajor, cr.NewerError = r.NewerPatch, r.NewerMinor, r.NewerMajor, r.NewerError
-				cr.BaseStatus, cr.BaseName, cr.BaseDigest, cr.BaseError = r.BaseStatus, r.BaseName, r.BaseDigest, r.BaseError
-				cr.BaseCurrentDigest, cr.BaseCurrentPlatformDigest, cr.BasePlatform = r.BaseCurrentDigest, r.BaseCurrentPlatformDigest, r.BasePlatform
-				cr.BaseSource = r.BaseSource
-				if o.check.newer {
-					cr.Newer = newerColumn(r)
-				}
-				if o.check.base {
-					cr.Base = baseColumn(r)
-				}
-			}
-			if err := w.Write(cr); err != nil {
-				return err
-			}
-		}
-	}
-	return w.Flush()
-}
-
-// remoteColumn is the REMOTE cell: the status; an outdated index whose
-// platform manifest did not change says so (a re-pull gives the same image).
-func remoteColumn(r types.RemoteCheckResult) string {
-	status := r.RemoteStatus
-	if r.RemoteStatus == types.RemoteOutdated && r.PlatformChanged != nil && !*r.PlatformChanged {
-		status = "outdated (platform unchanged)"
-	}
-	// The update the operator would take, as the signature policy sees it.
-	if t := r.RemoteTrust; t != nil && t.Decision == "rejected" {
-		status += ", update rejected by policy"
-	}
-	return status
-}
-
-// newerColumn is the NEWER cell: the newer versions, lowest level first
-// ("1.25.4, 1.27.0, 2.0.0"); "-" for none, "error" when the listing failed.
-func newerColumn(r types.RemoteCheckResult) string {
-	switch v := r.NewerVersions(); {
-	case len(v) > 0:
-		return strings.Join(v, ", ")
-	case r.NewerError != "":
-		return "error"
-	}
-	return "-"
-}
-
-// baseColumn is the BASE cell: the status, and the base when outdated;
-// "-" for an image that does not name its base.
-func baseColumn(r types.RemoteCheckResult) string {
-	switch r.BaseStatus {
-	case "":
-		return "-"
-	case types.BaseOutdated:
-		return "outdated (" + r.BaseName + ")"
-	}
-	return r.BaseStatus
-}
-
 // checkOutcome reports the checks that failed on stderr and, with
 // --exit-code, turns the answers into the exit status.
 func checkOutcome(c *cli, results map[string]types.RemoteCheckResult, exitCode bool) error {
@@ -272,7 +141,7 @@ func checkOutcome(c *cli, results map[string]types.RemoteCheckResult, exitCode b
 			stale++
 		case types.RemoteError:
 			failed++
-			fmt.Fprintf(c.err, "%s: %s\n", familiarTag(r), r.RemoteError)
+			fmt.Fprintf(c.err, "%s: %s\n", formatter.FamiliarTag(r), r.RemoteError)
 		}
 		// With --newer and --base (the fields are only there when asked):
 		// a newer version or a moved base is something to act on, as an
@@ -283,11 +152,11 @@ func checkOutcome(c *cli, results map[string]types.RemoteCheckResult, exitCode b
 		}
 		if r.NewerError != "" && r.RemoteStatus != types.RemoteError {
 			failed++
-			fmt.Fprintf(c.err, "%s: newer versions: %s\n", familiarTag(r), r.NewerError)
+			fmt.Fprintf(c.err, "%s: newer versions: %s\n", formatter.FamiliarTag(r), r.NewerError)
 		}
 		if r.BaseStatus == types.BaseUnknown {
 			failed++
-			fmt.Fprintf(c.err, "%s: base %s: %s\n", familiarTag(r), r.BaseName, r.BaseError)
+			fmt.Fprintf(c.err, "%s: base %s: %s\n", formatter.FamiliarTag(r), r.BaseName, r.BaseError)
 		}
 	}
 	switch {
@@ -299,13 +168,6 @@ func checkOutcome(c *cli, results map[string]types.RemoteCheckResult, exitCode b
 		return &statusError{status: exitCheckFailed}
 	}
 	return nil
-}
-
-func familiarTag(r types.RemoteCheckResult) string {
-	if ref, err := reference.ParseNormalizedNamed(r.Repository + ":" + r.Tag); err == nil {
-		return reference.FamiliarString(ref)
-	}
-	return r.Repository + ":" + r.Tag
 }
 
 // checkProgress writes "checked N of M" on stderr when it is a terminal

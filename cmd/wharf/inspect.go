@@ -11,7 +11,11 @@ import (
 	"github.com/distribution/reference"
 	"github.com/spf13/cobra"
 
+	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/client"
+	"github.com/wharfproject/wharf/cmd/wharf/internal/creds"
+	"github.com/wharfproject/wharf/cmd/wharf/internal/formatter"
+	"github.com/wharfproject/wharf/imagespec"
 )
 
 type inspectOptions struct {
@@ -133,9 +137,9 @@ func runInspect(ctx context.Context, c *cli, o inspectOptions, names []string) e
 	if !o.raw {
 		var werr error
 		if o.format == "" || o.format == "json" {
-			werr = writeJSONArray(c.out, found)
+			werr = formatter.JSONArray(c.out, found)
 		} else {
-			werr = writeTemplated(c.out, o.format, found)
+			werr = formatter.Templated(c.out, o.format, found)
 		}
 		if werr != nil {
 			return &statusError{status: 1, message: werr.Error()}
@@ -158,10 +162,8 @@ func inspectFailure(err error, name string, o inspectOptions) string {
 		return err.Error()
 	}
 	switch {
-	case o.remote:
-		return "Error: No such image: " + name
-	case o.kind == "image":
-		return "Error: No such image: " + name
+	case o.remote, o.kind == "image":
+		return "Error: " + types.NoSuchImage(name).Error()
 	case o.kind == "container":
 		return "Error: No such container: " + name
 	}
@@ -186,13 +188,13 @@ func inspectLocal(ctx context.Context, api *client.Client, name, kind string, op
 
 // inspectRemote inspects name in its registry, sending the stored
 // credentials of each registry the daemon may find it at, keyed by
-// registry (searchConfig): each gets its own only.
+// registry (creds.Finder.SearchConfig): each gets its own only.
 func inspectRemote(ctx context.Context, c *cli, api *client.Client, name string, opts client.InspectOptions) ([]byte, error) {
-	regs, err := c.searchConfig(ctx, api, []string{name}, nil)
+	regs, err := c.creds().SearchConfig(ctx, api, []string{name}, nil)
 	if err != nil {
 		return nil, err
 	}
-	opts.Registries, opts.Auth = regs, ownSet(regs, name)
+	opts.Registries, opts.Auth = regs, creds.OwnSet(regs, name)
 	v, raw, err := api.ImageInspectRemote(ctx, name, opts)
 	if err != nil {
 		return nil, err
@@ -202,11 +204,11 @@ func inspectRemote(ctx context.Context, c *cli, api *client.Client, name string,
 }
 
 func inspectRawManifest(ctx context.Context, c *cli, api *client.Client, name string, opts client.InspectOptions) ([]byte, error) {
-	regs, err := c.searchConfig(ctx, api, []string{name}, nil)
+	regs, err := c.creds().SearchConfig(ctx, api, []string{name}, nil)
 	if err != nil {
 		return nil, err
 	}
-	opts.Registries, opts.Auth = regs, ownSet(regs, name)
+	opts.Registries, opts.Auth = regs, creds.OwnSet(regs, name)
 	b, mediaType, err := api.RemoteManifest(ctx, name, opts)
 	if err != nil {
 		return nil, err
@@ -227,12 +229,5 @@ func describeRemote(name, registryName, tag, dgst string) string {
 			repo = registryName + "/" + reference.FamiliarName(ref)
 		}
 	}
-	s := repo
-	if tag != "" {
-		s += ":" + tag
-	}
-	if dgst != "" {
-		s += "@" + dgst
-	}
-	return s
+	return imagespec.FormatReference(repo, tag, dgst)
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/moby/moby/api/types/registry"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+
+	"github.com/wharfproject/wharf/cmd/wharf/internal/creds"
 )
 
 // maxPasswordStdin caps --password-stdin (64 KiB): a password or token is
@@ -61,7 +63,7 @@ func runLogin(c *cli, cmd *cobra.Command, server string, o loginOptions) error {
 		}
 		o.password = strings.TrimRight(string(b), "\r\n")
 	}
-	key := serverKey(server)
+	key := creds.ServerKey(server)
 	if o.username == "" || o.password == "" {
 		if err := promptCredentials(c, key, &o); err != nil {
 			return err
@@ -78,7 +80,7 @@ func runLogin(c *cli, cmd *cobra.Command, server string, o loginOptions) error {
 	if err != nil {
 		return err
 	}
-	store, err := c.credentials()
+	store, err := c.creds().Open()
 	if err != nil {
 		return err
 	}

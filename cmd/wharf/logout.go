@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/wharfproject/wharf/cmd/wharf/internal/creds"
 )
 
 func newLogoutCommand(c *cli) *cobra.Command {
@@ -17,8 +19,8 @@ func newLogoutCommand(c *cli) *cobra.Command {
 			if len(args) == 1 {
 				server = args[0]
 			}
-			key := serverKey(server)
-			store, err := c.credentials()
+			key := creds.ServerKey(server)
+			store, err := c.creds().Open()
 			if err != nil {
 				return err
 			}

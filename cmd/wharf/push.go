@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wharfproject/wharf/client"
+	"github.com/wharfproject/wharf/cmd/wharf/internal/creds"
 )
 
 func newPushCommand(c *cli) *cobra.Command {
@@ -43,10 +44,10 @@ func newPushCommand(c *cli) *cobra.Command {
 			}
 			// A push goes to the registry its name names (docker.io for a
 			// short one): that registry's stored credentials, keyed by it.
-			if opts.Registries, err = c.searchConfig(ctx, api, nil, []string{args[0]}); err != nil {
+			if opts.Registries, err = c.creds().SearchConfig(ctx, api, nil, []string{args[0]}); err != nil {
 				return err
 			}
-			opts.Auth = ownSet(opts.Registries, args[0])
+			opts.Auth = creds.OwnSet(opts.Registries, args[0])
 			rc, err := api.ImagePush(ctx, reference.FamiliarName(ref), opts)
 			if err != nil {
 				return err

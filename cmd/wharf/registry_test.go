@@ -268,23 +268,6 @@ func TestPushSendsEmptyAuthAndFamiliarName(t *testing.T) {
 	}
 }
 
-func TestServerKey(t *testing.T) {
-	tests := map[string]string{
-		"":                            dockerHubKey,
-		"docker.io":                   dockerHubKey,
-		"index.docker.io":             dockerHubKey,
-		"registry-1.docker.io":        dockerHubKey,
-		"https://index.docker.io/v1/": dockerHubKey,
-		"localhost:5000":              "localhost:5000",
-		"https://r.example.com/v2/":   "r.example.com",
-	}
-	for in, want := range tests {
-		if got := serverKey(in); got != want {
-			t.Errorf("serverKey(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestPushQuietPrintsReference(t *testing.T) {
 	d := registryDaemon(t)
 	res := runCLI(t, testEnv(t), "", "-H", d.host(), "push", "-q", "127.0.0.1:5000/tiny:1.0")

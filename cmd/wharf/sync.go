@@ -13,6 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wharfproject/wharf/client"
+	"github.com/wharfproject/wharf/cmd/wharf/internal/formatter"
+	"github.com/wharfproject/wharf/cmd/wharf/internal/syncyaml"
 )
 
 func newSyncCommand(c *cli) *cobra.Command {
@@ -48,12 +50,12 @@ pushes the images of such an archive to DEST.`,
 			if path, ok := strings.CutPrefix(src, "oci-archive:"); ok {
 				return c.syncImport(cmd, path, dst, opts, failures, format)
 			}
-			if isSyncYAML(src) {
-				b, err := readCapped(src, maxSyncYAML)
+			if syncyaml.IsFile(src) {
+				b, err := syncyaml.Read(src)
 				if err != nil {
 					return err
 				}
-				sources, warnings, err := parseSyncYAML(b)
+				sources, warnings, err := syncyaml.Parse(b)
 				for _, w := range warnings {
 					fmt.Fprintln(c.err, "WARNING:", w)
 				}
@@ -83,7 +85,7 @@ pushes the images of such an archive to DEST.`,
 				names = append(names, s.Repository)
 			}
 			ctx := cmd.Context()
-			auth, err := c.registryConfig(ctx, names, nil)
+			auth, err := c.creds().RegistryConfig(ctx, names, nil)
 			if err != nil {
 				return err
 			}
@@ -115,36 +117,6 @@ pushes the images of such an archive to DEST.`,
 	return cmd
 }
 
-// isSyncYAML: a SOURCE ending in .yaml or .yml, or naming a file.
-func isSyncYAML(src string) bool {
-	if strings.HasSuffix(src, ".yaml") || strings.HasSuffix(src, ".yml") {
-		return true
-	}
-	fi, err := os.Stat(src)
-	return err == nil && fi.Mode().IsRegular()
-}
-
-// readCapped reads at most max bytes of name.
-func readCapped(name string, max int64) ([]byte, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if fi.Size() > max {
-		return nil, fmt.Errorf("%s is %d bytes, more than %d", name, fi.Size(), max)
-	}
-	b := make([]byte, fi.Size())
-	if _, err := f.ReadAt(b, 0); err != nil && fi.Size() > 0 {
-		return nil, err
-	}
-	return b, nil
-}
-
 // writeFailures writes the machine-readable list, replacing name
 // atomically so that a reader never sees half of it.
 func writeFailures(name string, fs []client.SyncFailure) error {
@@ -172,45 +144,6 @@ func writeFailures(name string, fs []client.SyncFailure) error {
 	return os.Rename(f.Name(), name)
 }
 
-func syncLine(ev client.SyncEvent) string {
-	switch ev.Status {
-	case "paused":
-		return fmt.Sprintf("paused   %s: its rate limit is under the floor, until %s", ev.Registry, ev.Until)
-	case "backup":
-		return fmt.Sprintf("backup   %s (%s)", ev.Destination, ev.DestinationDigest)
-	case "failed":
-		if ev.Failure != nil {
-			return fmt.Sprintf("failed   %s at %s (%s): %s", ev.Failure.Image, ev.Failure.Step, ev.Failure.Class, ev.Failure.Message)
-		}
-	case "synced":
-		s := fmt.Sprintf("synced   %s -> %s (%s)", ev.Source, ev.Destination, ev.Digest)
-		if ev.Copy != nil {
-			s += fmt.Sprintf(" %d blobs: %d existed, %d mounted, %d uploaded", ev.Copy.Blobs, ev.Copy.Existed, ev.Copy.Mounted, ev.Copy.Uploaded)
-		}
-		return s
-	}
-	return fmt.Sprintf("%-8s %s -> %s (%s)", ev.Status, ev.Source, ev.Destination, ev.Digest)
-}
-
-// summaryLine is the sync's last line. toArchive: the blobs went into an
-// OCI archive (written once each, the rest already in it), not to a registry.
-func summaryLine(s *client.SyncSummary, dryRun, toArchive bool) string {
-	if dryRun {
-		return fmt.Sprintf("Dry run: %d images, %d to copy, %d already there, %d failed", s.Images, s.Planned, s.Skipped, s.Failed)
-	}
-	line := fmt.Sprintf("%d images: %d synced, %d skipped, %d failed", s.Images, s.Synced, s.Skipped, s.Failed)
-	if s.NotRun > 0 {
-		line += fmt.Sprintf(", %d not run", s.NotRun)
-	}
-	if s.Backups > 0 {
-		line += fmt.Sprintf(", %d backups", s.Backups)
-	}
-	if toArchive {
-		return line + fmt.Sprintf(" (blobs: %d written to the archive, %d already in it; %s written)", s.BlobsUploaded, s.BlobsExisted, humanSize(s.BytesUploaded))
-	}
-	return line + fmt.Sprintf(" (blobs: %d uploaded, %d mounted, %d existed; %s uploaded)", s.BlobsUploaded, s.BlobsMounted, s.BlobsExisted, humanSize(s.BytesUploaded))
-}
-
 // syncDone writes the failures file, prints the summary and gives the
 // exit status: 1 when an image failed.
 func (c *cli) syncDone(sum *client.SyncSummary, err error, failures, format string, dryRun, toArchive bool, out io.Writer) error {
@@ -223,7 +156,7 @@ func (c *cli) syncDone(sum *client.SyncSummary, err error, failures, format stri
 		return err
 	}
 	if format != "json" {
-		fmt.Fprintln(out, summaryLine(sum, dryRun, toArchive))
+		fmt.Fprintln(out, formatter.SyncSummary(sum, dryRun, toArchive))
 	}
 	if sum.Failed > 0 {
 		return &statusError{status: 1, message: fmt.Sprintf("%d of %d images failed to sync", sum.Failed, sum.Images)}
@@ -280,7 +213,7 @@ func (c *cli) syncImport(cmd *cobra.Command, path, dst string, opts client.SyncO
 	}
 	opts.Destination = dst
 	ctx := cmd.Context()
-	auth, err := c.registryConfig(ctx, []string{dst}, nil)
+	auth, err := c.creds().RegistryConfig(ctx, []string{dst}, nil)
 	if err != nil {
 		return err
 	}
@@ -306,7 +239,7 @@ func (c *cli) printSyncEvent(format string) func(client.SyncEvent) error {
 			return err
 		}
 		if ev.Summary == nil {
-			fmt.Fprintln(c.out, syncLine(ev))
+			fmt.Fprintln(c.out, formatter.SyncLine(ev))
 		}
 		return nil
 	}

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/cmd/wharf/internal/formatter"
 )
 
 // newSystemCommand is `wharf system`: the store check, prune and the
@@ -61,7 +61,7 @@ func newSystemCheckCommand(c *cli) *cobra.Command {
 				if rep.PartialDownloads > 0 {
 					fmt.Fprintf(c.err, "%d partial download(s) kept for the next pull: %d bytes\n", rep.PartialDownloads, rep.PartialBytes)
 				}
-				printScrub(c.err, rep.LastScrub)
+				formatter.Scrub(c.err, rep.LastScrub)
 			}
 			if len(rep.Problems) > 0 {
 				return &statusError{status: 1}
@@ -109,38 +109,6 @@ func newSystemExportIndexCommand(c *cli) *cobra.Command {
 	return cmd
 }
 
-// printScrub says what the daemon's background scrub after its start did
-// and found (the orphan collection and the quick check).
-func printScrub(w io.Writer, sc *types.ScrubReport) {
-	if sc == nil {
-		fmt.Fprintln(w, "last scrub: none since the daemon started")
-		return
-	}
-	fmt.Fprintf(w, "last scrub: %s, took %s\n", sc.Started.UTC().Format(time.RFC3339), sc.Finished.Sub(sc.Started).Round(time.Millisecond))
-	if sc.Error != "" {
-		fmt.Fprintf(w, "  stopped: %s\n", sc.Error)
-	}
-	if sc.CollectedBlobs > 0 {
-		more := ""
-		if n := sc.CollectedBlobs - len(sc.Collected); n > 0 {
-			more = fmt.Sprintf(" and %d more", n)
-		}
-		fmt.Fprintf(w, "  moved %d blob(s) no image used (%s) out of blobs/: %s%s\n",
-			sc.CollectedBlobs, humanSize(sc.CollectedBytes), strings.Join(sc.Collected, ", "), more)
-	} else if sc.Error == "" {
-		fmt.Fprintln(w, "  no blob without an image")
-	}
-	if sc.Error == "" {
-		fmt.Fprintf(w, "  checked sizes of %d images and %d blobs: %d problem(s)\n", sc.Images, sc.Blobs, sc.ProblemCount)
-	}
-	for _, p := range sc.Problems {
-		fmt.Fprintf(w, "  %s: %s\n", p.Kind, p.Message)
-	}
-	if n := sc.ProblemCount - len(sc.Problems); n > 0 {
-		fmt.Fprintf(w, "  %d more problem(s) not listed\n", n)
-	}
-}
-
 func newSystemPruneCommand(c *cli) *cobra.Command {
 	var all, force bool
 	cmd := &cobra.Command{
@@ -185,7 +153,7 @@ func newSystemPruneCommand(c *cli) *cobra.Command {
 				}
 				fmt.Fprintln(c.out)
 			}
-			fmt.Fprintf(c.out, "Total reclaimed space: %s\n", humanSize(int64(rep.SpaceReclaimed)))
+			fmt.Fprintf(c.out, "Total reclaimed space: %s\n", formatter.HumanSize(int64(rep.SpaceReclaimed)))
 			return nil
 		},
 	}

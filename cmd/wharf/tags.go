@@ -70,7 +70,7 @@ func runTags(ctx context.Context, c *cli, o tagsOptions, name string) error {
 	if err != nil {
 		return err
 	}
-	a, err := c.authFor(ctx, name)
+	a, err := c.creds().AuthFor(ctx, name)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wharfproject/wharf/client"
+	"github.com/wharfproject/wharf/cmd/wharf/internal/formatter"
 )
 
 // versionInfo is what `wharf version --format` sees: .Client and .Server.
@@ -49,7 +50,7 @@ func newVersionCommand(c *cli) *cobra.Command {
 					format = "{{json .}}"
 				}
 				b, _ := json.Marshal(v)
-				if err := writeTemplated(c.out, format, []json.RawMessage{b}); err != nil {
+				if err := formatter.Templated(c.out, format, []json.RawMessage{b}); err != nil {
 					return err
 				}
 				return serr

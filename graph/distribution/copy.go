@@ -109,17 +109,13 @@ func (s *Service) CopyImage(ctx context.Context, opts types.CopyOptions, out typ
 	if dstRepo.Info().Index.Name == res.Registry {
 		mountFrom = []string{reference.Path(res.Name)}
 	}
-	result := types.CopyResult{Source: res.Name.String() + "@" + res.Descriptor.Digest.String(), SourceTrust: srcTrust}
+	result := types.CopyResult{Source: imagespec.FormatReference(res.Name.String(), "", res.Descriptor.Digest.String()), SourceTrust: srcTrust}
 	result.Blobs, result.Skipped = len(plan.layers)+len(plan.configs), plan.skipped
 	if err := plan.run(ctx, copyTransfer(res.Repository().OpenBlobAt, dstRepo, mountFrom, po, &result), tag); err != nil {
 		return err
 	}
 
-	written := reference.TrimNamed(dstNamed).String()
-	if tag != "" {
-		written += ":" + tag
-	}
-	written += "@" + top.desc.Digest.String()
+	written := imagespec.FormatReference(reference.TrimNamed(dstNamed).String(), tag, top.desc.Digest.String())
 	result.Destination, result.Digest, result.MediaType, result.Size = written, top.desc.Digest.String(), top.desc.MediaType, len(top.bytes)
 	if err := po.status("", fmt.Sprintf("%s: digest: %s size: %d", tagOrDigest(tag, top.desc.Digest), top.desc.Digest, len(top.bytes))); err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/wharfproject/wharf/imagespec"
 	"github.com/wharfproject/wharf/registry"
 )
 
@@ -99,12 +100,5 @@ func (t typedName) pin() string {
 
 // String is the name as typed: REPO[:TAG][@DIGEST].
 func (t typedName) String() string {
-	s := t.Repo
-	if t.Tag != "" {
-		s += ":" + t.Tag
-	}
-	if t.Digest != "" {
-		s += "@" + t.Digest.String()
-	}
-	return s
+	return imagespec.FormatReference(t.Repo, t.Tag, t.Digest.String())
 }

@@ -8,6 +8,8 @@ import (
 	"github.com/distribution/reference"
 	"github.com/opencontainers/go-digest"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/wharfproject/wharf/api/types"
 )
 
 // Lookup finds a local image by name, name:tag, name@digest, ID or unique
@@ -37,10 +39,9 @@ type recView interface {
 	shortIDs(prefix string, max int, skip func(digest.Digest) bool) []digest.Digest
 }
 
-// NoSuchImage is dockerd's not-found error for name.
-func NoSuchImage(name string) error {
-	return fmt.Errorf("No such image: %s%.0w", name, errdefs.ErrNotFound)
-}
+// NoSuchImage is dockerd's not-found error for name (types.NoSuchImage,
+// the wire's wording).
+func NoSuchImage(name string) error { return types.NoSuchImage(name) }
 
 // lookupIn resolves name in v.
 func lookupIn(v recView, name string) (*ImageRecord, error) {

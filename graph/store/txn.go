@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
 	bolt "go.etcd.io/bbolt"
 )
@@ -149,7 +148,7 @@ func (tx *Txn) RefTarget(ref string) (digest.Digest, bool) { return tx.refTarget
 func (tx *Txn) PointRef(ref string, id digest.Digest) error {
 	rec := tx.Image(id)
 	if rec == nil {
-		return fmt.Errorf("No such image: %s%.0w", id, errdefs.ErrNotFound)
+		return NoSuchImage(id.String())
 	}
 	if other, ok := tx.refTarget(ref); ok && other != id {
 		if o := tx.Image(other); o != nil {

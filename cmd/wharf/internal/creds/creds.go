@@ -1,4 +1,10 @@
-package main
+// Package creds finds the registry credentials the wharf CLI sends the
+// daemon: the docker config's (credHelpers, then credsStore, then the plain
+// auths of config.json, read through internal/dockerconfig), keyed by
+// registry as X-Registry-Config carries them, and the one set of a name's
+// own registry that X-Registry-Auth carries. It decides which registries a
+// name may be found at; the daemon sends each set to its own registry only.
+package creds
 
 import (
 	"context"
@@ -10,31 +16,45 @@ import (
 	"github.com/distribution/reference"
 	"github.com/moby/moby/api/types/registry"
 
-	"github.com/wharfproject/wharf/client"
+	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/internal/dockerconfig"
 )
 
-// dockerHubKey is Docker Hub's key in the docker config and credential helpers.
-const dockerHubKey = "https://index.docker.io/v1/"
+// DockerHubKey is Docker Hub's key in the docker config and credential helpers.
+const DockerHubKey = "https://index.docker.io/v1/"
 
-// credentialStore is the part of the docker config the CLI uses
+// Store is the part of the docker config the CLI uses
 // (internal/dockerconfig.Config).
-type credentialStore interface {
+type Store interface {
 	Get(ctx context.Context, key string) (registry.AuthConfig, bool, error)
 	Put(ctx context.Context, key string, ac registry.AuthConfig) error
 	Delete(ctx context.Context, key string) error
 }
 
-// dockerConfigPath is $DOCKER_CONFIG/config.json, or ~/.docker/config.json.
-func dockerConfigPath(e env) (string, error) {
-	return dockerconfig.Path(e.Getenv)
+// Finder looks credentials up in the docker config its environment names.
+type Finder struct {
+	// Getenv reads DOCKER_CONFIG and HOME.
+	Getenv func(string) string
+	// Debugf logs which stored credentials are used (the -D log).
+	Debugf func(format string, args ...any)
 }
 
-// credentials opens the docker config's credential store: credHelpers, then
+// Daemon is what SearchConfig asks the daemon: which registries it
+// searches a short name in (GET /info's WharfSearchRegistries).
+type Daemon interface {
+	Info(ctx context.Context) (types.Info, error)
+}
+
+// path is $DOCKER_CONFIG/config.json, or ~/.docker/config.json.
+func (f *Finder) path() (string, error) {
+	return dockerconfig.Path(f.Getenv)
+}
+
+// Open opens the docker config's credential store: credHelpers, then
 // credsStore, then the plain auths of config.json. Writing plain auths is
 // allowed when no helper is configured, as docker login does.
-func (c *cli) credentials() (credentialStore, error) {
-	p, err := dockerConfigPath(c.env)
+func (f *Finder) Open() (Store, error) {
+	p, err := f.path()
 	if err != nil {
 		return nil, err
 	}
@@ -45,18 +65,18 @@ func (c *cli) credentials() (credentialStore, error) {
 	return s, nil
 }
 
-// serverKey is the credential-store key of a registry host or login argument:
+// ServerKey is the credential-store key of a registry host or login argument:
 // Docker Hub's aliases all map to https://index.docker.io/v1/; others are the
 // bare host[:port] without scheme or path.
-func serverKey(server string) string {
-	if server == "" || server == dockerHubKey {
-		return dockerHubKey
+func ServerKey(server string) string {
+	if server == "" || server == DockerHubKey {
+		return DockerHubKey
 	}
 	s := strings.TrimPrefix(strings.TrimPrefix(server, "https://"), "http://")
 	s, _, _ = strings.Cut(s, "/")
 	switch s {
 	case "docker.io", "index.docker.io", "registry-1.docker.io":
-		return dockerHubKey
+		return DockerHubKey
 	}
 	return s
 }
@@ -71,34 +91,34 @@ func registryHost(name string) string {
 	return reference.Domain(ref)
 }
 
-// authFor returns the credentials for the registry of image name from the
+// AuthFor returns the credentials for the registry of image name from the
 // credential store, or nil when there are none. A failing credential helper
 // is an error: sending no credentials would hide it as "unauthorized".
-func (c *cli) authFor(ctx context.Context, name string) (*registry.AuthConfig, error) {
+func (f *Finder) AuthFor(ctx context.Context, name string) (*registry.AuthConfig, error) {
 	host := registryHost(name)
 	if host == "" {
 		// Let the daemon report the bad reference.
 		return nil, nil
 	}
-	return c.authForServer(ctx, serverKey(host))
+	return f.forServer(ctx, ServerKey(host))
 }
 
-// registryConfig reads the credential store for the registries names are
+// RegistryConfig reads the credential store for the registries names are
 // on, keyed by registry (X-Registry-Config: the daemon sends each set to
 // its own registry only). A helper's failure for one registry goes to
 // onErr: nil makes it the command's error (copy), a non-nil onErr that
 // returns nil leaves that registry anonymous (the update check, where one
 // broken helper must not stop the check of every registry).
-func (c *cli) registryConfig(ctx context.Context, names []string, onErr func(key string, err error) error) (map[string]registry.AuthConfig, error) {
+func (f *Finder) RegistryConfig(ctx context.Context, names []string, onErr func(key string, err error) error) (map[string]registry.AuthConfig, error) {
 	keys := map[string]bool{}
 	for _, n := range names {
 		if h := registryHost(n); h != "" {
-			keys[serverKey(h)] = true
+			keys[ServerKey(h)] = true
 		}
 	}
 	var out map[string]registry.AuthConfig
 	for _, k := range slices.Sorted(maps.Keys(keys)) {
-		ac, err := c.authForServer(ctx, k)
+		ac, err := f.forServer(ctx, k)
 		if err != nil {
 			if onErr == nil {
 				return nil, err
@@ -118,14 +138,13 @@ func (c *cli) registryConfig(ctx context.Context, names []string, onErr func(key
 	return out, nil
 }
 
-// searchConfig is registryConfig for the names of a pull, a push, a remote
+// SearchConfig is RegistryConfig for the names of a pull, a push, a remote
 // inspect or a copy, the one way those send stored credentials. A name in
 // search is one the daemon searches (pull, remote inspect, copy's SRC):
 // short, it may be found on any registry the daemon searches, so each of
-// those gets its own set (GET /info's WharfSearchRegistries, asked only
-// when a name is short); the other names are their own registry's. A
-// helper's failure is the command's error.
-func (c *cli) searchConfig(ctx context.Context, api *client.Client, search, names []string) (map[string]registry.AuthConfig, error) {
+// those gets its own set (asked of d only when a name is short); the other
+// names are their own registry's. A helper's failure is the command's error.
+func (f *Finder) SearchConfig(ctx context.Context, d Daemon, search, names []string) (map[string]registry.AuthConfig, error) {
 	all := append([]string(nil), names...)
 	var regs []string
 	for _, n := range search {
@@ -134,7 +153,7 @@ func (c *cli) searchConfig(ctx context.Context, api *client.Client, search, name
 			continue
 		}
 		if regs == nil {
-			info, err := api.Info(ctx)
+			info, err := d.Info(ctx)
 			if err != nil {
 				return nil, fmt.Errorf("asking the daemon which registries it searches for %s: %w", n, err)
 			}
@@ -147,20 +166,20 @@ func (c *cli) searchConfig(ctx context.Context, api *client.Client, search, name
 			all = append(all, r+"/"+n)
 		}
 	}
-	return c.registryConfig(ctx, all, nil)
+	return f.RegistryConfig(ctx, all, nil)
 }
 
-// ownSet is the set of regs keyed by the registry name itself names
+// OwnSet is the set of regs keyed by the registry name itself names
 // (docker.io for a short one), or nil. It goes as X-Registry-Auth beside
 // X-Registry-Config, with its server address, for a wharfd that does not
 // read X-Registry-Config: that one sends it to its registry only, as
 // before. A wharfd that reads both keeps the X-Registry-Config entry.
-func ownSet(regs map[string]registry.AuthConfig, name string) *registry.AuthConfig {
+func OwnSet(regs map[string]registry.AuthConfig, name string) *registry.AuthConfig {
 	h := registryHost(name)
 	if h == "" {
 		return nil
 	}
-	ac, ok := regs[serverKey(h)]
+	ac, ok := regs[ServerKey(h)]
 	if !ok {
 		return nil
 	}
@@ -179,9 +198,9 @@ func hasRegistryHost(name string) bool {
 	return strings.ContainsAny(first, ".:") || first == "localhost" || strings.ToLower(first) != first
 }
 
-// authForServer looks key up in the credential store.
-func (c *cli) authForServer(ctx context.Context, key string) (*registry.AuthConfig, error) {
-	store, err := c.credentials()
+// forServer looks key up in the credential store.
+func (f *Finder) forServer(ctx context.Context, key string) (*registry.AuthConfig, error) {
+	store, err := f.Open()
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +211,7 @@ func (c *cli) authForServer(ctx context.Context, key string) (*registry.AuthConf
 	if !found {
 		return nil, nil
 	}
-	c.log.Debugf("using stored credentials for %s", key)
+	f.Debugf("using stored credentials for %s", key)
 	ac.ServerAddress = key
 	return &ac, nil
 }

@@ -1,4 +1,4 @@
-package main
+package formatter
 
 import (
 	"bytes"
@@ -33,7 +33,7 @@ func TestPrintScrub(t *testing.T) {
 			"last scrub: 2026-12-04T21:17:55Z, took 1s\n  stopped: collect unreferenced blobs: context canceled\n"},
 	} {
 		var b bytes.Buffer
-		printScrub(&b, tc.rep)
+		Scrub(&b, tc.rep)
 		if b.String() != tc.want {
 			t.Errorf("%s:\n%s\nwant\n%s", tc.name, b.String(), tc.want)
 		}

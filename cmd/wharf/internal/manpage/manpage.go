@@ -1,7 +1,15 @@
-package main
+// Package manpage renders the wharf CLI's cobra command tree as go-md2man
+// markdown man pages (NAME, SYNOPSIS, DESCRIPTION, COMMANDS, OPTIONS,
+// EXAMPLES, SEE ALSO): the drafts `wharf gen-man --markdown` writes, from
+// which man/*.md are written by hand.
+package manpage
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -105,4 +113,27 @@ func manFlag(f *pflag.Flag) string {
 	b.WriteString("\n")
 	b.WriteString("\n")
 	return b.String()
+}
+
+// WriteMarkdownTree writes one markdown page per visible command of the
+// tree under cmd into dir (NAME.1.md), keeping a page already there unless
+// force: pages written by hand win.
+func WriteMarkdownTree(cmd *cobra.Command, dir string, force bool) error {
+	for _, c := range cmd.Commands() {
+		if !c.IsAvailableCommand() || c.IsAdditionalHelpTopicCommand() {
+			continue
+		}
+		if err := WriteMarkdownTree(c, dir, force); err != nil {
+			return err
+		}
+	}
+	path := filepath.Join(dir, manPageName(cmd)+".1.md")
+	if !force {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return os.WriteFile(path, []byte(manMarkdown(cmd)), 0o644)
 }

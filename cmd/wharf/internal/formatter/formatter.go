@@ -1,4 +1,10 @@
-package main
+// Package formatter renders the daemon's answers as the wharf CLI prints
+// them, as the docker CLI's cli/command/formatter does: --format templates
+// with docker's functions, tables with docker's geometry, JSON arrays
+// indented as `docker inspect`'s, sizes and ages in docker's units, and the
+// rows and lines of each command's output. It does no I/O but to the writer
+// it is given.
+package formatter
 
 import (
 	"bytes"
@@ -40,8 +46,8 @@ func headerFuncs() template.FuncMap {
 	}
 }
 
-// parseTemplate parses a --format value with the template functions.
-func parseTemplate(format string) (*template.Template, error) {
+// Parse parses a --format value with the template functions.
+func Parse(format string) (*template.Template, error) {
 	t, err := template.New("").Funcs(templateFuncs()).Parse(format)
 	if err != nil {
 		return nil, fmt.Errorf("template parsing error: %w", err)
@@ -115,12 +121,12 @@ func unescapeFormat(f string) string {
 	return strings.NewReplacer(`\t`, "\t", `\n`, "\n").Replace(f)
 }
 
-// isTableFormat reports whether format asks for a table.
-func isTableFormat(format string) bool { return strings.HasPrefix(format, "table") }
+// IsTable reports whether format asks for a table.
+func IsTable(format string) bool { return strings.HasPrefix(format, "table") }
 
-// rowWriter prints rows with a format: "table …" (header + aligned columns),
+// Rows prints rows with a format: "table …" (header + aligned columns),
 // "json" (one JSON object per row), or any Go template (one line per row).
-type rowWriter struct {
+type Rows struct {
 	out     io.Writer
 	tmpl    *template.Template
 	table   bool
@@ -129,18 +135,18 @@ type rowWriter struct {
 	wrote   bool
 }
 
-// newRowWriter parses format. headers maps field names to column titles.
-func newRowWriter(out io.Writer, format string, headers map[string]string) (*rowWriter, error) {
-	w := &rowWriter{out: out, headers: headers}
+// NewRows parses format. headers maps field names to column titles.
+func NewRows(out io.Writer, format string, headers map[string]string) (*Rows, error) {
+	w := &Rows{out: out, headers: headers}
 	switch {
 	case format == "json":
 		format = "{{json .}}"
-	case isTableFormat(format):
+	case IsTable(format):
 		w.table = true
 		format = strings.TrimPrefix(strings.TrimPrefix(format, "table"), " ")
 	}
 	format = unescapeFormat(format)
-	t, err := parseTemplate(format)
+	t, err := Parse(format)
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +161,7 @@ func newRowWriter(out io.Writer, format string, headers map[string]string) (*row
 }
 
 // header writes the table header, once.
-func (w *rowWriter) header() error {
+func (w *Rows) header() error {
 	if !w.table || w.wrote {
 		return nil
 	}
@@ -175,7 +181,7 @@ func (w *rowWriter) header() error {
 }
 
 // Write renders one row.
-func (w *rowWriter) Write(row any) error {
+func (w *Rows) Write(row any) error {
 	if err := w.header(); err != nil {
 		return err
 	}
@@ -189,7 +195,7 @@ func (w *rowWriter) Write(row any) error {
 }
 
 // Flush ends the output; a table with no rows still gets its header.
-func (w *rowWriter) Flush() error {
+func (w *Rows) Flush() error {
 	if err := w.header(); err != nil {
 		return err
 	}
@@ -199,9 +205,9 @@ func (w *rowWriter) Flush() error {
 	return nil
 }
 
-// writeJSONArray prints elements as one JSON array indented by 4 spaces, as
+// JSONArray prints elements as one JSON array indented by 4 spaces, as
 // `docker inspect` does; no elements print "[]".
-func writeJSONArray(out io.Writer, elements []json.RawMessage) error {
+func JSONArray(out io.Writer, elements []json.RawMessage) error {
 	if len(elements) == 0 {
 		_, err := io.WriteString(out, "[]\n")
 		return err
@@ -224,11 +230,11 @@ func writeJSONArray(out io.Writer, elements []json.RawMessage) error {
 	return err
 }
 
-// writeTemplated prints each element through a --format template, one per
+// Templated prints each element through a --format template, one per
 // line. Elements are decoded from their raw JSON, so every field the daemon
 // sent (wharf's remote-only ones too) can be used.
-func writeTemplated(out io.Writer, format string, elements []json.RawMessage) error {
-	t, err := parseTemplate(unescapeFormat(format))
+func Templated(out io.Writer, format string, elements []json.RawMessage) error {
+	t, err := Parse(unescapeFormat(format))
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package main
+package syncyaml
 
 import (
 	"reflect"
@@ -63,7 +63,7 @@ func TestParseSyncYAML(t *testing.T) {
 		{name: "not a map", in: "- a\n- b\n", err: "parse the YAML"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, warnings, err := parseSyncYAML([]byte(tc.in))
+			got, warnings, err := Parse([]byte(tc.in))
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("err = %v, want one containing %q", err, tc.err)
@@ -95,11 +95,11 @@ func FuzzParseSyncYAML(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		sources, _, err := parseSyncYAML(b)
+		sources, _, err := Parse(b)
 		if err != nil {
 			return
 		}
-		if len(b) > maxSyncYAML || len(sources) == 0 {
+		if len(b) > MaxSize || len(sources) == 0 {
 			t.Fatalf("accepted %d bytes with %d sources", len(b), len(sources))
 		}
 		for _, s := range sources {

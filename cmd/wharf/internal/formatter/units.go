@@ -1,4 +1,4 @@
-package main
+package formatter
 
 import (
 	"strings"
@@ -7,24 +7,24 @@ import (
 	units "github.com/docker/go-units"
 )
 
-// humanSize renders bytes like docker's image tables: decimal units, three
+// HumanSize renders bytes like docker's image tables: decimal units, three
 // significant digits ("7.8MB", "1.23GB").
-func humanSize(n int64) string {
+func HumanSize(n int64) string {
 	return units.HumanSizeWithPrecision(float64(n), 3)
 }
 
-// sinceString renders how long ago t was, like docker's CREATED column
+// Since renders how long ago t was, like docker's CREATED column
 // ("2 hours ago", "About a minute ago").
-func sinceString(t, now time.Time) string {
+func Since(t, now time.Time) string {
 	if t.IsZero() || t.Unix() <= 0 {
 		return "N/A"
 	}
 	return units.HumanDuration(now.Sub(t)) + " ago"
 }
 
-// shortID is an image ID without "sha256:" and cut to 12 characters, as
+// ShortID is an image ID without "sha256:" and cut to 12 characters, as
 // docker shows IDs unless --no-trunc.
-func shortID(id string) string {
+func ShortID(id string) string {
 	if i := strings.IndexByte(id, ':'); i >= 0 {
 		id = id[i+1:]
 	}
@@ -34,8 +34,8 @@ func shortID(id string) string {
 	return id
 }
 
-// ellipsis cuts s to n runes, ending with "…" when cut.
-func ellipsis(s string, n int) string {
+// Ellipsis cuts s to n runes, ending with "…" when cut.
+func Ellipsis(s string, n int) string {
 	r := []rune(s)
 	if len(r) <= n {
 		return s
@@ -46,7 +46,7 @@ func ellipsis(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// humanBinary renders bytes in binary units, like docker info's "Total Memory".
-func humanBinary(n int64) string {
+// HumanBinary renders bytes in binary units, like docker info's "Total Memory".
+func HumanBinary(n int64) string {
 	return units.BytesSize(float64(n))
 }

@@ -1,4 +1,4 @@
-package main
+package formatter
 
 import (
 	"testing"
@@ -18,7 +18,7 @@ func TestSyncSummaryLine(t *testing.T) {
 		{false, true, "2 images: 2 synced, 0 skipped, 0 failed (blobs: 2 written to the archive, 2 already in it; 557B written)"},
 		{true, true, "Dry run: 2 images, 0 to copy, 0 already there, 0 failed"},
 	} {
-		if got := summaryLine(s, tc.dryRun, tc.toArchive); got != tc.want {
+		if got := SyncSummary(s, tc.dryRun, tc.toArchive); got != tc.want {
 			t.Errorf("dryRun=%v toArchive=%v:\n got %q\nwant %q", tc.dryRun, tc.toArchive, got, tc.want)
 		}
 	}

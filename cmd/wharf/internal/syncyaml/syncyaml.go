@@ -1,21 +1,5 @@
-package main
-
-import (
-	"bytes"
-	"errors"
-	"fmt"
-	"io"
-	"maps"
-	"slices"
-	"strings"
-
-	"github.com/distribution/reference"
-	"go.yaml.in/yaml/v3"
-
-	"github.com/wharfproject/wharf/client"
-)
-
-// The sources of `wharf sync FILE.yaml`: skopeo sync's YAML, taken as is.
+// Package syncyaml reads the sources of `wharf sync FILE.yaml`: skopeo
+// sync's YAML, taken as is.
 //
 //	registry.example.com:
 //	  images:               # repository: [tags]; [] is every tag
@@ -34,13 +18,30 @@ import (
 // only that registry. tls-verify and cert-dir belong to the daemon's
 // registry configuration (insecure-registries, hosts.toml): the file
 // cannot loosen them.
+package syncyaml
 
-// maxSyncYAML caps the file: skopeo's examples are a few hundred bytes;
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/distribution/reference"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/wharfproject/wharf/client"
+)
+
+// MaxSize caps the file: skopeo's examples are a few hundred bytes;
 // 1 MiB is thousands of repositories.
-const maxSyncYAML = 1 << 20
+const MaxSize = 1 << 20
 
-// syncYAMLRegistry is one registry's entry.
-type syncYAMLRegistry struct {
+// registryEntry is one registry's entry.
+type registryEntry struct {
 	Images           map[string][]string `yaml:"images"`
 	ImagesByTagRegex map[string]string   `yaml:"images-by-tag-regex"`
 	ImagesBySemver   map[string]string   `yaml:"images-by-semver"`
@@ -49,16 +50,16 @@ type syncYAMLRegistry struct {
 	Credentials      yaml.Node           `yaml:"credentials"`
 }
 
-// parseSyncYAML turns skopeo sync's YAML into sync sources, sorted by
+// Parse turns skopeo sync's YAML into sync sources, sorted by
 // registry and repository, with the warnings the user must see (what the
 // file says that wharf does not take from it).
-func parseSyncYAML(b []byte) (sources []client.SyncSource, warnings []string, err error) {
-	if len(b) > maxSyncYAML {
-		return nil, nil, fmt.Errorf("the YAML is %d bytes, more than %d", len(b), maxSyncYAML)
+func Parse(b []byte) (sources []client.SyncSource, warnings []string, err error) {
+	if len(b) > MaxSize {
+		return nil, nil, fmt.Errorf("the YAML is %d bytes, more than %d", len(b), MaxSize)
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
-	var regs map[string]syncYAMLRegistry
+	var regs map[string]registryEntry
 	if err := dec.Decode(&regs); err != nil && !errors.Is(err, io.EOF) {
 		return nil, nil, fmt.Errorf("parse the YAML: %v", err)
 	}
@@ -127,4 +128,35 @@ func parseSyncYAML(b []byte) (sources []client.SyncSource, warnings []string, er
 		return nil, warnings, errors.New("the YAML names no image")
 	}
 	return sources, warnings, nil
+}
+
+// IsFile reports whether a sync SOURCE names a YAML file: it ends in .yaml
+// or .yml, or names a file.
+func IsFile(src string) bool {
+	if strings.HasSuffix(src, ".yaml") || strings.HasSuffix(src, ".yml") {
+		return true
+	}
+	fi, err := os.Stat(src)
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// Read reads the file name, refusing one of more than MaxSize bytes.
+func Read(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() > MaxSize {
+		return nil, fmt.Errorf("%s is %d bytes, more than %d", name, fi.Size(), MaxSize)
+	}
+	b := make([]byte, fi.Size())
+	if _, err := f.ReadAt(b, 0); err != nil && fi.Size() > 0 {
+		return nil, err
+	}
+	return b, nil
 }

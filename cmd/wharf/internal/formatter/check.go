@@ -1,0 +1,133 @@
+package formatter
+
+import (
+	"io"
+	"maps"
+	"strings"
+	"time"
+
+	"github.com/distribution/reference"
+	"github.com/moby/moby/api/types/image"
+
+	"github.com/wharfproject/wharf/api/types"
+)
+
+// CheckedImageRow is an images row with the update check's answer for its tag.
+type CheckedImageRow struct {
+	ImageRow
+	Remote          string
+	RemoteStatus    string
+	RemoteDigest    string
+	RemoteError     string
+	PlatformChanged *bool        `json:",omitempty"`
+	RemoteTrust     *types.Trust `json:",omitempty"`
+
+	// With --newer: the NEWER cell, and the newer versions per level.
+	Newer                              string `json:",omitempty"`
+	NewerPatch, NewerMinor, NewerMajor string `json:",omitempty"`
+	NewerError                         string `json:",omitempty"`
+	// With --base: the BASE cell and the base's fields.
+	Base                                 string `json:",omitempty"`
+	BaseStatus, BaseName, BaseDigest     string `json:",omitempty"`
+	BaseCurrentDigest, BasePlatform      string `json:",omitempty"`
+	BaseCurrentPlatformDigest, BaseError string `json:",omitempty"`
+	BaseSource                           string `json:",omitempty"`
+}
+
+var checkHeaders = map[string]string{
+	"Remote":       "REMOTE",
+	"RemoteStatus": "REMOTE STATUS",
+	"RemoteDigest": "REMOTE DIGEST",
+	"RemoteError":  "REMOTE ERROR",
+	"Newer":        "NEWER",
+	"NewerPatch":   "NEWER PATCH",
+	"NewerMinor":   "NEWER MINOR",
+	"NewerMajor":   "NEWER MAJOR",
+	"Base":         "BASE",
+	"BaseStatus":   "BASE STATUS",
+	"BaseName":     "BASE NAME",
+	"BaseDigest":   "BASE DIGEST",
+}
+
+// CheckedImages prints the list with each tagged row's answer in results
+// (keyed repository:tag as the daemon names them): the default table gets
+// a REMOTE column, and NEWER and BASE when newer and base were asked.
+func CheckedImages(out io.Writer, list []image.Summary, o ImagesOptions, newer, base bool, results map[string]types.RemoteCheckResult, now time.Time) error {
+	extra := "\t{{.Remote}}"
+	if newer {
+		extra += "\t{{.Newer}}"
+	}
+	if base {
+		extra += "\t{{.Base}}"
+	}
+	headers := maps.Clone(imageHeaders)
+	maps.Copy(headers, checkHeaders)
+	return writeImages(out, imagesFormat(o, extra), headers, list, o, now, func(row ImageRow) any {
+		cr := CheckedImageRow{ImageRow: row}
+		r, ok := results[row.Repository+":"+row.Tag]
+		if !ok {
+			return cr
+		}
+		cr.Remote = remoteColumn(r)
+		cr.RemoteStatus, cr.RemoteDigest, cr.RemoteError = r.RemoteStatus, r.RemoteDigest, r.RemoteError
+		cr.PlatformChanged, cr.RemoteTrust = r.PlatformChanged, r.RemoteTrust
+		cr.NewerPatch, cr.NewerMinor, cr.NewerMajor, cr.NewerError = r.NewerPatch, r.NewerMinor, r.NewerMajor, r.NewerError
+		cr.BaseStatus, cr.BaseName, cr.BaseDigest, cr.BaseError = r.BaseStatus, r.BaseName, r.BaseDigest, r.BaseError
+		cr.BaseCurrentDigest, cr.BaseCurrentPlatformDigest, cr.BasePlatform = r.BaseCurrentDigest, r.BaseCurrentPlatformDigest, r.BasePlatform
+		cr.BaseSource = r.BaseSource
+		if newer {
+			cr.Newer = newerColumn(r)
+		}
+		if base {
+			cr.Base = baseColumn(r)
+		}
+		return cr
+	})
+}
+
+// remoteColumn is the REMOTE cell: the status; an outdated index whose
+// platform manifest did not change says so (a re-pull gives the same image).
+func remoteColumn(r types.RemoteCheckResult) string {
+	status := r.RemoteStatus
+	if r.RemoteStatus == types.RemoteOutdated && r.PlatformChanged != nil && !*r.PlatformChanged {
+		status = "outdated (platform unchanged)"
+	}
+	// The update the operator would take, as the signature policy sees it.
+	if t := r.RemoteTrust; t != nil && t.Decision == "rejected" {
+		status += ", update rejected by policy"
+	}
+	return status
+}
+
+// newerColumn is the NEWER cell: the newer versions, lowest level first
+// ("1.25.4, 1.27.0, 2.0.0"); "-" for none, "error" when the listing failed.
+func newerColumn(r types.RemoteCheckResult) string {
+	switch v := r.NewerVersions(); {
+	case len(v) > 0:
+		return strings.Join(v, ", ")
+	case r.NewerError != "":
+		return "error"
+	}
+	return "-"
+}
+
+// baseColumn is the BASE cell: the status, and the base when outdated;
+// "-" for an image that does not name its base.
+func baseColumn(r types.RemoteCheckResult) string {
+	switch r.BaseStatus {
+	case "":
+		return "-"
+	case types.BaseOutdated:
+		return "outdated (" + r.BaseName + ")"
+	}
+	return r.BaseStatus
+}
+
+// FamiliarTag is the answer's repository:tag as the user writes it
+// (alpine:3.20, not docker.io/library/alpine:3.20).
+func FamiliarTag(r types.RemoteCheckResult) string {
+	if ref, err := reference.ParseNormalizedNamed(r.Repository + ":" + r.Tag); err == nil {
+		return reference.FamiliarString(ref)
+	}
+	return r.Repository + ":" + r.Tag
+}
