@@ -11,6 +11,8 @@ import (
 
 	"github.com/containerd/errdefs"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/wharfproject/wharf/internal/ctxio"
 )
 
 // How a blob download resumes. A body that breaks — a reset, a
@@ -61,7 +63,7 @@ type resumingBody struct {
 }
 
 func newResumingBody(ctx context.Context, open blobOpener, desc ocispec.Descriptor, host string, body io.ReadCloser, off, start int64) *resumingBody {
-	return &resumingBody{ctx: ctx, open: open, desc: desc, host: host, backoff: blobReopenBackoff, wait: sleepCtx,
+	return &resumingBody{ctx: ctx, open: open, desc: desc, host: host, backoff: blobReopenBackoff, wait: ctxio.Sleep,
 		body: body, off: off, skip: off - start}
 }
 

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -136,61 +135,4 @@ func tagPattern(s string) bool {
 		}
 	}
 	return true
-}
-
-// FuzzUploadLocation reads an upload session's Location as a registry
-// may send it. Accepted: an http or https URL with a host, and a Location that is a
-// path stays on the registry that sent it. Refused: the error says what
-// was wrong with the Location. No Location is always refused.
-func FuzzUploadLocation(f *testing.F) {
-	for _, l := range []string{
-		"/v2/a/blobs/uploads/5f0c?_state=abc",
-		"http://127.0.0.1:5000/v2/a/blobs/uploads/1",
-		"https://storage.example.com/upload?sig=x",
-		"uploads/relative",
-		"//other.example.com/v2/a/blobs/uploads/1",
-		"ftp://x/y",
-		"javascript:alert(1)",
-		"http://[::1",
-		"http:/v2/a/blobs/uploads/1", // a scheme and no host
-		"https:opaque",
-		"",
-	} {
-		f.Add(l)
-	}
-	base, err := url.Parse("http://registry.test:5000/v2/a/blobs/uploads/")
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Fuzz(func(t *testing.T, loc string) {
-		resp := &http.Response{Header: http.Header{}, Request: &http.Request{Method: http.MethodPost, URL: base}}
-		if loc != "" {
-			resp.Header["Location"] = []string{loc}
-		}
-		u, err := sessionURL(resp)
-		if err != nil {
-			if u != nil {
-				t.Fatalf("refused %q but returned %v", loc, u)
-			}
-			if !strings.Contains(err.Error(), "Location") {
-				t.Fatalf("refused %q with %q, which does not name the Location", loc, err)
-			}
-			return
-		}
-		if loc == "" {
-			t.Fatal("accepted an answer without a Location")
-		}
-		if u.Scheme != "http" && u.Scheme != "https" {
-			t.Fatalf("accepted %q as %v: scheme %q", loc, u, u.Scheme)
-		}
-		if u.Host == "" {
-			t.Fatalf("accepted %q as %v: no host to send the next request to", loc, u)
-		}
-		if strings.HasPrefix(loc, "/") && !strings.HasPrefix(loc, "//") && u.Host != base.Host {
-			t.Fatalf("the path %q resolved to host %q, not the registry's %q", loc, u.Host, base.Host)
-		}
-		if *base != (url.URL{Scheme: "http", Host: "registry.test:5000", Path: "/v2/a/blobs/uploads/"}) {
-			t.Fatalf("resolving %q changed the request's URL to %v", loc, base)
-		}
-	})
 }

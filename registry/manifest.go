@@ -14,6 +14,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/wharfproject/wharf/imagespec"
+	"github.com/wharfproject/wharf/internal/ctxio"
 	"github.com/wharfproject/wharf/registry/transport"
 )
 
@@ -129,7 +130,7 @@ func (r *Repository) getManifest(ctx context.Context, ep *repoEndpoint, ref stri
 		if err == nil || attempt >= manifestRereads || !errors.As(err, &broken) || !linkBroke(ctx, broken.err) {
 			return desc, body, err
 		}
-		if werr := sleepCtx(ctx, blobReopenBackoff<<attempt); werr != nil {
+		if werr := ctxio.Sleep(ctx, blobReopenBackoff<<attempt); werr != nil {
 			return desc, body, err
 		}
 	}

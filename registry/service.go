@@ -16,6 +16,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/wharfproject/wharf/registry/hosts"
 	"github.com/wharfproject/wharf/registry/transport"
+	"github.com/wharfproject/wharf/registry/upload"
 	"golang.org/x/sync/singleflight"
 )
 
@@ -34,9 +35,12 @@ type Service struct {
 	mirrorRetry time.Duration // mirrorRetryAfter; tests shorten it
 	blobBackoff time.Duration // blobReopenBackoff; tests shorten it (blob_resume.go)
 	// wholeUploadMax: blobs of at most this many bytes are uploaded in
-	// one PUT (defaultWholeUploadMax, upload_whole.go); tests that study
-	// the PATCH path set it below their blobs' size (-1: none).
+	// one PUT (upload.DefaultWholeMax); tests that study the PATCH path
+	// set it below their blobs' size (-1: none).
 	wholeUploadMax int64
+	// uploadBackoff is the first wait after a broken PATCH (0: the
+	// upload's 250 ms); tests shorten it.
+	uploadBackoff time.Duration
 	// listLimit bounds one tag or catalog listing (maxTags, maxTagMemory
 	// when zero, tags.go); tests of the bounds set it smaller.
 	listLimit listLimit
@@ -53,7 +57,7 @@ type Service struct {
 	// noReferrersAPI: hosts that answered the referrers API with 404
 	// (referrers.go); they are asked through the tag schema only.
 	noReferrersAPI *lruSet        // bounded: maxReferrerHosts
-	blobs          *blobLocations // where blobs are known to be, for mounts (transfer.go)
+	blobs          *blobLocations // where blobs are known to be, for mounts (transfer_mount.go)
 
 	flight singleflight.Group
 }
@@ -90,7 +94,7 @@ func newService(opts ServiceOptions, maxWait time.Duration) (*Service, error) {
 		blobs:          newBlobLocations(),
 		mirrorRetry:    mirrorRetryAfter,
 		blobBackoff:    blobReopenBackoff,
-		wholeUploadMax: defaultWholeUploadMax,
+		wholeUploadMax: upload.DefaultWholeMax,
 	}
 	s.state.Store(&serviceState{cfg: cfg})
 	s.setObserver(opts.Observer)

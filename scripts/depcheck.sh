@@ -18,7 +18,8 @@ allowed() {
 	case $1 in
 	api/types) echo "" ;;
 	api/server) echo "api/types imagespec" ;;
-	registry) echo "imagespec registry/hosts registry/transport trust" ;;
+	registry) echo "imagespec registry/hosts registry/transport registry/upload trust internal/ctxio" ;;
+	registry/upload) echo "registry/transport internal/ctxio" ;;
 	registry/transport) echo "registry/hosts" ;;
 	registry/hosts) echo "" ;;
 	imagespec) echo "" ;;
