@@ -338,3 +338,31 @@ func checkImageConfig(host string, desc ocispec.Descriptor, b []byte) error {
 	}
 	return nil
 }
+
+// putManifest is PUT /v2/<name>/manifests/<ref>, returning the answer's
+// OCI-Subject header. PushManifest is this PUT too: like docker, wharf
+// does no client-side referrers indexing when it pushes a manifest.
+func (r *Repository) putManifest(ctx context.Context, desc ocispec.Descriptor, content []byte, ref string) (string, error) {
+	ep := r.upstream
+	ctx = transport.WithRepositoryScope(ctx, ep.host, r.path, transport.ActionPull, transport.ActionPush)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, r.manifestURL(ep, ref), bytes.NewReader(content))
+	if err != nil {
+		return "", err
+	}
+	req.ContentLength = int64(len(content))
+	req.Header.Set("Content-Type", desc.MediaType)
+	resp, err := ep.client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, transport.MaxErrorBody))
+	if resp.StatusCode != http.StatusCreated {
+		return "", transport.StatusError(http.MethodPut, resp, body, ep.host)
+	}
+	if h := resp.Header.Get("Docker-Content-Digest"); h != "" && h != desc.Digest.String() {
+		return "", transport.DigestMismatch(ep.host, "manifest", desc.Digest, digest.Digest(h))
+	}
+	r.svc.content.put(desc.Digest, desc.MediaType, content, r.scope())
+	return resp.Header.Get("OCI-Subject"), nil
+}

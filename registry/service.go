@@ -15,6 +15,8 @@ import (
 	registrytypes "github.com/moby/moby/api/types/registry"
 	"github.com/sirupsen/logrus"
 	"github.com/wharfproject/wharf/registry/hosts"
+	"github.com/wharfproject/wharf/registry/listing"
+	"github.com/wharfproject/wharf/registry/referrers"
 	"github.com/wharfproject/wharf/registry/transport"
 	"github.com/wharfproject/wharf/registry/upload"
 	"golang.org/x/sync/singleflight"
@@ -41,9 +43,9 @@ type Service struct {
 	// uploadBackoff is the first wait after a broken PATCH (0: the
 	// upload's 250 ms); tests shorten it.
 	uploadBackoff time.Duration
-	// listLimit bounds one tag or catalog listing (maxTags, maxTagMemory
-	// when zero, tags.go); tests of the bounds set it smaller.
-	listLimit listLimit
+	// listLimit bounds one tag or catalog listing (listing's defaults
+	// when zero); tests of the bounds set it smaller.
+	listLimit listing.Limit
 	// configRead, when set, is called after every read of the
 	// configuration: tests reload in the middle of a decision with it.
 	configRead func()
@@ -54,9 +56,9 @@ type Service struct {
 	warm    *repoSet
 	obs     Observer  // metrics.go
 	tags    *tagCache // tag → digest answers, read only under a max-age (tagcache.go)
-	// noReferrersAPI: hosts that answered the referrers API with 404
-	// (referrers.go); they are asked through the tag schema only.
-	noReferrersAPI *lruSet        // bounded: maxReferrerHosts
+	// noReferrersAPI: hosts that answered the referrers API with 404;
+	// they are asked through the tag schema only.
+	noReferrersAPI *referrers.NoAPI
 	blobs          *blobLocations // where blobs are known to be, for mounts (transfer_mount.go)
 
 	flight singleflight.Group
@@ -89,7 +91,7 @@ func newService(opts ServiceOptions, maxWait time.Duration) (*Service, error) {
 		client:         stack.Client(),
 		content:        newContentCache(contentCacheBytes),
 		warm:           newRepoSet(maxWarmRepos),
-		noReferrersAPI: newLRUSet(maxReferrerHosts),
+		noReferrersAPI: referrers.NewNoAPI(),
 		tags:           newTagCache(maxTagAnswers),
 		blobs:          newBlobLocations(),
 		mirrorRetry:    mirrorRetryAfter,

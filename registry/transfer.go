@@ -3,7 +3,6 @@ package registry
 import (
 	"context"
 	"hash"
-	"net/http"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -14,7 +13,7 @@ import (
 // The one blob-transfer path of push (bytes from the local store) and copy
 // (bytes streamed from another registry) is registry/upload's protocol:
 // HEAD, cross-repository mounts, then an upload session that is completed
-// or cancelled. This file hands it the repository's upstream (pushTarget)
+// or cancelled. This file hands it the repository's upstream (target)
 // and the mount sources this daemon knows (transfer_mount.go).
 
 // BlobTransfer is how a blob reached the destination.
@@ -48,7 +47,7 @@ func (r *Repository) TransferBlob(ctx context.Context, desc ocispec.Descriptor, 
 		return 0, "", err
 	}
 	sources := r.mountSources(desc.Digest, mountFrom)
-	how, from, err = upload.Transfer(ctx, pushTarget{r}, desc, sources, open, upload.Options{
+	how, from, err = upload.Transfer(ctx, target{r, r.upstream}, desc, sources, open, upload.Options{
 		WholeMax: r.svc.wholeUploadMax, ResumeWait: r.svc.uploadBackoff, Hash: uploadHash, Log: r.svc.log,
 	})
 	if err != nil {
@@ -56,17 +55,4 @@ func (r *Repository) TransferBlob(ctx context.Context, desc ocispec.Descriptor, 
 	}
 	r.svc.blobs.add(desc.Digest, r.info.Index.Name, r.path)
 	return how, from, nil
-}
-
-// pushTarget is the repository's upstream as registry/upload speaks to it.
-type pushTarget struct{ r *Repository }
-
-func (t pushTarget) Host() string    { return t.r.upstream.host }
-func (t pushTarget) BaseURL() string { return t.r.upstream.baseURL() }
-func (t pushTarget) Path() string    { return t.r.path }
-func (t pushTarget) Do(req *http.Request) (*http.Response, error) {
-	return t.r.upstream.client.Do(req)
-}
-func (t pushTarget) HeadBlob(ctx context.Context, d digest.Digest) (int64, error) {
-	return t.r.headBlob(ctx, t.r.upstream, d)
 }
