@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,10 +18,14 @@ import (
 	"github.com/opencontainers/go-digest"
 )
 
-// Fuzz targets for what a registry sends that no other target reads: the
-// v1 protocol's JSON, an upload session's Location and error bodies. Each
-// asserts more than "no panic": what is accepted is what was served, and
-// what is refused is refused with a typed error.
+// A fuzz target for what a registry sends that no other target reads: the
+// v1 protocol's JSON (an upload session's Location is registry/upload's).
+// It asserts more than "no panic": what is accepted is what was served,
+// and what is refused is refused with a typed error.
+
+// v1ImageID is a v1 image id as registry/v1 accepts one: 64 lower-case
+// hex characters.
+var v1ImageID = regexp.MustCompile(`^[a-f0-9]{64}$`)
 
 // v1Registry answers the v1 protocol, as a registry without a v2 API: a
 // tag list and one image JSON, whatever the repository. A fuzz worker runs

@@ -1,19 +1,21 @@
 // Package registry is wharf's registry client: reference resolution
 // (RepositoryInfo / IndexInfo, candidates), which credentials go where
 // (credentials.go), login, the reads (manifests, blobs resumed where they
-// break, the v1 fallback), the caches and the typed errors. The protocol's
-// other rooms sit below it, and never import it:
+// break), the caches and the typed errors. The protocol's other rooms sit
+// below it, and never import it:
 //
 //	registry ──┬──► registry/upload ────┐
 //	           ├──► registry/referrers ─┤──► registry/listing ─┐
 //	           ├──► registry/listing ───┘                      ├──► registry/transport ──► registry/hosts
+//	           ├──► registry/v1 ───────────────────────────────┤
 //	           └──► registry/transport, registry/hosts ────────┘
 //
 // registry/upload is the blob upload protocol of push and copy;
 // registry/referrers lists and writes what refers to an image and reads
 // its signatures; registry/listing is the paged listings (tags, catalog)
-// and the Link pagination; each speaks to a repository through a small
-// interface this package implements (target, repository.go).
+// and the Link pagination; registry/v1 is the read-only v1 protocol of a
+// registry without v2. Each speaks to a repository through a small
+// interface this package implements (target in repository.go, v1Target).
 // registry/hosts is the configuration (options, hosts.toml, certs.d): it
 // hands out each registry's endpoints in order; registry/transport is the
 // one HTTP stack every request goes through (its package doc draws the
