@@ -15,6 +15,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/wharfproject/wharf/imagespec"
 	"github.com/wharfproject/wharf/internal/ctxio"
+	"github.com/wharfproject/wharf/registry/blobs"
 	"github.com/wharfproject/wharf/registry/transport"
 )
 
@@ -107,7 +108,7 @@ func contentType(h http.Header) string {
 
 // A manifest whose body breaks — a reset, a body cut short of its
 // Content-Length, a stall the body watchdog ends — is asked for again whole
-// (a manifest is at most 4 MiB; a blob is resumed instead, blob_resume.go),
+// (a manifest is at most 4 MiB; a blob is resumed instead, registry/blobs),
 // at most manifestRereads times, after 250 ms and then 500 ms: the same
 // first waits as a blob's reopenings. Only a broken body is read again: an
 // answer (a status, a digest mismatch) is not the link's fault, and the
@@ -127,10 +128,10 @@ func (r *Repository) getManifest(ctx context.Context, ep *repoEndpoint, ref stri
 	for attempt := 0; ; attempt++ {
 		desc, body, err := r.getManifestOnce(ctx, ep, ref, want)
 		var broken *brokenBody
-		if err == nil || attempt >= manifestRereads || !errors.As(err, &broken) || !linkBroke(ctx, broken.err) {
+		if err == nil || attempt >= manifestRereads || !errors.As(err, &broken) || !blobs.LinkBroke(ctx, broken.err) {
 			return desc, body, err
 		}
-		if werr := ctxio.Sleep(ctx, blobReopenBackoff<<attempt); werr != nil {
+		if werr := ctxio.Sleep(ctx, blobs.ReopenBackoff<<attempt); werr != nil {
 			return desc, body, err
 		}
 	}
@@ -298,7 +299,7 @@ func (r *Repository) FetchConfig(ctx context.Context, desc ocispec.Descriptor) (
 	}
 	var data []byte
 	err := r.readEach(ctx, func(ep *repoEndpoint) error {
-		// Resumed where it breaks, like a layer (blob_resume.go).
+		// Resumed where it breaks, like a layer (registry/blobs).
 		rc, err := r.openResuming(ctx, ep, desc, 0, true)
 		if err != nil {
 			return err

@@ -1,21 +1,24 @@
 // Package registry is wharf's registry client: reference resolution
 // (RepositoryInfo / IndexInfo, candidates), which credentials go where
-// (credentials.go), login, the reads (manifests, blobs resumed where they
-// break), the caches and the typed errors. The protocol's other rooms sit
-// below it, and never import it:
+// (credentials.go), login, resolution and the reads of manifests and
+// blobs across mirrors, the caches and the typed errors. The protocol's
+// other rooms sit below it, and never import it:
 //
-//	registry ──┬──► registry/upload ────┐
-//	           ├──► registry/referrers ─┤──► registry/listing ─┐
-//	           ├──► registry/listing ───┘                      ├──► registry/transport ──► registry/hosts
-//	           ├──► registry/v1 ───────────────────────────────┤
-//	           └──► registry/transport, registry/hosts ────────┘
+//	registry ──┬──► registry/upload ─────┐
+//	           ├──► registry/referrers ──┤ (──► registry/listing)
+//	           ├──► registry/listing ────┤
+//	           ├──► registry/blobs ──────┼──► registry/transport ──► registry/hosts
+//	           ├──► registry/v1 ─────────┤
+//	           └──► registry/hosts ◄─────┘ (v1)
 //
 // registry/upload is the blob upload protocol of push and copy;
 // registry/referrers lists and writes what refers to an image and reads
 // its signatures; registry/listing is the paged listings (tags, catalog)
-// and the Link pagination; registry/v1 is the read-only v1 protocol of a
-// registry without v2. Each speaks to a repository through a small
-// interface this package implements (target in repository.go, v1Target).
+// and the Link pagination; registry/blobs is a blob's GET and HEAD on one
+// endpoint and the body resumed where it breaks; registry/v1 is the
+// read-only v1 protocol of a registry without v2. Each speaks to a
+// repository through a small interface declared where it is used, which
+// this package implements (target in repository.go, v1Target in v1.go).
 // registry/hosts is the configuration (options, hosts.toml, certs.d): it
 // hands out each registry's endpoints in order; registry/transport is the
 // one HTTP stack every request goes through (its package doc draws the

@@ -56,7 +56,8 @@ type repoEndpoint struct {
 }
 
 // target is the repository on one endpoint as the protocol packages below
-// speak to it (upload.Target, listing.Target, referrers.Target).
+// speak to it (upload.Target, listing.Target, referrers.Target,
+// blobs.Target).
 type target struct {
 	r  *Repository
 	ep *repoEndpoint

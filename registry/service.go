@@ -14,6 +14,7 @@ import (
 	"github.com/distribution/reference"
 	registrytypes "github.com/moby/moby/api/types/registry"
 	"github.com/sirupsen/logrus"
+	"github.com/wharfproject/wharf/registry/blobs"
 	"github.com/wharfproject/wharf/registry/hosts"
 	"github.com/wharfproject/wharf/registry/listing"
 	"github.com/wharfproject/wharf/registry/referrers"
@@ -35,7 +36,7 @@ type Service struct {
 	reloadMu    sync.Mutex    // one Reload at a time
 	mirrorDown  sync.Map      // mirror host → *mirrorState (mirrors.go)
 	mirrorRetry time.Duration // mirrorRetryAfter; tests shorten it
-	blobBackoff time.Duration // blobReopenBackoff; tests shorten it (blob_resume.go)
+	blobBackoff time.Duration // blobs.ReopenBackoff; tests shorten it
 	// wholeUploadMax: blobs of at most this many bytes are uploaded in
 	// one PUT (upload.DefaultWholeMax); tests that study the PATCH path
 	// set it below their blobs' size (-1: none).
@@ -95,7 +96,7 @@ func newService(opts ServiceOptions, maxWait time.Duration) (*Service, error) {
 		tags:           newTagCache(maxTagAnswers),
 		blobs:          newBlobLocations(),
 		mirrorRetry:    mirrorRetryAfter,
-		blobBackoff:    blobReopenBackoff,
+		blobBackoff:    blobs.ReopenBackoff,
 		wholeUploadMax: upload.DefaultWholeMax,
 	}
 	s.state.Store(&serviceState{cfg: cfg})
