@@ -4,14 +4,11 @@
 // blobs across mirrors, the caches and the typed errors. The protocol's
 // other rooms sit below it, and never import it:
 //
-//	registry ──┬──► registry/upload ─────┐
-//	           ├──► registry/referrers ──┤ (──► registry/listing)
-//	           ├──► registry/listing ────┤
-//	           ├──► registry/blobs ──────┼──► registry/transport ──► registry/hosts
-//	           ├──► registry/v1 ─────────┤
-//	           └──► registry/hosts ◄─────┘ (v1)
+//	registry ──► registry/upload, registry/referrers, registry/listing,
+//	             registry/blobs, registry/v1 ──► registry/transport ──► registry/hosts
 //
-// registry/upload is the blob upload protocol of push and copy;
+// registry/referrers pages through registry/listing, and registry/v1 checks
+// a host with registry/hosts. registry/upload is the blob upload protocol of push and copy;
 // registry/referrers lists and writes what refers to an image and reads
 // its signatures; registry/listing is the paged listings (tags, catalog)
 // and the Link pagination; registry/blobs is a blob's GET and HEAD on one
@@ -19,6 +16,7 @@
 // read-only v1 protocol of a registry without v2. Each speaks to a
 // repository through a small interface declared where it is used, which
 // this package implements (target in repository.go, v1Target in v1.go).
+//
 // registry/hosts is the configuration (options, hosts.toml, certs.d): it
 // hands out each registry's endpoints in order; registry/transport is the
 // one HTTP stack every request goes through (its package doc draws the
