@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"net/http"
-	"strconv"
 
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/wharfproject/wharf/registry/transport"
+	"github.com/wharfproject/wharf/registry/blobs"
 )
 
 // FetchBlob streams a blob; the reader fails (before EOF) when the bytes do
@@ -20,7 +18,7 @@ import (
 //
 // The reader verifies as it streams (go-containerregistry's
 // verify.ReadCloser), so a consumer that stops at EOF never has unverified
-// bytes. A body that breaks is reopened where it broke (blob_resume.go).
+// bytes. A body that breaks is reopened where it broke (registry/blobs).
 func (r *Repository) FetchBlob(ctx context.Context, desc ocispec.Descriptor) (io.ReadCloser, error) {
 	return r.FetchBlobFrom(ctx, desc, nil, 0)
 }
@@ -64,133 +62,24 @@ func (r *Repository) FetchBlobFrom(ctx context.Context, desc ocispec.Descriptor,
 			// later push or copy to this registry may mount it from here.
 			vr = &onEOF{r: vr, fn: func() { r.svc.blobs.add(desc.Digest, r.info.Index.Name, r.path) }}
 		}
-		out = &verifiedBlob{readCloser: readCloser{Reader: vr, Closer: rb}, dgst: desc.Digest, body: rb}
+		out = &verifiedBlob{readCloser: readCloser{Reader: vr, Closer: rb}, dgst: desc.Digest}
 		return nil
 	})
 	return out, err
 }
 
-// openResuming opens desc on ep from byte off under the resuming reader of
-// blob_resume.go (reopened where it breaks); ask false sends no request
+// openResuming opens desc on ep from byte off under registry/blobs'
+// resuming reader (reopened where it breaks); ask false sends no request
 // until a read needs one. The body is under the slow-body rule already
 // (transport/timeouts.go). FetchBlobFrom and OpenBlobAt both read through it.
-func (r *Repository) openResuming(ctx context.Context, ep *repoEndpoint, desc ocispec.Descriptor, off int64, ask bool) (*resumingBody, error) {
-	open := func(ctx context.Context, off int64) (io.ReadCloser, int64, error) {
-		return r.getBlob(ctx, ep, desc, off)
-	}
-	var body io.ReadCloser
-	start := off
-	if ask {
-		var err error
-		if body, start, err = open(ctx, off); err != nil {
-			return nil, err
-		}
-	}
-	rb := newResumingBody(ctx, open, desc, ep.host, body, off, start)
-	rb.backoff = r.svc.blobBackoff
-	return rb, nil
+func (r *Repository) openResuming(ctx context.Context, ep *repoEndpoint, desc ocispec.Descriptor, off int64, ask bool) (io.ReadCloser, error) {
+	return blobs.Open(ctx, target{r, ep}, desc, off, ask, r.svc.blobBackoff)
 }
 
-func (r *Repository) blobURL(ep *repoEndpoint, d digest.Digest) string {
-	return ep.baseURL() + "/v2/" + r.path + "/blobs/" + d.String()
-}
-
-// getBlob GETs a blob (following a redirect to its store) from byte off:
-// the body and the offset of its first byte, once the answer's
-// Content-Length, Content-Range and Docker-Content-Digest, when given, agree
-// with desc. off > 0 asks with `Range: bytes=off-`; a 200 to it (the whole
-// blob: a registry that ignores Range) starts at 0, a 206 must start at off
-// (else ErrUpstream). Missing: errdefs.ErrNotFound.
-func (r *Repository) getBlob(ctx context.Context, ep *repoEndpoint, desc ocispec.Descriptor, off int64) (io.ReadCloser, int64, error) {
-	ctx = transport.WithRepositoryScope(ctx, ep.host, r.path, transport.ActionPull)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.blobURL(ep, desc.Digest), nil)
-	if err != nil {
-		return nil, 0, err
-	}
-	if off > 0 {
-		req.Header.Set("Range", "bytes="+strconv.FormatInt(off, 10)+"-")
-	}
-	resp, err := ep.client.Do(req)
-	if err != nil {
-		return nil, 0, err
-	}
-	switch {
-	case resp.StatusCode == http.StatusOK || (off > 0 && resp.StatusCode == http.StatusPartialContent):
-		var start int64
-		want := desc.Size
-		if resp.StatusCode == http.StatusPartialContent {
-			first, last, total, err := parseContentRange(resp.Header.Get("Content-Range"))
-			if err == nil && (first != off || last >= desc.Size || (total != -1 && total != desc.Size)) {
-				err = fmt.Errorf("Content-Range %q, asked for bytes=%d- of %d", truncate(resp.Header.Get("Content-Range"), 64), off, desc.Size)
-			}
-			if err != nil {
-				resp.Body.Close()
-				return nil, 0, invalidDocument(ep.host, "blob %s: %v", desc.Digest, err)
-			}
-			// A shorter range than asked is a truncation: the reader asks
-			// again from where it ends.
-			start, want = first, last+1-first
-		}
-		if resp.ContentLength != -1 && resp.ContentLength != want {
-			resp.Body.Close()
-			return nil, 0, fmt.Errorf("%s %q: mismatch Content-Length", resp.Request.Method, resp.Request.URL.Redacted())
-		}
-		if err := checkContentDigest(resp, desc.Digest); err != nil {
-			resp.Body.Close()
-			return nil, 0, err
-		}
-		return resp.Body, start, nil
-	case resp.StatusCode == http.StatusNotFound:
-		resp.Body.Close()
-		return nil, 0, fmt.Errorf("%s: not found%.0w", desc.Digest, errdefs.ErrNotFound)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	return nil, 0, transport.StatusError(http.MethodGet, resp, body, ep.host)
-}
-
-// headBlob asks (HEAD) whether the repository has blob d: its size when
-// it has. Missing: errdefs.ErrNotFound.
+// headBlob asks (HEAD) whether the repository has blob d on ep: its size
+// when it has (blobs.Head). Missing: errdefs.ErrNotFound.
 func (r *Repository) headBlob(ctx context.Context, ep *repoEndpoint, d digest.Digest) (int64, error) {
-	ctx = transport.WithRepositoryScope(ctx, ep.host, r.path, transport.ActionPull)
-	req, err := http.NewRequestWithContext(ctx, http.MethodHead, r.blobURL(ep, d), nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := ep.client.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	switch resp.StatusCode {
-	case http.StatusOK:
-		if resp.ContentLength == -1 {
-			return 0, fmt.Errorf("%s %q: unknown response Content-Length", resp.Request.Method, resp.Request.URL.Redacted())
-		}
-		if err := checkContentDigest(resp, d); err != nil {
-			return 0, err
-		}
-		return resp.ContentLength, nil
-	case http.StatusNotFound:
-		return 0, fmt.Errorf("%s: not found%.0w", d, errdefs.ErrNotFound)
-	}
-	return 0, transport.StatusError(http.MethodHead, resp, nil, ep.host)
-}
-
-// checkContentDigest: a Docker-Content-Digest, when given, names want.
-func checkContentDigest(resp *http.Response, want digest.Digest) error {
-	h := resp.Header.Get("Docker-Content-Digest")
-	if h == "" {
-		return nil
-	}
-	got, err := digest.Parse(h)
-	if err != nil {
-		return fmt.Errorf("%s %q: invalid response header: `Docker-Content-Digest: %s`", resp.Request.Method, resp.Request.URL.Redacted(), h)
-	}
-	if got != want {
-		return fmt.Errorf("%s %q: invalid response; digest mismatch in Docker-Content-Digest: received %q when expecting %q", resp.Request.Method, resp.Request.URL.Redacted(), got, want)
-	}
-	return nil
+	return blobs.Head(ctx, target{r, ep}, d)
 }
 
 // onEOF calls fn once when r ends cleanly (after the verifying reader
@@ -213,7 +102,6 @@ func (o *onEOF) Read(p []byte) (int, error) {
 type verifiedBlob struct {
 	readCloser
 	dgst digest.Digest
-	body *resumingBody
 }
 
 // VerifiedDigest tells a consumer that this reader returns an error in

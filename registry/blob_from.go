@@ -13,7 +13,7 @@ import (
 // upload to DST may resume mid-blob (TransferBlob). From 0 it is FetchBlob
 // (verified as it streams, and saying so: TransferBlob then hashes
 // nothing itself). From an offset it is the same GET with Range
-// and the same resuming body as FetchBlob's (getBlob, blob_resume.go): a
+// and the same resuming body as FetchBlob's (blobs.Get, blobs.Open): a
 // 206 must start at offset, a 200 (a registry that ignores Range) has its
 // head dropped, a body that breaks is asked again from where it broke. The
 // bytes are not verified here — the first offset bytes are not read —

@@ -14,6 +14,8 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/wharfproject/wharf/imagespec"
+	"github.com/wharfproject/wharf/internal/ctxio"
+	"github.com/wharfproject/wharf/registry/blobs"
 	"github.com/wharfproject/wharf/registry/transport"
 )
 
@@ -106,7 +108,7 @@ func contentType(h http.Header) string {
 
 // A manifest whose body breaks — a reset, a body cut short of its
 // Content-Length, a stall the body watchdog ends — is asked for again whole
-// (a manifest is at most 4 MiB; a blob is resumed instead, blob_resume.go),
+// (a manifest is at most 4 MiB; a blob is resumed instead, registry/blobs),
 // at most manifestRereads times, after 250 ms and then 500 ms: the same
 // first waits as a blob's reopenings. Only a broken body is read again: an
 // answer (a status, a digest mismatch) is not the link's fault, and the
@@ -126,10 +128,10 @@ func (r *Repository) getManifest(ctx context.Context, ep *repoEndpoint, ref stri
 	for attempt := 0; ; attempt++ {
 		desc, body, err := r.getManifestOnce(ctx, ep, ref, want)
 		var broken *brokenBody
-		if err == nil || attempt >= manifestRereads || !errors.As(err, &broken) || !linkBroke(ctx, broken.err) {
+		if err == nil || attempt >= manifestRereads || !errors.As(err, &broken) || !blobs.LinkBroke(ctx, broken.err) {
 			return desc, body, err
 		}
-		if werr := sleepCtx(ctx, blobReopenBackoff<<attempt); werr != nil {
+		if werr := ctxio.Sleep(ctx, blobs.ReopenBackoff<<attempt); werr != nil {
 			return desc, body, err
 		}
 	}
@@ -297,7 +299,7 @@ func (r *Repository) FetchConfig(ctx context.Context, desc ocispec.Descriptor) (
 	}
 	var data []byte
 	err := r.readEach(ctx, func(ep *repoEndpoint) error {
-		// Resumed where it breaks, like a layer (blob_resume.go).
+		// Resumed where it breaks, like a layer (registry/blobs).
 		rc, err := r.openResuming(ctx, ep, desc, 0, true)
 		if err != nil {
 			return err
@@ -336,4 +338,32 @@ func checkImageConfig(host string, desc ocispec.Descriptor, b []byte) error {
 		return invalidDocument(host, "image config %s: %v", desc.Digest, err)
 	}
 	return nil
+}
+
+// putManifest is PUT /v2/<name>/manifests/<ref>, returning the answer's
+// OCI-Subject header. PushManifest is this PUT too: like docker, wharf
+// does no client-side referrers indexing when it pushes a manifest.
+func (r *Repository) putManifest(ctx context.Context, desc ocispec.Descriptor, content []byte, ref string) (string, error) {
+	ep := r.upstream
+	ctx = transport.WithRepositoryScope(ctx, ep.host, r.path, transport.ActionPull, transport.ActionPush)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, r.manifestURL(ep, ref), bytes.NewReader(content))
+	if err != nil {
+		return "", err
+	}
+	req.ContentLength = int64(len(content))
+	req.Header.Set("Content-Type", desc.MediaType)
+	resp, err := ep.client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, transport.MaxErrorBody))
+	if resp.StatusCode != http.StatusCreated {
+		return "", transport.StatusError(http.MethodPut, resp, body, ep.host)
+	}
+	if h := resp.Header.Get("Docker-Content-Digest"); h != "" && h != desc.Digest.String() {
+		return "", transport.DigestMismatch(ep.host, "manifest", desc.Digest, digest.Digest(h))
+	}
+	r.svc.content.put(desc.Digest, desc.MediaType, content, r.scope())
+	return resp.Header.Get("OCI-Subject"), nil
 }

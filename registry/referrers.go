@@ -2,343 +2,92 @@ package registry
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"net/http"
-	"net/url"
-	"strings"
 
-	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
-	"golang.org/x/sync/errgroup"
 
-	"github.com/wharfproject/wharf/imagespec"
-	"github.com/wharfproject/wharf/registry/transport"
+	"github.com/wharfproject/wharf/registry/referrers"
 )
 
-// Referrers: what refers to an image — signatures, SBOMs, attestations —
-// found four ways, each named in Referrer.Source:
-//
-//   - ReferrerSourceAPI: the OCI 1.1 referrers API,
-//     GET /v2/<name>/referrers/<digest>[?artifactType=], an index whose
-//     entries carry artifactType and annotations; Link pagination, bounded;
-//   - ReferrerSourceTag: the referrers tag schema, the fallback of
-//     distribution-spec 1.1 for registries without the API (they answer
-//     the API with 404, as distribution v3.1 does): the index tagged
-//     <alg>-<hex>;
-//   - ReferrerSourceCosign: cosign's tags <alg>-<hex>.sig, .att and .sbom;
-//   - ReferrerSourceAttestation: buildx attestation manifests inside the
-//     image's index (vnd.docker.reference.type=attestation-manifest),
-//     attached to the platform manifest their vnd.docker.reference.digest
-//     names.
-//
-// The subjects asked about are the top-level digest (what `cosign sign
-// NAME:TAG` signs) and, for a multi-platform image, the platform manifest
-// chosen. Per subject: 1 request to the API (or, without it, 1 to the API
-// the first time per registry host, then 1 GET of the tag-schema index) and
-// 3 GETs of cosign tags, 404 meaning none; sent concurrently. Attestations
-// cost nothing: the index was read already.
-const (
-	ReferrerSourceAPI         = "referrers-api"
-	ReferrerSourceTag         = "referrers-tag"
-	ReferrerSourceCosign      = "cosign"
-	ReferrerSourceAttestation = "attestation"
-)
-
-// Bounds of a referrers listing: 100 pages of at most 4 MiB (a manifest's
-// cap), 16 MiB in all, 10,000 referrers per subject — an image with more
-// is a registry's accident, not something to print.
-const (
-	maxReferrerPages = 100
-	maxReferrerBytes = 16 << 20
-	maxReferrers     = 10_000
-	// maxReferrerHosts bounds the memo of hosts without the referrers API.
-	maxReferrerHosts = 1024
-)
-
-// cosignSuffixes are the tags cosign writes beside <alg>-<hex>.
-var cosignSuffixes = []string{".sig", ".att", ".sbom"}
+// What refers to an image is registry/referrers' (the referrers API or its
+// tag schema, cosign's tags, attestation manifests; listed within bounds,
+// written keeping the tag schema, signatures read one at a time). This
+// file hands it the repository's upstream and the daemon's memo of the
+// hosts without the API.
 
 // ReferrersOptions ask for an image's referrers.
-type ReferrersOptions struct {
-	// ArtifactType keeps only referrers of this artifact type ("" = all);
-	// sent to the referrers API as artifactType=, applied here when the
-	// registry says (OCI-Filters-Applied) that it did not.
-	ArtifactType string
-}
+type ReferrersOptions = referrers.Options
 
 // Referrer is one artifact that refers to an image.
-type Referrer struct {
-	// Subject is the digest it refers to: the top level or the platform manifest.
-	Subject digest.Digest
-	// Descriptor: digest, media type, artifact type, size, annotations.
-	Descriptor ocispec.Descriptor
-	// Source says how it was found (ReferrerSource*).
-	Source string
-	// Tag is the cosign tag it was found under (ReferrerSourceCosign).
-	Tag string
+type Referrer = referrers.Referrer
+
+// How a referrer was found (Referrer.Source).
+const (
+	ReferrerSourceAPI         = referrers.SourceAPI
+	ReferrerSourceTag         = referrers.SourceTag
+	ReferrerSourceCosign      = referrers.SourceCosign
+	ReferrerSourceAttestation = referrers.SourceAttestation
+)
+
+// ReferrerIndexing says how the destination came to list a referrer.
+type ReferrerIndexing = referrers.Indexing
+
+// How PushReferrer's destination lists the referrer.
+const (
+	ReferrerIndexedByRegistry = referrers.IndexedByRegistry
+	ReferrerIndexedByTag      = referrers.IndexedByTag
+	ReferrerNotIndexed        = referrers.NotIndexed
+)
+
+// SignatureSet is the signature artifacts listed for one subject, read one
+// at a time (a trust.Source).
+type SignatureSet = referrers.SignatureSet
+
+// refs is the repository's referrers, asked of its upstream.
+func (r *Repository) refs() referrers.Repo {
+	return referrers.In(target{r, r.upstream}, r.svc.noReferrersAPI)
 }
 
-// Referrers lists what refers to img (an answer of r.Image): see above.
-// The answer is in a stable order: by subject (top level first), then
-// source (API or tag schema, cosign, attestation), then as listed.
+// Referrers lists what refers to img (an answer of r.Image): to the top
+// level and the platform manifest chosen, through the API (or the tag
+// schema) and cosign's tags, and the index's attestations for it. A v1
+// registry or schema1 image has none.
 func (r *Resolved) Referrers(ctx context.Context, img *RemoteImage, opts ReferrersOptions) ([]Referrer, error) {
 	if r.v1 != nil {
-		return nil, nil // a v1 registry or schema1 image has none
-	}
-	subjects := []digest.Digest{r.Descriptor.Digest}
-	if img.Manifest.Digest != "" && img.Manifest.Digest != r.Descriptor.Digest {
-		subjects = append(subjects, img.Manifest.Digest)
-	}
-	found := make([][]Referrer, len(subjects))
-	g, gctx := errgroup.WithContext(ctx)
-	for i, s := range subjects {
-		g.Go(func() error {
-			refs, err := r.repo.referrersOf(gctx, s, opts)
-			found[i] = refs
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	var out []Referrer
-	for _, refs := range found {
-		out = append(out, refs...)
-	}
-	if r.Index != nil && img.Manifest.Digest != "" {
-		for _, d := range r.Index.Manifests {
-			if !imagespec.IsAttestation(d) || digest.Digest(d.Annotations[imagespec.AnnotationReferenceDigest]) != img.Manifest.Digest {
-				continue
-			}
-			d.Platform = nil // unknown/unknown says nothing
-			if matchesArtifactType(d, opts.ArtifactType) {
-				out = append(out, Referrer{Subject: img.Manifest.Digest, Descriptor: d, Source: ReferrerSourceAttestation})
-			}
-		}
-	}
-	return dedupeReferrers(out), nil
-}
-
-// referrersOf lists the referrers of one subject in this repository: the
-// API (or the tag schema) and cosign's tags, concurrently.
-func (r *Repository) referrersOf(ctx context.Context, subject digest.Digest, opts ReferrersOptions) ([]Referrer, error) {
-	parts := make([][]Referrer, 1+len(cosignSuffixes))
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		refs, err := r.referrersIndex(gctx, subject, opts)
-		parts[0] = refs
-		return err
-	})
-	prefix, ok := tagSchemaTag(subject)
-	for i, suffix := range cosignSuffixes {
-		if !ok {
-			break
-		}
-		g.Go(func() error {
-			ref, found, err := r.cosignReferrer(gctx, subject, prefix+suffix)
-			if found && matchesArtifactType(ref.Descriptor, opts.ArtifactType) {
-				parts[1+i] = []Referrer{ref}
-			}
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	var out []Referrer
-	for _, p := range parts {
-		out = append(out, p...)
-	}
-	return out, nil
-}
-
-// referrersIndex asks the referrers API, or — when the registry has none —
-// reads the tag-schema index.
-func (r *Repository) referrersIndex(ctx context.Context, subject digest.Digest, opts ReferrersOptions) ([]Referrer, error) {
-	if !r.svc.noReferrersAPI.has(r.upstream.host) {
-		refs, err := r.referrersAPI(ctx, subject, opts)
-		if !noReferrersAPI(err) {
-			return refs, err
-		}
-		r.svc.noReferrersAPI.add(r.upstream.host)
-	}
-	tag, ok := tagSchemaTag(subject)
-	if !ok {
 		return nil, nil
 	}
-	desc, body, err := r.getManifest(ctx, r.upstream, tag, "")
-	if err != nil {
-		if errdefs.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	// Some registries resolve the tag to the subject itself (as oras-go
-	// notes): its entries are not referrers, and the schema's document is
-	// an OCI index.
-	if desc.MediaType != ocispec.MediaTypeImageIndex || desc.Digest == subject {
+	return r.repo.refs().ForImage(ctx, r.Descriptor.Digest, r.Index, img.Manifest.Digest, opts)
+}
+
+// ReferrersOfSubjects lists what refers to each subject in the resolved
+// repository through the API (or the tag schema) and cosign's tags
+// (referrers.Repo.OfSubjects), for a copy.
+func (r *Resolved) ReferrersOfSubjects(ctx context.Context, subjects []digest.Digest) ([]Referrer, error) {
+	if r.v1 != nil {
 		return nil, nil
 	}
-	var idx ocispec.Index
-	if err := json.Unmarshal(body, &idx); err != nil {
-		return nil, invalidDocument(r.upstream.host, "referrers index %s: %v", tag, err)
-	}
-	return referrersFromIndex(r.upstream.host, subject, idx.Manifests, ReferrerSourceTag, opts.ArtifactType, false)
+	return r.repo.refs().OfSubjects(ctx, subjects)
 }
 
-// noReferrersAPI reports whether err is a registry's way of saying it has
-// no referrers API: 404 (distribution-spec 1.1: a registry with the API
-// never answers it with 404; distribution v3.1 does), or a front end's 405
-// or 501 for a route it does not know.
-func noReferrersAPI(err error) bool {
-	var er *transport.ErrorResponse
-	if !errors.As(err, &er) {
-		return false
-	}
-	switch er.StatusCode {
-	case http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusNotImplemented:
-		return true
-	}
-	return false
+// CheckReferrerSubject refuses a referrer whose manifest does not refer to
+// the subject it was listed for (referrers.CheckSubject), naming the
+// resolved registry.
+func (r *Resolved) CheckReferrerSubject(ref Referrer, subject *ocispec.Descriptor) error {
+	return referrers.CheckSubject(r.repo.upstream.host, ref, subject)
 }
 
-// referrersAPI is GET /v2/<name>/referrers/<digest>, every page. The error
-// is classified with the registry's answer in its chain, so that the
-// caller can tell a 404 (no API).
-func (r *Repository) referrersAPI(ctx context.Context, subject digest.Digest, opts ReferrersOptions) ([]Referrer, error) {
-	ep := r.upstream
-	u, err := url.Parse(ep.baseURL() + "/v2/" + r.path + "/referrers/" + subject.String())
-	if err != nil {
-		return nil, err
+// PushReferrer writes a referrer's manifest (its blobs must be there) by
+// digest, or under tag when given (a cosign tag), and makes the registry
+// list it under its subject (referrers.Repo.Push).
+func (r *Repository) PushReferrer(ctx context.Context, desc ocispec.Descriptor, content []byte, tag string) (ReferrerIndexing, error) {
+	if err := validateDescriptor(desc); err != nil {
+		return 0, err
 	}
-	if opts.ArtifactType != "" {
-		u.RawQuery = url.Values{"artifactType": {opts.ArtifactType}}.Encode()
-	}
-	b := pageBounds{what: "referrers of " + subject.String(), maxPages: maxReferrerPages, maxPage: maxManifestSize, maxTotal: maxReferrerBytes}
-	var out []Referrer
-	err = r.getPages(ctx, ep, u, ocispec.MediaTypeImageIndex, b, func(resp *http.Response, body []byte) error {
-		var idx ocispec.Index
-		if err := json.Unmarshal(body, &idx); err != nil {
-			return invalidDocument(ep.host, "referrers of %s: %v", subject, err)
-		}
-		filtered := filtersApplied(resp.Header, "artifactType")
-		refs, err := referrersFromIndex(ep.host, subject, idx.Manifests, ReferrerSourceAPI, opts.ArtifactType, filtered)
-		if err != nil {
-			return err
-		}
-		out = append(out, refs...)
-		if len(out) > maxReferrers {
-			return invalidDocument(ep.host, "referrers of %s: more than %d", subject, maxReferrers)
-		}
-		return nil
-	})
-	return out, err
+	return r.refs().Push(ctx, desc, content, tag)
 }
 
-// filtersApplied reports whether the OCI-Filters-Applied header names filter.
-func filtersApplied(h http.Header, filter string) bool {
-	for _, v := range h.Values("OCI-Filters-Applied") {
-		for _, f := range strings.Split(v, ",") {
-			if strings.TrimSpace(f) == filter {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// referrersFromIndex checks the entries of a referrers index (every digest
-// valid, sizes within a manifest's cap, a media type given) and keeps those
-// of artifactType unless the registry filtered already.
-func referrersFromIndex(host string, subject digest.Digest, entries []ocispec.Descriptor, source, artifactType string, filtered bool) ([]Referrer, error) {
-	if len(entries) > maxReferrers {
-		return nil, invalidDocument(host, "referrers of %s: more than %d", subject, maxReferrers)
-	}
-	out := make([]Referrer, 0, len(entries))
-	for _, d := range entries {
-		if err := d.Digest.Validate(); err != nil {
-			return nil, invalidDocument(host, "referrers of %s: invalid digest %q", subject, d.Digest)
-		}
-		if d.Size < 0 || d.Size > maxManifestSize {
-			return nil, invalidDocument(host, "referrers of %s: %s has size %d", subject, d.Digest, d.Size)
-		}
-		if d.MediaType == "" {
-			return nil, invalidDocument(host, "referrers of %s: %s has no media type", subject, d.Digest)
-		}
-		if !filtered && !matchesArtifactType(d, artifactType) {
-			continue
-		}
-		out = append(out, Referrer{Subject: subject, Descriptor: d, Source: source})
-	}
-	return out, nil
-}
-
-// cosignReferrer reads cosign's tag beside subject; found is false when the
-// registry has no such tag.
-func (r *Repository) cosignReferrer(ctx context.Context, subject digest.Digest, tag string) (Referrer, bool, error) {
-	desc, body, err := r.getManifest(ctx, r.upstream, tag, "")
-	if err != nil {
-		if errdefs.IsNotFound(err) {
-			return Referrer{}, false, nil
-		}
-		return Referrer{}, false, err
-	}
-	var m ocispec.Manifest
-	if err := json.Unmarshal(body, &m); err != nil {
-		return Referrer{}, false, invalidDocument(r.upstream.host, "cosign tag %s: %v", tag, err)
-	}
-	desc.ArtifactType = artifactTypeOf(m)
-	desc.Annotations = m.Annotations
-	return Referrer{Subject: subject, Descriptor: desc, Source: ReferrerSourceCosign, Tag: tag}, true, nil
-}
-
-// artifactTypeOf is a manifest's artifact type as the referrers API
-// reports it: artifactType, else the config's media type unless it is the
-// empty descriptor's.
-func artifactTypeOf(m ocispec.Manifest) string {
-	if m.ArtifactType != "" {
-		return m.ArtifactType
-	}
-	if m.Config.MediaType != ocispec.MediaTypeEmptyJSON {
-		return m.Config.MediaType
-	}
-	return ""
-}
-
-func matchesArtifactType(d ocispec.Descriptor, want string) bool {
-	return want == "" || d.ArtifactType == want
-}
-
-// tagSchemaTag is the referrers tag schema's tag for subject: <alg>-<hex>,
-// the hex cut at 64 characters (distribution-spec 1.1); ok is false when
-// the digest cannot form a tag.
-func tagSchemaTag(subject digest.Digest) (string, bool) {
-	if subject.Validate() != nil {
-		return "", false
-	}
-	enc := subject.Encoded()
-	if len(enc) > 64 {
-		enc = enc[:64]
-	}
-	t := string(subject.Algorithm()) + "-" + enc
-	return t, anchoredTag.MatchString(t + ".sbom")
-}
-
-// dedupeReferrers keeps the first of each (subject, digest): a signature
-// pushed both as a referrer and a cosign tag is listed once, under the
-// source found first.
-func dedupeReferrers(in []Referrer) []Referrer {
-	seen := map[string]bool{}
-	out := make([]Referrer, 0, len(in))
-	for _, r := range in {
-		k := r.Subject.String() + " " + r.Descriptor.Digest.String()
-		if seen[k] {
-			continue
-		}
-		seen[k] = true
-		out = append(out, r)
-	}
-	return out
+// Signatures lists the signature artifacts of subject in this repository
+// (referrers.Repo.Signatures).
+func (r *Repository) Signatures(ctx context.Context, subject digest.Digest) (*SignatureSet, error) {
+	return r.refs().Signatures(ctx, subject)
 }

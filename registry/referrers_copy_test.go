@@ -3,7 +3,6 @@ package registry
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,6 +13,8 @@ import (
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/wharfproject/wharf/registry/referrers"
 )
 
 // referrerDst is go-containerregistry's registry (without the referrers
@@ -24,6 +25,9 @@ type referrerDst struct {
 	reqs []string
 	srv  *httptest.Server
 }
+
+// tagSchemaTag is the referrers tag schema's tag for a subject.
+var tagSchemaTag = referrers.TagSchemaTag
 
 func newReferrerDst(t *testing.T, api, subjectHeader bool) *referrerDst {
 	d := &referrerDst{}
@@ -165,33 +169,4 @@ func TestPushReferrer(t *testing.T) {
 			t.Fatalf("PushReferrer = %v, want invalid argument", err)
 		}
 	})
-}
-
-// A referrer must refer to the subject it was listed for (issue 20,
-// finding 3); under a cosign tag it may name none.
-func TestCheckReferrerSubject(t *testing.T) {
-	m, v := digest.FromString("M"), digest.FromString("V")
-	sig := digest.FromString("sig")
-	for _, tc := range []struct {
-		name    string
-		ref     Referrer
-		subject *ocispec.Descriptor
-		want    string // "" = accepted
-	}{
-		{"listed, names its subject", Referrer{Subject: m}, &ocispec.Descriptor{Digest: m}, ""},
-		{"listed, names another", Referrer{Subject: m}, &ocispec.Descriptor{Digest: v}, "refers to " + v.String()},
-		{"listed, names none", Referrer{Subject: m}, nil, "names no subject"},
-		{"cosign tag, names none", Referrer{Subject: m, Tag: "sha256-x.sig"}, nil, ""},
-		{"cosign tag, names its subject", Referrer{Subject: m, Tag: "sha256-x.sig"}, &ocispec.Descriptor{Digest: m}, ""},
-		{"cosign tag, names another", Referrer{Subject: m, Tag: "sha256-x.sig"}, &ocispec.Descriptor{Digest: v}, "refers to " + v.String()},
-	} {
-		tc.ref.Descriptor.Digest = sig
-		err := checkReferrerSubject("h", tc.ref, tc.subject)
-		switch {
-		case tc.want == "" && err != nil:
-			t.Errorf("%s: %v", tc.name, err)
-		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, ErrUpstream) || !strings.Contains(err.Error(), "registry h")):
-			t.Errorf("%s: %v, want ErrUpstream naming registry h and %q", tc.name, err, tc.want)
-		}
-	}
 }

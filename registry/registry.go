@@ -1,16 +1,26 @@
 // Package registry is wharf's registry client: reference resolution
 // (RepositoryInfo / IndexInfo, candidates), which credentials go where
-// (credentials.go), login, the protocol (manifests, blobs, transfers, tags,
-// paging, referrers; v2 written here on transport.Client, the v1
-// fallback), the caches and the typed errors. Below it, and never importing it:
+// (credentials.go), login, resolution and the reads of manifests and
+// blobs across mirrors, the caches and the typed errors. The protocol's
+// other rooms sit below it, and never import it:
 //
-//	registry ──► registry/transport ──► registry/hosts
-//	    └───────────────────────────────────┘
+//	registry ──► registry/upload, registry/referrers, registry/listing,
+//	             registry/blobs, registry/v1 ──► registry/transport ──► registry/hosts
+//
+// registry/referrers pages through registry/listing, and registry/v1 checks
+// a host with registry/hosts. registry/upload is the blob upload protocol of push and copy;
+// registry/referrers lists and writes what refers to an image and reads
+// its signatures; registry/listing is the paged listings (tags, catalog)
+// and the Link pagination; registry/blobs is a blob's GET and HEAD on one
+// endpoint and the body resumed where it breaks; registry/v1 is the
+// read-only v1 protocol of a registry without v2. Each speaks to a
+// repository through a small interface declared where it is used, which
+// this package implements (target in repository.go, v1Target in v1.go).
 //
 // registry/hosts is the configuration (options, hosts.toml, certs.d): it
 // hands out each registry's endpoints in order; registry/transport is the
 // one HTTP stack every request goes through (its package doc draws the
-// chain). Beyond those it imports imagespec only.
+// chain). Beyond those it imports imagespec, trust and internal/ctxio.
 //
 // This file is the contract the rest of wharf programs against; the
 // implementation lives beside it (one file per concern).
@@ -110,7 +120,7 @@ type InspectRequest struct {
 	Platform    ocispec.Platform // the platform to pick from an index (the caller fills the default)
 	Credentials Credentials
 	// Referrers, when set, asks for what refers to the image too
-	// (referrers.go); nil costs no request.
+	// (registry/referrers); nil costs no request.
 	Referrers *ReferrersOptions
 }
 

@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"regexp"
 	"strings"
@@ -52,6 +53,53 @@ type Repository struct {
 type repoEndpoint struct {
 	*endpoint
 	client *transport.Client
+}
+
+// target is the repository on one endpoint as the protocol packages below
+// speak to it (upload.Target, listing.Target, referrers.Target,
+// blobs.Target).
+type target struct {
+	r  *Repository
+	ep *repoEndpoint
+}
+
+func (t target) Host() string    { return t.ep.host }
+func (t target) BaseURL() string { return t.ep.baseURL() }
+func (t target) Path() string    { return t.r.path }
+func (t target) Do(req *http.Request) (*http.Response, error) {
+	return t.ep.client.Do(req)
+}
+func (t target) HeadBlob(ctx context.Context, d digest.Digest) (int64, error) {
+	return t.r.headBlob(ctx, t.ep, d)
+}
+func (t target) GetManifest(ctx context.Context, ref string) (ocispec.Descriptor, []byte, error) {
+	return t.r.getManifest(ctx, t.ep, ref, "")
+}
+
+// PutManifest, PushManifest, FetchManifest and FetchBlob are the
+// repository's: writes go to the upstream, reads to any endpoint that may
+// pull.
+func (t target) PutManifest(ctx context.Context, desc ocispec.Descriptor, content []byte, ref string) (string, error) {
+	return t.r.putManifest(ctx, desc, content, ref)
+}
+func (t target) PushManifest(ctx context.Context, desc ocispec.Descriptor, content []byte, tag string) error {
+	return t.r.PushManifest(ctx, desc, content, tag)
+}
+func (t target) FetchManifest(ctx context.Context, desc ocispec.Descriptor) ([]byte, error) {
+	return t.r.FetchManifest(ctx, desc)
+}
+func (t target) FetchBlob(ctx context.Context, desc ocispec.Descriptor) (io.ReadCloser, error) {
+	return t.r.FetchBlob(ctx, desc)
+}
+
+// Cached and Cache are the content cache under the repository's scope: a
+// hit only when this scope was authorized for it.
+func (t target) Cached(d digest.Digest) ([]byte, bool) {
+	b, _, ok, authorized := t.r.svc.content.get(d, t.r.scope())
+	return b, ok && authorized
+}
+func (t target) Cache(d digest.Digest, mediaType string, b []byte) {
+	t.r.svc.content.put(d, mediaType, b, t.r.scope())
 }
 
 // Repository returns a client for one repository (mirrors first for docker.io).

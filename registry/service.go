@@ -14,8 +14,12 @@ import (
 	"github.com/distribution/reference"
 	registrytypes "github.com/moby/moby/api/types/registry"
 	"github.com/sirupsen/logrus"
+	"github.com/wharfproject/wharf/registry/blobs"
 	"github.com/wharfproject/wharf/registry/hosts"
+	"github.com/wharfproject/wharf/registry/listing"
+	"github.com/wharfproject/wharf/registry/referrers"
 	"github.com/wharfproject/wharf/registry/transport"
+	"github.com/wharfproject/wharf/registry/upload"
 	"golang.org/x/sync/singleflight"
 )
 
@@ -32,14 +36,17 @@ type Service struct {
 	reloadMu    sync.Mutex    // one Reload at a time
 	mirrorDown  sync.Map      // mirror host → *mirrorState (mirrors.go)
 	mirrorRetry time.Duration // mirrorRetryAfter; tests shorten it
-	blobBackoff time.Duration // blobReopenBackoff; tests shorten it (blob_resume.go)
+	blobBackoff time.Duration // blobs.ReopenBackoff; tests shorten it
 	// wholeUploadMax: blobs of at most this many bytes are uploaded in
-	// one PUT (defaultWholeUploadMax, upload_whole.go); tests that study
-	// the PATCH path set it below their blobs' size (-1: none).
+	// one PUT (upload.DefaultWholeMax); tests that study the PATCH path
+	// set it below their blobs' size (-1: none).
 	wholeUploadMax int64
-	// listLimit bounds one tag or catalog listing (maxTags, maxTagMemory
-	// when zero, tags.go); tests of the bounds set it smaller.
-	listLimit listLimit
+	// uploadBackoff is the first wait after a broken PATCH (0: the
+	// upload's 250 ms); tests shorten it.
+	uploadBackoff time.Duration
+	// listLimit bounds one tag or catalog listing (listing's defaults
+	// when zero); tests of the bounds set it smaller.
+	listLimit listing.Limit
 	// configRead, when set, is called after every read of the
 	// configuration: tests reload in the middle of a decision with it.
 	configRead func()
@@ -50,10 +57,10 @@ type Service struct {
 	warm    *repoSet
 	obs     Observer  // metrics.go
 	tags    *tagCache // tag → digest answers, read only under a max-age (tagcache.go)
-	// noReferrersAPI: hosts that answered the referrers API with 404
-	// (referrers.go); they are asked through the tag schema only.
-	noReferrersAPI *lruSet        // bounded: maxReferrerHosts
-	blobs          *blobLocations // where blobs are known to be, for mounts (transfer.go)
+	// noReferrersAPI: hosts that answered the referrers API with 404;
+	// they are asked through the tag schema only.
+	noReferrersAPI *referrers.NoAPI
+	blobs          *blobLocations // where blobs are known to be, for mounts (transfer_mount.go)
 
 	flight singleflight.Group
 }
@@ -85,12 +92,12 @@ func newService(opts ServiceOptions, maxWait time.Duration) (*Service, error) {
 		client:         stack.Client(),
 		content:        newContentCache(contentCacheBytes),
 		warm:           newRepoSet(maxWarmRepos),
-		noReferrersAPI: newLRUSet(maxReferrerHosts),
+		noReferrersAPI: referrers.NewNoAPI(),
 		tags:           newTagCache(maxTagAnswers),
 		blobs:          newBlobLocations(),
 		mirrorRetry:    mirrorRetryAfter,
-		blobBackoff:    blobReopenBackoff,
-		wholeUploadMax: defaultWholeUploadMax,
+		blobBackoff:    blobs.ReopenBackoff,
+		wholeUploadMax: upload.DefaultWholeMax,
 	}
 	s.state.Store(&serviceState{cfg: cfg})
 	s.setObserver(opts.Observer)

@@ -10,6 +10,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/internal/testregistry"
+	"github.com/wharfproject/wharf/registry/referrers"
 	"github.com/wharfproject/wharf/trust"
 )
 
@@ -51,6 +52,14 @@ func signatureFlood(t *testing.T, layers [][][]byte) (*Repository, *referrerDst,
 	}
 	return d.repo(t, testService(t, ServiceOptions{})), d, subject
 }
+
+// The bounds of a signature look-up (registry/referrers).
+const (
+	artifactTypeSigstoreBundle = referrers.ArtifactTypeSigstoreBundle
+	maxSignatures              = referrers.MaxSignatures
+	maxSignatureBytes          = referrers.MaxSignatureBytes
+	maxSignaturePayload        = referrers.MaxSignaturePayload
+)
 
 func randomBytes(t *testing.T, n int) []byte {
 	b := make([]byte, n)

@@ -2,129 +2,49 @@ package registry
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
-	"net/url"
-	"strconv"
+	"time"
+
+	"github.com/wharfproject/wharf/registry/listing"
 )
 
-// Tag listing (GET /v2/<name>/tags/list, distribution-spec "listing tags"):
-// the daemon asks for TagPageSize tags a page (n=) and follows the Link
-// header, carrying last= as the registry wrote it. A registry may return
-// fewer than n and link on; distribution without n returns every tag in
-// one answer, with n pages of n.
-const (
-	// TagPageSize is the n= of every tag-list request unless the caller
-	// asks for another: 1,000, as go-containerregistry sends and ECR
-	// allows at most; a repository of 1,000 tags costs one request.
-	TagPageSize = 1000
-	// MaxTagPageSize bounds a page size asked for through the API.
-	MaxTagPageSize = 10_000
-	// maxTagPages and maxTagListBytes bound one listing: a registry drives
-	// pagination, so a hostile or broken one could page forever. 1,000
-	// pages hold 1,000,000 tags at the default page size, and 64 MiB some
-	// 2,000,000 tags of a usual length: far beyond any real repository.
-	maxTagPages     = 1000
-	maxTagListBytes = 64 << 20
-	// maxTagPageBytes caps one page: 4 MiB, as a manifest.
-	maxTagPageBytes = maxManifestSize
-	// maxTags bounds the tags one listing holds, because the byte cap
-	// bounds what is read, not what it becomes: a one-letter tag is 4
-	// bytes of JSON ("a",) and 17 in memory (a 16-byte string header and
-	// its byte), so 64 MiB of them take a process from 16 MB to 1.1 GB.
-	// 1,000,000 is what 1,000 pages of the default
-	// 1,000 hold: 16 MiB of headers, and the tags' bytes within the 64 MiB
-	// read. It is checked after each page, whose decoding the page cap
-	// bounds: 4 MiB holds at most ~1,050,000 tags (16 MiB of headers).
-	maxTags = 1_000_000
-	// maxTagMemory bounds the memory the decoded tags take, each counted
-	// as its length plus its 16-byte string header: 32 MiB, 1,000,000 tags
-	// of 16 characters, or 230,000 of the longest (128). Without it the
-	// 64 MiB read of the longest tags took wharfd to 331 MiB; the answer
-	// is encoded again as JSON, so what is held shows about twice.
-	maxTagMemory = 32 << 20
-	// tagHeaderBytes is what a Go string header costs (pointer, length).
-	tagHeaderBytes = 16
-)
+// Tag listing and the catalog are registry/listing's (Link pagination,
+// bounded in pages, bytes and memory); this file picks the endpoints.
 
-// listLimit bounds what one tag or catalog listing holds; the zero value
-// means maxTags names and maxTagMemory bytes. Tests of the bounds set a
-// smaller one on the Service, so that proving them takes thousands of
-// names rather than a million.
-type listLimit struct {
-	names  int
-	memory int64
-}
+// TagPageSize is the n= of every tag-list request unless the caller asks
+// for another (listing.TagPageSize).
+const TagPageSize = listing.TagPageSize
 
-func (l listLimit) orDefault() listLimit {
-	if l.names <= 0 {
-		l.names = maxTags
-	}
-	if l.memory <= 0 {
-		l.memory = maxTagMemory
-	}
-	return l
-}
+// MaxTagPageSize bounds a page size asked for through the API.
+const MaxTagPageSize = listing.MaxTagPageSize
 
 // TagsOptions shape one tag listing.
-type TagsOptions struct {
-	// PageSize is the n= of each request; 0 means TagPageSize.
-	PageSize int
-	// Limit stops the listing once this many tags are read (no further
-	// page is requested); 0 means all.
-	Limit int
-}
+type TagsOptions = listing.TagsOptions
 
-// Tags lists the repository's tags in the registry's order (distribution
-// answers them sorted lexically), following Link pagination within the
-// bounds above. A tag that is not a valid tag is the registry's fault and
-// fails the listing (ErrUpstream): the names are printed on terminals.
+// TagListing is a repository's whole tag listing.
+type TagListing = listing.TagListing
+
+// Tags lists the repository's tags in the registry's order, from the
+// first endpoint that may resolve and answers (listing.Tags).
 func (r *Repository) Tags(ctx context.Context, opts TagsOptions) ([]string, error) {
-	n := opts.PageSize
-	if n <= 0 {
-		n = TagPageSize
-	}
-	if opts.Limit > 0 && opts.Limit < n {
-		n = opts.Limit // one request for a small --limit
-	}
 	var tags []string
-	var held int64 // the tags' memory, as maxTagMemory counts it
-	lim := r.svc.listLimit.orDefault()
 	err := r.resolveEach(ctx, func(ep *repoEndpoint) error {
-		tags, held = tags[:0], 0
-		u, err := url.Parse(ep.baseURL() + "/v2/" + r.path + "/tags/list?n=" + strconv.Itoa(n))
-		if err != nil {
-			return err
-		}
-		b := pageBounds{what: "tag list of " + r.path, maxPages: maxTagPages, maxPage: maxTagPageBytes, maxTotal: maxTagListBytes}
-		return r.getPages(ctx, ep, u, "application/json", b, func(_ *http.Response, body []byte) error {
-			var page struct {
-				Tags []string `json:"tags"`
-			}
-			if err := json.Unmarshal(body, &page); err != nil {
-				return invalidDocument(ep.host, "tag list of %s: %v", r.path, err)
-			}
-			if len(tags)+len(page.Tags) > lim.names {
-				return invalidDocument(ep.host, "tag list of %s: more than %d tags", r.path, lim.names)
-			}
-			for _, t := range page.Tags {
-				if !anchoredTag.MatchString(t) {
-					return invalidDocument(ep.host, "tag list of %s: invalid tag %q", r.path, t)
-				}
-				if held += int64(len(t)) + tagHeaderBytes; held > lim.memory {
-					return invalidDocument(ep.host, "tag list of %s: its tags take more than %d bytes in memory", r.path, lim.memory)
-				}
-			}
-			tags = append(tags, page.Tags...)
-			if opts.Limit > 0 && len(tags) >= opts.Limit {
-				tags = tags[:opts.Limit]
-				return errStopPaging
-			}
-			return nil
-		})
+		var err error
+		tags, err = listing.Tags(ctx, target{r, ep}, opts, r.svc.listLimit)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return tags, nil
+}
+
+// TagListing lists every tag of the repository (Tags, in the registry's
+// order) and remembers the listing under the repository's scope; with
+// maxAge > 0 a listing this scope got less than maxAge ago is returned
+// with no request at all (listing.Whole). The caller must not modify
+// Tags.
+func (r *Repository) TagListing(ctx context.Context, maxAge time.Duration) (TagListing, error) {
+	return listing.Whole(ctx, r.scope(), maxAge, func(ctx context.Context) ([]string, error) {
+		return r.Tags(ctx, TagsOptions{})
+	})
 }

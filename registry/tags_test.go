@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/wharfproject/wharf/registry/listing"
 )
 
 func TestTagsPagesLimitAndBadTags(t *testing.T) {
@@ -89,7 +91,7 @@ func TestTagsBoundedInMemory(t *testing.T) {
 	f := newFakeRegistry(t)
 	f.addImage("tags/app", "1", "linux", "amd64", "")
 	s := testService(t, ServiceOptions{})
-	s.listLimit = listLimit{names: 10_000, memory: 320 << 10}
+	s.listLimit = listing.Limit{Names: 10_000, Memory: 320 << 10}
 	r := mustRepo(t, s, f.host()+"/tags/app")
 	page := func(tag string, n int) []byte {
 		var b strings.Builder

@@ -5,16 +5,24 @@ import (
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"github.com/opencontainers/go-digest"
+
+	"github.com/wharfproject/wharf/registry/upload"
+)
+
+// Bounds of the blob locations: 8 repositories per blob, 65,536 blobs.
+const (
+	maxLocationsPerBlob = 8
+	maxBlobLocations    = 1 << 16
 )
 
 // mountSources are the repositories to try a mount from: where this daemon
 // read or wrote the blob on this registry, most recent first, then the
-// caller's; never this repository; at most maxMountSources.
+// caller's; never this repository; at most upload.MaxMountSources.
 func (r *Repository) mountSources(d digest.Digest, callers []string) []string {
 	seen := map[string]bool{r.path: true}
 	var out []string
 	for _, p := range append(r.svc.blobs.on(d, r.info.Index.Name), callers...) {
-		if len(out) == maxMountSources {
+		if len(out) == upload.MaxMountSources {
 			break
 		}
 		if !seen[p] && validateRepositoryPath(p) == nil {

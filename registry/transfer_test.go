@@ -11,6 +11,16 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/wharfproject/wharf/registry/upload"
+)
+
+// The upload's bounds, as the tests of TransferBlob count them.
+const (
+	maxMountSources       = upload.MaxMountSources
+	maxUploadRestarts     = upload.MaxRestarts
+	maxPatchesPerBlob     = upload.MaxPatchesPerBlob
+	defaultWholeUploadMax = upload.DefaultWholeMax
 )
 
 func transferRepo(t *testing.T, s *Service, f *fakeRegistry, path string) *Repository {

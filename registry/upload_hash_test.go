@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -159,7 +160,9 @@ func TestTransferBlobResumedFromAVerifyingSourceHashesThePrefix(t *testing.T) {
 	own := countUploadHashes(t)
 	f := newFakeRegistry(t)
 	patches := cutFirstPatch(f, 4<<20)
-	r := transferRepo(t, testService(t, ServiceOptions{}), f, "dst/app")
+	svc := testService(t, ServiceOptions{})
+	svc.uploadBackoff = time.Millisecond
+	r := transferRepo(t, svc, f, "dst/app")
 	src := &countingSource{blob: blob, desc: desc, verified: true}
 	if _, _, err := r.TransferBlob(context.Background(), desc, nil, src.open); err != nil {
 		t.Fatal(err)
@@ -196,6 +199,7 @@ func TestTransferBlobResumedCopyRejectsBadBytes(t *testing.T) {
 	dst := newFakeRegistry(t)
 	patches := cutFirstPatch(dst, 4<<20)
 	svc := testService(t, ServiceOptions{})
+	svc.uploadBackoff = time.Millisecond
 	from := transferRepo(t, svc, srcReg, "src/app")
 	to := transferRepo(t, svc, dst, "dst/app")
 	var mu sync.Mutex

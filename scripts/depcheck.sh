@@ -18,7 +18,12 @@ allowed() {
 	case $1 in
 	api/types) echo "" ;;
 	api/server) echo "api/types imagespec" ;;
-	registry) echo "imagespec registry/hosts registry/transport trust" ;;
+	registry) echo "imagespec registry/hosts registry/transport registry/upload registry/blobs registry/listing registry/referrers registry/v1 trust internal/ctxio" ;;
+	registry/upload) echo "registry/transport internal/ctxio" ;;
+	registry/blobs) echo "registry/transport internal/ctxio" ;;
+	registry/listing) echo "registry/transport" ;;
+	registry/v1) echo "registry/hosts registry/transport" ;;
+	registry/referrers) echo "imagespec registry/listing registry/transport trust" ;;
 	registry/transport) echo "registry/hosts" ;;
 	registry/hosts) echo "" ;;
 	imagespec) echo "" ;;

@@ -1,11 +1,13 @@
-// Package ctxio copies a stream under a context: the one loop the store,
-// the archives and the layout writer use so that a client that leaves
-// stops a copy of gigabytes between two reads.
+// Package ctxio copies a stream and waits under a context: the one copy
+// loop the store, the archives and the layout writer use so that a client
+// that leaves stops a copy of gigabytes between two reads, and the one
+// wait the registry's resumes back off with.
 package ctxio
 
 import (
 	"context"
 	"io"
+	"time"
 )
 
 // bufSize is the copy's buffer: 256 KiB, large enough that a read of a
@@ -36,5 +38,17 @@ func Copy(ctx context.Context, dst io.Writer, src io.Reader) (int64, error) {
 		if rerr != nil {
 			return n, rerr
 		}
+	}
+}
+
+// Sleep waits d or until ctx ends, returning ctx's error then.
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }

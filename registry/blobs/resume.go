@@ -1,4 +1,13 @@
-package registry
+// Package blobs is a blob's bytes as one registry endpoint serves them:
+// the GET from an offset (Range) and the HEAD, each answer checked against
+// the descriptor (Content-Length, Content-Range, Docker-Content-Digest),
+// and the body reopened where it breaks (Open). Verifying the digest is
+// the caller's: it reads through its hash, which survives reopenings.
+//
+// It speaks to the endpoint through Target, which package registry
+// implements; below it are registry/transport (scopes, error classes) and
+// internal/ctxio, never package registry.
+package blobs
 
 import (
 	"context"
@@ -11,6 +20,8 @@ import (
 
 	"github.com/containerd/errdefs"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/wharfproject/wharf/internal/ctxio"
 )
 
 // How a blob download resumes. A body that breaks — a reset, a
@@ -20,22 +31,22 @@ import (
 // The digest is verified over the whole blob: the verifying reader above
 // this one keeps its hash across reopenings.
 //
-// At most blobReopens reopenings in a row without a byte between them, the
-// first after blobReopenBackoff and each next one after twice the wait:
+// At most MaxReopens reopenings in a row without a byte between them, the
+// first after ReopenBackoff and each next one after twice the wait:
 // 250 ms, 0.5, 1, 2, 4 s — 7.75 s in all, longer than the few seconds a
 // load balancer takes to move a connection, short beside the 30 s body
 // window a stall has already cost. Any byte received resets the count, so a
 // link that cuts every 3 MB still completes a 1 GB layer: what is bounded
 // is the time without progress, not the number of cuts.
 const (
-	blobReopens       = 5
-	blobReopenBackoff = 250 * time.Millisecond
+	MaxReopens    = 5
+	ReopenBackoff = 250 * time.Millisecond
 )
 
-// blobOpener GETs the blob from byte off (off > 0: with a Range header) and
+// opener GETs the blob from byte off (off > 0: with a Range header) and
 // returns the body and the offset its first byte has in the blob: off for a
 // 206, 0 for a registry that ignored the Range and answered 200.
-type blobOpener func(ctx context.Context, off int64) (body io.ReadCloser, start int64, err error)
+type opener func(ctx context.Context, off int64) (body io.ReadCloser, start int64, err error)
 
 // resumingBody is the raw body of one blob, reopened where it broke. It
 // delivers every byte of the blob from its first offset exactly once, in
@@ -46,10 +57,10 @@ type blobOpener func(ctx context.Context, off int64) (body io.ReadCloser, start 
 // one call and three comparisons per Read (make bench case 3).
 type resumingBody struct {
 	ctx     context.Context
-	open    blobOpener
+	open    opener
 	desc    ocispec.Descriptor
 	host    string
-	backoff time.Duration // blobReopenBackoff; shorter in tests
+	backoff time.Duration // ReopenBackoff; shorter in tests
 	wait    func(ctx context.Context, d time.Duration) error
 
 	body     io.ReadCloser // nil: to be reopened at off
@@ -60,8 +71,8 @@ type resumingBody struct {
 	reopened int           // reopenings in all (tests, logs)
 }
 
-func newResumingBody(ctx context.Context, open blobOpener, desc ocispec.Descriptor, host string, body io.ReadCloser, off, start int64) *resumingBody {
-	return &resumingBody{ctx: ctx, open: open, desc: desc, host: host, backoff: blobReopenBackoff, wait: sleepCtx,
+func newResumingBody(ctx context.Context, open opener, desc ocispec.Descriptor, host string, body io.ReadCloser, off, start int64) *resumingBody {
+	return &resumingBody{ctx: ctx, open: open, desc: desc, host: host, backoff: ReopenBackoff, wait: ctxio.Sleep,
 		body: body, off: off, skip: off - start}
 }
 
@@ -111,12 +122,12 @@ func (b *resumingBody) Read(p []byte) (int, error) {
 // short of the blob's size is a truncation. The caller's own cancellation
 // or deadline never is.
 func (b *resumingBody) resumable(err error) bool {
-	return err == io.EOF || linkBroke(b.ctx, err)
+	return err == io.EOF || LinkBroke(b.ctx, err)
 }
 
-// linkBroke says a body broke because of the link (a reset, a cut, a stall),
+// LinkBroke says a body broke because of the link (a reset, a cut, a stall),
 // not because of an answer or the caller's own cancellation or deadline.
-func linkBroke(ctx context.Context, err error) bool {
+func LinkBroke(ctx context.Context, err error) bool {
 	if ctx.Err() != nil {
 		return false
 	}
@@ -127,9 +138,9 @@ func linkBroke(ctx context.Context, err error) bool {
 // the bound allows while the registry fails the same way.
 func (b *resumingBody) reopen() error {
 	for {
-		if b.failures >= blobReopens {
+		if b.failures >= MaxReopens {
 			return fmt.Errorf("registry %s: blob %s: no byte in %d reopenings at byte %d of %d: %w",
-				b.host, b.desc.Digest, blobReopens, b.off, b.desc.Size, b.last)
+				b.host, b.desc.Digest, MaxReopens, b.off, b.desc.Size, b.last)
 		}
 		if err := b.wait(b.ctx, b.backoff<<b.failures); err != nil {
 			return err

@@ -1,4 +1,4 @@
-package registry
+package upload
 
 import (
 	"context"
@@ -32,18 +32,19 @@ const (
 	// (and the backoff): a link that cuts every 3 MB still gets an 8 GB
 	// layer through, one that takes nothing gives up after 3 tries.
 	maxStalledPatches = 3
-	// maxPatchesPerBlob bounds the PATCHes of one session whatever the
+	// MaxPatchesPerBlob bounds the PATCHes of one session whatever the
 	// progress: a registry taking 1 byte per PATCH must not make 8 M of
 	// them. 16 covers the fault campaign's 5 cuts per blob three times.
-	maxPatchesPerBlob = 16
-	// maxUploadRestarts: sessions started over from zero after the
+	MaxPatchesPerBlob = 16
+	// MaxRestarts: sessions started over from zero after the
 	// registry's answer could not be trusted (an offset out of bounds, a
 	// digest refused after a resume). One: a second would meet the same
 	// registry.
-	maxUploadRestarts = 1
+	MaxRestarts = 1
 	// resumeMinWait, resumeMaxWait: the backoff between a failed PATCH and
 	// the next, doubling from 250 ms (the transport's retry base) to 4 s,
-	// back to 250 ms when the offset moved.
+	// back to 250 ms when the offset moved (Options.ResumeWait shortens
+	// both in tests).
 	resumeMinWait = 250 * time.Millisecond
 	resumeMaxWait = 4 * time.Second
 	// minCheckpointEvery: the hash state is saved every max(1 MiB,
@@ -120,22 +121,22 @@ func parseUploadStatus(header http.Header, req *url.URL, size int64) (uploadStat
 }
 
 // uploadStatusOf asks the registry where session stands.
-func (r *Repository) uploadStatusOf(ctx context.Context, ep *repoEndpoint, session *url.URL, size int64) (uploadStatus, error) {
-	resp, err := r.getSession(ctx, ep, session)
+func (up *uploader) uploadStatusOf(ctx context.Context, session *url.URL, size int64) (uploadStatus, error) {
+	resp, err := up.getSession(ctx, session)
 	if err != nil {
 		return uploadStatus{}, err
 	}
 	st, err := parseUploadStatus(resp.Header, resp.Request.URL, size)
 	if err != nil {
-		return uploadStatus{}, invalidDocument(ep.host, "upload status: %v", err)
+		return uploadStatus{}, transport.InvalidDocument(up.t.Host(), "upload status: %v", err)
 	}
 	return st, nil
 }
 
 // currentLocation is the session's Location as the registry names it now
 // (GET on the session), nil when it names none.
-func (r *Repository) currentLocation(ctx context.Context, ep *repoEndpoint, session *url.URL) *url.URL {
-	resp, err := r.getSession(ctx, ep, session)
+func (up *uploader) currentLocation(ctx context.Context, session *url.URL) *url.URL {
+	resp, err := up.getSession(ctx, session)
 	if err != nil {
 		return nil
 	}
@@ -149,19 +150,19 @@ func (r *Repository) currentLocation(ctx context.Context, ep *repoEndpoint, sess
 // getSession is GET on an upload session: the answer (its body read and
 // closed; its header and request remain) when it is 200 or 204, else the
 // classified error.
-func (r *Repository) getSession(ctx context.Context, ep *repoEndpoint, session *url.URL) (*http.Response, error) {
+func (up *uploader) getSession(ctx context.Context, session *url.URL) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, session.String(), nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := ep.client.Do(req)
+	resp, err := up.t.Do(req)
 	if err != nil {
 		return nil, err
 	}
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, transport.MaxErrorBody))
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusOK {
-		return nil, transport.StatusError(http.MethodGet, resp, b, ep.host)
+		return nil, transport.StatusError(http.MethodGet, resp, b, up.t.Host())
 	}
 	return resp, nil
 }
@@ -180,18 +181,6 @@ func resumablePatch(ctx context.Context, status int, err error) bool {
 	return status >= 500 || status == http.StatusRequestTimeout || status == http.StatusRequestedRangeNotSatisfiable
 }
 
-// sleepCtx waits d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // hashCheckpoints hashes the bytes sent, in order, and keeps the hash's
 // state every `every` bytes: a resume at offset N restores the last state
 // at or before N and hashes the source from there to N without sending it.
@@ -204,23 +193,21 @@ type hashCheckpoints struct {
 	n     int64 // bytes hashed
 	every int64
 	saved []checkpoint
+	// newHash makes the hash, and a fresh one at a rewind (Options.Hash).
+	newHash func(digest.Algorithm) hash.Hash
 }
-
-// uploadHash makes the hashes of hashCheckpoints (a test counts what they
-// hash: one pass over a blob, not two).
-var uploadHash = func(a digest.Algorithm) hash.Hash { return a.Hash() }
 
 type checkpoint struct {
 	at    int64
 	state []byte
 }
 
-func newHashCheckpoints(desc ocispec.Descriptor) (*hashCheckpoints, error) {
+func newHashCheckpoints(desc ocispec.Descriptor, newHash func(digest.Algorithm) hash.Hash) (*hashCheckpoints, error) {
 	alg := desc.Digest.Algorithm()
 	if !alg.Available() {
 		return nil, fmt.Errorf("unsupported digest algorithm in %q%.0w", desc.Digest, errdefs.ErrInvalidArgument)
 	}
-	return &hashCheckpoints{alg: alg, h: uploadHash(alg), every: max(minCheckpointEvery, desc.Size/maxCheckpoints)}, nil
+	return &hashCheckpoints{alg: alg, h: newHash(alg), every: max(minCheckpointEvery, desc.Size/maxCheckpoints), newHash: newHash}, nil
 }
 
 func (c *hashCheckpoints) Write(p []byte) (int, error) {
@@ -257,13 +244,13 @@ func (c *hashCheckpoints) rewind(off int64) int64 {
 		if cp.at > off {
 			continue
 		}
-		h := uploadHash(c.alg)
+		h := c.newHash(c.alg)
 		if u, ok := h.(encoding.BinaryUnmarshaler); ok && u.UnmarshalBinary(cp.state) == nil {
 			c.h, c.n, c.saved = h, cp.at, c.saved[:i+1]
 			return cp.at
 		}
 	}
-	c.h, c.n, c.saved = uploadHash(c.alg), 0, nil
+	c.h, c.n, c.saved = c.newHash(c.alg), 0, nil
 	return 0
 }
 
@@ -271,7 +258,7 @@ func (c *hashCheckpoints) digest() digest.Digest { return digest.NewDigest(c.alg
 
 // openAt opens the source at off for a PATCH: reopened at the checkpoint
 // at or before off, the bytes up to off hashed and dropped.
-func openAt(ctx context.Context, open BlobOpener, sum *hashCheckpoints, off int64) (io.ReadCloser, error) {
+func openAt(ctx context.Context, open Opener, sum *hashCheckpoints, off int64) (io.ReadCloser, error) {
 	from := sum.rewind(off)
 	rc, err := open(ctx, from)
 	if err != nil {
@@ -285,11 +272,11 @@ func openAt(ctx context.Context, open BlobOpener, sum *hashCheckpoints, off int6
 }
 
 // hashPrefix hashes the source's first off bytes into sum, sending none:
-// the first resume of a source that verified itself (TransferBlob hashed
+// the first resume of a source that verified itself (Transfer hashed
 // none of what it sent). The source is read from 0 up to off only; openAt
 // then opens it at off for the rest (copy: a Range GET). The prefix is
 // read twice, on a resume only.
-func hashPrefix(ctx context.Context, open BlobOpener, sum *hashCheckpoints, off int64) error {
+func hashPrefix(ctx context.Context, open Opener, sum *hashCheckpoints, off int64) error {
 	rc, err := open(ctx, 0)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package registry
+package listing
 
 import (
 	"context"
@@ -18,27 +18,29 @@ import (
 // page and bytes in all; beyond, the listing fails naming the registry
 // (ErrUpstream, 502), and nothing is returned half-read.
 
-// pageBounds bound one paged listing.
-type pageBounds struct {
-	what     string // "tag list", "referrers of sha256:…": for the error
-	maxPages int
-	maxPage  int64 // bytes of one page
-	maxTotal int64 // bytes of all pages
+// Bounds bound one paged listing.
+type Bounds struct {
+	What     string // "tag list", "referrers of sha256:…": for the error
+	MaxPages int
+	MaxPage  int64 // bytes of one page
+	MaxTotal int64 // bytes of all pages
 }
 
 // errStopPaging, returned by a page handler, ends the listing without error
 // (the caller has what it wants, e.g. --limit tags).
 var errStopPaging = errors.New("stop paging")
 
-// getPages GETs u and then every next page the registry links to, within
+// Pages GETs u and then every next page the registry links to, within
 // b, handing each page's response and body (read whole, capped) to fn.
-// A page other than 200 is the error transport.StatusError makes of it.
-func (r *Repository) getPages(ctx context.Context, ep *repoEndpoint, u *url.URL, accept string, b pageBounds, fn func(resp *http.Response, body []byte) error) error {
-	ctx = transport.WithRepositoryScope(ctx, ep.host, r.path, transport.ActionPull)
+// The requests go through t, scoped to pull from its repository. A page
+// other than 200 is the error transport.StatusError makes of it.
+func Pages(ctx context.Context, t Target, u *url.URL, accept string, b Bounds, fn func(resp *http.Response, body []byte) error) error {
+	host := t.Host()
+	ctx = transport.WithRepositoryScope(ctx, host, t.Path(), transport.ActionPull)
 	var total int64
 	for page := 1; ; page++ {
-		if page > b.maxPages {
-			return invalidDocument(ep.host, "%s exceeded %d pages", b.what, b.maxPages)
+		if page > b.MaxPages {
+			return transport.InvalidDocument(host, "%s exceeded %d pages", b.What, b.MaxPages)
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 		if err != nil {
@@ -47,11 +49,11 @@ func (r *Repository) getPages(ctx context.Context, ep *repoEndpoint, u *url.URL,
 		if accept != "" {
 			req.Header.Set("Accept", accept)
 		}
-		resp, err := ep.client.Do(req)
+		resp, err := t.Do(req)
 		if err != nil {
 			return err
 		}
-		body, err := readPage(resp, r, b, total, ep.host)
+		body, err := readPage(resp, b, total, host)
 		if err != nil {
 			return err
 		}
@@ -64,7 +66,7 @@ func (r *Repository) getPages(ctx context.Context, ep *repoEndpoint, u *url.URL,
 		}
 		next, err := nextLink(resp.Request.URL, resp.Header.Values("Link"))
 		if err != nil {
-			return invalidDocument(ep.host, "%s: %v", b.what, err)
+			return transport.InvalidDocument(host, "%s: %v", b.What, err)
 		}
 		if next == nil {
 			return nil
@@ -75,20 +77,20 @@ func (r *Repository) getPages(ctx context.Context, ep *repoEndpoint, u *url.URL,
 
 // readPage reads one page, capped at the page bound and at what is left of
 // the total bound; a non-200 answer becomes its error.
-func readPage(resp *http.Response, r *Repository, b pageBounds, total int64, host string) ([]byte, error) {
+func readPage(resp *http.Response, b Bounds, total int64, host string) ([]byte, error) {
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, transport.MaxErrorBody))
 		return nil, transport.StatusError(http.MethodGet, resp, body, host)
 	}
-	limit := min(b.maxPage, b.maxTotal-total)
+	limit := min(b.MaxPage, b.MaxTotal-total)
 	if resp.ContentLength > limit {
 		return nil, pageTooLarge(host, b, total)
 	}
 	// The body is under the slow-body rule (transport/timeouts.go).
 	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", b.what, err)
+		return nil, fmt.Errorf("reading %s: %w", b.What, err)
 	}
 	if int64(len(body)) > limit {
 		return nil, pageTooLarge(host, b, total)
@@ -96,11 +98,11 @@ func readPage(resp *http.Response, r *Repository, b pageBounds, total int64, hos
 	return body, nil
 }
 
-func pageTooLarge(host string, b pageBounds, total int64) error {
-	if total+b.maxPage > b.maxTotal {
-		return invalidDocument(host, "%s exceeded %d bytes", b.what, b.maxTotal)
+func pageTooLarge(host string, b Bounds, total int64) error {
+	if total+b.MaxPage > b.MaxTotal {
+		return transport.InvalidDocument(host, "%s exceeded %d bytes", b.What, b.MaxTotal)
 	}
-	return invalidDocument(host, "%s: a page is larger than %d bytes", b.what, b.maxPage)
+	return transport.InvalidDocument(host, "%s: a page is larger than %d bytes", b.What, b.MaxPage)
 }
 
 // nextLink returns the target of the rel="next" link among the Link header

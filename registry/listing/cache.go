@@ -1,4 +1,4 @@
-package registry
+package listing
 
 import (
 	"context"
@@ -11,13 +11,13 @@ import (
 
 // The tag listing freshness cache: the whole listing of a
 // repository, and when the registry gave it, for the newer-version check.
-// Like the tag freshness cache (tagcache.go) it is read only by a caller
+// Like the tag freshness cache (registry's tagcache.go) it is read only by a caller
 // that says how old an answer it accepts (the check's max-age), and it is
 // keyed by the repository's scope — registry/repository plus the
 // credential identity — so a private listing is never shown to another
 // identity. It is process-wide (keyed by scope, an answer does not depend
 // on which Service asked), bounded by maxTagListings entries; a listing
-// is capped by the listing's own bounds (tags.go).
+// is capped by the listing's own bounds (tags.go, Limit).
 
 // maxTagListings bounds the listing cache (repositories).
 const maxTagListings = 1024
@@ -47,12 +47,13 @@ type TagListing struct {
 	Cached bool
 }
 
-// TagListing lists every tag of the repository (Tags, in the registry's
-// order) and remembers the listing; with maxAge > 0 a listing this scope
-// got less than maxAge ago is returned with no request at all. Errors are
-// never remembered. The caller must not modify Tags.
-func (r *Repository) TagListing(ctx context.Context, maxAge time.Duration) (TagListing, error) {
-	key := r.scope()
+// Whole is a repository's whole tag listing through the cache: key is the
+// repository's scope (registry/repository and the credential identity);
+// with maxAge > 0 a listing this key got less than maxAge ago is returned
+// with no request at all, else list is asked (Tags, every page) and its
+// answer remembered. Errors are never remembered. The caller must not
+// modify Tags.
+func Whole(ctx context.Context, key string, maxAge time.Duration, list func(context.Context) ([]string, error)) (TagListing, error) {
 	if maxAge > 0 {
 		tagListings.mu.Lock()
 		e, ok := tagListings.m.Get(key)
@@ -62,7 +63,7 @@ func (r *Repository) TagListing(ctx context.Context, maxAge time.Duration) (TagL
 		}
 	}
 	at := time.Now()
-	tags, err := r.Tags(ctx, TagsOptions{})
+	tags, err := list(ctx)
 	if err != nil {
 		return TagListing{}, err
 	}

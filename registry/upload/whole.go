@@ -1,4 +1,4 @@
-package registry
+package upload
 
 import (
 	"bytes"
@@ -23,7 +23,7 @@ import (
 // images that is one request saved per blob uploaded.
 //
 // The PATCH exists so that a source that breaks or lies mid-body ends the
-// request cleanly (transfer.go, upload). A small blob does not need it: it
+// request cleanly (stream.go, upload). A small blob does not need it: it
 // is read whole into memory and verified BEFORE anything is sent, so the
 // PUT's body cannot fail, and a lying source sends nothing and opens no
 // session. What is left to fail is the PUT's transport; its session is
@@ -35,20 +35,20 @@ import (
 // the PUT failed and its reader can seek back; it does not verify the
 // bytes before sending them. Here the bound is what can be verified first.
 
-// defaultWholeUploadMax is the size up to which a blob goes in one PUT:
+// DefaultWholeMax is the size up to which a blob goes in one PUT:
 // 1 MiB. Each such upload holds the blob in memory until its PUT ends, and
 // the transfers in flight are bounded by their callers: a sync moves 4
 // images × 4 blobs (maxConcurrentSyncImages × maxConcurrentCopies in
 // graph/distribution), a push 2 pools × 5 uploads, so 16 MiB per sync and
 // 10 MiB per push at most. Larger blobs stream (memory stays at net/http's
 // copy buffer whatever their size) and resume a broken PATCH.
-const defaultWholeUploadMax = 1 << 20
+const DefaultWholeMax = 1 << 20
 
 // readWhole reads the blob from open into memory and verifies it: its
 // size (a source that ends early or has more bytes fails) and its digest
 // (by the source itself when it verifies itself, else hashed here). The
 // errors are the streamed path's: the source's fault, data loss.
-func readWhole(ctx context.Context, open BlobOpener, desc ocispec.Descriptor) ([]byte, error) {
+func (up *uploader) readWhole(ctx context.Context, open Opener, desc ocispec.Descriptor) ([]byte, error) {
 	alg := desc.Digest.Algorithm()
 	if !alg.Available() {
 		return nil, fmt.Errorf("unsupported digest algorithm in %q%.0w", desc.Digest, errdefs.ErrInvalidArgument)
@@ -58,7 +58,7 @@ func readWhole(ctx context.Context, open BlobOpener, desc ocispec.Descriptor) ([
 		return nil, err
 	}
 	defer rc.Close()
-	h := uploadHash(alg)
+	h := up.newHash(alg)
 	src := &uploadBody{r: rc, left: desc.Size, h: h}
 	self := verifiesItself(rc, desc.Digest)
 	if self {
@@ -83,7 +83,7 @@ func readWhole(ctx context.Context, open BlobOpener, desc ocispec.Descriptor) ([
 		return b, nil // detach is nil only once the reader ended cleanly, verified
 	}
 	if got := digest.NewDigest(alg, h); got != desc.Digest {
-		return nil, fmt.Errorf("blob source: the bytes read for %s hash to %s%.0w%.0w", desc.Digest, got, ErrDigestMismatch, errdefs.ErrDataLoss)
+		return nil, fmt.Errorf("blob source: the bytes read for %s hash to %s%.0w%.0w", desc.Digest, got, transport.ErrDigestMismatch, errdefs.ErrDataLoss)
 	}
 	return b, nil
 }
@@ -102,7 +102,7 @@ func readWhole(ctx context.Context, open BlobOpener, desc ocispec.Descriptor) ([
 // the session (404) — and each is a restart: a new session, the same
 // bytes. A replay after a commit whose answer was lost finds the session
 // closed (404) and the blob there: one HEAD says so.
-func (r *Repository) putWhole(ctx context.Context, ep *repoEndpoint, session *url.URL, desc ocispec.Descriptor, b []byte) (*url.URL, error) {
+func (up *uploader) putWhole(ctx context.Context, session *url.URL, desc ocispec.Descriptor, b []byte) (*url.URL, error) {
 	u := *session
 	q := u.Query()
 	q.Set("digest", desc.Digest.String())
@@ -112,8 +112,8 @@ func (r *Repository) putWhole(ctx context.Context, ep *repoEndpoint, session *ur
 		return session, err
 	}
 	req.Header.Set("Content-Type", "application/octet-stream")
-	resp, err := ep.client.Do(req)
-	if errors.Is(err, ErrDigestMismatch) {
+	resp, err := up.t.Do(req)
+	if errors.Is(err, transport.ErrDigestMismatch) {
 		// The receipt names another blob (transport's uploadCheck): the
 		// registry's answer, which another session would repeat.
 		return session, err
@@ -122,19 +122,19 @@ func (r *Repository) putWhole(ctx context.Context, ep *repoEndpoint, session *ur
 		return session, fmt.Errorf("uploading %s: %w%.0w", desc.Digest, err, errRestartUpload)
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, transport.MaxErrorBody))
 	switch resp.StatusCode {
 	case http.StatusCreated:
 		return session, nil
 	case http.StatusNotFound:
-		if size, herr := r.headBlob(ctx, ep, desc.Digest); herr == nil && size == desc.Size {
+		if size, herr := up.t.HeadBlob(ctx, desc.Digest); herr == nil && size == desc.Size {
 			return session, nil
 		}
-		return session, fmt.Errorf("%w%.0w", transport.StatusError(http.MethodPut, resp, body, ep.host), errRestartUpload)
+		return session, fmt.Errorf("%w%.0w", transport.StatusError(http.MethodPut, resp, body, up.t.Host()), errRestartUpload)
 	case http.StatusBadRequest, http.StatusRequestedRangeNotSatisfiable:
 		// b hashes to desc: a refusal says the session held other bytes
 		// beside them (400: digest invalid) or its offset moved (416).
-		return session, fmt.Errorf("%w%.0w", transport.StatusError(http.MethodPut, resp, body, ep.host), errRestartUpload)
+		return session, fmt.Errorf("%w%.0w", transport.StatusError(http.MethodPut, resp, body, up.t.Host()), errRestartUpload)
 	}
-	return session, transport.StatusError(http.MethodPut, resp, body, ep.host)
+	return session, transport.StatusError(http.MethodPut, resp, body, up.t.Host())
 }

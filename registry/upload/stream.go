@@ -1,4 +1,4 @@
-package registry
+package upload
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/wharfproject/wharf/internal/ctxio"
 	"github.com/wharfproject/wharf/registry/transport"
 )
 
@@ -23,10 +24,10 @@ import (
 // its offset in the Location (distribution's _state) refuses a DELETE
 // made with an older one.
 //
-// A PATCH that breaks is resumed (upload_resume.go): the registry is asked
+// A PATCH that breaks is resumed (resume.go): the registry is asked
 // for its offset, the source reopened there, and another PATCH sends the
 // rest — at most maxStalledPatches in a row that move nothing, at most
-// maxPatchesPerBlob in all. An answer that cannot be trusted returns
+// MaxPatchesPerBlob in all. An answer that cannot be trusted returns
 // errRestartUpload: the caller cancels this session and starts another.
 //
 // The bytes are verified once before the PUT: by the source itself when it
@@ -40,18 +41,18 @@ import (
 // A PUT with the body must be aborted mid-request instead, and the
 // registry saves the partial upload under an offset the DELETE that
 // follows does not know, so the session stays open. A blob small enough
-// to be read and verified first (Service.wholeUploadMax) does not come
-// here: putWhole (upload_whole.go) sends it in one PUT.
-func (r *Repository) upload(ctx context.Context, ep *repoEndpoint, session *url.URL, desc ocispec.Descriptor, open BlobOpener) (*url.URL, error) {
+// to be read and verified first (Options.WholeMax) does not come
+// here: putWhole (whole.go) sends it in one PUT.
+func (up *uploader) upload(ctx context.Context, session *url.URL, desc ocispec.Descriptor, open Opener) (*url.URL, error) {
 	if open == nil {
-		return session, fmt.Errorf("registry %s lacks blob %s and no content was given%.0w", ep.host, desc.Digest, errdefs.ErrFailedPrecondition)
+		return session, fmt.Errorf("registry %s lacks blob %s and no content was given%.0w", up.t.Host(), desc.Digest, errdefs.ErrFailedPrecondition)
 	}
-	sum, err := newHashCheckpoints(desc)
+	sum, err := newHashCheckpoints(desc, up.newHash)
 	if err != nil {
 		return session, err
 	}
 	var acked int64 // the offset the registry last reported
-	stalls, wait, resumed := 0, resumeMinWait, false
+	stalls, wait, resumed := 0, up.minWait, false
 	// selfVerified: the source opened at 0 proves desc at its end, so sum
 	// hashes nothing (one SHA-256 pass, the source's); the first resume
 	// ends it. ended: the last PATCH's source was read to its clean end.
@@ -65,7 +66,7 @@ func (r *Repository) upload(ctx context.Context, ep *repoEndpoint, session *url.
 		if patches == 1 && verifiesItself(rc, desc.Digest) {
 			selfVerified, src.h = true, nil
 		}
-		next, status, perr := r.patch(ctx, ep, session, src)
+		next, status, perr := up.patch(ctx, session, src)
 		srcErr := src.detach()
 		rc.Close()
 		sent := desc.Size - src.left // bytes handed to the PATCHes so far
@@ -79,19 +80,19 @@ func (r *Repository) upload(ctx context.Context, ep *repoEndpoint, session *url.
 		if perr == nil {
 			break
 		}
-		if !resumablePatch(ctx, status, perr) || patches == maxPatchesPerBlob {
+		if !resumablePatch(ctx, status, perr) || patches == MaxPatchesPerBlob {
 			return session, perr
 		}
 		// Wait first, then ask: distribution writes what it kept of the
 		// broken PATCH when its handler ends, which may be after the
 		// answer the proxy or the connection gave.
-		if err := sleepCtx(ctx, wait); err != nil {
+		if err := ctxio.Sleep(ctx, wait); err != nil {
 			return session, perr
 		}
-		wait = min(2*wait, resumeMaxWait)
-		st, serr := r.uploadStatusOf(ctx, ep, session, desc.Size)
+		wait = min(2*wait, up.maxWait)
+		st, serr := up.uploadStatusOf(ctx, session, desc.Size)
 		if serr != nil {
-			r.svc.log.WithError(serr).Debug("asking an upload's offset failed")
+			up.log.WithError(serr).Debug("asking an upload's offset failed")
 			return session, perr
 		}
 		if st.location != nil {
@@ -99,14 +100,14 @@ func (r *Repository) upload(ctx context.Context, ep *repoEndpoint, session *url.
 		}
 		if st.offset < acked || st.offset > sent {
 			return session, fmt.Errorf("registry %s: upload of %s at offset %d after a failed PATCH, with %d kept before and %d sent: %w%.0w",
-				ep.host, desc.Digest, st.offset, acked, sent, perr, errRestartUpload)
+				up.t.Host(), desc.Digest, st.offset, acked, sent, perr, errRestartUpload)
 		}
 		if st.offset > acked {
-			stalls, wait = 0, resumeMinWait
+			stalls, wait = 0, up.minWait
 		} else if stalls++; stalls == maxStalledPatches {
 			return session, perr
 		}
-		r.svc.log.WithError(perr).Debugf("resuming the upload of %s at %d of %d bytes", desc.Digest, st.offset, desc.Size)
+		up.log.WithError(perr).Debugf("resuming the upload of %s at %d of %d bytes", desc.Digest, st.offset, desc.Size)
 		acked, resumed = st.offset, true
 		if selfVerified {
 			// What the registry kept of the self-verified reader was
@@ -123,12 +124,12 @@ func (r *Repository) upload(ctx context.Context, ep *repoEndpoint, session *url.
 	case selfVerified && !ended:
 		// The registry answered before the body's end: the source's
 		// check at its end never ran.
-		return session, fmt.Errorf("registry %s took the upload of %s before its end%.0w", ep.host, desc.Digest, transport.ErrUpstream)
+		return session, fmt.Errorf("registry %s took the upload of %s before its end%.0w", up.t.Host(), desc.Digest, transport.ErrUpstream)
 	case selfVerified:
 	default:
 		if got := sum.digest(); got != desc.Digest {
 			// The source's fault (a store file or SRC's bytes), not DST's.
-			return session, fmt.Errorf("blob source: the bytes read for %s hash to %s%.0w%.0w", desc.Digest, got, ErrDigestMismatch, errdefs.ErrDataLoss)
+			return session, fmt.Errorf("blob source: the bytes read for %s hash to %s%.0w%.0w", desc.Digest, got, transport.ErrDigestMismatch, errdefs.ErrDataLoss)
 		}
 	}
 
@@ -140,12 +141,12 @@ func (r *Repository) upload(ctx context.Context, ep *repoEndpoint, session *url.
 	if err != nil {
 		return session, err
 	}
-	resp, err := ep.client.Do(req)
+	resp, err := up.t.Do(req)
 	if err != nil {
 		return session, err
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, transport.MaxErrorBody))
 	if resp.StatusCode == http.StatusNotFound {
 		// A PUT whose answer was lost after the registry committed the
 		// blob is sent again by the transport (a bodiless PUT is
@@ -153,12 +154,12 @@ func (r *Repository) upload(ctx context.Context, ep *repoEndpoint, session *url.
 		// 404 BLOB_UPLOAD_UNKNOWN. The blob may well be there, under its
 		// digest, which the registry checked at the first PUT: one HEAD
 		// says (the fault campaign found this failing a push).
-		if size, herr := r.headBlob(ctx, ep, desc.Digest); herr == nil && size == desc.Size {
+		if size, herr := up.t.HeadBlob(ctx, desc.Digest); herr == nil && size == desc.Size {
 			return session, nil
 		}
 	}
 	if resp.StatusCode != http.StatusCreated {
-		err := transport.StatusError(http.MethodPut, resp, b, ep.host)
+		err := transport.StatusError(http.MethodPut, resp, b, up.t.Host())
 		if resumed && resp.StatusCode == http.StatusBadRequest {
 			// The bytes were verified as sent: a registry that refuses
 			// them after a resume put some twice (an offset one byte
@@ -172,21 +173,21 @@ func (r *Repository) upload(ctx context.Context, ep *repoEndpoint, session *url.
 
 // patch sends src into session: the session as the answer names it (nil
 // when it names none), the answer's status (0 without one) and the error.
-func (r *Repository) patch(ctx context.Context, ep *repoEndpoint, session *url.URL, src *uploadBody) (*url.URL, int, error) {
+func (up *uploader) patch(ctx context.Context, session *url.URL, src *uploadBody) (*url.URL, int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPatch, session.String(), src)
 	if err != nil {
 		return nil, 0, err
 	}
 	req.ContentLength = -1 // chunked: a failing source ends the request cleanly
 	req.Header.Set("Content-Type", "application/octet-stream")
-	resp, err := ep.client.Do(req)
+	resp, err := up.t.Do(req)
 	if err != nil {
 		return nil, 0, err
 	}
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, transport.MaxErrorBody))
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusAccepted && resp.StatusCode != http.StatusNoContent {
-		return nil, resp.StatusCode, transport.StatusError(http.MethodPatch, resp, b, ep.host)
+		return nil, resp.StatusCode, transport.StatusError(http.MethodPatch, resp, b, up.t.Host())
 	}
 	next, _ := sessionURL(resp)
 	return next, resp.StatusCode, nil

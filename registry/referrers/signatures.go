@@ -1,4 +1,4 @@
-package registry
+package referrers
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/wharfproject/wharf/registry/transport"
 	"github.com/wharfproject/wharf/trust"
 )
 
@@ -37,7 +38,7 @@ import (
 // per signature its layer (cached by digest). A verdict is cached above
 // (graph/distribution/trust.go): a warm inspect sends none of these.
 const (
-	artifactTypeSigstoreBundle = "application/vnd.dev.sigstore.bundle"
+	ArtifactTypeSigstoreBundle = "application/vnd.dev.sigstore.bundle"
 	artifactTypeNotation       = "application/vnd.cncf.notary.signature"
 	mediaTypeSimpleSigning     = "application/vnd.dev.cosign.simplesigning.v1+json"
 	mediaTypeJWS               = "application/jose+json"
@@ -60,18 +61,18 @@ const (
 // format an image is plausibly signed with; 4 MiB is 32 generous bundles
 // (128 KiB each, ten times a real one) or four payloads at the 1 MiB cap.
 const (
-	maxSignaturePayload   = 1 << 20
+	MaxSignaturePayload   = 1 << 20
 	maxSignatureArtifacts = 32
 	maxSigLayers          = 16
-	maxSignatures         = 32
-	maxSignatureBytes     = 4 << 20
+	MaxSignatures         = 32
+	MaxSignatureBytes     = 4 << 20
 )
 
 // SignatureSet is the signature artifacts listed for one subject, not yet
 // read: Each reads them one at a time, so that a look-up holds one payload
 // at once and stops when the policy has what it needs (a trust.Source).
 type SignatureSet struct {
-	r       *Repository
+	r       Repo
 	subject digest.Digest
 	wanted  []Referrer // one per manifest digest, in the listing's order
 }
@@ -79,20 +80,20 @@ type SignatureSet struct {
 // Len is the number of signature manifests listed.
 func (s *SignatureSet) Len() int { return len(s.wanted) }
 
-// Signatures lists the signature artifacts of subject in this repository.
+// Signatures lists the signature artifacts of subject in the repository.
 // A registry error fails the look-up (a signature that could not be read
 // is not a missing one); an artifact that names another subject is
 // returned with that subject, for the policy to refuse.
-func (r *Repository) Signatures(ctx context.Context, subject digest.Digest) (*SignatureSet, error) {
+func (r Repo) Signatures(ctx context.Context, subject digest.Digest) (*SignatureSet, error) {
 	var listed []Referrer
 	var sig *Referrer
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
-		refs, err := r.referrersIndex(gctx, subject, ReferrersOptions{})
+		refs, err := r.index(gctx, subject, Options{})
 		listed = refs
 		return err
 	})
-	if prefix, ok := tagSchemaTag(subject); ok {
+	if prefix, ok := TagSchemaTag(subject); ok {
 		g.Go(func() error {
 			ref, found, err := r.cosignReferrer(gctx, subject, prefix+".sig")
 			if found {
@@ -116,7 +117,7 @@ func (r *Repository) Signatures(ctx context.Context, subject digest.Digest) (*Si
 	}
 	for _, ref := range listed {
 		switch at := ref.Descriptor.ArtifactType; {
-		case strings.HasPrefix(at, artifactTypeSigstoreBundle) || at == artifactTypeNotation:
+		case strings.HasPrefix(at, ArtifactTypeSigstoreBundle) || at == artifactTypeNotation:
 			add(ref)
 		case at == "" || at == ocispec.MediaTypeEmptyJSON:
 			// A registry that lists a referrer by its config's media
@@ -131,14 +132,14 @@ func (r *Repository) Signatures(ctx context.Context, subject digest.Digest) (*Si
 		add(*sig)
 	}
 	if len(set.wanted) > maxSignatureArtifacts {
-		return nil, invalidDocument(r.upstream.host, "signatures of %s: more than %d", subject, maxSignatureArtifacts)
+		return nil, transport.InvalidDocument(r.t.Host(), "signatures of %s: more than %d", subject, maxSignatureArtifacts)
 	}
 	return set, nil
 }
 
 // Each reads the listed artifacts in turn, manifest then payloads, and
-// hands fn one signature at a time, under maxSignatures and
-// maxSignatureBytes (then trust.ErrSignatureLimit). A bundle whose bytes
+// hands fn one signature at a time, under MaxSignatures and
+// MaxSignatureBytes (then trust.ErrSignatureLimit). A bundle whose bytes
 // were already handed out is not handed again: it verifies the same way
 // (a simple-signing or Notation signature also depends on its manifest,
 // so only the manifest's own repetition is dropped, at listing).
@@ -160,11 +161,11 @@ func (s *SignatureSet) Each(ctx context.Context, fn func(trust.Artifact) bool) e
 				}
 				bundles[l.Digest] = true
 			}
-			if n == maxSignatures {
-				return fmt.Errorf("signatures of %s: more than %d%.0w", s.subject, maxSignatures, trust.ErrSignatureLimit)
+			if n == MaxSignatures {
+				return fmt.Errorf("signatures of %s: more than %d%.0w", s.subject, MaxSignatures, trust.ErrSignatureLimit)
 			}
-			if l.Size > maxSignatureBytes-total {
-				return fmt.Errorf("signatures of %s: more than %d bytes%.0w", s.subject, maxSignatureBytes, trust.ErrSignatureLimit)
+			if l.Size > MaxSignatureBytes-total {
+				return fmt.Errorf("signatures of %s: more than %d bytes%.0w", s.subject, MaxSignatureBytes, trust.ErrSignatureLimit)
 			}
 			n++
 			total += max(l.Size, 0)
@@ -202,23 +203,23 @@ func (sm *signatureManifest) artifact(i int, payload []byte) trust.Artifact {
 }
 
 // signatureManifest reads one signature manifest (not its payloads).
-func (r *Repository) signatureManifest(ctx context.Context, ref Referrer) (*signatureManifest, error) {
+func (r Repo) signatureManifest(ctx context.Context, ref Referrer) (*signatureManifest, error) {
 	desc := ref.Descriptor
 	if desc.MediaType == "" {
 		desc.MediaType = ocispec.MediaTypeImageManifest
 	}
-	body, err := r.FetchManifest(ctx, desc)
+	body, err := r.t.FetchManifest(ctx, desc)
 	if err != nil {
 		return nil, err
 	}
 	var m ocispec.Manifest
 	if err := json.Unmarshal(body, &m); err != nil {
-		return nil, invalidDocument(r.upstream.host, "signature %s: %v", desc.Digest, err)
+		return nil, transport.InvalidDocument(r.t.Host(), "signature %s: %v", desc.Digest, err)
 	}
 	sm := &signatureManifest{digest: desc.Digest, manifest: m.Annotations}
 	// A referrer names its subject; a .sig tag's subject is its name.
 	sm.subject = ref.Subject
-	if ref.Source != ReferrerSourceCosign {
+	if ref.Source != SourceCosign {
 		sm.subject = ""
 		if m.Subject != nil {
 			sm.subject = m.Subject.Digest
@@ -231,17 +232,17 @@ func (r *Repository) signatureManifest(ctx context.Context, ref Referrer) (*sign
 		at = ref.Descriptor.ArtifactType
 	}
 	switch {
-	case ref.Source == ReferrerSourceCosign:
+	case ref.Source == SourceCosign:
 		sm.format = trust.FormatSimpleSigning
 	case at == artifactTypeNotation:
 		sm.format = trust.FormatNotation
-	case strings.HasPrefix(at, artifactTypeSigstoreBundle):
+	case strings.HasPrefix(at, ArtifactTypeSigstoreBundle):
 		sm.format = trust.FormatSigstoreBundle
 	default:
 		return sm, nil // an SBOM, an attestation: not a signature
 	}
 	if len(m.Layers) > maxSigLayers {
-		return nil, invalidDocument(r.upstream.host, "signature %s: %d layers, more than %d", desc.Digest, len(m.Layers), maxSigLayers)
+		return nil, transport.InvalidDocument(r.t.Host(), "signature %s: %d layers, more than %d", desc.Digest, len(m.Layers), maxSigLayers)
 	}
 	for i, l := range m.Layers {
 		if signatureLayer(sm.format, l.MediaType) {
@@ -259,30 +260,30 @@ func signatureLayer(f trust.Format, mediaType string) bool {
 	case trust.FormatNotation:
 		return mediaType == mediaTypeJWS || mediaType == mediaTypeCOSE
 	}
-	return strings.HasPrefix(mediaType, artifactTypeSigstoreBundle)
+	return strings.HasPrefix(mediaType, ArtifactTypeSigstoreBundle)
 }
 
 // fetchSignaturePayload reads one layer of a signature manifest, capped
 // and verified.
-func (r *Repository) fetchSignaturePayload(ctx context.Context, l ocispec.Descriptor) ([]byte, error) {
-	if l.Size < 0 || l.Size > maxSignaturePayload {
-		return nil, invalidDocument(r.upstream.host, "signature payload %s is %d bytes, more than %d", l.Digest, l.Size, maxSignaturePayload)
+func (r Repo) fetchSignaturePayload(ctx context.Context, l ocispec.Descriptor) ([]byte, error) {
+	if l.Size < 0 || l.Size > MaxSignaturePayload {
+		return nil, transport.InvalidDocument(r.t.Host(), "signature payload %s is %d bytes, more than %d", l.Digest, l.Size, MaxSignaturePayload)
 	}
-	if b, _, ok, authorized := r.svc.content.get(l.Digest, r.scope()); ok && authorized {
+	if b, ok := r.t.Cached(l.Digest); ok {
 		return b, nil
 	}
-	rc, err := r.FetchBlob(ctx, l)
+	rc, err := r.t.FetchBlob(ctx, l)
 	if err != nil {
 		return nil, err
 	}
 	defer rc.Close()
-	b, err := io.ReadAll(io.LimitReader(rc, maxSignaturePayload+1))
+	b, err := io.ReadAll(io.LimitReader(rc, MaxSignaturePayload+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(b) > maxSignaturePayload {
-		return nil, fmt.Errorf("signature payload %s is larger than %d bytes%.0w", l.Digest, maxSignaturePayload, errdefs.ErrInvalidArgument)
+	if len(b) > MaxSignaturePayload {
+		return nil, fmt.Errorf("signature payload %s is larger than %d bytes%.0w", l.Digest, MaxSignaturePayload, errdefs.ErrInvalidArgument)
 	}
-	r.svc.content.put(l.Digest, l.MediaType, b, r.scope())
+	r.t.Cache(l.Digest, l.MediaType, b)
 	return b, nil
 }
