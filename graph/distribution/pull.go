@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/containerd/errdefs"
@@ -17,6 +16,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/internal/imageref"
 	"github.com/wharfproject/wharf/registry"
 
 	"github.com/wharfproject/wharf/graph/store"
@@ -24,27 +24,13 @@ import (
 	"github.com/wharfproject/wharf/imagespec"
 )
 
-// PullImage pulls FromImage[:Tag|@digest] (all tags when neither is given)
+// PullImage pulls opts.Ref (all tags when it has neither tag nor digest)
 // and streams dockerd's progress messages to out. The name is resolved
 // before the first message, so a missing repository or tag is a plain
 // errdefs.ErrNotFound the server can answer with 404.
 func (s *Service) PullImage(ctx context.Context, opts types.PullOptions, out types.ProgressWriter) error {
-	// `docker pull -a name` sends fromImage=name: with a trailing colon.
 	defer s.transfers.pullStarted()() // wharf_pulls_in_flight (metrics.go)
-	tn, err := splitTypedName(strings.TrimSuffix(opts.FromImage, ":"))
-	if err != nil {
-		return err
-	}
-	if opts.Tag != "" && tn.Digest == "" {
-		if d, derr := digest.Parse(opts.Tag); derr == nil {
-			tn.Digest, tn.Tag = d, ""
-		} else {
-			tn.Tag = opts.Tag
-		}
-	}
-	if isScratch(tn.Repo) {
-		return fmt.Errorf("'scratch' is a reserved name%.0w", errdefs.ErrPermissionDenied)
-	}
+	ref := opts.Ref
 	creds := credentials(opts.Auth, opts.Registries, opts.MetaHeaders)
 	platform := s.platformOr(opts.Platform)
 	po := newProgressOutput(out)
@@ -52,12 +38,12 @@ func (s *Service) PullImage(ctx context.Context, opts types.PullOptions, out typ
 	if err != nil {
 		return err
 	}
-	if tn.pin() == "" {
-		return s.pullAllTags(ctx, svc, tn, creds, platform, po)
+	if ref.Tag() == "" && ref.Digest() == "" {
+		return s.pullAllTags(ctx, svc, ref, creds, platform, po)
 	}
-	res, err := svc.FindImage(ctx, tn.String(), creds)
+	res, err := svc.FindImage(ctx, ref, creds)
 	if err != nil {
-		return pullError(tn, creds, err)
+		return pullError(ref, creds, err)
 	}
 	// The policy decides before the first message: a refusal is a plain
 	// 403 that every client prints as it is (trust.go).
@@ -69,20 +55,15 @@ func (s *Service) PullImage(ctx context.Context, opts types.PullOptions, out typ
 	if err != nil {
 		return err
 	}
-	ref := res.Ref()
+	pulled := res.Ref()
 	// dockerd's pull event: the actor is the reference pulled, "name" its
 	// repository, plus the image's labels (so --filter label= finds it).
 	var labels map[string]string
-	if rec, err := s.st.Lookup(ref.String()); err == nil {
+	if rec, err := s.st.Lookup(pulled.String()); err == nil {
 		labels = s.st.Labels(rec)
 	}
-	store.Emit(ctx, s.events, store.NewEvent(reference.FamiliarString(ref), events.ActionPull, reference.FamiliarName(ref), labels))
-	return writePullStatus(po, reference.FamiliarString(ref), upToDate)
-}
-
-func isScratch(repo string) bool {
-	n, err := reference.ParseNormalizedNamed(repo)
-	return err == nil && reference.FamiliarName(n) == "scratch"
+	store.Emit(ctx, s.events, store.NewEvent(reference.FamiliarString(pulled), events.ActionPull, reference.FamiliarName(pulled), labels))
+	return writePullStatus(po, reference.FamiliarString(pulled), upToDate)
 }
 
 // pullError words a registry's refusal as dockerd does for a pull. The
@@ -92,14 +73,11 @@ func isScratch(repo string) bool {
 // anonymous pull) is 404 "pull access denied for NAME, repository does not
 // exist or may require 'docker login'"; a refusal of the credentials sent
 // is a plain 500 with the registry's reason.
-func pullError(tn typedName, creds registry.Credentials, err error) error {
+func pullError(ref imageref.Ref, creds registry.Credentials, err error) error {
 	if !errors.Is(err, registry.ErrUnauthorized) {
 		return err
 	}
-	name := tn.Repo
-	if n, perr := reference.ParseNormalizedNamed(tn.Repo); perr == nil {
-		name = reference.FamiliarName(n)
-	}
+	name := reference.FamiliarName(ref.Named())
 	if errors.Is(err, registry.ErrDenied) || (creds.Auth == nil && len(creds.Registries) == 0) {
 		return fmt.Errorf("pull access denied for %s, repository does not exist or may require 'docker login': %v%.0w", name, err, errdefs.ErrNotFound)
 	}
@@ -125,10 +103,10 @@ func writePullStatus(po *progressOutput, ref string, upToDate bool) error {
 
 // pullAllTags pulls every tag of the repository (docker pull -a), found
 // as FindImage finds a name (registry.Service.ListTags).
-func (s *Service) pullAllTags(ctx context.Context, svc *registry.Service, tn typedName, creds registry.Credentials, platform ocispec.Platform, po *progressOutput) error {
-	repo, tags, err := svc.ListTags(ctx, tn.Repo, creds, registry.TagsOptions{})
+func (s *Service) pullAllTags(ctx context.Context, svc *registry.Service, ref imageref.Ref, creds registry.Credentials, platform ocispec.Platform, po *progressOutput) error {
+	repo, tags, err := svc.ListTags(ctx, ref, creds, registry.TagsOptions{})
 	if err != nil {
-		return pullError(tn, creds, err)
+		return pullError(ref, creds, err)
 	}
 	allUpToDate := true
 	for _, tag := range tags {
