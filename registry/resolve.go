@@ -228,34 +228,48 @@ func (r *Repository) fetchTopOf(ctx context.Context, tag string, dgst digest.Dig
 // level itself when it is a manifest, else the index entry
 // imagespec.SelectManifest chooses (ErrNoMatchingPlatform when none). Its bytes are verified.
 func (r *Resolved) PlatformManifest(ctx context.Context, p ocispec.Platform) (ocispec.Descriptor, []byte, error) {
+	c, err := r.Choose(ctx, p)
+	return c.Descriptor, c.Raw, err
+}
+
+// Choice is the platform manifest chosen for one platform, with its
+// verified bytes: what a policy judges and a pull then reads (ImageOf), so
+// the manifest is chosen and fetched once.
+type Choice struct {
+	Descriptor ocispec.Descriptor
+	Raw        []byte
+}
+
+// Choose is PlatformManifest as a Choice.
+func (r *Resolved) Choose(ctx context.Context, p ocispec.Platform) (Choice, error) {
 	if r.v1 != nil {
-		return r.v1.Manifest, r.v1.ManifestBytes, nil
+		return Choice{Descriptor: r.v1.Manifest, Raw: r.v1.ManifestBytes}, nil
 	}
 	if r.doc.kind != kindIndex {
-		return r.Descriptor, r.Raw, nil
+		return Choice{Descriptor: r.Descriptor, Raw: r.Raw}, nil
 	}
 	chosen, err := imagespec.SelectManifest(r.Index, p)
 	if err != nil {
-		return ocispec.Descriptor{}, nil, err
+		return Choice{}, err
 	}
 	b, mt, err := r.repo.fetchManifest(ctx, chosen)
 	if err != nil {
-		return ocispec.Descriptor{}, nil, err
+		return Choice{}, err
 	}
 	if mt == "" {
 		mt = chosen.MediaType
 	}
 	md, err := r.repo.svc.content.decode(r.repo.upstream.host, chosen.Digest, mt, b)
 	if err != nil {
-		return ocispec.Descriptor{}, nil, err
+		return Choice{}, err
 	}
 	if md.kind == kindIndex {
-		return ocispec.Descriptor{}, nil, invalidDocument(r.repo.upstream.host, "index entry %s is itself an index", chosen.Digest)
+		return Choice{}, invalidDocument(r.repo.upstream.host, "index entry %s is itself an index", chosen.Digest)
 	}
 	if chosen.MediaType == "" {
 		chosen.MediaType = md.mediaType
 	}
-	return chosen, b, nil
+	return Choice{Descriptor: chosen, Raw: b}, nil
 }
 
 // Image is the image for platform p: the platform manifest (parsed), its
@@ -263,17 +277,30 @@ func (r *Resolved) PlatformManifest(ctx context.Context, p ocispec.Platform) (oc
 // the v1Compatibility record as config (V1 set).
 func (r *Resolved) Image(ctx context.Context, p ocispec.Platform) (*RemoteImage, error) {
 	if r.v1 != nil {
+		return r.ImageOf(ctx, Choice{})
+	}
+	c, err := r.Choose(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return r.ImageOf(ctx, c)
+}
+
+// ImageOf is Image for the platform manifest c that Choose chose on r:
+// nothing is chosen or fetched again; the config is read.
+func (r *Resolved) ImageOf(ctx context.Context, c Choice) (*RemoteImage, error) {
+	if r.v1 != nil {
 		img := *r.v1
 		img.repo = r.repo
 		return &img, nil
 	}
 	img := &RemoteImage{TopLevel: r.TopLevel, repo: r.repo}
-	mdesc, mraw, err := r.PlatformManifest(ctx, p)
-	if err != nil {
-		return nil, err
-	}
+	mdesc, mraw := c.Descriptor, c.Raw
 	mdoc := r.doc
 	if mdesc.Digest != r.Descriptor.Digest {
+		// Decoded as the index entry's type: the cache keeps it beside the
+		// served type's form (doccache.go).
+		var err error
 		if mdoc, err = r.repo.svc.content.decode(r.repo.upstream.host, mdesc.Digest, mdesc.MediaType, mraw); err != nil {
 			return nil, err
 		}

@@ -47,11 +47,11 @@ func (s *Service) PullImage(ctx context.Context, opts types.PullOptions, out typ
 	}
 	// The policy decides before the first message: a refusal is a plain
 	// 403 that every client prints as it is (trust.go).
-	verdict, err := s.admitPull(ctx, res, platform)
+	verdict, choice, err := s.admitPull(ctx, res, platform)
 	if err != nil {
 		return err
 	}
-	upToDate, err := s.pullResolved(ctx, res, platform, opts.Platform != nil, verdict, po)
+	upToDate, err := s.pullResolved(ctx, res, platform, choice, opts.Platform != nil, verdict, po)
 	if err != nil {
 		return err
 	}
@@ -117,11 +117,11 @@ func (s *Service) pullAllTags(ctx context.Context, svc *registry.Service, ref im
 		if err != nil {
 			return err
 		}
-		verdict, err := s.admitPull(ctx, res, platform)
+		verdict, choice, err := s.admitPull(ctx, res, platform)
 		if err != nil {
 			return err
 		}
-		upToDate, err := s.pullResolved(ctx, res, platform, false, verdict, po)
+		upToDate, err := s.pullResolved(ctx, res, platform, choice, false, verdict, po)
 		if err != nil {
 			return err
 		}
@@ -138,8 +138,10 @@ func (s *Service) pullAllTags(ctx context.Context, svc *registry.Service, ref im
 // named this exact image.
 // With strict (a platform the user asked for), a single-platform image of
 // another platform is refused, as dockerd does.
-// The verdict the policy gave (nil: none) is recorded with the image.
-func (s *Service) pullResolved(ctx context.Context, res *registry.Resolved, platform ocispec.Platform, strict bool, verdict *types.Trust, po *progressOutput) (bool, error) {
+// The verdict the policy gave (nil: none) is recorded with the image, and
+// the platform manifest it judged (choice) is the one pulled; with none
+// judged, it is chosen here, after the first message.
+func (s *Service) pullResolved(ctx context.Context, res *registry.Resolved, platform ocispec.Platform, choice *registry.Choice, strict bool, verdict *types.Trust, po *progressOutput) (bool, error) {
 	ref := res.Ref()
 	id := reference.FamiliarString(ref)
 	if res.Tag != "" {
@@ -149,7 +151,13 @@ func (s *Service) pullResolved(ctx context.Context, res *registry.Resolved, plat
 	if err := po.status(id, "Pulling from "+reference.Path(ref)); err != nil {
 		return false, err
 	}
-	img, err := res.Image(ctx, platform)
+	var img *registry.RemoteImage
+	var err error
+	if choice != nil {
+		img, err = res.ImageOf(ctx, *choice)
+	} else {
+		img, err = res.Image(ctx, platform)
+	}
 	if err != nil {
 		return false, err
 	}
@@ -273,19 +281,21 @@ func hasAllBlobs(p store.Provider, descs []ocispec.Descriptor) bool {
 }
 
 // admitPull is admit for a pull of res on platform: the platform manifest
-// an index offers is judged too (its descriptor is read from the index
-// the pull reads anyway).
-func (s *Service) admitPull(ctx context.Context, res *registry.Resolved, platform ocispec.Platform) (*types.Trust, error) {
+// an index offers is judged too, and returned, so that the pull reads the
+// manifest that was judged (nil when none was chosen here).
+func (s *Service) admitPull(ctx context.Context, res *registry.Resolved, platform ocispec.Platform) (*types.Trust, *registry.Choice, error) {
 	if s.policy() == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
+	var choice *registry.Choice
 	var plat digest.Digest
 	if res.Index != nil {
-		desc, _, err := res.PlatformManifest(ctx, platform)
+		c, err := res.Choose(ctx, platform)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		plat = desc.Digest
+		choice, plat = &c, c.Descriptor.Digest
 	}
-	return s.admit(ctx, "pull", res, plat)
+	t, err := s.admit(ctx, "pull", res, plat)
+	return t, choice, err
 }
