@@ -44,7 +44,7 @@ allowed() {
 	trust) echo "" ;;
 	trust/sigstore) echo "trust" ;;
 	trust/notation) echo "trust" ;;
-	trust/policy) echo "trust trust/sigstore trust/notation" ;;
+	trust/policy) echo "api/types trust trust/sigstore trust/notation" ;;
 	cmd/wharfd) echo "daemon" ;;
 	cmd/wharf) echo "client api/types imagespec internal/dockerconfig internal/privdir" ;;
 	internal/testregistry) echo "" ;;
