@@ -193,8 +193,11 @@ func (s *Service) pullResolved(ctx context.Context, res *registry.Resolved, plat
 	defer lease.Release()
 	dst := leaseIngester{lease}
 	// dockerd shows no layer lines when the image is already complete.
-	if !dst.HasBlob(man.Config.Digest) || !hasAll(dst, man.Layers) {
-		if err := s.transfers.downloadLayers(ctx, res.Repository(), dst, man.Layers, po); err != nil {
+	// What is stored is asked once; the download reads the answer.
+	haveConfig := dst.HasBlob(man.Config.Digest)
+	plan := planLayers(dst, man.Layers)
+	if !haveConfig || !plan.complete() {
+		if err := s.transfers.download(ctx, res.Repository(), dst, plan, po); err != nil {
 			return false, err
 		}
 	}
@@ -223,15 +226,6 @@ func (s *Service) pullResolved(ctx context.Context, res *registry.Resolved, plat
 		return false, err
 	}
 	return upToDate, nil
-}
-
-// hasAll reports whether every blob of descs is stored (pinning each).
-func hasAll(dst blobIngester, descs []ocispec.Descriptor) bool {
-	all := true
-	for _, d := range descs {
-		all = dst.HasBlob(d.Digest) && all
-	}
-	return all
 }
 
 // leaseIngester is the content store as a pull sees it: through its lease,
