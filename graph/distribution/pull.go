@@ -29,6 +29,9 @@ import (
 // before the first message, so a missing repository or tag is a plain
 // errdefs.ErrNotFound the server can answer with 404.
 func (s *Service) PullImage(ctx context.Context, opts types.PullOptions, out types.ProgressWriter) error {
+	if opts.Ref.IsZero() {
+		return fmt.Errorf("no image to pull%.0w", errdefs.ErrInvalidArgument)
+	}
 	defer s.transfers.pullStarted()() // wharf_pulls_in_flight (metrics.go)
 	ref := opts.Ref
 	creds := credentials(opts.Auth, opts.Registries, opts.MetaHeaders)
