@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -102,25 +101,15 @@ func (d *Daemon) TrustPolicy(ctx context.Context, name string) (*types.TrustPoli
 	}
 	p := ip.p
 	out.Path, out.Revision = ip.path, p.Revision()
-	var shown []policy.ShowResult
 	if name == "" {
-		shown = p.ShowAll()
-	} else {
-		ref, err := reference.ParseNormalizedNamed(name)
-		if err != nil {
-			return nil, fmt.Errorf("invalid reference format: %s: %v%.0w", name, err, errdefs.ErrInvalidArgument)
-		}
-		shown = []policy.ShowResult{p.Show(reference.TagNameOnly(ref))}
+		out.Scopes = p.ShowAll()
+		return out, nil
 	}
-	// policy.ShowResult and types.TrustScope name their fields alike: the
-	// wire type is the domain type's JSON.
-	b, err := json.Marshal(shown)
+	ref, err := reference.ParseNormalizedNamed(name)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("invalid reference format: %s: %v%.0w", name, err, errdefs.ErrInvalidArgument)
 	}
-	if err := json.Unmarshal(b, &out.Scopes); err != nil {
-		return nil, err
-	}
+	out.Scopes = []types.TrustScope{p.Show(reference.TagNameOnly(ref))}
 	return out, nil
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/graph/internal/graphtest"
+	"github.com/wharfproject/wharf/internal/imageref"
 	"github.com/wharfproject/wharf/internal/testregistry"
 	"github.com/wharfproject/wharf/registry"
 )
@@ -138,7 +139,7 @@ func TestRemoteRoundTrip(t *testing.T) {
 		t.Fatalf("after rmi: %v", err)
 	}
 	var pull graphtest.Messages
-	if err := s.PullImage(ctx, types.PullOptions{FromImage: name, Tag: "1.0"}, &pull); err != nil {
+	if err := s.PullImage(ctx, types.PullOptions{Ref: pullRef(t, name, "1.0")}, &pull); err != nil {
 		t.Fatalf("pull: %v\n%s", err, &pull)
 	}
 	back, err := s.images.Lookup(name + ":1.0")
@@ -188,7 +189,7 @@ func TestRemotePullFixtureAndMountPush(t *testing.T) {
 	name := reg.Host + "/src/app"
 
 	var first graphtest.Messages
-	if err := s.PullImage(ctx, types.PullOptions{FromImage: name + ":1.0"}, &first); err != nil {
+	if err := s.PullImage(ctx, types.PullOptions{Ref: pullRef(t, name+":1.0", "")}, &first); err != nil {
 		t.Fatalf("pull: %v\n%s", err, &first)
 	}
 	for _, l := range img.Layers {
@@ -205,7 +206,7 @@ func TestRemotePullFixtureAndMountPush(t *testing.T) {
 	}
 
 	var again graphtest.Messages
-	if err := s.PullImage(ctx, types.PullOptions{FromImage: name, Tag: "1.0"}, &again); err != nil {
+	if err := s.PullImage(ctx, types.PullOptions{Ref: pullRef(t, name, "1.0")}, &again); err != nil {
 		t.Fatal(err)
 	}
 	if again.Len() != 3 || again.Last().Status != "Status: Image is up to date for "+name+":1.0" {
@@ -214,7 +215,7 @@ func TestRemotePullFixtureAndMountPush(t *testing.T) {
 
 	// By digest: the id of "Pulling from" is the whole reference.
 	var byDigest graphtest.Messages
-	if err := s.PullImage(ctx, types.PullOptions{FromImage: name, Tag: img.Manifest.Digest}, &byDigest); err != nil {
+	if err := s.PullImage(ctx, types.PullOptions{Ref: pullRef(t, name, img.Manifest.Digest)}, &byDigest); err != nil {
 		t.Fatal(err)
 	}
 	if byDigest.At(0).ID != name+"@"+img.Manifest.Digest || byDigest.Last().Status != "Status: Image is up to date for "+name+"@"+img.Manifest.Digest {
@@ -266,7 +267,7 @@ func TestRemoteErrors(t *testing.T) {
 		{reg.Host + "/nosuchrepo", "1.0", "manifest for " + reg.Host + "/nosuchrepo:1.0 not found: "},
 	} {
 		var out graphtest.Messages
-		err := s.PullImage(ctx, types.PullOptions{FromImage: tc.from, Tag: tc.tag}, &out)
+		err := s.PullImage(ctx, types.PullOptions{Ref: pullRef(t, tc.from, tc.tag)}, &out)
 		if !errdefs.IsNotFound(err) || !strings.HasPrefix(err.Error(), tc.want) || out.Len() != 0 {
 			t.Errorf("pull %s:%s: err %v, %d messages; want NotFound %q before any message", tc.from, tc.tag, err, out.Len(), tc.want)
 		}
@@ -274,11 +275,11 @@ func TestRemoteErrors(t *testing.T) {
 	if _, err := s.LookupRemote(ctx, name+":nope", types.RemoteInspectOptions{}); !errdefs.IsNotFound(err) || err.Error() != "No such image: "+name+":nope" {
 		t.Errorf("remote inspect of a missing tag: %v", err)
 	}
-	if err := s.PullImage(ctx, types.PullOptions{FromImage: "scratch"}, types.DiscardProgress); !errdefs.IsPermissionDenied(err) || err.Error() != "'scratch' is a reserved name" {
+	if _, err := imageref.ForPull("scratch", ""); !errdefs.IsPermissionDenied(err) || err.Error() != "'scratch' is a reserved name" {
 		t.Errorf("pull scratch: %v", err)
 	}
 	var arm graphtest.Messages
-	err = s.PullImage(ctx, types.PullOptions{FromImage: name, Tag: "1.0", Platform: &ocispec.Platform{OS: "linux", Architecture: "arm64"}}, &arm)
+	err = s.PullImage(ctx, types.PullOptions{Ref: pullRef(t, name, "1.0"), Platform: &ocispec.Platform{OS: "linux", Architecture: "arm64"}}, &arm)
 	if err == nil || !strings.Contains(err.Error(), "does not match the specified platform (linux/arm64)") {
 		t.Errorf("pull of an amd64-only image for arm64: %v\n%s", err, &arm)
 	}
@@ -341,7 +342,7 @@ func TestRemoteIndex(t *testing.T) {
 
 	arm := &ocispec.Platform{OS: "linux", Architecture: "arm64"}
 	var pull graphtest.Messages
-	if err := s.PullImage(ctx, types.PullOptions{FromImage: name, Tag: "1.0", Platform: arm}, &pull); err != nil {
+	if err := s.PullImage(ctx, types.PullOptions{Ref: pullRef(t, name, "1.0"), Platform: arm}, &pull); err != nil {
 		t.Fatalf("pull arm64: %v\n%s", err, &pull)
 	}
 	rec, err := s.images.Lookup(name + ":1.0")
@@ -350,7 +351,7 @@ func TestRemoteIndex(t *testing.T) {
 	}
 
 	var bad graphtest.Messages
-	err = s.PullImage(ctx, types.PullOptions{FromImage: name, Tag: "1.0", Platform: &ocispec.Platform{OS: "windows", Architecture: "s390x"}}, &bad)
+	err = s.PullImage(ctx, types.PullOptions{Ref: pullRef(t, name, "1.0"), Platform: &ocispec.Platform{OS: "windows", Architecture: "s390x"}}, &bad)
 	if err == nil || !strings.HasPrefix(err.Error(), "no matching manifest for windows/s390x") || bad.Len() != 1 {
 		t.Fatalf("bad platform: %v\n%s", err, &bad)
 	}
@@ -386,7 +387,7 @@ func TestRemotePullStreamsLayers(t *testing.T) {
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	if err := s.PullImage(ctx, types.PullOptions{FromImage: reg.Host + "/big", Tag: "1.0"}, types.DiscardProgress); err != nil {
+	if err := s.PullImage(ctx, types.PullOptions{Ref: pullRef(t, reg.Host+"/big", "1.0")}, types.DiscardProgress); err != nil {
 		t.Fatal(err)
 	}
 	runtime.ReadMemStats(&after)
@@ -411,7 +412,7 @@ func TestRemotePushWholeIndex(t *testing.T) {
 	}
 	name := reg.Host + "/multi"
 	for _, p := range []ocispec.Platform{{OS: "linux", Architecture: "arm64"}, {OS: "linux", Architecture: "amd64"}} {
-		if err := s.PullImage(ctx, types.PullOptions{FromImage: name, Tag: "1.0", Platform: &p}, types.DiscardProgress); err != nil {
+		if err := s.PullImage(ctx, types.PullOptions{Ref: pullRef(t, name, "1.0"), Platform: &p}, types.DiscardProgress); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -452,7 +453,7 @@ func TestRemotePullAllTags(t *testing.T) {
 	}
 	name := reg.Host + "/many"
 	var out graphtest.Messages
-	if err := s.PullImage(ctx, types.PullOptions{FromImage: name + ":"}, &out); err != nil {
+	if err := s.PullImage(ctx, types.PullOptions{Ref: pullRef(t, name+":", "")}, &out); err != nil {
 		t.Fatalf("pull -a: %v\n%s", err, &out)
 	}
 	for _, tag := range []string{"1.0", "2.0"} {
@@ -490,7 +491,7 @@ func TestRemoteFailedPullLeavesNoImage(t *testing.T) {
 	}
 	name := reg.Host + "/broken"
 	var out graphtest.Messages
-	if err := s.PullImage(ctx, types.PullOptions{FromImage: name, Tag: "1.0"}, &out); err == nil {
+	if err := s.PullImage(ctx, types.PullOptions{Ref: pullRef(t, name, "1.0")}, &out); err == nil {
 		t.Fatalf("pull of a corrupt layer succeeded:\n%s", &out)
 	}
 	if _, err := s.images.Lookup(name + ":1.0"); !errdefs.IsNotFound(err) {
@@ -508,7 +509,7 @@ func TestRemoteFailedPullLeavesNoImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	var again graphtest.Messages
-	if err := s.PullImage(ctx, types.PullOptions{FromImage: name, Tag: "1.0"}, &again); err != nil {
+	if err := s.PullImage(ctx, types.PullOptions{Ref: pullRef(t, name, "1.0")}, &again); err != nil {
 		t.Fatalf("second pull: %v\n%s", err, &again)
 	}
 	if !s.images.HasBlob(digestOf(good.Digest)) || !s.images.HasBlob(digestOf(bad.Digest)) {
@@ -521,3 +522,14 @@ func TestRemoteFailedPullLeavesNoImage(t *testing.T) {
 }
 
 func digestOf(s string) digest.Digest { return digest.Digest(s) }
+
+// pullRef is the reference the API server hands a pull of fromImage with
+// the tag parameter tag.
+func pullRef(t *testing.T, fromImage, tag string) imageref.Ref {
+	t.Helper()
+	ref, err := imageref.ForPull(fromImage, tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ref
+}

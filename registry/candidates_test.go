@@ -1,12 +1,15 @@
 package registry
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
+
+	"github.com/wharfproject/wharf/internal/imageref"
 )
 
 // A reload in the middle of a decision: Candidates, RepositoryInfo and the
@@ -24,7 +27,7 @@ func TestCandidatesReadTheConfigurationOnce(t *testing.T) {
 			}
 		})
 	}
-	cands, err := s.Candidates("app")
+	cands, err := candidatesOf(s, "app")
 	if err != nil {
 		t.Fatalf("Candidates: %v, want the first configuration's answer", err)
 	}
@@ -63,10 +66,29 @@ func TestResolveReadsTheConfigurationOnce(t *testing.T) {
 	s := testService(t, ServiceOptions{})
 	var reads atomic.Int64
 	s.configRead = func() { reads.Add(1) }
-	if _, err := s.FindImage(t.Context(), f.host()+"/team/app:1.4", Credentials{}); err != nil {
+	if _, err := findImage(t.Context(), s, f.host()+"/team/app:1.4", Credentials{}); err != nil {
 		t.Fatal(err)
 	}
 	if n := reads.Load(); n != 1 {
 		t.Errorf("%d reads of the configuration in one resolution, want 1", n)
 	}
+}
+
+// candidatesOf parses name as the API server does, then asks for its
+// candidates.
+func candidatesOf(s *Service, name string) ([]reference.Named, error) {
+	ref, err := imageref.Parse(name)
+	if err != nil {
+		return nil, err
+	}
+	return s.Candidates(ref)
+}
+
+// findImage parses name as the API server does, then finds it.
+func findImage(ctx context.Context, s *Service, name string, creds Credentials) (*Resolved, error) {
+	ref, err := imageref.Parse(name)
+	if err != nil {
+		return nil, err
+	}
+	return s.FindImage(ctx, ref, creds)
 }

@@ -30,7 +30,7 @@ func BenchmarkHotParseReference(b *testing.B) {
 	s := benchService(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := s.Candidates(benchRef); err != nil {
+		if _, err := candidatesOf(s, benchRef); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -49,7 +49,7 @@ func BenchmarkHotParseShortName(b *testing.B) {
 	s := benchService(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := s.Candidates("busybox"); err != nil {
+		if _, err := candidatesOf(s, "busybox"); err != nil {
 			b.Fatal(err)
 		}
 	}

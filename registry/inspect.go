@@ -13,6 +13,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/wharfproject/wharf/imagespec"
+	"github.com/wharfproject/wharf/internal/imageref"
 )
 
 // inspectTimeout bounds one shared remote inspect: it runs detached from the
@@ -63,7 +64,11 @@ func metaKey(h http.Header) string {
 }
 
 func (s *Service) inspect(ctx context.Context, req InspectRequest) (*RemoteImage, error) {
-	res, err := s.FindImage(ctx, req.Name, req.Credentials)
+	ref, err := imageref.Parse(req.Name)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.FindImage(ctx, ref, req.Credentials)
 	if err != nil {
 		return nil, err
 	}

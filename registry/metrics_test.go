@@ -180,7 +180,7 @@ func TestObserverOutcomesWithoutAnAnswer(t *testing.T) {
 	}
 	// FindImage runs under the caller's context (Inspect shares a flight
 	// detached from each caller).
-	if _, err := s.FindImage(ctx, g.host()+"/team/app:1", Credentials{}); err == nil {
+	if _, err := findImage(ctx, s, g.host()+"/team/app:1", Credentials{}); err == nil {
 		t.Fatal("canceled resolve succeeded")
 	}
 	reqs, _, _ = obs.take()

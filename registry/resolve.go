@@ -10,6 +10,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/wharfproject/wharf/imagespec"
+	"github.com/wharfproject/wharf/internal/imageref"
 	"github.com/wharfproject/wharf/registry/hosts"
 )
 
@@ -48,7 +49,7 @@ func (r *Resolved) Ref() reference.Named {
 	return r.Name
 }
 
-// FindImage finds NAME[:TAG|@DIGEST] as the user typed it. A short name is
+// FindImage finds ref, NAME[:TAG|@DIGEST] as the user typed it. A short name is
 // searched through the candidates (AddRegistries in order, then docker.io);
 // only "not found" moves on to the next candidate — a registry that refuses
 // the credentials, is down or answers garbage is the answer, so a private
@@ -63,9 +64,9 @@ func (r *Resolved) Ref() reference.Named {
 // keyed by registry (X-Registry-Config) give each candidate its own set.
 // The answer carries the repository it was read through, bound once: what
 // reads more about the image uses it (RemoteImage.Repository).
-func (s *Service) FindImage(ctx context.Context, name string, creds Credentials) (*Resolved, error) {
+func (s *Service) FindImage(ctx context.Context, ref imageref.Ref, creds Credentials) (*Resolved, error) {
 	var res *Resolved
-	err := s.searchCandidates(name, creds, func(cfg *hosts.Config, c reference.Named, creds Credentials) error {
+	err := s.searchCandidates(ref, creds, func(cfg *hosts.Config, c reference.Named, creds Credentials) error {
 		var err error
 		res, err = s.resolveName(ctx, cfg, c, creds)
 		return err
@@ -77,7 +78,7 @@ func (s *Service) FindImage(ctx context.Context, name string, creds Credentials)
 }
 
 // searchCandidates is the one short-name policy: try runs on each candidate
-// of name in order until one succeeds. One set of credentials is bound to
+// of ref in order until one succeeds. One set of credentials is bound to
 // the first candidate, so a later one is asked anonymously; sets keyed by
 // registry stay keyed, and each candidate's repository binds the set keyed
 // by its own registry (credentials.go). Only "not found" moves on to the
@@ -85,9 +86,9 @@ func (s *Service) FindImage(ctx context.Context, name string, creds Credentials)
 // not a miss); any other error is the answer. The last candidate's "not
 // found" is returned when none has it. The configuration is read once for
 // the whole search: a reload in the middle cannot mix two.
-func (s *Service) searchCandidates(name string, creds Credentials, try func(cfg *hosts.Config, c reference.Named, creds Credentials) error) error {
+func (s *Service) searchCandidates(ref imageref.Ref, creds Credentials, try func(cfg *hosts.Config, c reference.Named, creds Credentials) error) error {
 	cfg := s.config()
-	cands, err := candidates(cfg, name)
+	cands, err := candidates(cfg, ref)
 	if err != nil {
 		return err
 	}
@@ -227,34 +228,48 @@ func (r *Repository) fetchTopOf(ctx context.Context, tag string, dgst digest.Dig
 // level itself when it is a manifest, else the index entry
 // imagespec.SelectManifest chooses (ErrNoMatchingPlatform when none). Its bytes are verified.
 func (r *Resolved) PlatformManifest(ctx context.Context, p ocispec.Platform) (ocispec.Descriptor, []byte, error) {
+	c, err := r.Choose(ctx, p)
+	return c.Descriptor, c.Raw, err
+}
+
+// Choice is the platform manifest chosen for one platform, with its
+// verified bytes: what a policy judges and a pull then reads (ImageOf), so
+// the manifest is chosen and fetched once.
+type Choice struct {
+	Descriptor ocispec.Descriptor
+	Raw        []byte
+}
+
+// Choose is PlatformManifest as a Choice.
+func (r *Resolved) Choose(ctx context.Context, p ocispec.Platform) (Choice, error) {
 	if r.v1 != nil {
-		return r.v1.Manifest, r.v1.ManifestBytes, nil
+		return Choice{Descriptor: r.v1.Manifest, Raw: r.v1.ManifestBytes}, nil
 	}
 	if r.doc.kind != kindIndex {
-		return r.Descriptor, r.Raw, nil
+		return Choice{Descriptor: r.Descriptor, Raw: r.Raw}, nil
 	}
 	chosen, err := imagespec.SelectManifest(r.Index, p)
 	if err != nil {
-		return ocispec.Descriptor{}, nil, err
+		return Choice{}, err
 	}
 	b, mt, err := r.repo.fetchManifest(ctx, chosen)
 	if err != nil {
-		return ocispec.Descriptor{}, nil, err
+		return Choice{}, err
 	}
 	if mt == "" {
 		mt = chosen.MediaType
 	}
 	md, err := r.repo.svc.content.decode(r.repo.upstream.host, chosen.Digest, mt, b)
 	if err != nil {
-		return ocispec.Descriptor{}, nil, err
+		return Choice{}, err
 	}
 	if md.kind == kindIndex {
-		return ocispec.Descriptor{}, nil, invalidDocument(r.repo.upstream.host, "index entry %s is itself an index", chosen.Digest)
+		return Choice{}, invalidDocument(r.repo.upstream.host, "index entry %s is itself an index", chosen.Digest)
 	}
 	if chosen.MediaType == "" {
 		chosen.MediaType = md.mediaType
 	}
-	return chosen, b, nil
+	return Choice{Descriptor: chosen, Raw: b}, nil
 }
 
 // Image is the image for platform p: the platform manifest (parsed), its
@@ -262,17 +277,30 @@ func (r *Resolved) PlatformManifest(ctx context.Context, p ocispec.Platform) (oc
 // the v1Compatibility record as config (V1 set).
 func (r *Resolved) Image(ctx context.Context, p ocispec.Platform) (*RemoteImage, error) {
 	if r.v1 != nil {
+		return r.ImageOf(ctx, Choice{})
+	}
+	c, err := r.Choose(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return r.ImageOf(ctx, c)
+}
+
+// ImageOf is Image for the platform manifest c that Choose chose on r:
+// nothing is chosen or fetched again; the config is read.
+func (r *Resolved) ImageOf(ctx context.Context, c Choice) (*RemoteImage, error) {
+	if r.v1 != nil {
 		img := *r.v1
 		img.repo = r.repo
 		return &img, nil
 	}
 	img := &RemoteImage{TopLevel: r.TopLevel, repo: r.repo}
-	mdesc, mraw, err := r.PlatformManifest(ctx, p)
-	if err != nil {
-		return nil, err
-	}
+	mdesc, mraw := c.Descriptor, c.Raw
 	mdoc := r.doc
 	if mdesc.Digest != r.Descriptor.Digest {
+		// Decoded as the index entry's type: the cache keeps it beside the
+		// served type's form (doccache.go).
+		var err error
 		if mdoc, err = r.repo.svc.content.decode(r.repo.upstream.host, mdesc.Digest, mdesc.MediaType, mraw); err != nil {
 			return nil, err
 		}
@@ -306,14 +334,15 @@ func (r *Resolved) Image(ctx context.Context, p ocispec.Platform) (*RemoteImage,
 
 // ListTags lists the tags of a repository named as the user typed it,
 // searching the candidates as FindImage does (docker pull --all-tags, wharf
-// tags). It returns the repository that answered. A tag or digest in name
+// tags). It returns the repository that answered. A tag or digest in ref
 // is ignored: the repository is listed.
-func (s *Service) ListTags(ctx context.Context, name string, creds Credentials, opts TagsOptions) (*Repository, []string, error) {
+func (s *Service) ListTags(ctx context.Context, ref imageref.Ref, creds Credentials, opts TagsOptions) (*Repository, []string, error) {
+	ref = ref.Repo()
 	var (
 		repo *Repository
 		tags []string
 	)
-	err := s.searchCandidates(name, creds, func(cfg *hosts.Config, c reference.Named, creds Credentials) error {
+	err := s.searchCandidates(ref, creds, func(cfg *hosts.Config, c reference.Named, creds Credentials) error {
 		r, err := s.repository(ctx, cfg, reference.TrimNamed(c), creds)
 		if err != nil {
 			return err
@@ -323,7 +352,7 @@ func (s *Service) ListTags(ctx context.Context, name string, creds Credentials, 
 			return err
 		}
 		if len(t) == 0 {
-			return fmt.Errorf("repository %s has no tags%.0w", name, errdefs.ErrNotFound)
+			return fmt.Errorf("repository %s has no tags%.0w", ref, errdefs.ErrNotFound)
 		}
 		repo, tags = r, t
 		return nil

@@ -145,7 +145,7 @@ func TestShortNameStopsAtARefusal(t *testing.T) {
 	if err == nil || !errors.Is(err, ErrUnauthorized) {
 		t.Fatalf("inspect: %v, want the private registry's refusal", err)
 	}
-	_, err = s.FindImage(ctx, "app", Credentials{})
+	_, err = findImage(ctx, s, "app", Credentials{})
 	if err == nil || !errors.Is(err, ErrUnauthorized) {
 		t.Fatalf("resolve (pull): %v, want the same refusal", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/distribution/reference"
 	registrytypes "github.com/moby/moby/api/types/registry"
 	"github.com/sirupsen/logrus"
+	"github.com/wharfproject/wharf/internal/imageref"
 	"github.com/wharfproject/wharf/registry/blobs"
 	"github.com/wharfproject/wharf/registry/hosts"
 	"github.com/wharfproject/wharf/registry/listing"
@@ -170,21 +171,18 @@ func repositoryInfo(cfg *hosts.Config, name reference.Named) (*RepositoryInfo, e
 	}, nil
 }
 
-// Candidates parses name as typed and returns the fully qualified references
-// to try, in order: one for a name with a registry host; for a short name the
-// AddRegistries in order, then docker.io. Blocked registries are left out; if
-// none is left, errdefs.ErrPermissionDenied. A malformed name is
-// errdefs.ErrInvalidArgument. The configuration is read once.
-func (s *Service) Candidates(name string) ([]reference.Named, error) {
-	return candidates(s.config(), name)
+// Candidates returns the fully qualified references to try for ref, in
+// order: ref itself when it names a registry; for a short name the
+// AddRegistries in order, then docker.io. Blocked registries are left out;
+// if none is left, errdefs.ErrPermissionDenied. The configuration is read
+// once.
+func (s *Service) Candidates(ref imageref.Ref) ([]reference.Named, error) {
+	return candidates(s.config(), ref)
 }
 
-func candidates(cfg *hosts.Config, name string) ([]reference.Named, error) {
-	n, err := reference.ParseNormalizedNamed(name)
-	if err != nil {
-		return nil, fmt.Errorf("%w%.0w", err, errdefs.ErrInvalidArgument)
-	}
-	if hasRegistryHost(name) {
+func candidates(cfg *hosts.Config, ref imageref.Ref) ([]reference.Named, error) {
+	n := ref.Named()
+	if !ref.Short() {
 		if index := hosts.NormaliseIndexName(reference.Domain(n)); cfg.Blocked(index) {
 			return nil, blockedError(index)
 		}
@@ -200,9 +198,9 @@ func candidates(cfg *hosts.Config, name string) ([]reference.Named, error) {
 			out = append(out, n)
 			continue
 		}
-		c, err := reference.ParseNormalizedNamed(r + "/" + name)
+		c, err := ref.On(r)
 		if err != nil {
-			return nil, fmt.Errorf("%w%.0w", err, errdefs.ErrInvalidArgument)
+			return nil, err
 		}
 		out = append(out, c)
 	}
@@ -237,16 +235,4 @@ func searchOrder(cfg *hosts.Config) (regs, blocked []string) {
 		regs = append(regs, DefaultIndexName)
 	}
 	return regs, blocked
-}
-
-// hasRegistryHost reports whether what the user typed names a registry: the
-// first path component looks like a host (has a '.' or ':', or is
-// localhost), as distribution/reference decides.
-func hasRegistryHost(name string) bool {
-	i := strings.IndexByte(name, '/')
-	if i < 0 {
-		return false
-	}
-	first := name[:i]
-	return strings.ContainsAny(first, ".:") || first == "localhost" || strings.ToLower(first) != first
 }

@@ -50,7 +50,7 @@ func TestCandidates(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := testService(t, tc.opts)
-			got, err := s.Candidates(tc.in)
+			got, err := candidatesOf(s, tc.in)
 			if tc.errIs != nil {
 				if err == nil || !tc.errIs(err) || !strings.Contains(err.Error(), tc.errText) {
 					t.Fatalf("Candidates(%q) error = %v, want class and %q", tc.in, err, tc.errText)

@@ -16,9 +16,9 @@ TEST_SUPPORT="internal/testregistry internal/hostile graph/internal/graphtest"
 # allowed ROOM: the wharf packages (relative to the module) it may import.
 allowed() {
 	case $1 in
-	api/types) echo "" ;;
-	api/server) echo "api/types imagespec" ;;
-	registry) echo "imagespec registry/hosts registry/transport registry/upload registry/blobs registry/listing registry/referrers registry/v1 trust internal/ctxio" ;;
+	api/types) echo "internal/imageref" ;;
+	api/server) echo "api/types imagespec internal/imageref" ;;
+	registry) echo "imagespec internal/imageref registry/hosts registry/transport registry/upload registry/blobs registry/listing registry/referrers registry/v1 trust internal/ctxio" ;;
 	registry/upload) echo "registry/transport internal/ctxio" ;;
 	registry/blobs) echo "registry/transport internal/ctxio" ;;
 	registry/listing) echo "registry/transport" ;;
@@ -27,10 +27,10 @@ allowed() {
 	registry/transport) echo "registry/hosts" ;;
 	registry/hosts) echo "" ;;
 	imagespec) echo "" ;;
-	graph) echo "api/types imagespec graph/store graph/archive graph/distribution graph/mirror graph/updates internal/rootlock" ;;
+	graph) echo "api/types imagespec internal/imageref graph/store graph/archive graph/distribution graph/mirror graph/updates internal/rootlock" ;;
 	graph/store) echo "api/types imagespec internal/atomicfile internal/ctxio internal/ocilayout internal/rootlock" ;;
 	graph/archive) echo "api/types imagespec graph/store internal/decompress internal/ocilayout internal/safetar" ;;
-	graph/distribution) echo "api/types imagespec graph/store registry trust internal/safetar internal/semvertag" ;;
+	graph/distribution) echo "api/types imagespec graph/store registry trust internal/imageref internal/safetar internal/semvertag" ;;
 	graph/mirror) echo "api/types imagespec graph/distribution internal/ocilayout internal/semvertag" ;;
 	graph/updates) echo "api/types imagespec graph/store graph/distribution internal/semvertag internal/atomicfile" ;;
 	daemon) echo "api/server api/types graph graph/updates registry daemon/metrics internal/dockerconfig internal/privdir internal/rootlock internal/atomicfile trust trust/policy trust/sigstore trust/notation" ;;
@@ -45,10 +45,11 @@ allowed() {
 	internal/decompress) echo "" ;;
 	internal/rootlock) echo "" ;;
 	internal/ctxio) echo "" ;;
+	internal/imageref) echo "" ;;
 	trust) echo "" ;;
 	trust/sigstore) echo "trust" ;;
 	trust/notation) echo "trust" ;;
-	trust/policy) echo "trust trust/sigstore trust/notation" ;;
+	trust/policy) echo "api/types trust trust/sigstore trust/notation" ;;
 	cmd/wharfd) echo "daemon" ;;
 	cmd/wharf) echo "client api/types imagespec internal/privdir cmd/wharf/internal/creds cmd/wharf/internal/formatter cmd/wharf/internal/manpage cmd/wharf/internal/syncyaml" ;;
 	cmd/wharf/internal/creds) echo "api/types internal/dockerconfig" ;;

@@ -474,7 +474,7 @@ func TestPullStreaming(t *testing.T) {
 			}
 		})
 	}
-	if got.Platform == nil || got.Platform.Architecture != "arm64" || got.Platform.Variant != "" || !strings.HasPrefix(got.Tag, "sha256:") {
+	if got.Platform == nil || got.Platform.Architecture != "arm64" || got.Platform.Variant != "" || !strings.HasPrefix(got.Ref.Digest().String(), "sha256:") {
 		t.Errorf("success opts: %+v %+v", got, got.Platform)
 	}
 }

@@ -5,15 +5,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
 	"github.com/moby/moby/api/types/registry"
-	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/internal/imageref"
 )
 
 // postImagesCreate is a pull (fromImage) or an import (fromSrc).
@@ -37,30 +36,16 @@ func (s *Server) postImagesCreate(w http.ResponseWriter, r *http.Request, _ map[
 }
 
 func (s *Server) pull(r *http.Request, img string, platform *ocispec.Platform, out types.ProgressWriter) error {
-	// `docker pull -a` may send the name with a trailing ":".
-	img = strings.TrimSuffix(img, ":")
-	tag := r.Form.Get("tag")
-	ref, err := reference.ParseNormalizedNamed(img)
+	ref, err := imageref.ForPull(img, r.Form.Get("tag"))
 	if err != nil {
-		return invalidArg("%v", err)
-	}
-	if tag != "" {
-		if _, derr := digest.Parse(tag); derr != nil {
-			if _, err := reference.WithTag(reference.TrimNamed(ref), tag); err != nil {
-				return invalidArg("%v", err)
-			}
-		}
-	}
-	if reference.FamiliarName(ref) == "scratch" {
-		return fmt.Errorf("'scratch' is a reserved name%.0w", errdefs.ErrPermissionDenied)
+		return err
 	}
 	auth, regs, err := requestCredentials(r, decodeAuth)
 	if err != nil {
 		return err
 	}
 	return s.backend.PullImage(r.Context(), types.PullOptions{
-		FromImage:   img,
-		Tag:         tag,
+		Ref:         ref,
 		Platform:    platform,
 		Auth:        auth,
 		Registries:  regs,

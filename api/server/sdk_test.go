@@ -33,7 +33,7 @@ func TestDockerGoSDK(t *testing.T) {
 		},
 		tag: func(string, reference.NamedTagged) error { return nil },
 		pull: func(o types.PullOptions, out types.ProgressWriter) error {
-			switch o.FromImage {
+			switch o.Ref.Repo().String() {
 			case "docker.io/library/missing":
 				return fmt.Errorf("manifest unknown%.0w", errdefs.ErrNotFound)
 			case "docker.io/library/broken":

@@ -14,6 +14,8 @@ import (
 	"github.com/moby/moby/api/types/registry"
 	"github.com/moby/moby/api/types/system"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/wharfproject/wharf/internal/imageref"
 )
 
 // ImageInspect is what GET /images/{name}/json answers, before version gating.
@@ -170,8 +172,11 @@ type ImportOptions struct {
 
 // PullOptions are the options of POST /images/create?fromImage=….
 type PullOptions struct {
-	FromImage   string
-	Tag         string // a tag or a digest; empty with no tag in FromImage = all tags
+	// Ref is the image, parsed once by the API server (imageref.ForPull:
+	// the tag parameter applied, scratch refused); with neither tag nor
+	// digest, every tag is pulled. A short name stays short, for the
+	// registry search order.
+	Ref         imageref.Ref
 	Platform    *ocispec.Platform
 	Auth        *registry.AuthConfig
 	Registries  map[string]registry.AuthConfig // X-Registry-Config, as RemoteInspectOptions.Registries

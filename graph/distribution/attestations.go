@@ -18,6 +18,7 @@ import (
 	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/graph/store"
 	"github.com/wharfproject/wharf/imagespec"
+	"github.com/wharfproject/wharf/internal/imageref"
 	"github.com/wharfproject/wharf/registry"
 )
 
@@ -115,7 +116,7 @@ func (s *Service) remoteAttestations(ctx context.Context, name string, opts type
 	if s.reg == nil {
 		return ErrNoRegistry
 	}
-	res, err := s.reg.FindImage(ctx, name, registry.Credentials{Auth: opts.Auth, MetaHeaders: opts.MetaHeaders})
+	res, err := findByName(ctx, s.reg, name, registry.Credentials{Auth: opts.Auth, MetaHeaders: opts.MetaHeaders})
 	if err != nil {
 		return noSuchImage(name, err)
 	}
@@ -296,7 +297,7 @@ func (l *localSource) origin(ctx context.Context) (blobSource, error) {
 	}
 	var lastErr error
 	for _, c := range origins(l.rec) {
-		res, err := l.s.reg.FindImage(ctx, c.String(), l.creds)
+		res, err := l.s.reg.FindImage(ctx, imageref.FromNamed(c), l.creds)
 		if err != nil {
 			lastErr = err
 			continue

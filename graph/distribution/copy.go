@@ -63,7 +63,7 @@ func (s *Service) CopyImage(ctx context.Context, opts types.CopyOptions, out typ
 	srcCreds := registry.Credentials{Registries: opts.Auth, MetaHeaders: opts.MetaHeaders}
 	dstCreds := srcCreds
 
-	res, err := svc.FindImage(ctx, opts.Source, srcCreds)
+	res, err := findByName(ctx, svc, opts.Source, srcCreds)
 	if err != nil {
 		return err
 	}

@@ -36,7 +36,7 @@ func (s *Service) DistributionInspect(ctx context.Context, name string, opts typ
 	if err != nil {
 		return nil, err
 	}
-	res, err := svc.FindImage(ctx, tn.String(), credentials(opts.Auth, opts.Registries, opts.MetaHeaders))
+	res, err := findByName(ctx, svc, tn.String(), credentials(opts.Auth, opts.Registries, opts.MetaHeaders))
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/containerd/errdefs"
@@ -17,6 +16,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/internal/imageref"
 	"github.com/wharfproject/wharf/registry"
 
 	"github.com/wharfproject/wharf/graph/store"
@@ -24,27 +24,16 @@ import (
 	"github.com/wharfproject/wharf/imagespec"
 )
 
-// PullImage pulls FromImage[:Tag|@digest] (all tags when neither is given)
+// PullImage pulls opts.Ref (all tags when it has neither tag nor digest)
 // and streams dockerd's progress messages to out. The name is resolved
 // before the first message, so a missing repository or tag is a plain
 // errdefs.ErrNotFound the server can answer with 404.
 func (s *Service) PullImage(ctx context.Context, opts types.PullOptions, out types.ProgressWriter) error {
-	// `docker pull -a name` sends fromImage=name: with a trailing colon.
+	if opts.Ref.IsZero() {
+		return fmt.Errorf("no image to pull%.0w", errdefs.ErrInvalidArgument)
+	}
 	defer s.transfers.pullStarted()() // wharf_pulls_in_flight (metrics.go)
-	tn, err := splitTypedName(strings.TrimSuffix(opts.FromImage, ":"))
-	if err != nil {
-		return err
-	}
-	if opts.Tag != "" && tn.Digest == "" {
-		if d, derr := digest.Parse(opts.Tag); derr == nil {
-			tn.Digest, tn.Tag = d, ""
-		} else {
-			tn.Tag = opts.Tag
-		}
-	}
-	if isScratch(tn.Repo) {
-		return fmt.Errorf("'scratch' is a reserved name%.0w", errdefs.ErrPermissionDenied)
-	}
+	ref := opts.Ref
 	creds := credentials(opts.Auth, opts.Registries, opts.MetaHeaders)
 	platform := s.platformOr(opts.Platform)
 	po := newProgressOutput(out)
@@ -52,37 +41,32 @@ func (s *Service) PullImage(ctx context.Context, opts types.PullOptions, out typ
 	if err != nil {
 		return err
 	}
-	if tn.pin() == "" {
-		return s.pullAllTags(ctx, svc, tn, creds, platform, po)
+	if ref.Tag() == "" && ref.Digest() == "" {
+		return s.pullAllTags(ctx, svc, ref, creds, platform, po)
 	}
-	res, err := svc.FindImage(ctx, tn.String(), creds)
+	res, err := svc.FindImage(ctx, ref, creds)
 	if err != nil {
-		return pullError(tn, creds, err)
+		return pullError(ref, creds, err)
 	}
 	// The policy decides before the first message: a refusal is a plain
 	// 403 that every client prints as it is (trust.go).
-	verdict, err := s.admitPull(ctx, res, platform)
+	verdict, choice, err := s.admitPull(ctx, res, platform)
 	if err != nil {
 		return err
 	}
-	upToDate, err := s.pullResolved(ctx, res, platform, opts.Platform != nil, verdict, po)
+	upToDate, err := s.pullResolved(ctx, res, platform, choice, opts.Platform != nil, verdict, po)
 	if err != nil {
 		return err
 	}
-	ref := res.Ref()
+	pulled := res.Ref()
 	// dockerd's pull event: the actor is the reference pulled, "name" its
 	// repository, plus the image's labels (so --filter label= finds it).
 	var labels map[string]string
-	if rec, err := s.st.Lookup(ref.String()); err == nil {
+	if rec, err := s.st.Lookup(pulled.String()); err == nil {
 		labels = s.st.Labels(rec)
 	}
-	store.Emit(ctx, s.events, store.NewEvent(reference.FamiliarString(ref), events.ActionPull, reference.FamiliarName(ref), labels))
-	return writePullStatus(po, reference.FamiliarString(ref), upToDate)
-}
-
-func isScratch(repo string) bool {
-	n, err := reference.ParseNormalizedNamed(repo)
-	return err == nil && reference.FamiliarName(n) == "scratch"
+	store.Emit(ctx, s.events, store.NewEvent(reference.FamiliarString(pulled), events.ActionPull, reference.FamiliarName(pulled), labels))
+	return writePullStatus(po, reference.FamiliarString(pulled), upToDate)
 }
 
 // pullError words a registry's refusal as dockerd does for a pull. The
@@ -92,14 +76,11 @@ func isScratch(repo string) bool {
 // anonymous pull) is 404 "pull access denied for NAME, repository does not
 // exist or may require 'docker login'"; a refusal of the credentials sent
 // is a plain 500 with the registry's reason.
-func pullError(tn typedName, creds registry.Credentials, err error) error {
+func pullError(ref imageref.Ref, creds registry.Credentials, err error) error {
 	if !errors.Is(err, registry.ErrUnauthorized) {
 		return err
 	}
-	name := tn.Repo
-	if n, perr := reference.ParseNormalizedNamed(tn.Repo); perr == nil {
-		name = reference.FamiliarName(n)
-	}
+	name := reference.FamiliarName(ref.Named())
 	if errors.Is(err, registry.ErrDenied) || (creds.Auth == nil && len(creds.Registries) == 0) {
 		return fmt.Errorf("pull access denied for %s, repository does not exist or may require 'docker login': %v%.0w", name, err, errdefs.ErrNotFound)
 	}
@@ -125,10 +106,10 @@ func writePullStatus(po *progressOutput, ref string, upToDate bool) error {
 
 // pullAllTags pulls every tag of the repository (docker pull -a), found
 // as FindImage finds a name (registry.Service.ListTags).
-func (s *Service) pullAllTags(ctx context.Context, svc *registry.Service, tn typedName, creds registry.Credentials, platform ocispec.Platform, po *progressOutput) error {
-	repo, tags, err := svc.ListTags(ctx, tn.Repo, creds, registry.TagsOptions{})
+func (s *Service) pullAllTags(ctx context.Context, svc *registry.Service, ref imageref.Ref, creds registry.Credentials, platform ocispec.Platform, po *progressOutput) error {
+	repo, tags, err := svc.ListTags(ctx, ref, creds, registry.TagsOptions{})
 	if err != nil {
-		return pullError(tn, creds, err)
+		return pullError(ref, creds, err)
 	}
 	allUpToDate := true
 	for _, tag := range tags {
@@ -139,11 +120,11 @@ func (s *Service) pullAllTags(ctx context.Context, svc *registry.Service, tn typ
 		if err != nil {
 			return err
 		}
-		verdict, err := s.admitPull(ctx, res, platform)
+		verdict, choice, err := s.admitPull(ctx, res, platform)
 		if err != nil {
 			return err
 		}
-		upToDate, err := s.pullResolved(ctx, res, platform, false, verdict, po)
+		upToDate, err := s.pullResolved(ctx, res, platform, choice, false, verdict, po)
 		if err != nil {
 			return err
 		}
@@ -160,8 +141,10 @@ func (s *Service) pullAllTags(ctx context.Context, svc *registry.Service, tn typ
 // named this exact image.
 // With strict (a platform the user asked for), a single-platform image of
 // another platform is refused, as dockerd does.
-// The verdict the policy gave (nil: none) is recorded with the image.
-func (s *Service) pullResolved(ctx context.Context, res *registry.Resolved, platform ocispec.Platform, strict bool, verdict *types.Trust, po *progressOutput) (bool, error) {
+// The verdict the policy gave (nil: none) is recorded with the image, and
+// the platform manifest it judged (choice) is the one pulled; with none
+// judged, it is chosen here, after the first message.
+func (s *Service) pullResolved(ctx context.Context, res *registry.Resolved, platform ocispec.Platform, choice *registry.Choice, strict bool, verdict *types.Trust, po *progressOutput) (bool, error) {
 	ref := res.Ref()
 	id := reference.FamiliarString(ref)
 	if res.Tag != "" {
@@ -171,7 +154,13 @@ func (s *Service) pullResolved(ctx context.Context, res *registry.Resolved, plat
 	if err := po.status(id, "Pulling from "+reference.Path(ref)); err != nil {
 		return false, err
 	}
-	img, err := res.Image(ctx, platform)
+	var img *registry.RemoteImage
+	var err error
+	if choice != nil {
+		img, err = res.ImageOf(ctx, *choice)
+	} else {
+		img, err = res.Image(ctx, platform)
+	}
 	if err != nil {
 		return false, err
 	}
@@ -207,8 +196,11 @@ func (s *Service) pullResolved(ctx context.Context, res *registry.Resolved, plat
 	defer lease.Release()
 	dst := leaseIngester{lease}
 	// dockerd shows no layer lines when the image is already complete.
-	if !dst.HasBlob(man.Config.Digest) || !hasAll(dst, man.Layers) {
-		if err := s.transfers.downloadLayers(ctx, res.Repository(), dst, man.Layers, po); err != nil {
+	// What is stored is asked once; the download reads the answer.
+	haveConfig := dst.HasBlob(man.Config.Digest)
+	plan := planLayers(dst, man.Layers)
+	if !haveConfig || !plan.complete() {
+		if err := s.transfers.download(ctx, res.Repository(), dst, plan, po); err != nil {
 			return false, err
 		}
 	}
@@ -237,15 +229,6 @@ func (s *Service) pullResolved(ctx context.Context, res *registry.Resolved, plat
 		return false, err
 	}
 	return upToDate, nil
-}
-
-// hasAll reports whether every blob of descs is stored (pinning each).
-func hasAll(dst blobIngester, descs []ocispec.Descriptor) bool {
-	all := true
-	for _, d := range descs {
-		all = dst.HasBlob(d.Digest) && all
-	}
-	return all
 }
 
 // leaseIngester is the content store as a pull sees it: through its lease,
@@ -295,19 +278,21 @@ func hasAllBlobs(p store.Provider, descs []ocispec.Descriptor) bool {
 }
 
 // admitPull is admit for a pull of res on platform: the platform manifest
-// an index offers is judged too (its descriptor is read from the index
-// the pull reads anyway).
-func (s *Service) admitPull(ctx context.Context, res *registry.Resolved, platform ocispec.Platform) (*types.Trust, error) {
+// an index offers is judged too, and returned, so that the pull reads the
+// manifest that was judged (nil when none was chosen here).
+func (s *Service) admitPull(ctx context.Context, res *registry.Resolved, platform ocispec.Platform) (*types.Trust, *registry.Choice, error) {
 	if s.policy() == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
+	var choice *registry.Choice
 	var plat digest.Digest
 	if res.Index != nil {
-		desc, _, err := res.PlatformManifest(ctx, platform)
+		c, err := res.Choose(ctx, platform)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		plat = desc.Digest
+		choice, plat = &c, c.Descriptor.Digest
 	}
-	return s.admit(ctx, "pull", res, plat)
+	t, err := s.admit(ctx, "pull", res, plat)
+	return t, choice, err
 }

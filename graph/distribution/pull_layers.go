@@ -48,7 +48,31 @@ type layerDownload struct {
 	err     error
 }
 
-// downloadLayers stores every layer of a pull, at most maxDownloads at a
+// layerPlan is what a pull found stored before it began, one entry per
+// layer in order: asked once (planLayers), then carried to the download.
+type layerPlan []*layerDownload
+
+// planLayers asks dst once per layer whether it is stored (through a
+// lease, which pins what it finds).
+func planLayers(dst blobIngester, layers []ocispec.Descriptor) layerPlan {
+	plan := make(layerPlan, len(layers))
+	for i, l := range layers {
+		plan[i] = &layerDownload{desc: l, id: shortID(l.Digest), present: dst.HasBlob(l.Digest), done: make(chan struct{})}
+	}
+	return plan
+}
+
+// complete says whether every layer was stored already.
+func (p layerPlan) complete() bool {
+	for _, dl := range p {
+		if !dl.present {
+			return false
+		}
+	}
+	return true
+}
+
+// download stores every layer of a pull plan, at most maxDownloads at a
 // time (eachBounded, the pool push and copy use), and reports them as
 // dockerd does: "Already exists" or "Pulling fs layer" for each first, then
 // per layer Waiting / Downloading / Verifying Checksum / Download complete,
@@ -56,17 +80,13 @@ type layerDownload struct {
 // the other downloads are cancelled and waited for, so no goroutine writes
 // to the stream after it returns. Verified blobs stay in the store for the
 // next attempt.
-func (bt *blobTransfers) downloadLayers(ctx context.Context, src blobFetcher, dst blobIngester, layers []ocispec.Descriptor, po *progressOutput) error {
+func (bt *blobTransfers) download(ctx context.Context, src blobFetcher, dst blobIngester, dls layerPlan, po *progressOutput) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	dls := make([]*layerDownload, len(layers))
 	var missing []*layerDownload
-	for i, l := range layers {
-		dl := &layerDownload{desc: l, id: shortID(l.Digest), done: make(chan struct{})}
-		dls[i] = dl
-		if dst.HasBlob(l.Digest) {
-			dl.present = true
+	for _, dl := range dls {
+		if dl.present {
 			close(dl.done)
 			if err := po.layer(dl.id, "Already exists"); err != nil {
 				return err

@@ -467,3 +467,8 @@ func TestDownloadLayersReturnsTheOwnFailure(t *testing.T) {
 		t.Fatalf("Pull complete %d times (want 2), %d fetches (want 2)", complete, f.calls.Load())
 	}
 }
+
+// downloadLayers is download on the plan planLayers makes of layers.
+func (bt *blobTransfers) downloadLayers(ctx context.Context, src blobFetcher, dst blobIngester, layers []ocispec.Descriptor, po *progressOutput) error {
+	return bt.download(ctx, src, dst, planLayers(dst, layers), po)
+}

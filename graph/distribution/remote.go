@@ -1,6 +1,7 @@
 package distribution
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/wharfproject/wharf/imagespec"
+	"github.com/wharfproject/wharf/internal/imageref"
 	"github.com/wharfproject/wharf/registry"
 )
 
@@ -87,6 +89,17 @@ func splitTypedName(name string) (typedName, error) {
 		tn.Digest = d.Digest()
 	}
 	return tn, nil
+}
+
+// findByName resolves a name that arrives as a string (remote inspect,
+// attestations, copy, distribution inspect): it is parsed here, once, and
+// the registry search reads the typed reference.
+func findByName(ctx context.Context, svc *registry.Service, name string, creds registry.Credentials) (*registry.Resolved, error) {
+	ref, err := imageref.Parse(name)
+	if err != nil {
+		return nil, err
+	}
+	return svc.FindImage(ctx, ref, creds)
 }
 
 // pin returns the tag or digest that identifies the manifest: the digest

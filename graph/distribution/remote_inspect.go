@@ -24,7 +24,7 @@ func (s *Service) RemoteManifest(ctx context.Context, name string, opts types.Re
 	if err != nil {
 		return nil, ocispec.Descriptor{}, err
 	}
-	res, err := svc.FindImage(ctx, name, credentials(opts.Auth, opts.Registries, opts.MetaHeaders))
+	res, err := findByName(ctx, svc, name, credentials(opts.Auth, opts.Registries, opts.MetaHeaders))
 	if err != nil {
 		return nil, ocispec.Descriptor{}, noSuchImage(name, err)
 	}

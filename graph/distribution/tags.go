@@ -8,6 +8,7 @@ import (
 	"github.com/distribution/reference"
 
 	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/internal/imageref"
 	"github.com/wharfproject/wharf/registry"
 )
 
@@ -45,7 +46,11 @@ func (s *Service) RemoteTags(ctx context.Context, name string, opts types.Remote
 	if opts.Sort == TagSortRegistry {
 		lo.Limit = opts.Limit
 	}
-	repo, tags, err := svc.ListTags(ctx, tn.Repo, credentials(opts.Auth, nil, opts.MetaHeaders), lo)
+	ref, err := imageref.Parse(tn.Repo)
+	if err != nil {
+		return nil, err
+	}
+	repo, tags, err := svc.ListTags(ctx, ref, credentials(opts.Auth, nil, opts.MetaHeaders), lo)
 	if err != nil {
 		return nil, err
 	}

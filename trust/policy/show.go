@@ -7,54 +7,16 @@ import (
 	"strconv"
 
 	"github.com/distribution/reference"
+
+	"github.com/wharfproject/wharf/api/types"
 )
 
-// ShowResult is what `wharf trust show NAME` prints, in the spirit of
-// `podman image trust show`: the scope that applies and what it requires.
-type ShowResult struct {
-	Reference string // the normalised name looked up
-	Scope     string // as in a Verdict ("default", "" for transports.docker's)
-	Revision  string
-	// NeedsSignatures is Policy.NeedsSignatures for the name.
-	NeedsSignatures bool
-	Requirements    []ShowRequirement
-	// IgnoredTransports are the file's transports other than docker.
-	IgnoredTransports []string
-}
-
-// ShowRequirement is one requirement of the scope.
-type ShowRequirement struct {
-	Type string
-	// Identity is the signedIdentity (signedBy, sigstoreSigned).
-	Identity string `json:",omitempty"`
-	// Keys are the public keys, keyrings or CA certificates trusted.
-	Keys []KeyInfo `json:",omitempty"`
-	// RekorKeys are sigstoreSigned's Rekor public keys.
-	RekorKeys []KeyInfo `json:",omitempty"`
-	// Subject is the identity a certificate must carry (Fulcio: the OIDC
-	// issuer and e-mail; PKI: e-mail and/or host name).
-	Subject string `json:",omitempty"`
-	// TrustedIdentities and Level are notationSigned's.
-	TrustedIdentities []string `json:",omitempty"`
-	Level             string   `json:",omitempty"`
-	// Note says what wharf does differently (signedBy).
-	Note string `json:",omitempty"`
-}
-
-// KeyInfo is one trust root: where it came from and a fingerprint of each
-// PEM block in it.
-type KeyInfo struct {
-	Source string // an absolute path, or "keyData", "caData[1]", …
-	// Fingerprints are "SHA256:<base64>" of each PEM block's DER (the
-	// SubjectPublicKeyInfo of a public key, the whole certificate), or of
-	// the bytes when they are not PEM (a GPG keyring).
-	Fingerprints []string
-}
-
-// Show describes the scope that applies to ref.
-func (p *Policy) Show(ref reference.Named) ShowResult {
+// Show describes the scope that applies to ref, as `wharf trust show NAME`
+// prints it (in the spirit of `podman image trust show`): the wire type
+// itself, so nothing copies it field by field.
+func (p *Policy) Show(ref reference.Named) types.TrustScope {
 	scope, reqs := p.For(ref)
-	res := ShowResult{Scope: scope, Revision: p.revision, NeedsSignatures: p.NeedsSignatures(ref), IgnoredTransports: p.ignored}
+	res := types.TrustScope{Scope: scope, NeedsSignatures: p.NeedsSignatures(ref), IgnoredTransports: p.ignored}
 	if ref != nil {
 		res.Reference = identity(ref)
 	}
@@ -66,25 +28,25 @@ func (p *Policy) Show(ref reference.Named) ShowResult {
 // them, then transports.docker's own default ("") and the top-level
 // "default": `wharf trust show` without a name, as `podman image trust
 // show` lists the whole policy.
-func (p *Policy) ShowAll() []ShowResult {
-	var out []ShowResult
+func (p *Policy) ShowAll() []types.TrustScope {
+	var out []types.TrustScope
 	for _, scope := range p.Scopes() {
 		if scope == "" {
 			continue
 		}
-		out = append(out, ShowResult{Scope: scope, Revision: p.revision, Requirements: showRequirements(p.docker[scope])})
+		out = append(out, types.TrustScope{Scope: scope, Requirements: showRequirements(p.docker[scope])})
 	}
 	if reqs, ok := p.docker[""]; ok {
-		out = append(out, ShowResult{Scope: "", Revision: p.revision, Requirements: showRequirements(reqs)})
+		out = append(out, types.TrustScope{Scope: "", Requirements: showRequirements(reqs)})
 	}
-	out = append(out, ShowResult{Scope: "default", Revision: p.revision, Requirements: showRequirements(p.def), IgnoredTransports: p.ignored})
+	out = append(out, types.TrustScope{Scope: "default", Requirements: showRequirements(p.def), IgnoredTransports: p.ignored})
 	return out
 }
 
-func showRequirements(reqs Requirements) []ShowRequirement {
-	var out []ShowRequirement
+func showRequirements(reqs Requirements) []types.TrustRequirement {
+	var out []types.TrustRequirement
 	for _, r := range reqs {
-		s := ShowRequirement{Type: r.Type}
+		s := types.TrustRequirement{Type: r.Type}
 		switch {
 		case r.SignedBy != nil:
 			s.Identity = r.SignedIdentity.String()
@@ -132,11 +94,11 @@ func pkiSubject(p *PKI) string {
 	return s
 }
 
-func keyInfos(inline string, srcs []Source) []KeyInfo {
-	var out []KeyInfo
+func keyInfos(inline string, srcs []Source) []types.TrustKeyInfo {
+	var out []types.TrustKeyInfo
 	n := 0
 	for _, s := range srcs {
-		k := KeyInfo{Source: s.Path}
+		k := types.TrustKeyInfo{Source: s.Path}
 		if s.Path == "" {
 			k.Source = inline
 			if n > 0 {
