@@ -13,11 +13,12 @@ package store
 //     is hashed and compared with its name. Reads the whole store once.
 
 import (
+	"github.com/wharfproject/wharf/graph/store/content"
+
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -271,7 +272,7 @@ func (l *Store) walkBlobs(ctx context.Context, full bool, add func(CheckProblem)
 			if !full {
 				continue
 			}
-			got, err := hashFile(ctx, filepath.Join(dir, e.Name()), alg)
+			got, err := content.HashFile(ctx, filepath.Join(dir, e.Name()), alg)
 			if errors.Is(err, os.ErrNotExist) {
 				continue // removed by a concurrent rmi
 			}
@@ -285,17 +286,4 @@ func (l *Store) walkBlobs(ctx context.Context, full bool, add func(CheckProblem)
 		}
 	}
 	return n, nil
-}
-
-func hashFile(ctx context.Context, path string, alg digest.Algorithm) (digest.Digest, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	dg := alg.Digester()
-	if _, err := CopyCtx(ctx, dg.Hash(), f); err != nil && !errors.Is(err, io.EOF) {
-		return "", err
-	}
-	return dg.Digest(), nil
 }

@@ -11,6 +11,8 @@ package store
 // way and its own.
 
 import (
+	"github.com/wharfproject/wharf/graph/store/content"
+
 	"fmt"
 	"path/filepath"
 
@@ -130,7 +132,7 @@ func (s *Store) runBatch(batch []*commitReq) {
 	// A record is durable only after the blobs it names are: the renames
 	// into blobs/ since the last change are fsynced first.
 	if err == nil {
-		err = s.syncPendingDirs()
+		err = s.blobs.Pending.Sync()
 	}
 	if err == nil && s.failWrite != nil {
 		err = s.failWrite(dbFile)
@@ -141,7 +143,7 @@ func (s *Store) runBatch(batch []*commitReq) {
 	// without a free block fails with ENOSPC and changes nothing. bbolt's
 	// own ENOSPC, when it needs a new block, rolls the transaction back.
 	if err == nil {
-		err = diskFull(filepath.Join(s.root, wharfDir))
+		err = content.DiskFull(filepath.Join(s.root, wharfDir))
 	}
 	if err != nil {
 		btx.Rollback()

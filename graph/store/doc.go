@@ -28,7 +28,7 @@
 //	│   └── sha256/
 //	│       └── <hex>               manifests, indexes, configs, layers; each
 //	│                               verified against its digest before it
-//	│                               appears (content.go)
+//	│                               appears (content/)
 //	├── ingest/                     temp files of blobs being written; emptied
 //	│                               at start
 //	├── partial/
@@ -36,7 +36,7 @@
 //	│       └── <hex>               partial downloads of the blob <hex>, kept
 //	│                               for the next pull; removed 24 h after their
 //	│                               last write, or past 8 GiB in all
-//	│                               (partial.go)
+//	│                               (content/partial.go)
 //	└── wharf/
 //	    ├── meta.db                 the image records, the source of truth: a
 //	    │                           bbolt file, one write transaction (one

@@ -111,15 +111,15 @@ func (l *Lease) Ingest(alg digest.Algorithm) (*Ingestion, error) {
 	// Created and registered under leaseMu: CollectAll removes the ingest
 	// files it finds unregistered, under the same lock.
 	s.leaseMu.Lock()
-	f, err := os.CreateTemp(filepath.Join(s.root, ingestDir), "blob-*")
+	w, err := s.blobs.NewWriter(alg)
 	if err == nil {
-		s.ingests[filepath.Base(f.Name())] = true
+		s.ingests[w.Name()] = true
 	}
 	s.leaseMu.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("create ingest file: %w", err)
 	}
-	return &Ingestion{lease: l, f: f, digester: alg.Digester()}, nil
+	return &Ingestion{lease: l, w: w, key: w.Name()}, nil
 }
 
 // WriteBlob stores r as the blob desc, verifying size and digest while
@@ -201,7 +201,7 @@ func (l *Lease) writeBlob(ctx context.Context, desc ocispec.Descriptor, r io.Rea
 	}
 	defer w.Abort()
 	if verified {
-		w.digester, w.verified = nil, desc.Digest
+		w.w.Verified(desc.Digest)
 	}
 	// Read at most one byte more than announced, so a longer body fails
 	// without being stored whole.

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"github.com/wharfproject/wharf/graph/store/content"
+
 	"context"
 	"errors"
 	"fmt"
@@ -27,7 +29,7 @@ const (
 	layoutFile   = ocilayout.LayoutFile
 	IndexFile    = ocilayout.IndexFile
 	BlobsDir     = ocilayout.BlobsDir
-	ingestDir    = "ingest"
+	ingestDir    = content.IngestDir
 	wharfDir     = "wharf"
 	recordsFile  = "images.json"
 	recordsV1    = "images.json.v1"
@@ -38,8 +40,8 @@ const (
 
 // Modes of everything under the data-root: the daemon's alone.
 const (
-	dirMode  fs.FileMode = 0o700
-	fileMode fs.FileMode = 0o600
+	dirMode  = content.DirMode
+	fileMode = content.FileMode
 )
 
 // maxRecordsSize caps images.json at its migration (256 MiB): 5,000 images
@@ -116,10 +118,8 @@ type Store struct {
 	// wrong and that downloaded again from zero (a resumable WriteBlob).
 	partialRestarts atomic.Int64
 
-	// pendDirs are the blob directories a rename went into since the last
-	// records update, whose fsync that update owes (syncPendingDirs).
-	pendMu   sync.Mutex
-	pendDirs map[string]bool
+	// blobs are the blob files (content): blobs/, ingest/, partial/.
+	blobs *content.Store
 
 	// metaMu orders a cache fill after the blob's removal (forget).
 	metaMu sync.Mutex
@@ -182,11 +182,11 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		log = logrus.NewEntry(logrus.StandardLogger())
 	}
 	s := &Store{
-		root:     root,
-		log:      log,
-		pins:     map[digest.Digest]int{},
-		ingests:  map[string]bool{},
-		pendDirs: map[string]bool{},
+		root:    root,
+		log:     log,
+		pins:    map[digest.Digest]int{},
+		ingests: map[string]bool{},
+		blobs:   content.New(root),
 
 		partialTTL: PartialTTL,
 		partialMax: PartialMaxBytes,
