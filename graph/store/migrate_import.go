@@ -13,7 +13,7 @@ import (
 
 // createDB writes a new records database at path holding the records
 // recs places in src, and closes it (fsynced). It commits every
-// migrateChunk records: the file is not meta.db until openDB renames it,
+// s.chunk records (migrateChunk): the file is not meta.db until openDB renames it,
 // so a crash between two commits leaves only a .tmp that the next start
 // removes, and the memory bbolt holds for a transaction's dirty pages is
 // a chunk's, not the whole store's.
@@ -73,7 +73,7 @@ func (s *Store) importRecords(db *bolt.DB, src io.ReaderAt, recs []v1Record) err
 	var n uint64
 	var last digest.Digest
 	for len(recs) > 0 {
-		chunk := recs[:min(migrateChunk, len(recs))]
+		chunk := recs[:min(s.chunk, len(recs))]
 		recs = recs[len(chunk):]
 		err := db.Update(func(btx *bolt.Tx) error {
 			images, uses, sums := btx.Bucket(bucketImages), btx.Bucket(bucketUses), btx.Bucket(bucketSummaries)
@@ -136,7 +136,7 @@ func (s *Store) importRecords(db *bolt.DB, src io.ReaderAt, recs []v1Record) err
 		bucket []byte
 		kvs    []kv
 	}{{bucketRefs, refs}, {bucketTargets, targets}, {bucketBlobs, blobs}, {bucketLabels, labels}} {
-		if err := putSortedChunks(db, w.bucket, w.kvs); err != nil {
+		if err := putSortedChunks(db, w.bucket, w.kvs, 10*s.chunk); err != nil {
 			return err
 		}
 	}
@@ -186,12 +186,12 @@ func putAll(b *bolt.Bucket, kvs []kv) error {
 }
 
 // putSortedChunks is putSorted into bucket of a database no one else uses
-// yet (the migration's), 10 × migrateChunk keys a transaction (an index
-// key is ~20 times smaller than a record and its summary).
-func putSortedChunks(db *bolt.DB, bucket []byte, kvs []kv) error {
+// yet (the migration's), n keys a transaction (10 × migrateChunk: an
+// index key is ~20 times smaller than a record and its summary).
+func putSortedChunks(db *bolt.DB, bucket []byte, kvs []kv, n int) error {
 	sortKVs(kvs) // once: each chunk is then put as it is
 	for len(kvs) > 0 {
-		chunk := kvs[:min(10*migrateChunk, len(kvs))]
+		chunk := kvs[:min(n, len(kvs))]
 		kvs = kvs[len(chunk):]
 		err := db.Update(func(btx *bolt.Tx) error {
 			b := btx.Bucket(bucket)

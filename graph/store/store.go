@@ -71,6 +71,9 @@ type Options struct {
 	// stopAfter (tests) is called after each step of a migration; an
 	// error it returns stops Open there, as a crash would.
 	stopAfter func(step string) error
+	// migrateChunk (tests), when > 0, replaces migrateChunk: a migration
+	// of a few hundred records then spans several transactions.
+	migrateChunk int
 }
 
 // Store is the OCI layout on disk, the leases, and the image records in
@@ -135,6 +138,9 @@ type Store struct {
 	// returns fails the write as ENOSPC would.
 	failWrite func(name string) error
 	stopAfter func(step string) error
+	// chunk is how many records one transaction of a migration or of the
+	// summaries' fill puts (migrateChunk unless Options say otherwise).
+	chunk int
 
 	// scan counts what walks read of meta.db's mapping (mapped.go).
 	scan scanMeter
@@ -192,6 +198,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		partialMax: PartialMaxBytes,
 		indexDelay: IndexDelay,
 		stopAfter:  opts.stopAfter,
+		chunk:      migrateChunk,
 		platform:   imagespec.DefaultPlatform(opts.Platform),
 		meta:       mustLRU[*ImageMeta](),
 		refs:       mustLRU[[]digest.Digest](),
@@ -201,6 +208,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	if opts.PartialMaxBytes > 0 {
 		s.partialMax = opts.PartialMaxBytes
+	}
+	if opts.migrateChunk > 0 {
+		s.chunk = opts.migrateChunk
 	}
 	if opts.IndexDelay > 0 {
 		s.indexDelay = opts.IndexDelay

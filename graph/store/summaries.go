@@ -238,7 +238,7 @@ func (s *Store) fillSummariesChunked() (int, error) {
 					k, v = c.Next()
 				}
 			}
-			for i := 0; k != nil && i < migrateChunk; k, v = c.Next() {
+			for i := 0; k != nil && i < s.chunk; k, v = c.Next() {
 				r, err := decodeRecord(v)
 				if err != nil {
 					return fmt.Errorf("graph: image record %s: %w", k, err)
