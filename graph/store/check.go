@@ -13,8 +13,6 @@ package store
 //     is hashed and compared with its name. Reads the whole store once.
 
 import (
-	"github.com/wharfproject/wharf/graph/store/content"
-
 	"context"
 	"encoding/json"
 	"errors"
@@ -28,6 +26,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/wharfproject/wharf/graph/store/content"
 	"github.com/wharfproject/wharf/imagespec"
 
 	"github.com/wharfproject/wharf/api/types"

@@ -11,13 +11,13 @@ package store
 // way and its own.
 
 import (
-	"github.com/wharfproject/wharf/graph/store/content"
-
 	"fmt"
 	"path/filepath"
 
 	"github.com/opencontainers/go-digest"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/wharfproject/wharf/graph/store/content"
 )
 
 // maxBatch bounds the changes committed in one transaction.

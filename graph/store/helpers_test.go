@@ -272,3 +272,11 @@ func writeFile(t testing.TB, root, rel, body string, mode os.FileMode) string {
 	must(t, os.Chmod(p, mode))
 	return p
 }
+
+// recordsDoc is the JSON form of wharf/images.json (version 1: the
+// records; version 2: the stub left by the migration to meta.db).
+type recordsDoc struct {
+	Version int            `json:"version"`
+	Images  []*ImageRecord `json:"images"`
+	Note    string         `json:"note,omitempty"`
+}

@@ -1,8 +1,6 @@
 package store
 
 import (
-	"github.com/wharfproject/wharf/graph/store/content"
-
 	"context"
 	"fmt"
 	"io"
@@ -11,6 +9,8 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/sirupsen/logrus"
+
+	"github.com/wharfproject/wharf/graph/store/content"
 )
 
 // Partial downloads (content/partial.go has their rules): a failed

@@ -1,8 +1,6 @@
 package store
 
 import (
-	"github.com/wharfproject/wharf/graph/store/content"
-
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +18,7 @@ import (
 	"github.com/sirupsen/logrus"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/wharfproject/wharf/graph/store/content"
 	"github.com/wharfproject/wharf/imagespec"
 	"github.com/wharfproject/wharf/internal/ocilayout"
 	"github.com/wharfproject/wharf/internal/rootlock"
@@ -31,9 +30,6 @@ const (
 	BlobsDir     = ocilayout.BlobsDir
 	ingestDir    = content.IngestDir
 	wharfDir     = "wharf"
-	recordsFile  = "images.json"
-	recordsV1    = "images.json.v1"
-	recordsVer   = 1
 	AnnRefName   = ocispec.AnnotationRefName // tag only, e.g. "1.0"
 	AnnImageName = "io.containerd.image.name"
 )
@@ -43,10 +39,6 @@ const (
 	dirMode  = content.DirMode
 	fileMode = content.FileMode
 )
-
-// maxRecordsSize caps images.json at its migration (256 MiB): 5,000 images
-// take about 5 MiB, so anything near the cap is corruption, not data.
-const maxRecordsSize = 256 << 20
 
 // Options configure a Store.
 type Options struct {
@@ -152,17 +144,9 @@ type Store struct {
 	scrubWG     sync.WaitGroup
 }
 
-// recordsDoc is the JSON form of wharf/images.json (version 1: the
-// records; version 2: the stub left by the migration to meta.db).
-type recordsDoc struct {
-	Version int            `json:"version"`
-	Images  []*ImageRecord `json:"images"`
-	Note    string         `json:"note,omitempty"`
-}
-
 // Open opens (creating when needed) the store at opts.Root: takes its lock,
 // tightens modes, cleans the ingest area, opens meta.db (migrating the
-// version-1 images.json into it first: migrate.go) and schedules
+// version-1 images.json into it first: graph/store/migrate) and schedules
 // index.json's rewrite when it is behind. It reads nothing per image or
 // per blob: the orphan collection and the quick check that start-up used
 // to run are the scrub's (StartScrub), once the API answers.
