@@ -18,6 +18,7 @@ import (
 	"github.com/sirupsen/logrus"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/wharfproject/wharf/graph/store/check"
 	"github.com/wharfproject/wharf/graph/store/content"
 	"github.com/wharfproject/wharf/imagespec"
 	"github.com/wharfproject/wharf/internal/ocilayout"
@@ -138,10 +139,7 @@ type Store struct {
 	scan scanMeter
 
 	// The background scrub (scrub.go).
-	scrubMu     sync.Mutex
-	scrub       scrubState
-	scrubClosed bool
-	scrubWG     sync.WaitGroup
+	scrubber check.Scrubber
 }
 
 // Open opens (creating when needed) the store at opts.Root: takes its lock,
@@ -299,7 +297,7 @@ func (s *Store) Root() string { return s.root }
 // Close writes index.json if it is behind, closes meta.db and releases
 // the store's lock. Closing twice is a no-op.
 func (s *Store) Close() error {
-	s.stopScrub()
+	s.scrubber.Stop()
 	s.idxSchedMu.Lock()
 	if s.closed {
 		s.idxSchedMu.Unlock()
