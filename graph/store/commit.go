@@ -157,7 +157,7 @@ func (s *Store) runBatch(batch []*commitReq) {
 	s.count.Add(delta)
 	s.commits.Add(1)
 	s.changes.Add(int64(len(ok)))
-	s.indexChanged()
+	s.idxSched.Changed()
 }
 
 // Commits reports the write transactions committed for changes since the

@@ -20,6 +20,7 @@ import (
 
 	"github.com/wharfproject/wharf/graph/store/check"
 	"github.com/wharfproject/wharf/graph/store/content"
+	"github.com/wharfproject/wharf/graph/store/indexjson"
 	"github.com/wharfproject/wharf/imagespec"
 	"github.com/wharfproject/wharf/internal/ocilayout"
 	"github.com/wharfproject/wharf/internal/rootlock"
@@ -31,8 +32,8 @@ const (
 	BlobsDir     = ocilayout.BlobsDir
 	ingestDir    = content.IngestDir
 	wharfDir     = "wharf"
-	AnnRefName   = ocispec.AnnotationRefName // tag only, e.g. "1.0"
-	AnnImageName = "io.containerd.image.name"
+	AnnRefName   = indexjson.AnnRefName // tag only, e.g. "1.0"
+	AnnImageName = indexjson.AnnImageName
 )
 
 // Modes of everything under the data-root: the daemon's alone.
@@ -94,15 +95,11 @@ type Store struct {
 
 	// index.json (indexjson.go): idxGen is the change generation the file
 	// on disk was written at.
-	idxMu      sync.Mutex
-	idxGen     uint64
-	dbClosed   bool
-	idxSchedMu sync.Mutex
-	idxTimer   *time.Timer
-	closed     bool
-	indexDelay time.Duration
-	platform   ocispec.Platform // the daemon's (Options.Platform)
-	idxCost    atomic.Int64     // the last background write's duration, ns (indexDelayNow)
+	idxMu    sync.Mutex
+	idxGen   uint64
+	dbClosed bool
+	idxSched *indexjson.Scheduler
+	platform ocispec.Platform // the daemon's (Options.Platform)
 
 	leaseMu sync.Mutex
 	pins    map[digest.Digest]int // digest → number of live leases pinning it
@@ -178,7 +175,6 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 
 		partialTTL: PartialTTL,
 		partialMax: PartialMaxBytes,
-		indexDelay: IndexDelay,
 		stopAfter:  opts.stopAfter,
 		chunk:      migrateChunk,
 		platform:   imagespec.DefaultPlatform(opts.Platform),
@@ -194,9 +190,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.migrateChunk > 0 {
 		s.chunk = opts.migrateChunk
 	}
-	if opts.IndexDelay > 0 {
-		s.indexDelay = opts.IndexDelay
-	}
+	s.idxSched = indexjson.NewScheduler(opts.IndexDelay, s.FlushIndex, func(err error) {
+		s.log.WithError(err).Warn("index.json not updated; retrying")
+	})
 	if opts.Lock == nil {
 		if s.lock, err = rootlock.Acquire(root); err != nil {
 			return nil, fmt.Errorf("graph: %w", err)
@@ -252,7 +248,7 @@ func (s *Store) open(ctx context.Context) error {
 	}
 	if _, err := os.Stat(filepath.Join(s.root, IndexFile)); gen != s.idxGen || err != nil {
 		s.idxGen = ^uint64(0) // unknown: the writer rewrites it
-		s.indexChanged()
+		s.idxSched.Changed()
 	}
 	// Orphans (blobs no record uses, left by a crash) are not collected
 	// here: walking blobs/ took seconds at 50,000 images before the API
@@ -298,17 +294,9 @@ func (s *Store) Root() string { return s.root }
 // the store's lock. Closing twice is a no-op.
 func (s *Store) Close() error {
 	s.scrubber.Stop()
-	s.idxSchedMu.Lock()
-	if s.closed {
-		s.idxSchedMu.Unlock()
+	if !s.idxSched.Close() {
 		return nil
 	}
-	s.closed = true
-	if s.idxTimer != nil {
-		s.idxTimer.Stop()
-		s.idxTimer = nil
-	}
-	s.idxSchedMu.Unlock()
 	var errs []error
 	if s.db != nil {
 		if err := s.FlushIndex(); err != nil {
