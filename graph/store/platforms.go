@@ -11,49 +11,6 @@ import (
 	"github.com/wharfproject/wharf/imagespec"
 )
 
-// PlatformImage is one platform of an image whose target is an index, held
-// locally: its manifest (the index entry's descriptor), and its config
-// digest (what the image ID is when this platform is the image's own).
-//
-// Why a list on the record: Docker's containerd image store
-// keeps one image per tag, naming the index it was pulled from, and acts on
-// the platforms whose content is present. wharf records those platforms
-// explicitly, so that GC (the uses/blobs buckets) keeps exactly their
-// blobs, rmi --platform can drop one, and no read of the index is needed
-// to know what is present. The record's ID and Manifest stay those of one
-// platform — the daemon's when it is present, else the first present one
-// in the index's order (Docker's fallback) — so a single-platform image
-// keeps the ID it always had, and every client that reads the ID as the
-// config digest (docker CLI 28 at API 1.50, the Go SDK) is unaffected.
-type PlatformImage struct {
-	Platform ocispec.Platform
-	Manifest ocispec.Descriptor
-	Config   digest.Digest
-}
-
-// Present are the platforms of r held locally. A record without Platforms
-// (one written before records listed platforms, or an image whose target is not an index)
-// has one: its Manifest and ID. Its Platform is then the manifest
-// descriptor's, which may be empty (the config says it: PlatformOf).
-func (r *ImageRecord) Present() []PlatformImage {
-	if len(r.Platforms) > 0 {
-		return r.Platforms
-	}
-	p := PlatformImage{Manifest: r.Manifest, Config: r.ID}
-	if r.Manifest.Platform != nil {
-		p.Platform = *r.Manifest.Platform
-	}
-	return []PlatformImage{p}
-}
-
-// View is r seen as its platform p: p's manifest, and p's config as ID.
-// The references, target and platforms are r's.
-func (r *ImageRecord) View(p PlatformImage) *ImageRecord {
-	v := r.Clone()
-	v.ID, v.Manifest = p.Config, p.Manifest
-	return v
-}
-
 // PlatformOf is p's platform, read from its config when the index entry
 // did not say (a record of an older store, a single manifest).
 func (s *Store) PlatformOf(r *ImageRecord, p PlatformImage) ocispec.Platform {

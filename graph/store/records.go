@@ -3,54 +3,47 @@ package store
 import (
 	"bytes"
 	"fmt"
-	"slices"
-	"time"
 
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
 	"github.com/opencontainers/go-digest"
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/graph/store/record"
 )
 
-// ImageRecord is one local image: what the tag store and RepoDigests point at.
-type ImageRecord struct {
-	// ID is the image ID: the config digest.
-	ID digest.Digest
-	// Target is the top-level descriptor as pulled or loaded (an index for a
-	// multi-platform pull); RepoDigests pin it.
-	Target ocispec.Descriptor
-	// Manifest is the platform manifest whose config is ID.
-	Manifest ocispec.Descriptor
-	// Platforms are the platforms of the index Target held locally, in
-	// the index's order (platforms.go); ID and Manifest are one of them.
-	// Empty for an image whose target is a manifest, and for a record
-	// written before records held platforms (Present: the one platform, Manifest).
-	Platforms []PlatformImage `json:",omitempty"`
-	// RepoTags are fully qualified references (docker.io/library/busybox:latest);
-	// shown in familiar form on the API.
-	RepoTags []string
-	// RepoDigests are fully qualified name@digest references.
-	RepoDigests []string
-	LastTagTime time.Time
-	Created     time.Time
-	// Trust is the signature policy's verdict the image was pulled under;
-	// nil when no policy applied.
-	Trust *types.Trust `json:",omitempty"`
+// The records' types (graph/store/record), by the store's names.
+type (
+	ImageRecord   = record.Image
+	PlatformImage = record.Platform
+	Summary       = record.Summary
+	ImageConfig   = record.ImageConfig
+)
+
+// ParseNewTag validates repo and tag as dockerd does and returns the fully
+// qualified name:tag (record.ParseNewTag).
+func ParseNewTag(repo, tag string) (reference.NamedTagged, error) {
+	return record.ParseNewTag(repo, tag)
 }
 
-// Clone is a deep copy of r.
-func (r *ImageRecord) Clone() *ImageRecord {
-	c := *r
-	c.RepoTags = append([]string{}, r.RepoTags...)
-	c.RepoDigests = append([]string{}, r.RepoDigests...)
-	if r.Platforms != nil {
-		c.Platforms = slices.Clone(r.Platforms)
-	}
-	return &c
+// CheckNewTag is the store's own rule for a tag it is asked to create
+// (record.CheckNewTag).
+func CheckNewTag(ref reference.NamedTagged) error { return record.CheckNewTag(ref) }
+
+// Familiar is ref (fully qualified) in its familiar form.
+func Familiar(ref string) string { return record.Familiar(ref) }
+
+// FamiliarRefs converts fully qualified references to their familiar form.
+func FamiliarRefs(refs []string) []string { return record.FamiliarRefs(refs) }
+
+// NormaliseRefs parses refs and returns their fully qualified strings
+// (record.NormaliseRefs).
+func NormaliseRefs(refs []string, canonical bool) ([]string, error) {
+	return record.NormaliseRefs(refs, canonical)
 }
+
+// ParseImageConfig parses an image config.
+func ParseImageConfig(b []byte) (*ImageConfig, error) { return record.ParseImageConfig(b) }
 
 // ImagesByRepository returns the images tagged in repository (fully
 // qualified name) with their tags, for push: a cursor over the references
