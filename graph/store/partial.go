@@ -22,12 +22,6 @@ const (
 
 func (s *Store) partialPath(d digest.Digest) string { return s.blobs.PartialPath(d) }
 
-// ResumeFunc opens the rest of a blob of which have yields the first n
-// bytes. Its reader must return an error in place of io.EOF unless have's
-// bytes followed by its own are exactly the blob (registry.FetchBlobFrom's
-// reader does).
-type ResumeFunc func(have io.Reader, n int64) (io.ReadCloser, error)
-
 // writeResumableBlob is a verified write through desc's partial download:
 // open is given the bytes a failed download kept, and what it returns is
 // appended to them. When the write fails and keep(err) is true (the bytes

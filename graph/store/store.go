@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -208,7 +207,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 }
 
 func (s *Store) open(ctx context.Context) error {
-	if err := tightenModes(s.root); err != nil {
+	if err := content.TightenModes(s.root); err != nil {
 		return fmt.Errorf("graph: tighten modes of %s: %w", s.root, err)
 	}
 	// A crash mid-write leaves temp files in ingest/: nothing there is ever
@@ -254,37 +253,6 @@ func (s *Store) open(ctx context.Context) error {
 	// here: walking blobs/ took seconds at 50,000 images before the API
 	// could answer. The scrub does it in the background (scrub.go).
 	return nil
-}
-
-// tightenModes makes root 0700 and everything under it 0700 (directories)
-// or 0600 (files). Stores written by earlier versions were 0755/0644. The
-// root's own mode is changed last, so a store whose root is already 0700 was
-// tightened whole and start-up does not walk it again.
-func tightenModes(root string) error {
-	fi, err := os.Stat(root)
-	if err != nil {
-		return err
-	}
-	if fi.Mode().Perm() == dirMode {
-		return nil
-	}
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if p == root || d.Type()&fs.ModeSymlink != 0 {
-			return nil
-		}
-		mode := fileMode
-		if d.IsDir() {
-			mode = dirMode
-		}
-		return os.Chmod(p, mode)
-	})
-	if err != nil {
-		return err
-	}
-	return os.Chmod(root, dirMode)
 }
 
 // Root is the data-root.
