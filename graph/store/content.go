@@ -1,17 +1,14 @@
 package store
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/opencontainers/go-digest"
 
 	"github.com/wharfproject/wharf/graph/store/content"
-	"github.com/wharfproject/wharf/internal/atomicfile"
 	"github.com/wharfproject/wharf/internal/ctxio"
 )
 
@@ -117,93 +114,24 @@ func (s *Store) endIngest(key string) {
 // garbage collection calls it (with leaseMu held).
 func (s *Store) removeBlob(d digest.Digest) (int64, error) { return s.blobs.Remove(d) }
 
-// preparedFile is a metadata file written and fsynced under a temp name,
-// waiting for its rename.
-type preparedFile struct {
-	tmp, dir, name string
-	done           bool
-}
-
-// prepareFile writes data to a temp file in dir and fsyncs it: where a full
-// disk or an I/O error shows, before anything visible changed.
-func (s *Store) prepareFile(dir, name string, data []byte) (*preparedFile, error) {
-	return s.prepareFileFunc(dir, name, func(w io.Writer) error {
+// writeFileAtomic writes dir/name atomically (content.WriteFile).
+func (s *Store) writeFileAtomic(dir, name string, data []byte) error {
+	return s.writeFileAtomicFunc(dir, name, func(w io.Writer) error {
 		_, err := w.Write(data)
 		return err
 	})
 }
 
-// prepareFileFunc is prepareFile for content that write produces in
-// pieces (index.json of 50,000 images: ~15 MB never held whole).
-func (s *Store) prepareFileFunc(dir, name string, write func(io.Writer) error) (*preparedFile, error) {
+// writeFileAtomicFunc is writeFileAtomic for content written by write
+// (index.json of 50,000 images: ~15 MB never held whole).
+func (s *Store) writeFileAtomicFunc(dir, name string, write func(io.Writer) error) error {
 	if s.failWrite != nil {
 		if err := s.failWrite(name); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	f, err := os.CreateTemp(dir, "."+name+".tmp-*")
-	if err != nil {
-		return nil, err
-	}
-	p := &preparedFile{tmp: f.Name(), dir: dir, name: name}
-	bw := bufio.NewWriterSize(f, 64<<10)
-	err = write(bw)
-	if err == nil {
-		err = bw.Flush()
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(p.tmp, fileMode)
-	}
-	if err != nil {
-		p.abort()
-		return nil, err
-	}
-	return p, nil
+	return content.WriteFile(dir, name, write)
 }
-
-func (p *preparedFile) commit() error {
-	if err := os.Rename(p.tmp, filepath.Join(p.dir, p.name)); err != nil {
-		p.abort()
-		return err
-	}
-	p.done = true
-	return syncDir(p.dir)
-}
-
-func (p *preparedFile) abort() {
-	if !p.done {
-		os.Remove(p.tmp)
-		p.done = true
-	}
-}
-
-// writeFileAtomic writes dir/name through a temp file in dir: write, fsync,
-// rename, fsync dir.
-func (s *Store) writeFileAtomic(dir, name string, data []byte) error {
-	p, err := s.prepareFile(dir, name, data)
-	if err != nil {
-		return err
-	}
-	return p.commit()
-}
-
-// writeFileAtomicFunc is writeFileAtomic for content written by write.
-func (s *Store) writeFileAtomicFunc(dir, name string, write func(io.Writer) error) error {
-	p, err := s.prepareFileFunc(dir, name, write)
-	if err != nil {
-		return err
-	}
-	return p.commit()
-}
-
-// syncDir makes a rename in dir durable (atomicfile.SyncDir).
-func syncDir(dir string) error { return atomicfile.SyncDir(dir) }
 
 // CopyCtx copies like io.Copy and stops between chunks when ctx is done
 // (internal/ctxio).

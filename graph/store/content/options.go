@@ -46,4 +46,3 @@ func ApplyWriteOpts(opts ...WriteOpt) WriteOptions {
 	}
 	return o
 }
-
