@@ -42,6 +42,40 @@ func NormaliseRefs(refs []string, canonical bool) ([]string, error) {
 	return record.NormaliseRefs(refs, canonical)
 }
 
+// Lookup finds a local image by name, name:tag, name@digest, ID or unique
+// short ID, as dockerd does (record.Lookup). The record returned is a copy.
+func (s *Store) Lookup(name string) (*ImageRecord, error) {
+	var r *ImageRecord
+	err := s.db.View(func(btx *bolt.Tx) error {
+		var err error
+		r, err = record.Lookup(lookupView{dbView{btx}}, name)
+		return err
+	})
+	return r, err
+}
+
+// NoSuchImage is dockerd's not-found error for name (record.NoSuchImage).
+func NoSuchImage(name string) error { return record.NoSuchImage(name) }
+
+// recView is what a lookup reads: the committed records (dbView) or a
+// change's view of them (Txn).
+type recView interface {
+	image(id digest.Digest) (*ImageRecord, error)
+	refTarget(ref string) (digest.Digest, bool)
+	byTarget(d digest.Digest) []digest.Digest
+	shortIDs(prefix string, max int, skip func(digest.Digest) bool) []digest.Digest
+}
+
+// lookupView is a recView as record.Lookup reads it.
+type lookupView struct{ v recView }
+
+func (l lookupView) Image(id digest.Digest) (*ImageRecord, error) { return l.v.image(id) }
+func (l lookupView) RefTarget(ref string) (digest.Digest, bool)   { return l.v.refTarget(ref) }
+func (l lookupView) ByTarget(d digest.Digest) []digest.Digest     { return l.v.byTarget(d) }
+func (l lookupView) ShortIDs(prefix string, max int) []digest.Digest {
+	return l.v.shortIDs(prefix, max, nil)
+}
+
 // ParseImageConfig parses an image config.
 func ParseImageConfig(b []byte) (*ImageConfig, error) { return record.ParseImageConfig(b) }
 
