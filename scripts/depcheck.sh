@@ -29,7 +29,7 @@ allowed() {
 	graph/store/listindex) echo "" ;;
 	graph/store/check) echo "api/types graph/store/content internal/ocilayout" ;;
 	graph/store/indexjson) echo "internal/ocilayout" ;;
-	graph/store/record) echo "api/types" ;;
+	graph/store/record) echo "api/types imagespec" ;;
 	graph/archive) echo "api/types imagespec graph/store internal/decompress internal/ocilayout internal/safetar" ;;
 	graph/distribution) echo "api/types imagespec graph/store registry trust internal/safetar internal/semvertag" ;;
 	graph/mirror) echo "api/types imagespec graph/distribution internal/ocilayout internal/semvertag" ;;
