@@ -23,7 +23,7 @@ allowed() {
 	registry/hosts) echo "" ;;
 	imagespec) echo "" ;;
 	graph) echo "api/types imagespec graph/store graph/archive graph/distribution graph/mirror graph/updates internal/rootlock" ;;
-	graph/store) echo "api/types imagespec graph/store/check graph/store/content graph/store/indexjson graph/store/listindex graph/store/migrate graph/store/record internal/atomicfile internal/ctxio internal/ocilayout internal/rootlock" ;;
+	graph/store) echo "api/types imagespec graph/store/check graph/store/content graph/store/indexjson graph/store/listindex graph/store/migrate graph/store/record internal/ctxio internal/ocilayout internal/rootlock" ;;
 	graph/store/content) echo "internal/atomicfile internal/ctxio internal/ocilayout" ;;
 	graph/store/migrate) echo "graph/store/content internal/atomicfile" ;;
 	graph/store/listindex) echo "" ;;
