@@ -28,7 +28,13 @@ allowed() {
 	registry/hosts) echo "" ;;
 	imagespec) echo "" ;;
 	graph) echo "api/types imagespec internal/imageref graph/store graph/archive graph/distribution graph/mirror graph/updates internal/rootlock" ;;
-	graph/store) echo "api/types imagespec internal/atomicfile internal/ctxio internal/ocilayout internal/rootlock" ;;
+	graph/store) echo "api/types imagespec graph/store/check graph/store/content graph/store/indexjson graph/store/listindex graph/store/migrate graph/store/record internal/ctxio internal/ocilayout internal/rootlock" ;;
+	graph/store/content) echo "internal/atomicfile internal/ctxio internal/ocilayout" ;;
+	graph/store/migrate) echo "graph/store/content internal/atomicfile" ;;
+	graph/store/listindex) echo "" ;;
+	graph/store/check) echo "api/types graph/store/content internal/ocilayout" ;;
+	graph/store/indexjson) echo "internal/ocilayout" ;;
+	graph/store/record) echo "api/types imagespec" ;;
 	graph/archive) echo "api/types imagespec graph/store internal/decompress internal/ocilayout internal/safetar" ;;
 	graph/distribution) echo "api/types imagespec graph/store registry trust internal/imageref internal/safetar internal/semvertag" ;;
 	graph/mirror) echo "api/types imagespec graph/distribution internal/ocilayout internal/semvertag" ;;

@@ -14,34 +14,29 @@ package store
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/wharfproject/wharf/graph/store/check"
 	"github.com/wharfproject/wharf/imagespec"
 
 	"github.com/wharfproject/wharf/api/types"
 )
 
-// Problem kinds reported by Check.
+// Problem kinds reported by Check (graph/store/check).
 const (
-	ProblemMissingBlob    = "missing-blob"      // a descriptor names a blob that is not stored
-	ProblemSizeMismatch   = "size-mismatch"     // a stored blob's size differs from its descriptor
-	ProblemDigestMismatch = "digest-mismatch"   // a stored blob's content does not hash to its name
-	ProblemBadManifest    = "bad-manifest"      // an image's manifest or config cannot be read or parsed
-	ProblemIndex          = "index-mismatch"    // index.json disagrees with the image records
-	ProblemDanglingTag    = "dangling-tag"      // a reference names an image that has no record
-	ProblemStrayFile      = "stray-file"        // a file under blobs/ whose name is not a digest
-	ProblemUnreferenced   = "unreferenced-blob" // a blob no record and no operation in progress uses
+	ProblemMissingBlob    = check.MissingBlob
+	ProblemSizeMismatch   = check.SizeMismatch
+	ProblemDigestMismatch = check.DigestMismatch
+	ProblemBadManifest    = check.BadManifest
+	ProblemIndex          = check.Index
+	ProblemDanglingTag    = check.DanglingTag
+	ProblemStrayFile      = check.StrayFile
+	ProblemUnreferenced   = check.Unreferenced
 )
 
 // CheckProblem and CheckReport are the wire types of the store check.
@@ -58,7 +53,7 @@ type (
 // A scrub under way (scrub.go) is waited for first; the report carries
 // the last scrub's (LastScrub).
 func (s *Store) Check(ctx context.Context, full bool) (*CheckReport, error) {
-	if err := s.waitScrub(ctx); err != nil {
+	if err := s.scrubber.Wait(ctx); err != nil {
 		return nil, err
 	}
 	rep, err := s.check(ctx, full)
@@ -135,7 +130,7 @@ func (s *Store) check(ctx context.Context, full bool) (*CheckReport, error) {
 			Message: fmt.Sprintf("blob %s (%d bytes) is used by no image: `wharf system prune` reclaims it", o.Digest, o.Size)})
 	}
 
-	n, err := l.walkBlobs(ctx, full, add)
+	n, err := check.WalkBlobs(ctx, l.root, full, add)
 	if err != nil {
 		return nil, err
 	}
@@ -143,13 +138,7 @@ func (s *Store) check(ctx context.Context, full bool) (*CheckReport, error) {
 	// Partial downloads are no problem: they are kept on purpose, under
 	// their own expiry (partial.go), and shown so their disk is accounted.
 	rep.PartialDownloads, rep.PartialBytes = l.PartialUsage()
-	sort.SliceStable(rep.Problems, func(i, j int) bool {
-		a, b := rep.Problems[i], rep.Problems[j]
-		if a.Image != b.Image {
-			return a.Image < b.Image
-		}
-		return a.Object < b.Object
-	})
+	check.Sort(rep.Problems)
 	return rep, nil
 }
 
@@ -158,23 +147,7 @@ func (s *Store) check(ctx context.Context, full bool) (*CheckReport, error) {
 func (l *Store) checkImage(rec *ImageRecord, add func(CheckProblem)) {
 	id := rec.ID.String()
 	blob := func(role string, d ocispec.Descriptor) bool {
-		if ValidateDigest(d.Digest) != nil {
-			add(CheckProblem{Kind: ProblemBadManifest, Image: id, Object: string(d.Digest),
-				Message: fmt.Sprintf("image %s: %s has an invalid digest %q", id, role, d.Digest)})
-			return false
-		}
-		got := l.BlobSize(d.Digest)
-		switch {
-		case got < 0:
-			add(CheckProblem{Kind: ProblemMissingBlob, Image: id, Object: d.Digest.String(),
-				Message: fmt.Sprintf("image %s: %s %s is missing", id, role, d.Digest)})
-			return false
-		case d.Size > 0 && got != d.Size:
-			add(CheckProblem{Kind: ProblemSizeMismatch, Image: id, Object: d.Digest.String(),
-				Message: fmt.Sprintf("image %s: %s %s is %d bytes, its descriptor says %d", id, role, d.Digest, got, d.Size)})
-			return false
-		}
-		return true
+		return check.Blob(add, id, role, d, l.BlobSize)
 	}
 	if rec.Target.Digest != "" && rec.Target.Digest != rec.Manifest.Digest {
 		blob("target", rec.Target)
@@ -204,98 +177,5 @@ func (l *Store) checkImage(rec *ImageRecord, add func(CheckProblem)) {
 
 // checkIndexFile compares index.json on disk with want, entry by entry.
 func (l *Store) checkIndexFile(want ocispec.Index, add func(CheckProblem)) {
-	b, err := os.ReadFile(filepath.Join(l.root, IndexFile))
-	if err != nil {
-		add(CheckProblem{Kind: ProblemIndex, Object: IndexFile, Message: fmt.Sprintf("index.json: %v", err)})
-		return
-	}
-	var got ocispec.Index
-	if err := json.Unmarshal(b, &got); err != nil {
-		add(CheckProblem{Kind: ProblemIndex, Object: IndexFile, Message: fmt.Sprintf("index.json does not parse: %v", err)})
-		return
-	}
-	key := func(d ocispec.Descriptor) string {
-		return d.Digest.String() + " " + d.Annotations[AnnImageName]
-	}
-	have := map[string]int{}
-	for _, d := range got.Manifests {
-		have[key(d)]++
-	}
-	for _, d := range want.Manifests {
-		k := key(d)
-		if have[k] == 0 {
-			add(CheckProblem{Kind: ProblemIndex, Object: strings.TrimSpace(k),
-				Message: fmt.Sprintf("index.json lacks the entry %s", strings.TrimSpace(k))})
-			continue
-		}
-		have[k]--
-	}
-	extra := []string{}
-	for k, n := range have {
-		if n > 0 {
-			extra = append(extra, strings.TrimSpace(k))
-		}
-	}
-	sort.Strings(extra)
-	for _, k := range extra {
-		add(CheckProblem{Kind: ProblemIndex, Object: k,
-			Message: fmt.Sprintf("index.json has the entry %s, which no image record holds", k)})
-	}
-}
-
-// walkBlobs lists blobs/<alg>/ and, when full, hashes each file. It returns
-// the number of blobs seen.
-func (l *Store) walkBlobs(ctx context.Context, full bool, add func(CheckProblem)) (int, error) {
-	n := 0
-	for _, alg := range []digest.Algorithm{digest.SHA256, digest.SHA512} {
-		dir := filepath.Join(l.root, BlobsDir, string(alg))
-		ents, err := os.ReadDir(dir)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return n, err
-		}
-		for _, e := range ents {
-			if err := ctx.Err(); err != nil {
-				return n, err
-			}
-			d := digest.NewDigestFromEncoded(alg, e.Name())
-			rel := filepath.Join(BlobsDir, string(alg), e.Name())
-			if ValidateDigest(d) != nil || !e.Type().IsRegular() {
-				add(CheckProblem{Kind: ProblemStrayFile, Object: rel,
-					Message: fmt.Sprintf("%s is not a blob (not a regular file named by a %s digest)", rel, alg)})
-				continue
-			}
-			n++
-			if !full {
-				continue
-			}
-			got, err := hashFile(ctx, filepath.Join(dir, e.Name()), alg)
-			if errors.Is(err, os.ErrNotExist) {
-				continue // removed by a concurrent rmi
-			}
-			if err != nil {
-				return n, fmt.Errorf("check blob %s: %w", d, err)
-			}
-			if got != d {
-				add(CheckProblem{Kind: ProblemDigestMismatch, Object: d.String(),
-					Message: fmt.Sprintf("blob %s: content hashes to %s", d, got)})
-			}
-		}
-	}
-	return n, nil
-}
-
-func hashFile(ctx context.Context, path string, alg digest.Algorithm) (digest.Digest, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	dg := alg.Digester()
-	if _, err := CopyCtx(ctx, dg.Hash(), f); err != nil && !errors.Is(err, io.EOF) {
-		return "", err
-	}
-	return dg.Digest(), nil
+	check.IndexFile(add, filepath.Join(l.root, IndexFile), AnnImageName, want)
 }

@@ -16,6 +16,8 @@ import (
 
 	"github.com/opencontainers/go-digest"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/wharfproject/wharf/graph/store/content"
 )
 
 // maxBatch bounds the changes committed in one transaction.
@@ -130,7 +132,7 @@ func (s *Store) runBatch(batch []*commitReq) {
 	// A record is durable only after the blobs it names are: the renames
 	// into blobs/ since the last change are fsynced first.
 	if err == nil {
-		err = s.syncPendingDirs()
+		err = s.blobs.Pending.Sync()
 	}
 	if err == nil && s.failWrite != nil {
 		err = s.failWrite(dbFile)
@@ -141,7 +143,7 @@ func (s *Store) runBatch(batch []*commitReq) {
 	// without a free block fails with ENOSPC and changes nothing. bbolt's
 	// own ENOSPC, when it needs a new block, rolls the transaction back.
 	if err == nil {
-		err = diskFull(filepath.Join(s.root, wharfDir))
+		err = content.DiskFull(filepath.Join(s.root, wharfDir))
 	}
 	if err != nil {
 		btx.Rollback()
@@ -155,7 +157,7 @@ func (s *Store) runBatch(batch []*commitReq) {
 	s.count.Add(delta)
 	s.commits.Add(1)
 	s.changes.Add(int64(len(ok)))
-	s.indexChanged()
+	s.idxSched.Changed()
 }
 
 // Commits reports the write transactions committed for changes since the

@@ -39,7 +39,7 @@ const (
 	dbFile = "meta.db"
 	// dbVersion is the schema of meta.db. The records' format version is
 	// the same number: images.json was version 1, meta.db is version 2,
-	// and the stub left in images.json says 2 (migrate.go).
+	// and the stub left in images.json says 2 (migrate/).
 	dbVersion = 2
 )
 

@@ -28,7 +28,7 @@
 //	│   └── sha256/
 //	│       └── <hex>               manifests, indexes, configs, layers; each
 //	│                               verified against its digest before it
-//	│                               appears (content.go)
+//	│                               appears (content/)
 //	├── ingest/                     temp files of blobs being written; emptied
 //	│                               at start
 //	├── partial/
@@ -36,7 +36,7 @@
 //	│       └── <hex>               partial downloads of the blob <hex>, kept
 //	│                               for the next pull; removed 24 h after their
 //	│                               last write, or past 8 GiB in all
-//	│                               (partial.go)
+//	│                               (content/partial.go)
 //	└── wharf/
 //	    ├── meta.db                 the image records, the source of truth: a
 //	    │                           bbolt file, one write transaction (one
@@ -64,7 +64,7 @@
 //	    │                           (listindex.go)
 //	    ├── meta.db.tmp             only during a migration or the creation of
 //	    │                           a new store: removed at the next start if
-//	    │                           a crash left it (migrate.go)
+//	    │                           a crash left it (migrate/)
 //	    ├── images.json             a version-2 stub ({"version":2,"images":[],
 //	    │                           "note":…}): the previous wharf refuses to
 //	    │                           start on it ("unsupported version 2")
@@ -75,7 +75,7 @@
 //	                                way back to the previous wharf)
 //
 // A data-root written by the previous wharf has wharf/images.json of
-// version 1 and no meta.db; the first start migrates it (migrate.go: write
+// version 1 and no meta.db; the first start migrates it (graph/store/migrate: write
 // meta.db.tmp, rename it to meta.db — the commit point —, rename
 // images.json to images.json.v1, write the stub; a crash at any step
 // resolves at the next start; graph/store/BOLT.md has the table).

@@ -32,6 +32,22 @@ func openTestStore(t testing.TB, root string) *Store {
 	return s
 }
 
+// testChunk replaces migrateChunk in the tests whose migration or
+// summaries' fill spans several transactions: a hundred records then do
+// what thousands do with the production chunk.
+const testChunk = 50
+
+// openChunked is openTestStore with a migration chunk of chunk records.
+func openChunked(t testing.TB, root string, chunk int) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), Options{Root: root, Logger: quietLogger(), migrateChunk: chunk})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 func quietLogger() *logrus.Entry {
 	log := logrus.New()
 	log.SetLevel(logrus.ErrorLevel)
@@ -255,4 +271,12 @@ func writeFile(t testing.TB, root, rel, body string, mode os.FileMode) string {
 	must(t, os.WriteFile(p, []byte(body), mode))
 	must(t, os.Chmod(p, mode))
 	return p
+}
+
+// recordsDoc is the JSON form of wharf/images.json (version 1: the
+// records; version 2: the stub left by the migration to meta.db).
+type recordsDoc struct {
+	Version int            `json:"version"`
+	Images  []*ImageRecord `json:"images"`
+	Note    string         `json:"note,omitempty"`
 }

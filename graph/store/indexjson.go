@@ -1,85 +1,35 @@
 package store
 
-// index.json, the OCI layout's index, is derived from the records. It is no
-// longer rewritten by every change (that made a tag cost O(n) at any
-// store size): a change marks it behind, and a background writer rewrites
-// it at most once per IndexDelay, from one read transaction, atomically
-// (temp file, fsync, rename, fsync of the root). Close writes it too, so a
-// stopped daemon leaves a layout any OCI tool reads whole; `wharf system
-// check` writes it when it is behind before it compares. meta.indexgen
-// records the change generation (meta.gen) the file on disk was written
-// at: a start-up finding them equal does not rewrite it; one finding it
-// behind (a crash within IndexDelay of a change) rewrites it in the
-// background, not on the start-up path.
+// index.json is derived from the records (graph/store/indexjson): a change
+// marks it behind and the background writer rewrites it. Close writes it
+// too, so a stopped daemon leaves a layout any OCI tool reads whole;
+// `wharf system check` writes it when it is behind before it compares.
+// meta.indexgen records the change generation (meta.gen) the file on disk
+// was written at: a start-up finding them equal does not rewrite it; one
+// finding it behind (a crash within IndexDelay of a change) rewrites it in
+// the background, not on the start-up path.
 
 import (
-	"bufio"
 	"bytes"
-	"crypto/sha256"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/wharfproject/wharf/internal/ocilayout"
+	"github.com/wharfproject/wharf/graph/store/indexjson"
 )
 
 // IndexDelay is how long after a change index.json is rewritten: changes
 // within it share one write.
-const IndexDelay = time.Second
+const IndexDelay = indexjson.IndexDelay
 
-// writeIndex writes the index.json the records of v call for to w, an
-// entry at a time (ocilayout.IndexWriter).
+// writeIndex writes the index.json the records of v call for to w.
 func (s *Store) writeIndex(w io.Writer, v dbView) error {
-	iw, err := ocilayout.NewIndexWriter(w)
-	if err != nil {
-		return err
-	}
-	put := iw.Add
-	// Only the fields index.json shows are decoded of each record.
-	var r struct {
-		Target, Manifest ocispec.Descriptor
-		RepoTags         []string
-	}
-	err = v.tx.Bucket(bucketImages).ForEach(func(k, b []byte) error {
-		s.scanned(v.tx, len(k)+len(b))
-		r.Target, r.Manifest, r.RepoTags = ocispec.Descriptor{}, ocispec.Descriptor{}, nil
-		if err := json.Unmarshal(b, &r); err != nil {
-			return fmt.Errorf("graph: image record %s: %w", k, err)
-		}
-		target := r.Target
-		if target.Digest == "" {
-			target = r.Manifest
-		}
-		target.Annotations = nil
-		target.Data = nil
-		if len(r.RepoTags) == 0 {
-			return put(target)
-		}
-		for _, t := range r.RepoTags {
-			d := target
-			tag := t
-			if i := strings.LastIndex(t, ":"); i > strings.LastIndex(t, "/") {
-				tag = t[i+1:]
-			}
-			d.Annotations = map[string]string{AnnRefName: tag, AnnImageName: t}
-			if err := put(d); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	return iw.Close()
+	return indexjson.Write(w, v.tx.Bucket(bucketImages), func(n int) { s.scanned(v.tx, n) })
 }
 
 // indexBytes is writeIndex into memory (the check's detailed comparison,
@@ -92,46 +42,7 @@ func (s *Store) indexBytes(v dbView) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// indexWriteShare bounds the CPU the background writer takes: the delay
-// before a rewrite is at least indexWriteShare times the last write's
-// duration (one write in ten seconds of changes at 50,000 images, where a
-// write takes ~0.5 s, instead of one a second: it was two thirds of the
-// daemon's CPU under a stream of tags). maxIndexDelay caps the delay.
-const (
-	indexWriteShare = 10
-	maxIndexDelay   = 30 * time.Second
-)
-
-// indexDelayNow is the delay before the next background write.
-func (s *Store) indexDelayNow() time.Duration {
-	d := s.indexDelay
-	if c := indexWriteShare * time.Duration(s.idxCost.Load()); c > d {
-		d = min(c, maxIndexDelay)
-	}
-	return d
-}
-
-// indexChanged schedules a rewrite of index.json IndexDelay from now (or
-// later, in a large store: indexDelayNow), unless one is scheduled
-// already.
-func (s *Store) indexChanged() {
-	s.idxSchedMu.Lock()
-	defer s.idxSchedMu.Unlock()
-	if s.idxTimer != nil || s.closed {
-		return
-	}
-	s.idxTimer = time.AfterFunc(s.indexDelayNow(), func() {
-		s.idxSchedMu.Lock()
-		s.idxTimer = nil
-		s.idxSchedMu.Unlock()
-		if err := s.FlushIndex(); err != nil && !errors.Is(err, errClosed) {
-			s.log.WithError(err).Warn("index.json not updated; retrying")
-			s.indexChanged()
-		}
-	})
-}
-
-var errClosed = errors.New("graph: store closed")
+var errClosed = indexjson.ErrClosed
 
 // FlushIndex writes index.json now if it is behind the records (Close
 // calls it; so will `wharf system export-index`). It holds idxMu across a
@@ -160,7 +71,7 @@ func (s *Store) FlushIndex() error {
 		if err := s.writeFileAtomicFunc(s.root, IndexFile, func(w io.Writer) error { return s.writeIndex(w, v) }); err != nil {
 			return err
 		}
-		s.idxCost.Store(int64(time.Since(t)))
+		s.idxSched.Wrote(time.Since(t))
 		s.idxGen = gen
 		return nil
 	})
@@ -191,7 +102,7 @@ func (s *Store) checkIndex(v dbView, add func(CheckProblem)) error {
 	// The common case, a file written from these records, is settled by
 	// hashing both streams; only a difference builds both indexes in
 	// memory to name the entries.
-	same, err := s.indexFileIs(v)
+	same, err := indexjson.Same(filepath.Join(s.root, IndexFile), func(w io.Writer) error { return s.writeIndex(w, v) })
 	if err != nil || same {
 		return err
 	}
@@ -207,29 +118,6 @@ func (s *Store) checkIndex(v dbView, add func(CheckProblem)) error {
 	return nil
 }
 
-// indexFileIs reports whether index.json holds exactly the bytes writeIndex
-// writes from v (a missing or unreadable file is not).
-func (s *Store) indexFileIs(v dbView) (bool, error) {
-	f, err := os.Open(filepath.Join(s.root, IndexFile))
-	if err != nil {
-		return false, nil
-	}
-	defer f.Close()
-	fh := sha256.New()
-	if _, err := io.Copy(fh, f); err != nil {
-		return false, nil
-	}
-	wh := sha256.New()
-	bw := bufio.NewWriterSize(wh, 64<<10)
-	if err := s.writeIndex(bw, v); err != nil {
-		return false, err
-	}
-	if err := bw.Flush(); err != nil {
-		return false, err
-	}
-	return bytes.Equal(fh.Sum(nil), wh.Sum(nil)), nil
-}
-
 // writeIndexFrom writes index.json from v inside a read transaction (the
 // generation is recorded in memory only: a write transaction cannot start
 // inside a read one without risking a deadlock on the mmap).
@@ -238,6 +126,6 @@ func (s *Store) writeIndexFrom(v dbView) error {
 		return err
 	}
 	s.idxGen = v.gen()
-	s.indexChanged() // meta.indexgen is recorded by the next flush
+	s.idxSched.Changed() // meta.indexgen is recorded by the next flush
 	return nil
 }

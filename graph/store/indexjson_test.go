@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	bolt "go.etcd.io/bbolt"
@@ -68,24 +67,4 @@ func TestIndexStreamedIsTheWholeIndex(t *testing.T) {
 	putTestImage(t, s, testImage{layers: []string{"a"}, tags: []string{"docker.io/library/a:1", "docker.io/library/a:2"}})
 	putTestImage(t, s, testImage{layers: []string{"b"}, tags: []string{"127.0.0.1:5000/b/c:x"}})
 	check("tagged images")
-}
-
-// TestIndexDelayGrowsWithTheWriteCost: the background writer waits at
-// least ten times its last write's duration (capped), so a large store's
-// rewrites take a tenth of a CPU at most; a small store keeps IndexDelay.
-func TestIndexDelayGrowsWithTheWriteCost(t *testing.T) {
-	s := &Store{indexDelay: IndexDelay}
-	for _, tc := range []struct {
-		cost, want time.Duration
-	}{
-		{0, IndexDelay},
-		{5 * time.Millisecond, IndexDelay},
-		{500 * time.Millisecond, 5 * time.Second},
-		{time.Minute, maxIndexDelay},
-	} {
-		s.idxCost.Store(int64(tc.cost))
-		if got := s.indexDelayNow(); got != tc.want {
-			t.Errorf("last write %v: delay %v, want %v", tc.cost, got, tc.want)
-		}
-	}
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/wharfproject/wharf/graph/store/content"
 )
 
 // Lease pins content for one operation (a pull, load, import, push or
@@ -111,15 +113,15 @@ func (l *Lease) Ingest(alg digest.Algorithm) (*Ingestion, error) {
 	// Created and registered under leaseMu: CollectAll removes the ingest
 	// files it finds unregistered, under the same lock.
 	s.leaseMu.Lock()
-	f, err := os.CreateTemp(filepath.Join(s.root, ingestDir), "blob-*")
+	w, err := s.blobs.NewWriter(alg)
 	if err == nil {
-		s.ingests[filepath.Base(f.Name())] = true
+		s.ingests[w.Name()] = true
 	}
 	s.leaseMu.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("create ingest file: %w", err)
 	}
-	return &Ingestion{lease: l, f: f, digester: alg.Digester()}, nil
+	return &Ingestion{lease: l, w: w, key: w.Name()}, nil
 }
 
 // WriteBlob stores r as the blob desc, verifying size and digest while
@@ -140,44 +142,21 @@ func (l *Lease) WriteBlob(ctx context.Context, desc ocispec.Descriptor, r io.Rea
 	return l.writeBlob(ctx, desc, r, o.Verified)
 }
 
-// WriteOpt is an option of WriteBlob.
-type WriteOpt func(*WriteOptions)
-
-// WriteOptions are what a write's options ask; a stand-in for the store
-// (a test's) reads them with ApplyWriteOpts.
-type WriteOptions struct {
-	// Verified: the reader returns an error in place of io.EOF unless the
-	// bytes it delivered are exactly the blob desc.Digest
-	// (registry.FetchBlob's reader does, and says so). The store then
-	// checks the size but does not hash the bytes a second time: hashing
-	// was over half of a pull's CPU, done twice.
-	Verified bool
-	// Resume, when set, makes the write resumable: it is given the bytes a
-	// failed download kept and its reader is appended to them; when the
-	// write fails and Keep(err) is true the partial stays for the next
-	// attempt (partial.go).
-	Resume ResumeFunc
-	Keep   func(error) bool
-}
+// The options of WriteBlob (content/options.go).
+type (
+	WriteOpt     = content.WriteOpt
+	WriteOptions = content.WriteOptions
+	ResumeFunc   = content.ResumeFunc
+)
 
 // Verified is the option of a reader that verifies desc's digest itself.
-func Verified() WriteOpt { return func(o *WriteOptions) { o.Verified = true } }
+func Verified() WriteOpt { return content.Verified() }
 
-// Resumable is the option of a write through desc's partial download:
-// open reads the rest of the blob after the bytes kept; keep says which
-// failures keep the bytes.
-func Resumable(open ResumeFunc, keep func(error) bool) WriteOpt {
-	return func(o *WriteOptions) { o.Resume, o.Keep, o.Verified = open, keep, true }
-}
+// Resumable is the option of a write through desc's partial download.
+func Resumable(open ResumeFunc, keep func(error) bool) WriteOpt { return content.Resumable(open, keep) }
 
 // ApplyWriteOpts is what opts ask, applied in order.
-func ApplyWriteOpts(opts ...WriteOpt) WriteOptions {
-	var o WriteOptions
-	for _, opt := range opts {
-		opt(&o)
-	}
-	return o
-}
+func ApplyWriteOpts(opts ...WriteOpt) WriteOptions { return content.ApplyWriteOpts(opts...) }
 
 // needsBlob says whether desc is a well-formed descriptor of a blob the
 // store does not have yet (a write of one it has is a no-op).
@@ -201,7 +180,7 @@ func (l *Lease) writeBlob(ctx context.Context, desc ocispec.Descriptor, r io.Rea
 	}
 	defer w.Abort()
 	if verified {
-		w.digester, w.verified = nil, desc.Digest
+		w.w.Verified(desc.Digest)
 	}
 	// Read at most one byte more than announced, so a longer body fails
 	// without being stored whole.

@@ -12,6 +12,8 @@ import (
 	"github.com/distribution/reference"
 	"github.com/opencontainers/go-digest"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/wharfproject/wharf/graph/store/listindex"
 )
 
 func listIDs(t *testing.T, s *Store, q ListQuery) []digest.Digest {
@@ -236,4 +238,14 @@ func FuzzRefSource(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// What the tests reach of graph/store/listindex by the store's names.
+const maxLabelKey = listindex.MaxLabelKey
+
+var refIndexable = listindex.RefIndexable
+
+// refSource is listindex's RefSource over btx, as the list reads it.
+func (s *Store) refSource(btx *bolt.Tx, patterns []string) listindex.Source {
+	return s.listIndex(btx).RefSource(patterns)
 }

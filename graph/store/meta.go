@@ -3,10 +3,7 @@ package store
 import (
 	"encoding/json"
 	"fmt"
-	"time"
 
-	"github.com/containerd/errdefs"
-	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
@@ -20,37 +17,6 @@ const (
 	// histories reach a few hundred KiB.
 	MaxConfigSize = 8 << 20
 )
-
-// ImageConfig is an image config as found in the wild: an OCI or Docker
-// image config, or a Docker v1 image JSON / schema1 v1Compatibility record
-// (which adds id, parent, container, container_config, docker_version).
-type ImageConfig struct {
-	dockerspec.DockerOCIImage
-
-	Comment         string                           `json:"comment,omitempty"`
-	ID              string                           `json:"id,omitempty"`
-	Parent          string                           `json:"parent,omitempty"`
-	Container       string                           `json:"container,omitempty"`
-	ContainerConfig *dockerspec.DockerOCIImageConfig `json:"container_config,omitempty"`
-	DockerVersion   string                           `json:"docker_version,omitempty"`
-}
-
-// ParseImageConfig parses an image config.
-func ParseImageConfig(b []byte) (*ImageConfig, error) {
-	var c ImageConfig
-	if err := json.Unmarshal(b, &c); err != nil {
-		return nil, fmt.Errorf("parse image config: %v%.0w", err, errdefs.ErrInvalidArgument)
-	}
-	return &c, nil
-}
-
-// CreatedTime is the config's creation time, zero when unknown.
-func (c *ImageConfig) CreatedTime() time.Time {
-	if c.Created == nil {
-		return time.Time{}
-	}
-	return *c.Created
-}
 
 // ImageMeta is what the store derives from an image's (immutable) manifest
 // and config; cached per manifest digest (a manifest names one config).

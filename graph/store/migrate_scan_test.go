@@ -6,13 +6,15 @@ import (
 	"reflect"
 	"runtime/debug"
 	"testing"
+
+	"github.com/wharfproject/wharf/graph/store/migrate"
 )
 
 // scanned reads a records document the way the migration does: the
 // version and where each record is (scanRecords), in ID order, then each
 // record from its place (readRecord).
 func scanned(doc []byte) (int, []*ImageRecord, error) {
-	version, places, err := scanRecords(bytes.NewReader(doc))
+	version, places, err := migrate.Scan(bytes.NewReader(doc))
 	if err != nil {
 		return 0, nil, err
 	}

@@ -64,17 +64,17 @@ func manyV1Root(t testing.TB, n int) string {
 // 20,000: 145 MB, and 13.6 s to open against 6.7 s after). -v logs the
 // numbers; WHARF_MIGRATE_N changes the size.
 //
-// Its default size spans three of the migration's transactions
-// (migrateChunk): the pages stay full across commits, and the store is
-// whole (dbConsistent).
+// Its default size spans three of the migration's transactions (of
+// testChunk records; WHARF_MIGRATE_N runs with migrateChunk): the pages
+// stay full across commits, and the store is whole (dbConsistent).
 func TestMigrationSizeAndTime(t *testing.T) {
-	n := 2*migrateChunk + 1
+	n, chunk := 2*testChunk+1, testChunk
 	if v, err := strconv.Atoi(os.Getenv("WHARF_MIGRATE_N")); err == nil && v > 0 {
-		n = v
+		n, chunk = v, migrateChunk
 	}
 	root := manyV1Root(t, n)
 	t0 := time.Now()
-	s := openTestStore(t, root)
+	s := openChunked(t, root, chunk)
 	took := time.Since(t0)
 	if s.Count() != n {
 		t.Fatalf("Count = %d", s.Count())

@@ -15,24 +15,14 @@ func TestPutSyncsBlobDirsBeforeRecording(t *testing.T) {
 	defer lease.Release()
 	rec := writeTestImage(t, lease, testImage{layers: []string{"a"}, tags: []string{"example.com/app:1"}})
 	blobDir := filepath.Join(s.root, BlobsDir, "sha256")
-	pending := func() map[string]bool {
-		s.pendMu.Lock()
-		defer s.pendMu.Unlock()
-		out := map[string]bool{}
-		for d := range s.pendDirs {
-			out[d] = true
-		}
-		return out
-	}
+	pending := s.blobs.Pending.Dirs
 	if !pending()[blobDir] {
 		t.Fatalf("after WriteBlob, pending dirs %v, want %s", pending(), blobDir)
 	}
 
 	// A directory whose fsync fails (it cannot even be opened): no record.
 	gone := filepath.Join(t.TempDir(), "gone")
-	s.pendMu.Lock()
-	s.pendDirs[gone] = true
-	s.pendMu.Unlock()
+	s.blobs.Pending.Add(gone)
 	if err := s.Put(lease, rec); err == nil {
 		t.Fatal("Put succeeded although a blob directory could not be fsynced")
 	}
@@ -43,9 +33,7 @@ func TestPutSyncsBlobDirsBeforeRecording(t *testing.T) {
 		t.Fatalf("a failed sync forgot what it owes: %v", p)
 	}
 
-	s.pendMu.Lock()
-	delete(s.pendDirs, gone)
-	s.pendMu.Unlock()
+	s.blobs.Pending.Drop(gone)
 	must(t, s.Put(lease, rec))
 	if p := pending(); len(p) != 0 {
 		t.Fatalf("after Put, pending dirs %v, want none", p)

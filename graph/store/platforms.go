@@ -1,58 +1,13 @@
 package store
 
 import (
-	"fmt"
 	"slices"
 
-	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/wharfproject/wharf/imagespec"
+	"github.com/wharfproject/wharf/graph/store/record"
 )
-
-// PlatformImage is one platform of an image whose target is an index, held
-// locally: its manifest (the index entry's descriptor), and its config
-// digest (what the image ID is when this platform is the image's own).
-//
-// Why a list on the record: Docker's containerd image store
-// keeps one image per tag, naming the index it was pulled from, and acts on
-// the platforms whose content is present. wharf records those platforms
-// explicitly, so that GC (the uses/blobs buckets) keeps exactly their
-// blobs, rmi --platform can drop one, and no read of the index is needed
-// to know what is present. The record's ID and Manifest stay those of one
-// platform — the daemon's when it is present, else the first present one
-// in the index's order (Docker's fallback) — so a single-platform image
-// keeps the ID it always had, and every client that reads the ID as the
-// config digest (docker CLI 28 at API 1.50, the Go SDK) is unaffected.
-type PlatformImage struct {
-	Platform ocispec.Platform
-	Manifest ocispec.Descriptor
-	Config   digest.Digest
-}
-
-// Present are the platforms of r held locally. A record without Platforms
-// (one written before records listed platforms, or an image whose target is not an index)
-// has one: its Manifest and ID. Its Platform is then the manifest
-// descriptor's, which may be empty (the config says it: PlatformOf).
-func (r *ImageRecord) Present() []PlatformImage {
-	if len(r.Platforms) > 0 {
-		return r.Platforms
-	}
-	p := PlatformImage{Manifest: r.Manifest, Config: r.ID}
-	if r.Manifest.Platform != nil {
-		p.Platform = *r.Manifest.Platform
-	}
-	return []PlatformImage{p}
-}
-
-// View is r seen as its platform p: p's manifest, and p's config as ID.
-// The references, target and platforms are r's.
-func (r *ImageRecord) View(p PlatformImage) *ImageRecord {
-	v := r.Clone()
-	v.ID, v.Manifest = p.Config, p.Manifest
-	return v
-}
 
 // PlatformOf is p's platform, read from its config when the index entry
 // did not say (a record of an older store, a single manifest).
@@ -69,33 +24,15 @@ func (s *Store) PlatformOf(r *ImageRecord, p PlatformImage) ocispec.Platform {
 
 // ErrPlatformNotPresent is wrapped (with errdefs.ErrNotFound) when an image
 // does not hold the platform asked for.
-var ErrPlatformNotPresent = fmt.Errorf("platform not present")
+var ErrPlatformNotPresent = record.ErrPlatformNotPresent
 
 // SelectPlatforms are the present platforms of r that want names (each
 // entry of want picks the present platform it runs best,
 // imagespec.BestMatch). Without want: every present platform. An entry of
-// want that r does not hold is NotFound, in dockerd's words.
+// want that r does not hold is NotFound, in dockerd's words
+// (record.Select).
 func (s *Store) SelectPlatforms(r *ImageRecord, name string, want []ocispec.Platform) ([]PlatformImage, error) {
-	present := r.Present()
-	if len(want) == 0 {
-		return present, nil
-	}
-	haves := make([]ocispec.Platform, len(present))
-	for i, p := range present {
-		haves[i] = s.PlatformOf(r, p)
-	}
-	var out []PlatformImage
-	for _, w := range want {
-		i := imagespec.BestMatch(w, haves)
-		if i < 0 {
-			return nil, fmt.Errorf("image with reference %s was found but does not provide the specified platform (%s)%.0w%.0w",
-				name, imagespec.FormatPlatform(w), ErrPlatformNotPresent, errdefs.ErrNotFound)
-		}
-		if !slices.ContainsFunc(out, func(o PlatformImage) bool { return o.Manifest.Digest == present[i].Manifest.Digest }) {
-			out = append(out, present[i])
-		}
-	}
-	return out, nil
+	return record.Select(r, name, want, func(p PlatformImage) ocispec.Platform { return s.PlatformOf(r, p) })
 }
 
 // PlatformView is r seen as the platform want (nil: r as recorded, which
@@ -111,67 +48,10 @@ func (s *Store) PlatformView(r *ImageRecord, name string, want *ocispec.Platform
 	return r.View(ps[0]), nil
 }
 
-// primary is the platform of ps an image is recorded under: the one the
-// daemon's platform runs best, else the first (ps are in the index's
-// order: Docker's fallback to any present platform takes the first).
-func (s *Store) primary(ps []PlatformImage) PlatformImage {
-	haves := make([]ocispec.Platform, len(ps))
-	for i, p := range ps {
-		haves[i] = p.Platform
-	}
-	if i := imagespec.BestMatch(s.platform, haves); i >= 0 {
-		return ps[i]
-	}
-	return ps[0]
-}
-
-// orderPlatforms sorts ps by their position in the index target (unknown
-// ones last, in their order) and drops duplicates (the first kept).
-func (s *Store) orderPlatforms(target digest.Digest, ps []PlatformImage) []PlatformImage {
-	var out []PlatformImage
-	for _, p := range ps {
-		if !slices.ContainsFunc(out, func(o PlatformImage) bool { return o.Manifest.Digest == p.Manifest.Digest }) {
-			out = append(out, p)
-		}
-	}
-	pos := map[digest.Digest]int{}
-	if idx, err := s.ReadIndex(target); err == nil {
-		for i, m := range idx.Manifests {
-			if _, ok := pos[m.Digest]; !ok {
-				pos[m.Digest] = i
-			}
-		}
-	}
-	at := func(d digest.Digest) int {
-		if i, ok := pos[d]; ok {
-			return i
-		}
-		return len(pos)
-	}
-	slices.SortStableFunc(out, func(a, b PlatformImage) int { return at(a.Manifest.Digest) - at(b.Manifest.Digest) })
-	return out
-}
-
-// withPlatforms is img with platforms ps (ordered, deduplicated): its ID
-// and Manifest become the primary platform's. An image whose target is not
-// an index keeps no list.
+// withPlatforms is img with platforms ps (record.WithPlatforms), the
+// primary one the daemon's platform runs best.
 func (s *Store) withPlatforms(img ImageRecord, ps []PlatformImage) ImageRecord {
-	if !imagespec.IsIndex(img.Target.MediaType) || len(ps) == 0 {
-		img.Platforms = nil
-		return img
-	}
-	ps = s.orderPlatforms(img.Target.Digest, ps)
-	for i := range ps {
-		ps[i].Manifest.Data = nil
-		if ps[i].Manifest.Platform == nil && (ps[i].Platform.OS != "" || ps[i].Platform.Architecture != "") {
-			p := ps[i].Platform
-			ps[i].Manifest.Platform = &p
-		}
-	}
-	img.Platforms = ps
-	p := s.primary(ps)
-	img.ID, img.Manifest = p.Config, p.Manifest
-	return img
+	return record.WithPlatforms(img, ps, s.platform, s.ReadIndex)
 }
 
 // RemovePlatforms drops the present platforms ps from image id (rmi

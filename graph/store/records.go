@@ -3,54 +3,81 @@ package store
 import (
 	"bytes"
 	"fmt"
-	"slices"
-	"time"
 
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
 	"github.com/opencontainers/go-digest"
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/graph/store/record"
 )
 
-// ImageRecord is one local image: what the tag store and RepoDigests point at.
-type ImageRecord struct {
-	// ID is the image ID: the config digest.
-	ID digest.Digest
-	// Target is the top-level descriptor as pulled or loaded (an index for a
-	// multi-platform pull); RepoDigests pin it.
-	Target ocispec.Descriptor
-	// Manifest is the platform manifest whose config is ID.
-	Manifest ocispec.Descriptor
-	// Platforms are the platforms of the index Target held locally, in
-	// the index's order (platforms.go); ID and Manifest are one of them.
-	// Empty for an image whose target is a manifest, and for a record
-	// written before records held platforms (Present: the one platform, Manifest).
-	Platforms []PlatformImage `json:",omitempty"`
-	// RepoTags are fully qualified references (docker.io/library/busybox:latest);
-	// shown in familiar form on the API.
-	RepoTags []string
-	// RepoDigests are fully qualified name@digest references.
-	RepoDigests []string
-	LastTagTime time.Time
-	Created     time.Time
-	// Trust is the signature policy's verdict the image was pulled under;
-	// nil when no policy applied.
-	Trust *types.Trust `json:",omitempty"`
+// The records' types (graph/store/record), by the store's names.
+type (
+	ImageRecord   = record.Image
+	PlatformImage = record.Platform
+	Summary       = record.Summary
+	ImageConfig   = record.ImageConfig
+)
+
+// ParseNewTag validates repo and tag as dockerd does and returns the fully
+// qualified name:tag (record.ParseNewTag).
+func ParseNewTag(repo, tag string) (reference.NamedTagged, error) {
+	return record.ParseNewTag(repo, tag)
 }
 
-// Clone is a deep copy of r.
-func (r *ImageRecord) Clone() *ImageRecord {
-	c := *r
-	c.RepoTags = append([]string{}, r.RepoTags...)
-	c.RepoDigests = append([]string{}, r.RepoDigests...)
-	if r.Platforms != nil {
-		c.Platforms = slices.Clone(r.Platforms)
-	}
-	return &c
+// CheckNewTag is the store's own rule for a tag it is asked to create
+// (record.CheckNewTag).
+func CheckNewTag(ref reference.NamedTagged) error { return record.CheckNewTag(ref) }
+
+// Familiar is ref (fully qualified) in its familiar form.
+func Familiar(ref string) string { return record.Familiar(ref) }
+
+// FamiliarRefs converts fully qualified references to their familiar form.
+func FamiliarRefs(refs []string) []string { return record.FamiliarRefs(refs) }
+
+// NormaliseRefs parses refs and returns their fully qualified strings
+// (record.NormaliseRefs).
+func NormaliseRefs(refs []string, canonical bool) ([]string, error) {
+	return record.NormaliseRefs(refs, canonical)
 }
+
+// Lookup finds a local image by name, name:tag, name@digest, ID or unique
+// short ID, as dockerd does (record.Lookup). The record returned is a copy.
+func (s *Store) Lookup(name string) (*ImageRecord, error) {
+	var r *ImageRecord
+	err := s.db.View(func(btx *bolt.Tx) error {
+		var err error
+		r, err = record.Lookup(lookupView{dbView{btx}}, name)
+		return err
+	})
+	return r, err
+}
+
+// NoSuchImage is dockerd's not-found error for name (record.NoSuchImage).
+func NoSuchImage(name string) error { return record.NoSuchImage(name) }
+
+// recView is what a lookup reads: the committed records (dbView) or a
+// change's view of them (Txn).
+type recView interface {
+	image(id digest.Digest) (*ImageRecord, error)
+	refTarget(ref string) (digest.Digest, bool)
+	byTarget(d digest.Digest) []digest.Digest
+	shortIDs(prefix string, max int, skip func(digest.Digest) bool) []digest.Digest
+}
+
+// lookupView is a recView as record.Lookup reads it.
+type lookupView struct{ v recView }
+
+func (l lookupView) Image(id digest.Digest) (*ImageRecord, error) { return l.v.image(id) }
+func (l lookupView) RefTarget(ref string) (digest.Digest, bool)   { return l.v.refTarget(ref) }
+func (l lookupView) ByTarget(d digest.Digest) []digest.Digest     { return l.v.byTarget(d) }
+func (l lookupView) ShortIDs(prefix string, max int) []digest.Digest {
+	return l.v.shortIDs(prefix, max, nil)
+}
+
+// ParseImageConfig parses an image config.
+func ParseImageConfig(b []byte) (*ImageConfig, error) { return record.ParseImageConfig(b) }
 
 // ImagesByRepository returns the images tagged in repository (fully
 // qualified name) with their tags, for push: a cursor over the references

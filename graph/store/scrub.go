@@ -29,55 +29,16 @@ import (
 // ScrubReport is what the last scrub did and found.
 type ScrubReport = types.ScrubReport
 
-// scrubState is the scrub's: running is closed when the scrub under way
-// ends (nil: none is); last is the last finished one's report.
-type scrubState struct {
-	running chan struct{}
-	last    *ScrubReport
-	cancel  context.CancelFunc
-}
-
 // StartScrub starts the scrub in the background and returns at once;
 // done, when not nil, is called with its report when it ends, before a
 // check waiting for it goes on. A scrub
 // already under way, or a closed store, starts nothing (done is not
 // called). Close stops a scrub under way.
-func (s *Store) StartScrub(done func(*ScrubReport)) {
-	s.scrubMu.Lock()
-	defer s.scrubMu.Unlock()
-	if s.scrub.running != nil || s.scrubClosed {
-		return
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	running := make(chan struct{})
-	s.scrub.running, s.scrub.cancel = running, cancel
-	s.scrubWG.Add(1)
-	go func() {
-		defer s.scrubWG.Done()
-		rep := s.Scrub(ctx)
-		cancel()
-		// done (the daemon's log and /info warnings) before a waiting
-		// check returns: what it reports has been told.
-		if done != nil {
-			done(rep)
-		}
-		s.scrubMu.Lock()
-		s.scrub.running, s.scrub.cancel = nil, nil
-		s.scrubMu.Unlock()
-		close(running)
-	}()
-}
+func (s *Store) StartScrub(done func(*ScrubReport)) { s.scrubber.Start(s.scrub1, done) }
 
 // Scrub runs the scrub now, keeps its report as the last one, and returns
 // it (StartScrub runs it in the background; tests call it directly).
-func (s *Store) Scrub(ctx context.Context) *ScrubReport {
-	rep := s.scrub1(ctx)
-	rep.Finished = time.Now()
-	s.scrubMu.Lock()
-	s.scrub.last = rep
-	s.scrubMu.Unlock()
-	return rep
-}
+func (s *Store) Scrub(ctx context.Context) *ScrubReport { return s.scrubber.Run(ctx, s.scrub1) }
 
 func (s *Store) scrub1(ctx context.Context) *ScrubReport {
 	rep := &ScrubReport{Started: time.Now(), Collected: []string{}, Problems: []CheckProblem{}}
@@ -111,42 +72,4 @@ func (s *Store) scrub1(ctx context.Context) *ScrubReport {
 
 // LastScrub is a copy of the last finished scrub's report; nil when none
 // has finished.
-func (s *Store) LastScrub() *ScrubReport {
-	s.scrubMu.Lock()
-	defer s.scrubMu.Unlock()
-	if s.scrub.last == nil {
-		return nil
-	}
-	rep := *s.scrub.last
-	rep.Collected = append([]string{}, rep.Collected...)
-	rep.Problems = append([]CheckProblem{}, rep.Problems...)
-	return &rep
-}
-
-// waitScrub waits for the scrub under way, if any, to end.
-func (s *Store) waitScrub(ctx context.Context) error {
-	s.scrubMu.Lock()
-	running := s.scrub.running
-	s.scrubMu.Unlock()
-	if running == nil {
-		return nil
-	}
-	select {
-	case <-running:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// stopScrub stops a scrub under way and waits for it (Close), and starts
-// no other.
-func (s *Store) stopScrub() {
-	s.scrubMu.Lock()
-	s.scrubClosed = true
-	if s.scrub.cancel != nil {
-		s.scrub.cancel()
-	}
-	s.scrubMu.Unlock()
-	s.scrubWG.Wait()
-}
+func (s *Store) LastScrub() *ScrubReport { return s.scrubber.Last() }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -18,6 +17,9 @@ import (
 	"github.com/sirupsen/logrus"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/wharfproject/wharf/graph/store/check"
+	"github.com/wharfproject/wharf/graph/store/content"
+	"github.com/wharfproject/wharf/graph/store/indexjson"
 	"github.com/wharfproject/wharf/imagespec"
 	"github.com/wharfproject/wharf/internal/ocilayout"
 	"github.com/wharfproject/wharf/internal/rootlock"
@@ -27,24 +29,17 @@ const (
 	layoutFile   = ocilayout.LayoutFile
 	IndexFile    = ocilayout.IndexFile
 	BlobsDir     = ocilayout.BlobsDir
-	ingestDir    = "ingest"
+	ingestDir    = content.IngestDir
 	wharfDir     = "wharf"
-	recordsFile  = "images.json"
-	recordsV1    = "images.json.v1"
-	recordsVer   = 1
-	AnnRefName   = ocispec.AnnotationRefName // tag only, e.g. "1.0"
-	AnnImageName = "io.containerd.image.name"
+	AnnRefName   = indexjson.AnnRefName // tag only, e.g. "1.0"
+	AnnImageName = indexjson.AnnImageName
 )
 
 // Modes of everything under the data-root: the daemon's alone.
 const (
-	dirMode  fs.FileMode = 0o700
-	fileMode fs.FileMode = 0o600
+	dirMode  = content.DirMode
+	fileMode = content.FileMode
 )
-
-// maxRecordsSize caps images.json at its migration (256 MiB): 5,000 images
-// take about 5 MiB, so anything near the cap is corruption, not data.
-const maxRecordsSize = 256 << 20
 
 // Options configure a Store.
 type Options struct {
@@ -69,6 +64,9 @@ type Options struct {
 	// stopAfter (tests) is called after each step of a migration; an
 	// error it returns stops Open there, as a crash would.
 	stopAfter func(step string) error
+	// migrateChunk (tests), when > 0, replaces migrateChunk: a migration
+	// of a few hundred records then spans several transactions.
+	migrateChunk int
 }
 
 // Store is the OCI layout on disk, the leases, and the image records in
@@ -96,15 +94,11 @@ type Store struct {
 
 	// index.json (indexjson.go): idxGen is the change generation the file
 	// on disk was written at.
-	idxMu      sync.Mutex
-	idxGen     uint64
-	dbClosed   bool
-	idxSchedMu sync.Mutex
-	idxTimer   *time.Timer
-	closed     bool
-	indexDelay time.Duration
-	platform   ocispec.Platform // the daemon's (Options.Platform)
-	idxCost    atomic.Int64     // the last background write's duration, ns (indexDelayNow)
+	idxMu    sync.Mutex
+	idxGen   uint64
+	dbClosed bool
+	idxSched *indexjson.Scheduler
+	platform ocispec.Platform // the daemon's (Options.Platform)
 
 	leaseMu sync.Mutex
 	pins    map[digest.Digest]int // digest → number of live leases pinning it
@@ -116,10 +110,8 @@ type Store struct {
 	// wrong and that downloaded again from zero (a resumable WriteBlob).
 	partialRestarts atomic.Int64
 
-	// pendDirs are the blob directories a rename went into since the last
-	// records update, whose fsync that update owes (syncPendingDirs).
-	pendMu   sync.Mutex
-	pendDirs map[string]bool
+	// blobs are the blob files (content): blobs/, ingest/, partial/.
+	blobs *content.Store
 
 	// metaMu orders a cache fill after the blob's removal (forget).
 	metaMu sync.Mutex
@@ -135,28 +127,20 @@ type Store struct {
 	// returns fails the write as ENOSPC would.
 	failWrite func(name string) error
 	stopAfter func(step string) error
+	// chunk is how many records one transaction of a migration or of the
+	// summaries' fill puts (migrateChunk unless Options say otherwise).
+	chunk int
 
 	// scan counts what walks read of meta.db's mapping (mapped.go).
 	scan scanMeter
 
 	// The background scrub (scrub.go).
-	scrubMu     sync.Mutex
-	scrub       scrubState
-	scrubClosed bool
-	scrubWG     sync.WaitGroup
-}
-
-// recordsDoc is the JSON form of wharf/images.json (version 1: the
-// records; version 2: the stub left by the migration to meta.db).
-type recordsDoc struct {
-	Version int            `json:"version"`
-	Images  []*ImageRecord `json:"images"`
-	Note    string         `json:"note,omitempty"`
+	scrubber check.Scrubber
 }
 
 // Open opens (creating when needed) the store at opts.Root: takes its lock,
 // tightens modes, cleans the ingest area, opens meta.db (migrating the
-// version-1 images.json into it first: migrate.go) and schedules
+// version-1 images.json into it first: graph/store/migrate) and schedules
 // index.json's rewrite when it is behind. It reads nothing per image or
 // per blob: the orphan collection and the quick check that start-up used
 // to run are the scrub's (StartScrub), once the API answers.
@@ -182,16 +166,16 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		log = logrus.NewEntry(logrus.StandardLogger())
 	}
 	s := &Store{
-		root:     root,
-		log:      log,
-		pins:     map[digest.Digest]int{},
-		ingests:  map[string]bool{},
-		pendDirs: map[string]bool{},
+		root:    root,
+		log:     log,
+		pins:    map[digest.Digest]int{},
+		ingests: map[string]bool{},
+		blobs:   content.New(root),
 
 		partialTTL: PartialTTL,
 		partialMax: PartialMaxBytes,
-		indexDelay: IndexDelay,
 		stopAfter:  opts.stopAfter,
+		chunk:      migrateChunk,
 		platform:   imagespec.DefaultPlatform(opts.Platform),
 		meta:       mustLRU[*ImageMeta](),
 		refs:       mustLRU[[]digest.Digest](),
@@ -202,9 +186,12 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.PartialMaxBytes > 0 {
 		s.partialMax = opts.PartialMaxBytes
 	}
-	if opts.IndexDelay > 0 {
-		s.indexDelay = opts.IndexDelay
+	if opts.migrateChunk > 0 {
+		s.chunk = opts.migrateChunk
 	}
+	s.idxSched = indexjson.NewScheduler(opts.IndexDelay, s.FlushIndex, func(err error) {
+		s.log.WithError(err).Warn("index.json not updated; retrying")
+	})
 	if opts.Lock == nil {
 		if s.lock, err = rootlock.Acquire(root); err != nil {
 			return nil, fmt.Errorf("graph: %w", err)
@@ -220,7 +207,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 }
 
 func (s *Store) open(ctx context.Context) error {
-	if err := tightenModes(s.root); err != nil {
+	if err := content.TightenModes(s.root); err != nil {
 		return fmt.Errorf("graph: tighten modes of %s: %w", s.root, err)
 	}
 	// A crash mid-write leaves temp files in ingest/: nothing there is ever
@@ -260,43 +247,12 @@ func (s *Store) open(ctx context.Context) error {
 	}
 	if _, err := os.Stat(filepath.Join(s.root, IndexFile)); gen != s.idxGen || err != nil {
 		s.idxGen = ^uint64(0) // unknown: the writer rewrites it
-		s.indexChanged()
+		s.idxSched.Changed()
 	}
 	// Orphans (blobs no record uses, left by a crash) are not collected
 	// here: walking blobs/ took seconds at 50,000 images before the API
 	// could answer. The scrub does it in the background (scrub.go).
 	return nil
-}
-
-// tightenModes makes root 0700 and everything under it 0700 (directories)
-// or 0600 (files). Stores written by earlier versions were 0755/0644. The
-// root's own mode is changed last, so a store whose root is already 0700 was
-// tightened whole and start-up does not walk it again.
-func tightenModes(root string) error {
-	fi, err := os.Stat(root)
-	if err != nil {
-		return err
-	}
-	if fi.Mode().Perm() == dirMode {
-		return nil
-	}
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if p == root || d.Type()&fs.ModeSymlink != 0 {
-			return nil
-		}
-		mode := fileMode
-		if d.IsDir() {
-			mode = dirMode
-		}
-		return os.Chmod(p, mode)
-	})
-	if err != nil {
-		return err
-	}
-	return os.Chmod(root, dirMode)
 }
 
 // Root is the data-root.
@@ -305,18 +261,10 @@ func (s *Store) Root() string { return s.root }
 // Close writes index.json if it is behind, closes meta.db and releases
 // the store's lock. Closing twice is a no-op.
 func (s *Store) Close() error {
-	s.stopScrub()
-	s.idxSchedMu.Lock()
-	if s.closed {
-		s.idxSchedMu.Unlock()
+	s.scrubber.Stop()
+	if !s.idxSched.Close() {
 		return nil
 	}
-	s.closed = true
-	if s.idxTimer != nil {
-		s.idxTimer.Stop()
-		s.idxTimer = nil
-	}
-	s.idxSchedMu.Unlock()
 	var errs []error
 	if s.db != nil {
 		if err := s.FlushIndex(); err != nil {

@@ -21,46 +21,17 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/opencontainers/go-digest"
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/wharfproject/wharf/graph/store/record"
 )
 
 var (
 	bucketSummaries = []byte("summaries")
 	keySumGen       = []byte("sumgen")
 )
-
-// Summary is what the image list needs of one image.
-type Summary struct {
-	ID digest.Digest
-	// Target is the record's target descriptor, without inline data.
-	Target ocispec.Descriptor
-	// Manifest is the record's platform manifest digest.
-	Manifest digest.Digest
-	// RepoTags and RepoDigests are in familiar form (FamiliarRefs of the
-	// record's), as the API shows them: listing parses no reference.
-	RepoTags    []string
-	RepoDigests []string
-	// HasMeta: the manifest and config were read when the summary was
-	// written, and the fields below hold what they say. When false the
-	// reader asks Meta itself (and skips the image when that fails).
-	HasMeta bool
-	// Created is the config's creation time (zero when unknown).
-	Created time.Time
-	Labels  map[string]string
-	Parent  string
-	Size    int64
-}
-
-// Record is the part of the record the summary holds: enough for Meta
-// (the references are left out: they are not fully qualified here).
-func (sm *Summary) Record() *ImageRecord {
-	return &ImageRecord{ID: sm.ID, Target: sm.Target, Manifest: ocispec.Descriptor{Digest: sm.Manifest},
-		RepoTags: []string{}, RepoDigests: []string{}}
-}
 
 // summaryOf builds the summary of rec. prev, when its meta part was read
 // from the same manifest, is reused: a tag or untag reads no document.
@@ -72,8 +43,8 @@ func (s *Store) summaryOf(rec *ImageRecord, prev *Summary, old *ImageRecord) *Su
 		ID:          rec.ID,
 		Target:      rec.Target,
 		Manifest:    rec.Manifest.Digest,
-		RepoTags:    familiarFrom(rec.RepoTags, prevRefs(old, prev, true)),
-		RepoDigests: familiarFrom(rec.RepoDigests, prevRefs(old, prev, false)),
+		RepoTags:    record.FamiliarFrom(rec.RepoTags, record.PrevRefs(old, prev, true)),
+		RepoDigests: record.FamiliarFrom(rec.RepoDigests, record.PrevRefs(old, prev, false)),
 	}
 	sm.Target.Data = nil
 	if prev != nil && prev.HasMeta && prev.Manifest == rec.Manifest.Digest && prev.ID == rec.ID {
@@ -90,49 +61,7 @@ func (s *Store) summaryOf(rec *ImageRecord, prev *Summary, old *ImageRecord) *Su
 	return sm
 }
 
-// prevRefs maps old's references (tags, or digests) to their familiar
-// form in prev; nil when prev was not written from old.
-func prevRefs(old *ImageRecord, prev *Summary, tags bool) map[string]string {
-	if old == nil || prev == nil || prev.ID != old.ID {
-		return nil
-	}
-	full, fam := old.RepoDigests, prev.RepoDigests
-	if tags {
-		full, fam = old.RepoTags, prev.RepoTags
-	}
-	if len(full) != len(fam) {
-		return nil
-	}
-	m := make(map[string]string, len(full))
-	for i, r := range full {
-		m[r] = fam[i]
-	}
-	return m
-}
-
-// familiarFrom is FamiliarRefs(refs), taking the familiar form of a
-// reference from known when it is there.
-func familiarFrom(refs []string, known map[string]string) []string {
-	out := make([]string, 0, len(refs))
-	for _, r := range refs {
-		if f, ok := known[r]; ok {
-			out = append(out, f)
-		} else {
-			out = append(out, Familiar(r))
-		}
-	}
-	return out
-}
-
-func decodeSummary(b []byte) (*Summary, error) {
-	var sm Summary
-	if err := json.Unmarshal(b, &sm); err != nil {
-		return nil, err
-	}
-	sm.RepoTags = nonNil(sm.RepoTags)
-	sm.RepoDigests = nonNil(sm.RepoDigests)
-	return &sm, nil
-}
+func decodeSummary(b []byte) (*Summary, error) { return record.DecodeSummary(b) }
 
 func putSummary(b *bolt.Bucket, sm *Summary) error {
 	v, err := json.Marshal(sm)
@@ -238,7 +167,7 @@ func (s *Store) fillSummariesChunked() (int, error) {
 					k, v = c.Next()
 				}
 			}
-			for i := 0; k != nil && i < migrateChunk; k, v = c.Next() {
+			for i := 0; k != nil && i < s.chunk; k, v = c.Next() {
 				r, err := decodeRecord(v)
 				if err != nil {
 					return fmt.Errorf("graph: image record %s: %w", k, err)

@@ -135,18 +135,18 @@ func TestSummaryKeysAreTheSummaries(t *testing.T) {
 	}
 }
 
-// The summaries' fill commits a chunk at a time (migrateChunk records): a
+// The summaries' fill commits a chunk at a time (testChunk records here): a
 // start stopped between two chunks leaves the summaries marked stale, and
 // the next start fills them again, whole.
 func TestSummariesFillResumesAfterAStopBetweenChunks(t *testing.T) {
-	const n = migrateChunk + 3
+	const n = testChunk + 3
 	root := manyV1Root(t, n)
 	s := openTestStore(t, root)
 	must(t, s.db.Update(func(btx *bolt.Tx) error { return btx.Bucket(bucketMeta).Delete(keySumGen) }))
 	must(t, s.Close())
 
 	stopped := errors.New("stopped after a chunk")
-	_, err := Open(context.Background(), Options{Root: root, Logger: quietLogger(), stopAfter: func(step string) error {
+	_, err := Open(context.Background(), Options{Root: root, Logger: quietLogger(), migrateChunk: testChunk, stopAfter: func(step string) error {
 		if step == stepSummariesChunk {
 			return stopped
 		}
@@ -165,8 +165,8 @@ func TestSummariesFillResumesAfterAStopBetweenChunks(t *testing.T) {
 		return nil
 	}))
 	must(t, db.Close())
-	if fresh || filled != migrateChunk {
-		t.Fatalf("after the stop: summaries fresh %v, %d of them; want stale and %d (one chunk)", fresh, filled, migrateChunk)
+	if fresh || filled != testChunk {
+		t.Fatalf("after the stop: summaries fresh %v, %d of them; want stale and %d (one chunk)", fresh, filled, testChunk)
 	}
 
 	s = openTestStore(t, root)

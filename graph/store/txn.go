@@ -10,6 +10,8 @@ import (
 
 	"github.com/opencontainers/go-digest"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/wharfproject/wharf/graph/store/record"
 )
 
 // Txn is one change to the records. It reads the database through the
@@ -106,7 +108,7 @@ func (tx *Txn) shortIDs(prefix string, max int, _ func(digest.Digest) bool) []di
 
 // Lookup resolves name in the transaction's view. The records a Txn returns
 // are its own copies: edits to them (LastTagTime) are part of the change.
-func (tx *Txn) Lookup(name string) (*ImageRecord, error) { return lookupIn(tx, name) }
+func (tx *Txn) Lookup(name string) (*ImageRecord, error) { return record.Lookup(lookupView{tx}, name) }
 
 // Image is the record with the ID id, or nil.
 func (tx *Txn) Image(id digest.Digest) *ImageRecord {

@@ -3,11 +3,7 @@ package store
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -15,62 +11,9 @@ import (
 )
 
 // BlobUsage counts the blobs under blobs/ and their bytes as they are on
-// disk now: every regular file named by a digest, whether a record uses it
-// or not (the store check tells those apart). It takes no store lock: a
-// blob appears and disappears by rename, so a listing sees each whole or
-// not at all, and one removed between the listing and its stat is skipped.
-// For the metrics scrape.
-func (s *Store) BlobUsage() (blobs int, bytes int64, err error) {
-	for _, alg := range []digest.Algorithm{digest.SHA256, digest.SHA512} {
-		n, b, err := dirUsage(filepath.Join(s.root, BlobsDir, string(alg)), alg)
-		if err != nil {
-			return 0, 0, err
-		}
-		blobs, bytes = blobs+n, bytes+b
-	}
-	return blobs, bytes, nil
-}
-
-// usageBatch is how many directory entries BlobUsage holds at a time: a
-// whole listing of 150,000 blobs (50,000 images) is ~20 MiB of entries
-// and names, taken at every scrape; 512 is a few dozen KiB.
-const usageBatch = 512
-
-// dirUsage counts the blobs of algorithm alg in dir and their bytes,
-// reading the directory usageBatch entries at a time.
-func dirUsage(dir string, alg digest.Algorithm) (blobs int, bytes int64, err error) {
-	f, err := os.Open(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, 0, nil
-	}
-	if err != nil {
-		return 0, 0, err
-	}
-	defer f.Close()
-	for {
-		ents, err := f.ReadDir(usageBatch)
-		for _, e := range ents {
-			if !e.Type().IsRegular() || ValidateDigest(digest.NewDigestFromEncoded(alg, e.Name())) != nil {
-				continue
-			}
-			fi, err := e.Info()
-			if errors.Is(err, os.ErrNotExist) {
-				continue
-			}
-			if err != nil {
-				return 0, 0, err
-			}
-			blobs++
-			bytes += fi.Size()
-		}
-		if errors.Is(err, io.EOF) {
-			return blobs, bytes, nil
-		}
-		if err != nil {
-			return 0, 0, err
-		}
-	}
-}
+// disk now (content.Usage): every regular file named by a digest, whether a
+// record uses it or not. For the metrics scrape.
+func (s *Store) BlobUsage() (blobs int, bytes int64, err error) { return s.blobs.Usage() }
 
 // SharedBlob reports whether more than one image keeps the blob d alive
 // (the blobs bucket: at most two keys read, whatever the store's size).

@@ -1,4 +1,4 @@
-package store
+package record
 
 import (
 	"fmt"
@@ -11,8 +11,8 @@ import (
 // References as the records keep them: fully qualified
 // (docker.io/library/busybox:latest) on disk and inside the store, familiar
 // (busybox:latest) on the API. These helpers sit on
-// github.com/distribution/reference, which does the parsing; Lookup
-// (lookup.go) resolves a name to a record.
+// github.com/distribution/reference, which does the parsing; the store's
+// Lookup resolves a name to a record.
 
 // ParseNewTag validates repo and tag as dockerd does and returns the fully
 // qualified name:tag. The API server parses its own (api/server's

@@ -1,6 +1,6 @@
 //go:build linux
 
-package store
+package content
 
 import (
 	"errors"
@@ -49,10 +49,10 @@ func syncData(f *os.File) error {
 	return nil
 }
 
-// diskFull reports ENOSPC when the file system of dir has no block left
+// DiskFull reports ENOSPC when the file system of dir has no block left
 // for an unprivileged writer (statfs f_bavail). A records change checks it
 // before it commits (commit.go); a failing statfs reports nothing.
-func diskFull(dir string) error {
+func DiskFull(dir string) error {
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {
 		return nil

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package store
+package content
 
 import "os"
 
@@ -11,6 +11,6 @@ func startWriteback(f *os.File, off, n int64) {}
 // syncData is fsync.
 func syncData(f *os.File) error { return f.Sync() }
 
-// diskFull is not checked where statfs is not used: bbolt's own writes
+// DiskFull is not checked where statfs is not used: bbolt's own writes
 // still fail with ENOSPC and roll the change back.
-func diskFull(dir string) error { return nil }
+func DiskFull(dir string) error { return nil }
