@@ -14,13 +14,12 @@ import (
 	registrytypes "github.com/moby/moby/api/types/registry"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/wharfproject/wharf/imagespec"
 	"github.com/wharfproject/wharf/registry/hosts"
 	"github.com/wharfproject/wharf/registry/transport"
 )
 
 const oauthClientID = "wharf"
-
-var anchoredTag = regexp.MustCompile(`^[\w][\w.-]{0,127}$`)
 
 // repositoryPath is the distribution spec's repository name: path
 // components of lower-case alphanumerics joined by '.', '_', '__' or '-'s.
@@ -239,7 +238,7 @@ func parseRef(tagOrDigest string) (tag string, dgst digest.Digest, err error) {
 	if d, err := digest.Parse(tagOrDigest); err == nil {
 		return "", d, nil
 	}
-	if anchoredTag.MatchString(tagOrDigest) {
+	if imagespec.ValidTag(tagOrDigest) {
 		return tagOrDigest, "", nil
 	}
 	return "", "", fmt.Errorf("invalid tag or digest %q%.0w", tagOrDigest, errdefs.ErrInvalidArgument)
@@ -307,7 +306,7 @@ func (r *Repository) PushManifest(ctx context.Context, desc ocispec.Descriptor, 
 	}
 	ref := desc.Digest.String()
 	if tag != "" {
-		if !anchoredTag.MatchString(tag) {
+		if !imagespec.ValidTag(tag) {
 			return fmt.Errorf("invalid tag %q%.0w", tag, errdefs.ErrInvalidArgument)
 		}
 		ref = tag

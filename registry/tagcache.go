@@ -9,6 +9,8 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/wharfproject/wharf/imagespec"
 )
 
 // The tag freshness cache: what a tag named, and when the registry said
@@ -99,7 +101,7 @@ func (c *tagCache) put(scope, tag string, desc ocispec.Descriptor, missing bool,
 // remembered, so that a repeat within maxAge is free for it too; any other
 // error is never remembered.
 func (r *Repository) HeadTag(ctx context.Context, tag string, maxAge time.Duration) (TagAnswer, error) {
-	if !anchoredTag.MatchString(tag) {
+	if !imagespec.ValidTag(tag) {
 		return TagAnswer{}, fmt.Errorf("invalid tag %q%.0w", tag, errdefs.ErrInvalidArgument)
 	}
 	tags := r.svc.tags

@@ -21,7 +21,7 @@ allowed() {
 	registry) echo "imagespec internal/imageref registry/hosts registry/transport registry/upload registry/blobs registry/listing registry/referrers registry/v1 trust internal/ctxio" ;;
 	registry/upload) echo "registry/transport internal/ctxio" ;;
 	registry/blobs) echo "registry/transport internal/ctxio" ;;
-	registry/listing) echo "registry/transport" ;;
+	registry/listing) echo "imagespec registry/transport" ;;
 	registry/v1) echo "registry/hosts registry/transport" ;;
 	registry/referrers) echo "imagespec registry/listing registry/transport trust" ;;
 	registry/transport) echo "registry/hosts" ;;

@@ -8,6 +8,8 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
 	"github.com/opencontainers/go-digest"
+
+	"github.com/wharfproject/wharf/imagespec"
 )
 
 // Straight-line templates pass; control flow, other functions, and the
@@ -87,7 +89,7 @@ func FuzzBackupTemplate(f *testing.F) {
 			return
 		}
 		tag, err := bt.render(syncItem{dstName: n, tag: "1"}, digest.FromString(s))
-		if err == nil && !validTag.MatchString(tag) {
+		if err == nil && !imagespec.ValidTag(tag) {
 			t.Fatalf("%q rendered %q", s, tag)
 		}
 	})

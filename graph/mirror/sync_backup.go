@@ -2,7 +2,6 @@ package mirror
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"text/template"
 	"time"
@@ -10,6 +9,8 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
 	"github.com/opencontainers/go-digest"
+
+	"github.com/wharfproject/wharf/imagespec"
 )
 
 // The backup tag template (--backup): Go's text/template, as regsync's
@@ -23,9 +24,6 @@ import (
 // variables and a few bounded functions; no range, if, with, template,
 // define or block), which runs each action once.
 const maxBackupTemplate = 1024
-
-// validTag is the distribution spec's tag.
-var validTag = regexp.MustCompile(`^[\w][\w.-]{0,127}$`)
 
 // SyncBackupData is what a backup template sees.
 type SyncBackupData struct {
@@ -92,7 +90,7 @@ func (b *backupTemplate) execute(data SyncBackupData) (string, error) {
 		return "", fmt.Errorf("backup template: %v%.0w", err, errdefs.ErrInvalidArgument)
 	}
 	tag := sb.String()
-	if !validTag.MatchString(tag) {
+	if !imagespec.ValidTag(tag) {
 		return "", fmt.Errorf("backup template makes %q, which is not a tag%.0w", tag, errdefs.ErrInvalidArgument)
 	}
 	return tag, nil

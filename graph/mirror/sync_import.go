@@ -17,6 +17,7 @@ import (
 
 	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/graph/distribution"
+	"github.com/wharfproject/wharf/imagespec"
 )
 
 // SyncImport reads an OCI layout tar from body into a directory under the
@@ -237,7 +238,7 @@ func archiveEntryName(d ocispec.Descriptor) (reference.Named, string, error) {
 	} else if refName != "" {
 		tag = refName // a bare tag, as `oras cp --to-oci-layout` writes
 	}
-	if tag != "" && !validTag.MatchString(tag) {
+	if tag != "" && !imagespec.ValidTag(tag) {
 		return nil, "", fmt.Errorf("archive: entry %s has ref name %q, which does not end in a tag%.0w", d.Digest, refName, errdefs.ErrInvalidArgument)
 	}
 	if repo := d.Annotations[annotationSyncRepository]; repo != "" {

@@ -9,12 +9,12 @@ import (
 	"io/fs"
 	"maps"
 	"os"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/distribution/reference"
 	"github.com/opencontainers/go-digest"
+	"github.com/wharfproject/wharf/imagespec"
 	"github.com/wharfproject/wharf/internal/atomicfile"
 )
 
@@ -114,9 +114,6 @@ type watchStateInfo struct {
 	Saved    time.Time
 	Platform string
 }
-
-// tagPattern is a tag (distribution/reference's tag grammar, anchored).
-var tagPattern = regexp.MustCompile(`^[\w][\w.-]{0,127}$`)
 
 // kept is the part of the state the file holds: the tags with an alarm.
 func kept(state map[string]tagState) map[string]tagState {
@@ -233,7 +230,7 @@ func tagStateOf(name string, t watchStateTag) (tagState, error) {
 			return tagState{}, errors.New("newer is not patch,minor,major")
 		}
 		for _, p := range parts {
-			if p != "" && !tagPattern.MatchString(p) {
+			if p != "" && !imagespec.ValidTag(p) {
 				return tagState{}, errors.New("newer names a string that is not a tag")
 			}
 		}

@@ -15,11 +15,9 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strconv"
 
-	"github.com/distribution/reference"
-
+	"github.com/wharfproject/wharf/imagespec"
 	"github.com/wharfproject/wharf/registry/transport"
 )
 
@@ -93,9 +91,6 @@ type Target interface {
 	Do(req *http.Request) (*http.Response, error)
 }
 
-// validTag is the distribution-spec's tag grammar, anchored.
-var validTag = regexp.MustCompile(`^` + reference.TagRegexp.String() + `$`)
-
 // TagsOptions shape one tag listing.
 type TagsOptions struct {
 	// PageSize is the n= of each request; 0 means TagPageSize.
@@ -138,7 +133,7 @@ func Tags(ctx context.Context, t Target, opts TagsOptions, lim Limit) ([]string,
 			return transport.InvalidDocument(host, "tag list of %s: more than %d tags", path, lim.Names)
 		}
 		for _, t := range page.Tags {
-			if !validTag.MatchString(t) {
+			if !imagespec.ValidTag(t) {
 				return transport.InvalidDocument(host, "tag list of %s: invalid tag %q", path, t)
 			}
 			if held += int64(len(t)) + tagHeaderBytes; held > lim.Memory {

@@ -11,6 +11,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/wharfproject/wharf/imagespec"
 	"github.com/wharfproject/wharf/registry/transport"
 )
 
@@ -123,7 +124,7 @@ func (r Repo) Push(ctx context.Context, desc ocispec.Descriptor, content []byte,
 	}
 	ref := desc.Digest.String()
 	if tag != "" {
-		if !validTag.MatchString(tag) {
+		if !imagespec.ValidTag(tag) {
 			return 0, fmt.Errorf("invalid tag %q%.0w", tag, errdefs.ErrInvalidArgument)
 		}
 		ref = tag

@@ -18,10 +18,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strings"
 
-	"github.com/distribution/reference"
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/containerd/errdefs"
@@ -77,9 +75,6 @@ const (
 // maxManifestSize is a manifest's cap (registry's, containerd's
 // MaxManifestSize): of a referrers page, a listed referrer, a pushed one.
 const maxManifestSize = 4 << 20
-
-// validTag is the distribution-spec's tag grammar, anchored.
-var validTag = regexp.MustCompile(`^` + reference.TagRegexp.String() + `$`)
 
 // Target is the repository referrers are listed in and written to: its
 // upstream endpoint (the referrers API and the tag schema are the
@@ -403,7 +398,7 @@ func TagSchemaTag(subject digest.Digest) (string, bool) {
 		enc = enc[:64]
 	}
 	t := string(subject.Algorithm()) + "-" + enc
-	return t, validTag.MatchString(t + ".sbom")
+	return t, imagespec.ValidTag(t + ".sbom")
 }
 
 // dedupeReferrers keeps the first of each (subject, digest): a signature
