@@ -28,6 +28,8 @@ type AttestationsOptions struct {
 	Remote bool
 	// Auth is sent as X-Registry-Auth; nil sends none.
 	Auth *registry.AuthConfig
+	// Registries: as InspectOptions.Registries.
+	Registries map[string]registry.AuthConfig
 }
 
 // ImageAttestations calls GET /images/{name}/attestations (API 1.55): the
@@ -56,7 +58,7 @@ func (c *Client) ImageAttestations(ctx context.Context, name string, opts Attest
 	if opts.Remote {
 		q.Set("remote", "1")
 	}
-	h, err := authHeader(opts.Auth)
+	h, err := credentialHeaders(opts.Auth, opts.Registries, false)
 	if err != nil {
 		return nil, nil, err
 	}

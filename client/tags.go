@@ -21,6 +21,8 @@ type TagsOptions struct {
 	PageSize int
 	// Auth is sent as X-Registry-Auth; nil sends none.
 	Auth *registry.AuthConfig
+	// Registries: as InspectOptions.Registries.
+	Registries map[string]registry.AuthConfig
 }
 
 // RemoteTags calls GET /wharf/images/{name}/tags (wharf's own endpoint):
@@ -37,7 +39,7 @@ func (c *Client) RemoteTags(ctx context.Context, name string, opts TagsOptions) 
 		q.Set("page-size", strconv.Itoa(opts.PageSize))
 	}
 	var v types.RemoteTags
-	h, err := authHeader(opts.Auth)
+	h, err := credentialHeaders(opts.Auth, opts.Registries, false)
 	if err != nil {
 		return v, err
 	}

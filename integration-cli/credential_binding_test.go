@@ -169,3 +169,28 @@ func (s *ResolveSuite) TestLocalAttestationsBindTheCredentialsOnce(c *check.C) {
 	c.Check(b.Requests() > 0, check.Equals, true, check.Commentf("the second origin was not asked: %s", r))
 	noCredentialsAt(c, b, "local attestations")
 }
+
+// `wharf tags` and `wharf attestations --remote` of a short name send the
+// login of the registry the daemon finds it at, as inspect and pull do:
+// A's login goes to A, searched second, and the first candidate, B, is
+// asked anonymously.
+func (s *ResolveSuite) TestShortNameTagsAndAttestationsUseTheLoginOfTheRegistrySearched(c *check.C) {
+	tok, anon := s.regs.token, s.regs.anon
+	pushImage(c, tok, "login/listed", "1", testregistry.ImageOptions{})
+	d := StartDaemon(c, "--block-registry", "docker.io", "--add-registry", anon.Host, "--add-registry", tok.Host)
+	defer d.Stop(c)
+	login := d.WharfIn(c, []byte(tok.Password+"\n"), "login", tok.Host, "-u", tok.Username, "--password-stdin")
+	c.Assert(login.ExitCode, check.Equals, 0, check.Commentf("%s", login))
+	anon.ResetCounters()
+
+	tags := d.Wharf(c, "tags", "login/listed")
+	c.Check(tags.ExitCode, check.Equals, 0, check.Commentf("tags: %s\n%s", tags, logTail(d)))
+	c.Check(strings.Fields(tags.Stdout), check.DeepEquals, []string{"1"}, check.Commentf("tags: %s", tags))
+	att := d.Wharf(c, "attestations", "--remote", "login/listed:1")
+	c.Check(att.ExitCode, check.Equals, 0, check.Commentf("attestations --remote: %s\n%s", att, logTail(d)))
+
+	c.Check(anon.Requests() > 0, check.Equals, true, check.Commentf("the first candidate was not asked"))
+	for i, h := range anon.Counter.HeaderValues("Authorization") {
+		c.Check(h, check.Equals, "", check.Commentf("%s carried credentials", anon.Counter.Requests()[i]))
+	}
+}

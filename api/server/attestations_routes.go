@@ -47,11 +47,11 @@ func (s *Server) getImageAttestations(w http.ResponseWriter, r *http.Request, va
 	// With remote=1, and for a local image whose attestations must be read
 	// from its registry: the registry package gives a set that names its
 	// registry (ServerAddress) to that registry only.
-	auth, err := decodeAuth(r)
+	auth, regs, err := requestCredentials(r, decodeAuth)
 	if err != nil {
 		return err
 	}
-	opts.Auth, opts.MetaHeaders = auth, metaHeaders(r)
+	opts.Auth, opts.Registries, opts.MetaHeaders = auth, regs, metaHeaders(r)
 	return s.streamAttestations(w, r, vars["name"], opts)
 }
 

@@ -26,11 +26,11 @@ func (s *Server) getRemoteTags(w http.ResponseWriter, r *http.Request, vars map[
 	if err := parseForm(r); err != nil {
 		return err
 	}
-	auth, err := decodeAuth(r)
+	auth, regs, err := requestCredentials(r, decodeAuth)
 	if err != nil {
 		return err
 	}
-	opts := types.RemoteTagsOptions{Auth: auth, MetaHeaders: metaHeaders(r), Sort: r.Form.Get("sort")}
+	opts := types.RemoteTagsOptions{Auth: auth, Registries: regs, MetaHeaders: metaHeaders(r), Sort: r.Form.Get("sort")}
 	if opts.Limit, err = intParam(r, "limit"); err != nil {
 		return err
 	}

@@ -25,5 +25,6 @@ type AttestationOptions struct {
 	// attestations are read from its registry.
 	Remote      bool
 	Auth        *registry.AuthConfig
+	Registries  map[string]registry.AuthConfig // X-Registry-Config, as RemoteInspectOptions.Registries
 	MetaHeaders http.Header
 }

@@ -51,6 +51,7 @@ type RemoteTags struct {
 type RemoteTagsOptions struct {
 	// Auth is the decoded X-Registry-Auth; nil means anonymous.
 	Auth        *registry.AuthConfig
+	Registries  map[string]registry.AuthConfig // X-Registry-Config, as RemoteInspectOptions.Registries
 	MetaHeaders http.Header
 	// Limit stops after this many tags (0 = all); see Sort for the order.
 	Limit int

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wharfproject/wharf/client"
+	"github.com/wharfproject/wharf/cmd/wharf/internal/creds"
 	"github.com/wharfproject/wharf/cmd/wharf/internal/formatter"
 )
 
@@ -69,12 +70,14 @@ func runAttestations(cmd *cobra.Command, c *cli, name string, o attestationsOpti
 		return err
 	}
 	opts := client.AttestationsOptions{Platform: platform, PredicateTypes: o.types, Statement: o.statement, Remote: o.remote}
-	// The stored credentials of the name's registry, for --remote and for a
-	// local image whose attestations the daemon reads from its registry
-	// (it sends them to that registry only).
-	if opts.Auth, err = c.creds().AuthFor(cmd.Context(), name); err != nil {
+	// The stored credentials of each registry the daemon may find name at
+	// (--remote) or read a local image's attestations from, keyed by
+	// registry: each gets its own only.
+	regs, err := c.creds().SearchConfig(cmd.Context(), api, []string{name}, nil)
+	if err != nil {
 		return err
 	}
+	opts.Registries, opts.Auth = regs, creds.OwnSet(regs, name)
 	items, raw, err := api.ImageAttestations(cmd.Context(), name, opts)
 	if err != nil {
 		return err

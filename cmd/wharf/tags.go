@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wharfproject/wharf/client"
+	"github.com/wharfproject/wharf/cmd/wharf/internal/creds"
 )
 
 type tagsOptions struct {
@@ -70,11 +71,13 @@ func runTags(ctx context.Context, c *cli, o tagsOptions, name string) error {
 	if err != nil {
 		return err
 	}
-	a, err := c.creds().AuthFor(ctx, name)
+	// The stored credentials of each registry the daemon may find name
+	// at, keyed by registry: each gets its own only.
+	regs, err := c.creds().SearchConfig(ctx, api, []string{name}, nil)
 	if err != nil {
 		return err
 	}
-	opts.Auth = a
+	opts.Registries, opts.Auth = regs, creds.OwnSet(regs, name)
 	res, err := api.RemoteTags(ctx, name, opts)
 	if err != nil {
 		return err

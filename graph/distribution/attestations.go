@@ -104,7 +104,7 @@ func (s *Service) localAttestations(ctx context.Context, name string, opts types
 				name, imagespec.FormatPlatform(*opts.Platform), errdefs.ErrNotFound)
 		}
 	}
-	creds := originCredentials(name, rec, registry.Credentials{Auth: opts.Auth, MetaHeaders: opts.MetaHeaders})
+	creds := originCredentials(name, rec, credentials(opts.Auth, opts.Registries, opts.MetaHeaders))
 	src := &localSource{s: s, rec: rec, creds: creds}
 	return attestationsEach(ctx, src, idx, subject.Digest, opts, emit)
 }
@@ -116,7 +116,7 @@ func (s *Service) remoteAttestations(ctx context.Context, name string, opts type
 	if s.reg == nil {
 		return ErrNoRegistry
 	}
-	res, err := findByName(ctx, s.reg, name, registry.Credentials{Auth: opts.Auth, MetaHeaders: opts.MetaHeaders})
+	res, err := findByName(ctx, s.reg, name, credentials(opts.Auth, opts.Registries, opts.MetaHeaders))
 	if err != nil {
 		return noSuchImage(name, err)
 	}

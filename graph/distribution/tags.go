@@ -50,7 +50,7 @@ func (s *Service) RemoteTags(ctx context.Context, name string, opts types.Remote
 	if err != nil {
 		return nil, err
 	}
-	repo, tags, err := svc.ListTags(ctx, ref, credentials(opts.Auth, nil, opts.MetaHeaders), lo)
+	repo, tags, err := svc.ListTags(ctx, ref, credentials(opts.Auth, opts.Registries, opts.MetaHeaders), lo)
 	if err != nil {
 		return nil, err
 	}

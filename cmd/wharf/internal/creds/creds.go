@@ -91,18 +91,6 @@ func registryHost(name string) string {
 	return reference.Domain(ref)
 }
 
-// AuthFor returns the credentials for the registry of image name from the
-// credential store, or nil when there are none. A failing credential helper
-// is an error: sending no credentials would hide it as "unauthorized".
-func (f *Finder) AuthFor(ctx context.Context, name string) (*registry.AuthConfig, error) {
-	host := registryHost(name)
-	if host == "" {
-		// Let the daemon report the bad reference.
-		return nil, nil
-	}
-	return f.forServer(ctx, ServerKey(host))
-}
-
 // RegistryConfig reads the credential store for the registries names are
 // on, keyed by registry (X-Registry-Config: the daemon sends each set to
 // its own registry only). A helper's failure for one registry goes to

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/moby/moby/api/types/registry"
 )
 
 // fakeEnv is a fixed environment: HOME and DOCKER_CONFIG in temp dirs.
@@ -55,7 +57,7 @@ func TestAuthForPlainAuths(t *testing.T) {
 		{image: "UPPER/case", none: true},
 	}
 	for _, tt := range tests {
-		a, err := c.AuthFor(context.Background(), tt.image)
+		a, err := authFor(c, tt.image)
 		if err != nil {
 			t.Errorf("%s: %v", tt.image, err)
 			continue
@@ -78,22 +80,22 @@ func TestAuthForFailingHelpersAreErrors(t *testing.T) {
 		"auths":{"plain.example.com":{"auth":"`+basicAuth("u", "p")+`"}},
 		"credHelpers":{"helped.example.com":"wharf-test-missing-helper"}}`)
 	c := newTestCLI(env)
-	if _, err := c.AuthFor(context.Background(), "helped.example.com/x:1"); err == nil || !strings.Contains(err.Error(), "helped.example.com") {
+	if _, err := authFor(c, "helped.example.com/x:1"); err == nil || !strings.Contains(err.Error(), "helped.example.com") {
 		t.Errorf("credHelpers with a missing helper: err %v", err)
 	}
-	if a, err := c.AuthFor(context.Background(), "plain.example.com/x:1"); err != nil || a == nil || a.Username != "u" {
+	if a, err := authFor(c, "plain.example.com/x:1"); err != nil || a == nil || a.Username != "u" {
 		t.Errorf("plain auth next to a helper: %+v %v", a, err)
 	}
 
 	writeDockerConfig(t, env, `{"credsStore":"wharf-test-missing-helper","auths":{"localhost:5000":{"auth":"`+basicAuth("u", "p")+`"}}}`)
-	if a, err := c.AuthFor(context.Background(), "localhost:5000/x"); err == nil {
+	if a, err := authFor(c, "localhost:5000/x"); err == nil {
 		t.Errorf("credsStore with a missing helper fell back to %+v", a)
 	}
 }
 
 func TestAuthForMissingConfigIsAnonymous(t *testing.T) {
 	c := newTestCLI(testEnv(t))
-	if a, err := c.AuthFor(context.Background(), "alpine"); err != nil || a != nil {
+	if a, err := authFor(c, "alpine"); err != nil || a != nil {
 		t.Errorf("%+v %v", a, err)
 	}
 }
@@ -122,4 +124,16 @@ func TestServerKey(t *testing.T) {
 			t.Errorf("ServerKey(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// authFor is the stored credentials of name's own registry, as the CLI
+// looks them up for one registry (forServer on the name's key). The
+// commands send per-registry sets instead (SearchConfig): a short name's
+// own registry is not known before the daemon searched it.
+func authFor(f *Finder, name string) (*registry.AuthConfig, error) {
+	host := registryHost(name)
+	if host == "" {
+		return nil, nil
+	}
+	return f.forServer(context.Background(), ServerKey(host))
 }
