@@ -99,9 +99,11 @@ UNIT = $(GO) test -race -count=1 $(UNIT_PKGS)
 # (each suite is a go test of its own; it prints nothing else when it
 # passes). The suites mostly wait on wharfd, registries and the disk, so
 # 4 of them run at once on 2 cores: 170 s against 397 s one at a time; 6
-# gain nothing (174 s), the longest suite (HostileRegistrySuite, 90 s) and
-# the 2 cores bound it. Those that must run alone say why beside their
-# func Test.
+# gained nothing (174 s). No suite waits on timers for more than about
+# 40 s (HostileTrickleSuite, HostileNetworkSuite, CheckRemoteWatchSuite):
+# what bounds the phase is the CPU, about 300 s of it in all (wharfd, the
+# registries, cosign, the tests), so about 150 s on 2 cores. Those that
+# must run alone say why beside their func Test.
 INTEGRATION_PARALLEL ?= 4
 INTEGRATION = WHARF_BIN_DIR=$(BIN_DIR) WHARF_REGISTRY_BIN=$(REGISTRY_BIN) PATH="$(CACHE_BIN):$$PATH" \
 	$(GO) test -v -count=1 -parallel $(INTEGRATION_PARALLEL) -timeout $(INTEGRATION_TIMEOUT) ./integration-cli/...

@@ -29,18 +29,38 @@ import (
 // gauges; nothing while nothing changes; and a SIGHUP changes the
 // interval. Rounds are counted by wharf_check_remote_rounds_total: the
 // test waits on rounds, never on time.
-type CheckRemoteWatchSuite struct {
+type CheckRemoteWatchSuite struct{ watchFixture }
+
+func TestCheckRemoteWatchSuite(t *testing.T) { t.Parallel(); runSuite(t, &CheckRemoteWatchSuite{}) }
+
+// CheckRemoteWatchEventsSuite and CheckRemoteWatchRestartSuite hold the
+// two longest watch tests, each with a registry of its own: they wait on
+// 1 s rounds, not on the CPU, so they run beside CheckRemoteWatchSuite.
+type CheckRemoteWatchEventsSuite struct{ watchFixture }
+
+func TestCheckRemoteWatchEventsSuite(t *testing.T) {
+	t.Parallel()
+	runSuite(t, &CheckRemoteWatchEventsSuite{})
+}
+
+type CheckRemoteWatchRestartSuite struct{ watchFixture }
+
+func TestCheckRemoteWatchRestartSuite(t *testing.T) {
+	t.Parallel()
+	runSuite(t, &CheckRemoteWatchRestartSuite{})
+}
+
+// watchFixture is a watch suite's registry; each test starts its daemon.
+type watchFixture struct {
 	suiteFixture
 	reg *testregistry.Registry
 }
-
-func TestCheckRemoteWatchSuite(t *testing.T) { t.Parallel(); runSuite(t, &CheckRemoteWatchSuite{}) }
 
 // watchWait bounds each wait for rounds (1 s ± 10 % each, plus the round)
 // on a loaded CI box.
 const watchWait = 90 * time.Second
 
-func (s *CheckRemoteWatchSuite) SetUpSuite(c *check.C) {
+func (s *watchFixture) SetUpSuite(c *check.C) {
 	// The daemon keeps no credentials: the watch asks anonymously.
 	s.reg = s.startRegistry(c, testregistry.Options{})
 }
@@ -115,7 +135,7 @@ func byAction(evs []watchEvent, action string) []watchEvent {
 	return out
 }
 
-func (s *CheckRemoteWatchSuite) TestWatchReportsEachChangeOnce(c *check.C) {
+func (s *CheckRemoteWatchEventsSuite) TestWatchReportsEachChangeOnce(c *check.C) {
 	reg := s.reg
 	d := s.startDaemon(c, "--check-remote-interval", "1s", "--metrics-addr", "127.0.0.1:0")
 	url := watchMetrics(c, d)
@@ -363,7 +383,7 @@ func lastWatchMetrics(c *check.C, d *Daemon) string {
 // nothing for tags whose state has not changed — a consumer that notifies
 // on events (as Diun does) is not notified again — and the gauges count
 // them; a tag that moved while wharfd was stopped emits its one event.
-func (s *CheckRemoteWatchSuite) TestWatchStateSurvivesRestart(c *check.C) {
+func (s *CheckRemoteWatchRestartSuite) TestWatchStateSurvivesRestart(c *check.C) {
 	reg := s.reg
 	d := s.startDaemon(c, "--check-remote-interval", "1s", "--metrics-addr", "127.0.0.1:0")
 	url := lastWatchMetrics(c, d)

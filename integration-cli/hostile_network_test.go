@@ -49,7 +49,7 @@ func atMost(kind hostile.Kind, n int) func(c *check.C, r *hostile.Registry) {
 	}
 }
 
-func (s *HostileRegistrySuite) TestRetriesAndBrokenConnections(c *check.C) {
+func (s *HostileNetworkSuite) TestRetriesAndBrokenConnections(c *check.C) {
 	start := time.Now()
 	s.run(c, []hcase{
 		{name: "429 with Retry-After once, then served", fault: failFirst(hostile.KindManifest, 1, status(http.StatusTooManyRequests, "1")), remote: ok, pull: ok},
@@ -83,6 +83,15 @@ func (s *HostileRegistrySuite) TestRetriesAndBrokenConnections(c *check.C) {
 			name: "manifest answer that never comes", fault: always(hostile.KindManifest, func(_ http.ResponseWriter, r *http.Request) { hostile.Hang(r) }),
 			remote: "unavailable", pull: "unavailable", check: atMost(hostile.KindManifest, 6),
 		},
+	})
+	c.Logf("network cases took %s", time.Since(start))
+}
+
+// TestTrickledBodies: a body that moves a byte every 100 ms (manifest,
+// token response, layer) ends in the slow-body error, never a hang.
+func (s *HostileTrickleSuite) TestTrickledBodies(c *check.C) {
+	start := time.Now()
+	s.run(c, []hcase{
 		{
 			name: "manifest trickled a byte every 100 ms",
 			fault: func(img *testregistry.Image) hostile.Fault {
@@ -118,7 +127,7 @@ func (s *HostileRegistrySuite) TestRetriesAndBrokenConnections(c *check.C) {
 			pull: "fewer than 1024 bytes received",
 		},
 	})
-	c.Logf("network cases took %s", time.Since(start))
+	c.Logf("trickle cases took %s", time.Since(start))
 }
 
 // Cases where the registry must answer normally after the odd HEAD.
@@ -161,7 +170,7 @@ func (s *HostileRegistrySuite) TestHeadFallsBackToGet(c *check.C) {
 // Raw TCP servers: one that accepts and never says a word, one that resets
 // every connection. Both end in an error naming the host within the
 // (shortened) timeouts and bounded retries.
-func (s *HostileRegistrySuite) TestSilentAndResettingServers(c *check.C) {
+func (s *HostileNetworkSuite) TestSilentAndResettingServers(c *check.C) {
 	for _, mk := range []struct {
 		name  string
 		start func() (*hostile.TCP, error)

@@ -20,13 +20,29 @@ import (
 // stall, flood and break (internal/hostile). Every case must end in an
 // error that names the registry and the problem, store nothing, and leave
 // wharfd serving with bounded memory.
-type HostileRegistrySuite struct {
+type HostileRegistrySuite struct{ hostileFixture }
+
+func TestHostileRegistrySuite(t *testing.T) { t.Parallel(); runSuite(t, &HostileRegistrySuite{}) }
+
+// HostileNetworkSuite and HostileTrickleSuite are the cases that wait on
+// wharfd's timeouts and retries (most of the hostile seconds), each
+// against a daemon of its own, so that they run beside
+// HostileRegistrySuite instead of after it.
+type HostileNetworkSuite struct{ hostileFixture }
+
+func TestHostileNetworkSuite(t *testing.T) { t.Parallel(); runSuite(t, &HostileNetworkSuite{}) }
+
+type HostileTrickleSuite struct{ hostileFixture }
+
+func TestHostileTrickleSuite(t *testing.T) { t.Parallel(); runSuite(t, &HostileTrickleSuite{}) }
+
+// hostileFixture is one wharfd for a hostile suite, its leak baseline and
+// the case runner.
+type hostileFixture struct {
 	suiteFixture
 	d    *Daemon
 	base leakBaseline
 }
-
-func TestHostileRegistrySuite(t *testing.T) { t.Parallel(); runSuite(t, &HostileRegistrySuite{}) }
 
 // hostileTimeout shortens wharfd's registry timeouts (response headers and
 // the slow-body window, 30 s by default) so silent and trickling
@@ -38,12 +54,12 @@ const hostileTimeout = 2 * time.Second
 // hundreds of MiB; wharfd itself starts around 20-30 MiB.
 const maxHWMKiB = 160 << 10
 
-func (s *HostileRegistrySuite) SetUpSuite(c *check.C) {
+func (s *hostileFixture) SetUpSuite(c *check.C) {
 	s.d = s.startDaemon(c, "--registry-timeout", hostileTimeout.String())
 	s.base = s.d.leakBaseline(c)
 }
 
-func (s *HostileRegistrySuite) TearDownSuite(c *check.C) {
+func (s *hostileFixture) TearDownSuite(c *check.C) {
 	defer s.suiteFixture.TearDownSuite(c)
 	if s.d != nil {
 		// Every hostile server is closed by now: whatever wharfd still
@@ -72,13 +88,13 @@ type hcase struct {
 
 const ok = "ok"
 
-func (s *HostileRegistrySuite) run(c *check.C, cases []hcase) {
+func (s *hostileFixture) run(c *check.C, cases []hcase) {
 	for _, tc := range cases {
 		s.runOne(c, tc)
 	}
 }
 
-func (s *HostileRegistrySuite) runOne(c *check.C, tc hcase) {
+func (s *hostileFixture) runOne(c *check.C, tc hcase) {
 	img, err := testregistry.NewImage(testregistry.ImageOptions{LayerSize: 4096})
 	c.Assert(err, check.IsNil)
 	opts := hostile.Options{Image: img, Token: tc.token, TLS: tc.tls}

@@ -86,10 +86,14 @@ func (s *HostileRegistrySuite) TestPushToARegistryThatStopsReadingFails(c *check
 	t0 := time.Now()
 	msg := d.pushMessage(c, reg.Host+"/"+dst, "1")
 	took := time.Since(t0)
-	c.Logf("push: %s (after %s)", msg, took)
+	c.Logf("push: %s (after %s, %d PUT/PATCH)", msg, took, puts.Load())
 	c.Check(puts.Load() >= 1, check.Equals, true, check.Commentf("the upload never started: %v", reg.Seen()))
 	c.Check(msg, check.Matches, ".*registry "+regexpQuote(reg.Host)+" is unavailable: .*stopped reading.*", check.Commentf("%s\n%s", msg, logTail(d)))
-	c.Check(took < 30*time.Second, check.Equals, true, check.Commentf("push took %s", took))
+	// Counted, not timed: each PATCH ends at its first 2 s window with
+	// nothing taken (the message says so), and a session gives up after 3
+	// that move nothing (maxStalledPatches), started over at most once
+	// (maxUploadRestarts, registry/upload_resume.go): 3 to 4 seen.
+	c.Check(puts.Load() <= 2*3, check.Equals, true, check.Commentf("%d PUT/PATCH requests to a registry that stopped reading", puts.Load()))
 
 	for _, ref := range []string{reg.Host + "/" + dst + ":1", reg.Ref()} {
 		r := d.oneShot(c, http.MethodDelete, "/v1.50/images/"+ref)

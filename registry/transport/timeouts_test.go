@@ -75,13 +75,13 @@ func TestSlowBodyEndsATrickle(t *testing.T) {
 	host := strings.TrimPrefix(srv.URL, "http://")
 	body := newSlowBody(resp.Body, host, 200*time.Millisecond)
 	defer body.Close()
-	start := time.Now()
-	_, err = io.ReadAll(body)
+	got, err := io.ReadAll(body)
 	if err == nil || !strings.Contains(err.Error(), "registry "+host) || !errdefs.IsUnavailable(err) {
 		t.Fatalf("err = %v, want unavailable naming %s", err, host)
 	}
-	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("took %s", d)
+	// Counted, not timed: the read ended with most of the body unsent.
+	if len(got) >= 500/2 {
+		t.Errorf("read %d of the 500 bytes before the trickle was cut", len(got))
 	}
 }
 
