@@ -105,7 +105,7 @@ func TestHostileEStargzTOCsRefused(t *testing.T) {
 		{"absolute name", []*estargz.TOCEntry{reg("/etc/passwd", 0)}, ErrInvalidTOC},
 		{"NUL in name", []*estargz.TOCEntry{reg("etc/pass\x00wd", 0)}, ErrInvalidTOC},
 		{"hardlink out", []*estargz.TOCEntry{{Name: "x", Type: "hardlink", LinkName: "../../etc/shadow"}}, ErrInvalidTOC},
-		{"offset past the data", []*estargz.TOCEntry{reg("a", int64(len(prefix)) + 100)}, ErrInvalidTOC},
+		{"offset past the data", []*estargz.TOCEntry{reg("a", int64(len(prefix))+100)}, ErrInvalidTOC},
 		{"negative offset", []*estargz.TOCEntry{reg("a", -1)}, ErrInvalidTOC},
 		{"chunk without file", []*estargz.TOCEntry{{Name: "a", Type: "chunk", ChunkOffset: 0, ChunkSize: 5}}, ErrInvalidTOC},
 		{"chunk of another file", []*estargz.TOCEntry{
