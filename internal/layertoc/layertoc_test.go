@@ -52,7 +52,7 @@ func checkLayer(t *testing.T, blob []byte, desc ocispec.Descriptor, plain []byte
 	}
 }
 
-func gunzip(t *testing.T, b []byte) []byte {
+func gunzip(t testing.TB, b []byte) []byte {
 	t.Helper()
 	zr, err := gzip.NewReader(bytes.NewReader(b))
 	if err != nil {
@@ -65,7 +65,7 @@ func gunzip(t *testing.T, b []byte) []byte {
 	return out.Bytes()
 }
 
-func unzstd(t *testing.T, b []byte) []byte {
+func unzstd(t testing.TB, b []byte) []byte {
 	t.Helper()
 	zd, err := zstd.NewReader(bytes.NewReader(b))
 	if err != nil {
