@@ -24,10 +24,12 @@ import (
 type blobReader struct {
 	b     []byte
 	calls atomic.Int64
+	bytes atomic.Int64 // bytes asked for
 }
 
 func (r *blobReader) ReadRange(_ context.Context, off, n int64) (io.ReadCloser, error) {
 	r.calls.Add(1)
+	r.bytes.Add(n)
 	if off < 0 || n <= 0 || off > int64(len(r.b))-n {
 		return nil, fmt.Errorf("range %d+%d outside a blob of %d bytes", off, n, len(r.b))
 	}

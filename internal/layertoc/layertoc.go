@@ -13,6 +13,10 @@
 // TOC's chunk digests, but the TOC may still disagree with the tar stream
 // that the layer's digest covers. Answers built from it carry Source so
 // that they can say so, and nothing here decides about trust.
+//
+// An eStargz layer's TOC is itself a tar entry, /stargz.index.json, that
+// a container applying the layer gets: it is listed too, as the tar has
+// it, and read like any file (its digest is the annotated one).
 package layertoc
 
 import (
@@ -110,7 +114,6 @@ type TOC struct {
 	// Layer is the layer's digest; Digest is the TOC's, as annotated.
 	Layer, Digest digest.Digest
 	Entries       []Entry
-	lim           Limits
 }
 
 // The errors of this package, each also carrying an errdefs class.
@@ -205,7 +208,7 @@ func Read(ctx context.Context, rr RangeReader, desc ocispec.Descriptor, opts ...
 	if err != nil {
 		return nil, fmt.Errorf("layer %s: %s TOC: %w", desc.Digest, src, err)
 	}
-	t.Source, t.Layer, t.lim = src, desc.Digest, lim
+	t.Source, t.Layer = src, desc.Digest
 	return t, nil
 }
 

@@ -22,7 +22,9 @@ import (
 // digest and only then written; the last one only once the whole file
 // also matches the file's digest, when the TOC gives one. So w receives
 // verified bytes only, and on an error a verified prefix of the file.
-// Memory: two chunks.
+// Memory: two chunks. A hardlink is read as the file it names (the
+// caller looks that entry up); Entries stored elsewhere and handed back
+// are checked again as the TOC's were.
 func ReadFile(ctx context.Context, rr RangeReader, src Source, e *Entry, w io.Writer, opts ...Option) error {
 	lim := DefaultLimits()
 	for _, o := range opts {
