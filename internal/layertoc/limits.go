@@ -46,9 +46,9 @@ func DefaultLimits() Limits {
 		// mean; a larger chunk is refused and the file is read from a
 		// streaming read of the layer instead.
 		ChunkSize: 16 << 20,
-		// 512 KiB: a gzip'ed eStargz TOC costs about 47 bytes per entry
+		// 512 KiB: a gzip'ed eStargz TOC costs about 50 bytes per entry
 		// (measured in TestEStargzTOCBytesPerEntry), so a layer of up to
-		// ~11,000 entries is listed in one request.
+		// ~10,000 entries is listed in one request.
 		TailSize: 512 << 10,
 	}
 }

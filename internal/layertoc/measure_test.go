@@ -4,20 +4,23 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/rand"
 	"os"
 	"runtime"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 )
 
 // realishTar is a layer shaped like a Python site-packages tree: n
-// small files with long-ish names in a few hundred directories.
+// small files with long-ish names in a few hundred directories, whose
+// content (hex) compresses about 2:1 as code does.
 func realishTar(t testing.TB, n int) []byte {
 	t.Helper()
+	rnd := rand.New(rand.NewSource(2))
 	var es []tarEntry
 	for i := range n {
 		dir := fmt.Sprintf("usr/lib/python3.11/site-packages/package_%03d/", i/20)
@@ -25,9 +28,15 @@ func realishTar(t testing.TB, n int) []byte {
 			es = append(es, tarEntry{hdr: tar.Header{Typeflag: tar.TypeDir, Name: dir, Mode: 0o755}})
 		}
 		es = append(es, tarEntry{hdr: tar.Header{Typeflag: tar.TypeReg, Name: fmt.Sprintf("%smodule_%04d.py", dir, i), Mode: 0o644},
-			body: []byte(strings.Repeat(fmt.Sprintf("def f%d(): return %d\n", i, i), 1+i%50))})
+			body: []byte(hex.EncodeToString(randBytes(rnd, 200+i%2000)))})
 	}
 	return writeTar(t, es)
+}
+
+func randBytes(rnd *rand.Rand, n int) []byte {
+	b := make([]byte, n)
+	rnd.Read(b)
+	return b
 }
 
 // TestEStargzTOCBytesPerEntry measures what the default tail buys: the
