@@ -114,6 +114,9 @@ func TestHostileEStargzTOCsRefused(t *testing.T) {
 		{"chunks leave a hole", []*estargz.TOCEntry{
 			{Name: "a", Type: "reg", Size: 10, ChunkSize: 5, ChunkDigest: digest.FromString("hello").String()},
 			{Name: "a", Type: "chunk", ChunkOffset: 6, ChunkSize: 4, Offset: 1, ChunkDigest: digest.FromString("hello").String()}}, ErrInvalidTOC},
+		{"second chunk before the first", []*estargz.TOCEntry{
+			{Name: "a", Type: "reg", Size: 10, ChunkSize: 5, Offset: 5, ChunkDigest: digest.FromString("hello").String()},
+			{Name: "a", Type: "chunk", ChunkOffset: 5, ChunkSize: 5, Offset: 1, ChunkDigest: digest.FromString("hello").String()}}, ErrInvalidTOC},
 		{"no chunk digest", []*estargz.TOCEntry{{Name: "a", Type: "reg", Size: 5}}, ErrInvalidTOC},
 		{"unknown type", []*estargz.TOCEntry{{Name: "a", Type: "socket"}}, ErrInvalidTOC},
 		{"negative uid", []*estargz.TOCEntry{{Name: "a", Type: "dir", UID: -1}}, ErrInvalidTOC},
@@ -224,16 +227,23 @@ func TestChunkDigestMismatchRefused(t *testing.T) {
 	blob, _ := buildEStargz(t, tarb, estargz.WithChunkSize(64<<10))
 	jtoc, off := jtocOf(t, blob)
 	for _, tc := range []struct {
-		name string
-		edit func(es []*estargz.TOCEntry, i int)
+		name, file string
+		edit       func(es []*estargz.TOCEntry, i int)
 	}{
-		{"third chunk", func(es []*estargz.TOCEntry, i int) { es[i+2].ChunkDigest = digest.FromString("x").String() }},
-		{"file digest", func(es []*estargz.TOCEntry, i int) { es[i].Digest = digest.FromString("x").String() }},
+		{"third chunk", "usr/bin/big", func(es []*estargz.TOCEntry, i int) { es[i+2].ChunkDigest = digest.FromString("x").String() }},
+		{"file digest", "usr/bin/big", func(es []*estargz.TOCEntry, i int) { es[i].Digest = digest.FromString("x").String() }},
+		{"offset of another file", "usr/bin/su", func(es []*estargz.TOCEntry, i int) {
+			for _, e := range es {
+				if e.Name == "etc/os-release" {
+					es[i].Offset = e.Offset
+				}
+			}
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			jtoc, _ := jtocOf(t, blob)
 			for i, e := range jtoc.Entries {
-				if e.Name == "usr/bin/big" {
+				if e.Name == tc.file {
 					tc.edit(jtoc.Entries, i)
 				}
 			}
@@ -247,13 +257,13 @@ func TestChunkDigestMismatchRefused(t *testing.T) {
 			_ = want
 			for i := range toc.Entries {
 				e := &toc.Entries[i]
-				if e.Path != "/usr/bin/big" {
+				if e.Path != "/"+tc.file {
 					continue
 				}
 				var b bytes.Buffer
 				err := ReadFile(context.Background(), rr, SourceEStargz, e, &b)
-				if !errors.Is(err, ErrDigestMismatch) {
-					t.Fatalf("err = %v, want ErrDigestMismatch", err)
+				if !errors.Is(err, ErrDigestMismatch) && !errors.Is(err, ErrInvalidTOC) {
+					t.Fatalf("err = %v, want ErrDigestMismatch or ErrInvalidTOC", err)
 				}
 				if b.Len() >= len(content[e.Path]) || !bytes.Equal(b.Bytes(), content[e.Path][:b.Len()]) {
 					t.Fatalf("wrote %d bytes of %d: not a strict verified prefix", b.Len(), len(content[e.Path]))
@@ -261,7 +271,7 @@ func TestChunkDigestMismatchRefused(t *testing.T) {
 				t.Logf("%v; %d verified bytes written", err, b.Len())
 				return
 			}
-			t.Fatal("no /usr/bin/big")
+			t.Fatalf("no /%s", tc.file)
 		})
 	}
 	_ = jtoc
@@ -312,4 +322,11 @@ func TestInnerOffsetBombCapped(t *testing.T) {
 		t.Fatalf("err = %v, want the bomb cap (InvalidArgument)", err)
 	}
 	t.Log(err)
+}
+
+func TestReadFileOfANonFileRefused(t *testing.T) {
+	e := &Entry{Path: "/etc", Type: TypeDir}
+	if err := ReadFile(context.Background(), &blobReader{}, SourceEStargz, e, io.Discard); !errdefs.IsInvalidArgument(err) {
+		t.Fatalf("err = %v, want InvalidArgument", err)
+	}
 }
