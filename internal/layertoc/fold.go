@@ -120,8 +120,11 @@ func (f *folder) finish(dataEnd int64) ([]Entry, error) {
 					end = file.Chunks[j+1].Offset
 				}
 			}
-			if c.Offset >= dataEnd || end > dataEnd || end <= c.Offset {
-				return nil, invalid("file %q: chunk %d at bytes %d-%d lies outside the layer's data (0-%d)", file.Path, j, c.Offset, end, dataEnd)
+			if c.Offset >= dataEnd {
+				return nil, invalid("file %q: chunk %d starts at byte %d, past the layer's data, which ends at %d where the TOC begins", file.Path, j, c.Offset, dataEnd)
+			}
+			if end > dataEnd || end <= c.Offset {
+				return nil, invalid("file %q: chunk %d at byte %d ends at %d, outside the layer's data (0-%d)", file.Path, j, c.Offset, end, dataEnd)
 			}
 			c.CompressedSize = end - c.Offset
 			if c.Digest == "" {
