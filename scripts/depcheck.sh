@@ -49,6 +49,7 @@ allowed() {
 	internal/semvertag) echo "" ;;
 	internal/ocilayout) echo "internal/ctxio internal/safetar" ;;
 	internal/decompress) echo "" ;;
+	internal/layertoc) echo "internal/decompress" ;;
 	internal/rootlock) echo "" ;;
 	internal/ctxio) echo "" ;;
 	internal/imageref) echo "" ;;
