@@ -49,6 +49,8 @@ allowed() {
 	internal/semvertag) echo "" ;;
 	internal/ocilayout) echo "internal/ctxio internal/safetar" ;;
 	internal/decompress) echo "" ;;
+	internal/gzindex) echo "internal/decompress internal/gzindex/flate" ;;
+	internal/gzindex/flate) echo "" ;;
 	internal/rootlock) echo "" ;;
 	internal/ctxio) echo "" ;;
 	internal/imageref) echo "" ;;
