@@ -106,7 +106,7 @@ func readSpan(ix *Index, z []byte, from, to int, want []byte) error {
 	if to < len(cps) {
 		end = (cps[to].In + 7) / 8
 	}
-	s := Span{From: from, To: to, Offset: cps[from].Offset(), Length: end - cps[from].Offset(), Out: cps[from].Out}
+	s := Range{From: from, To: to, Offset: cps[from].Offset(), Length: end - cps[from].Offset(), Out: cps[from].Out}
 	if s.Offset > end || end > int64(len(z)) {
 		return errors.New("the test's span is outside the blob")
 	}

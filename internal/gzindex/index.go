@@ -13,6 +13,8 @@
 // incompressible data), and a read of 10 KiB costs one range of about one
 // span of compressed bytes (1.1 MiB there).
 //
+// An Index is not changed by reads: one may serve many at once.
+//
 // Multi-member gzip (pigz, concatenated streams) is read as compress/gzip
 // reads it; a member starts at a byte boundary with no history, so its
 // header is a checkpoint that needs no window.
@@ -147,8 +149,9 @@ func (ix *Index) Validate() error {
 	return nil
 }
 
-// Span is what a read of uncompressed bytes asks of the blob: one range.
-type Span struct {
+// Range is what a read of uncompressed bytes asks of the blob: one range
+// of compressed bytes, decoded from one checkpoint to another.
+type Range struct {
 	// From is the checkpoint the read starts at; To is the one it ends at,
 	// or len(Checkpoints) for the blob's end.
 	From, To int
@@ -161,17 +164,17 @@ type Span struct {
 // Locate says which bytes of the blob a read of uncompressed
 // [off, off+n) needs: from the checkpoint at or before off to the first
 // one at or after off+n, or the end.
-func (ix *Index) Locate(off, n int64) (Span, error) {
+func (ix *Index) Locate(off, n int64) (Range, error) {
 	if err := ix.Validate(); err != nil {
-		return Span{}, err
+		return Range{}, err
 	}
 	if off < 0 || n < 0 || off > ix.UncompressedSize || n > ix.UncompressedSize-off {
-		return Span{}, fmt.Errorf("uncompressed range [%d, +%d) is outside the blob's %d bytes%.0w", off, n, ix.UncompressedSize, errdefs.ErrInvalidArgument)
+		return Range{}, fmt.Errorf("uncompressed range [%d, +%d) is outside the blob's %d bytes%.0w", off, n, ix.UncompressedSize, errdefs.ErrInvalidArgument)
 	}
 	cps := ix.Checkpoints
 	from := sort.Search(len(cps), func(i int) bool { return cps[i].Out > off }) - 1
 	to := from + 1 + sort.Search(len(cps)-from-1, func(i int) bool { return cps[from+1+i].Out >= off+n })
-	s := Span{From: from, To: to, Offset: cps[from].Offset(), Out: cps[from].Out}
+	s := Range{From: from, To: to, Offset: cps[from].Offset(), Out: cps[from].Out}
 	end := ix.CompressedSize
 	if to < len(cps) {
 		end = (cps[to].In + 7) / 8

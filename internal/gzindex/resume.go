@@ -17,20 +17,20 @@ type RangeReader interface {
 	ReadRange(ctx context.Context, off, n int64) (io.ReadCloser, error)
 }
 
-// Resume decodes span s (from [Index.Locate]) from r, which yields the
+// Resume decodes range s (from [Index.Locate]) from r, which yields the
 // blob's bytes from s.Offset on: what one range request returns. Its
 // output starts at uncompressed offset s.Out and ends at checkpoint s.To
 // (or the blob's end) with io.EOF. Every checkpoint it passes is checked
 // against the blocks it decodes (offsets and window CRC), so an index
 // that lies about the blob fails with ErrInvalidIndex; a blob that is not
 // gzip fails with ErrCorrupt. The bomb caps (WithLimit) apply to the span.
-func (ix *Index) Resume(s Span, r io.Reader, opts ...Option) (io.Reader, error) {
+func (ix *Index) Resume(s Range, r io.Reader, opts ...Option) (io.Reader, error) {
 	if err := ix.Validate(); err != nil {
 		return nil, err
 	}
 	cps := ix.Checkpoints
 	if s.From < 0 || s.From >= len(cps) || s.To <= s.From || s.To > len(cps) || s.Offset != cps[s.From].Offset() || s.Out != cps[s.From].Out {
-		return nil, fmt.Errorf("span %+v is not one of this index's%.0w", s, errdefs.ErrInvalidArgument)
+		return nil, fmt.Errorf("range %+v does not start at one of this index's checkpoints%.0w", s, errdefs.ErrInvalidArgument)
 	}
 	window, err := ix.window(s.From)
 	if err != nil {
@@ -89,7 +89,7 @@ func (v *verifier) check(bit, out int64, b *flate.Boundary) error {
 type endCheck struct {
 	s    *stream
 	v    *verifier
-	span Span
+	span Range
 }
 
 func (e *endCheck) Read(p []byte) (int, error) {

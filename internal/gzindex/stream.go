@@ -47,6 +47,9 @@ func (s *stream) onBlock(b flate.Boundary) error {
 }
 
 func (s *stream) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil // the loop below waits for a byte or an error
+	}
 	for {
 		if s.err != nil {
 			return 0, s.err
