@@ -65,8 +65,10 @@ func (v *verifier) check(bit, out int64, b *flate.Boundary) error {
 	}
 	c := cps[v.next]
 	switch {
-	case c.Header != (b == nil):
-		return invalid("checkpoint %d at bit %d: header %v, but the blob has the other there", v.next, c.In, c.Header)
+	case c.Header && b != nil:
+		return invalid("checkpoint %d says a member header starts at bit %d; the blob has a block there", v.next, c.In)
+	case !c.Header && b == nil:
+		return invalid("checkpoint %d says a block starts at bit %d; the blob has a member header there", v.next, c.In)
 	case c.Out != out:
 		return invalid("checkpoint %d says bit %d is at uncompressed %d; the blob says %d", v.next, c.In, c.Out, out)
 	}

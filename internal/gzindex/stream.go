@@ -71,7 +71,7 @@ func (s *stream) Read(p []byte) (int, error) {
 			s.err = io.EOF
 		case err != nil:
 			if _, ok := err.(flate.CorruptInputError); ok || err == io.ErrUnexpectedEOF {
-				err = fmt.Errorf("%w: %w (in the member from byte %d)", ErrCorrupt, err, s.flStart)
+				err = fmt.Errorf("%w: %w (counting from the blob's byte %d)", ErrCorrupt, err, s.flStart)
 			}
 			s.err = err
 		}
