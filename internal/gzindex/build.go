@@ -118,6 +118,10 @@ func (z *Reader) checkpoint(bit, out int64, b *flate.Boundary) error {
 	}
 	z.windows += int64(len(c.Window))
 	z.ix.Checkpoints = append(cps, c)
+	if b != nil {
+		i := len(z.ix.Checkpoints) - 1
+		z.s.markCRC(out, func(crc uint32) { z.ix.Checkpoints[i].CRC = crc })
+	}
 	return nil
 }
 

@@ -11,7 +11,7 @@ import (
 //	span csize usize count flags  flags bit 0: Capped
 //	count × checkpoint:
 //	  Δin Δout kind               kind 0: a block (a window follows), 1: a header
-//	  windowLen crc(4, LE) encLen window
+//	  crc(4, LE) windowLen windowCRC(4, LE) encLen window
 //	crc(4, LE)                    CRC-32 of all before it
 var magic = []byte("WGZI\x01")
 
@@ -21,8 +21,9 @@ const (
 
 	// MaxEncodedSize caps an encoded index: the windows' cap and, per
 	// checkpoint, at most 45 bytes of numbers (five uvarints of ≤ 9 bytes
-	// each; offsets are < 2⁶³) plus a CRC. The store reads no more.
-	MaxEncodedSize = MaxWindowBytes + MaxCheckpoints*(5*9+4) + 64
+	// each; offsets are < 2⁶³), a kind and two CRCs. The store reads no
+	// more.
+	MaxEncodedSize = MaxWindowBytes + MaxCheckpoints*(5*9+1+2*4) + 64
 
 	// minEncodedCheckpoint is the fewest bytes a checkpoint takes (a
 	// header: two uvarints and the kind), which bounds the count a
@@ -52,6 +53,7 @@ func (ix *Index) MarshalBinary() ([]byte, error) {
 			continue
 		}
 		b = append(b, kindBlock)
+		b = binary.LittleEndian.AppendUint32(b, c.CRC)
 		b = binary.AppendUvarint(b, uint64(c.WindowLen))
 		b = binary.LittleEndian.AppendUint32(b, c.WindowCRC)
 		b = binary.AppendUvarint(b, uint64(len(c.Window)))
@@ -96,6 +98,7 @@ func Unmarshal(b []byte) (*Index, error) {
 		case kindHeader:
 			c.Header = true
 		case kindBlock:
+			c.CRC = d.uint32()
 			c.WindowLen = int(min(d.int(), 1<<31))
 			c.WindowCRC = d.uint32()
 			c.Window = d.bytes(d.int())

@@ -21,7 +21,9 @@ func clone(ix *Index) *Index {
 // ErrInvalidIndex (or ErrCorrupt where the lie makes the blob's bits
 // undecodable), never wrong bytes passed off as right nor a panic.
 func TestHostileIndexIsAClearError(t *testing.T) {
-	z := gz(t, append(text(600<<10, 5), random(100<<10, 6)...), 6)
+	// Text, random bytes (whose blocks need no window), and text again,
+	// so that the last span needs its window.
+	z := gz(t, append(append(text(600<<10, 5), random(100<<10, 6)...), text(300<<10, 18)...), 6)
 	want := gunzip(t, z)
 	good, _ := build(t, z, WithSpan(64<<10))
 	if len(good.Checkpoints) < 6 {
@@ -44,6 +46,14 @@ func TestHostileIndexIsAClearError(t *testing.T) {
 			ix.Checkpoints[2].Window = w
 		}},
 		{name: "window CRC wrong", break_: func(ix *Index) { ix.Checkpoints[2].WindowCRC ^= 1 }},
+		{name: "member CRC wrong at the start", break_: func(ix *Index) { ix.Checkpoints[2].CRC ^= 1 }},
+		{name: "member CRC wrong at the end", break_: func(ix *Index) { ix.Checkpoints[4].CRC ^= 1 }},
+		{name: "member CRC wrong in the last span", break_: func(ix *Index) { ix.Checkpoints[len(ix.Checkpoints)-1].CRC ^= 1 }, from: -1, to: -1},
+		{name: "window wrong in the last span", break_: func(ix *Index) {
+			c := ix.Checkpoints
+			last, prev := &c[len(c)-1], c[len(c)-2]
+			last.Window, last.WindowCRC, last.WindowLen = prev.Window, prev.WindowCRC, prev.WindowLen
+		}, from: -1, to: -1},
 		{name: "window too long", break_: func(ix *Index) { ix.Checkpoints[2].WindowLen = 40 << 10 }},
 		{name: "window shorter than it decodes", break_: func(ix *Index) { ix.Checkpoints[2].WindowLen-- }},
 		{name: "bit off by one", break_: func(ix *Index) { ix.Checkpoints[2].In++ }},
@@ -71,6 +81,9 @@ func TestHostileIndexIsAClearError(t *testing.T) {
 			from, to := 2, 4
 			if tc.to == -1 {
 				from, to = tc.from, len(good.Checkpoints)
+				if from == -1 {
+					from = len(good.Checkpoints) - 1
+				}
 			}
 			err := readSpan(ix, z, from, to, want)
 			if !errors.Is(err, ErrInvalidIndex) && !errors.Is(err, ErrCorrupt) {
@@ -203,4 +216,25 @@ type short struct{ ranges }
 
 func (s *short) ReadRange(ctx context.Context, off, n int64) (io.ReadCloser, error) {
 	return s.ranges.ReadRange(ctx, off, n/2)
+}
+
+// TestReadAtChecksTheSpanBeforeEOF: a read of a few bytes decodes the
+// rest of its span before io.EOF, so a wrong CRC at the span's end fails
+// the read rather than passing it.
+func TestReadAtChecksTheSpanBeforeEOF(t *testing.T) {
+	z := gz(t, text(400<<10, 17), 6)
+	ix, _ := build(t, z, WithSpan(16<<10))
+	if len(ix.Checkpoints) < 3 {
+		t.Fatalf("%d checkpoints; the test needs 3", len(ix.Checkpoints))
+	}
+	bad := clone(ix)
+	bad.Checkpoints[2].CRC ^= 1
+	off := bad.Checkpoints[1].Out + 10
+	r, err := bad.ReadAt(context.Background(), &ranges{b: z}, off, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadAll(r); !errors.Is(err, ErrInvalidIndex) {
+		t.Fatalf("err = %v, want ErrInvalidIndex", err)
+	}
 }

@@ -88,8 +88,12 @@ type Checkpoint struct {
 	// Header says In is the start of a gzip member (byte-aligned, no
 	// window); otherwise In is the start of a DEFLATE block.
 	Header bool
+	// CRC is the CRC-32 (IEEE) of the member's output from its start to
+	// Out (0 at a header): a read from here on continues it, so the
+	// member's trailer or the next checkpoint checks every byte decoded.
+	CRC uint32
 	// WindowLen and WindowCRC are the raw window's length (≤ 32 KiB) and
-	// CRC-32 (IEEE); Window is the window, DEFLATE-compressed.
+	// CRC-32; Window is the window, DEFLATE-compressed.
 	WindowLen int
 	WindowCRC uint32
 	Window    []byte
@@ -134,8 +138,8 @@ func (ix *Index) Validate() error {
 			return invalid("checkpoint %d at bit %d is past the blob's %d bytes", i, c.In, ix.CompressedSize)
 		case c.Out > ix.UncompressedSize:
 			return invalid("checkpoint %d at %d is past the %d uncompressed bytes", i, c.Out, ix.UncompressedSize)
-		case c.Header && (c.In%8 != 0 || c.WindowLen != 0):
-			return invalid("checkpoint %d is a member header off a byte boundary or with a window", i)
+		case c.Header && (c.In%8 != 0 || c.WindowLen != 0 || c.CRC != 0):
+			return invalid("checkpoint %d is a member header off a byte boundary, or with a window or a CRC", i)
 		case c.WindowLen < 0 || c.WindowLen > flate.WindowSize || int64(c.WindowLen) > c.Out:
 			return invalid("checkpoint %d has a window of %d bytes", i, c.WindowLen)
 		case len(c.Window) > maxEncodedWindow:

@@ -39,7 +39,7 @@ func (ix *Index) Resume(s Range, r io.Reader, opts ...Option) (io.Reader, error)
 	o := newOptions(opts)
 	in := decompress.NewCounter(r)
 	v := &verifier{ix: ix, next: s.From, to: s.To}
-	st := &stream{br: bufio.NewReader(in), pos: s.Offset, out: s.Out, boundary: v.check}
+	st := &stream{br: bufio.NewReader(in), pos: s.Offset, out: s.Out, boundary: v.check, stopped: v.stopped}
 	if !cps[s.From].Header {
 		st.enter(cps[s.From], window)
 	}
@@ -85,6 +85,15 @@ func (v *verifier) check(bit, out int64, b *flate.Boundary) error {
 	return nil
 }
 
+// stopped checks the bytes decoded in the span's last member against the
+// CRC of the checkpoint it ends at.
+func (v *verifier) stopped() error {
+	if c := v.ix.Checkpoints[v.to]; !c.Header && v.s.crc != c.CRC {
+		return invalid("the bytes decoded up to checkpoint %d fail its CRC", v.to)
+	}
+	return nil
+}
+
 // endCheck turns a span's end into a checked io.EOF: a span to the end
 // must yield the whole blob, and one that ends at a checkpoint must
 // reach it.
@@ -117,7 +126,9 @@ func (e *endCheck) Read(p []byte) (int, error) {
 }
 
 // ReadAt reads uncompressed [off, off+n) with one range request from rr,
-// decoding from the checkpoint at or before off.
+// decoding from the checkpoint at or before off. Its io.EOF comes after
+// the span's end was checked: an error instead means the bytes read may
+// be wrong.
 func (ix *Index) ReadAt(ctx context.Context, rr RangeReader, off, n int64, opts ...Option) (io.ReadCloser, error) {
 	s, err := ix.Locate(off, n)
 	if err != nil {
@@ -138,10 +149,12 @@ func (ix *Index) ReadAt(ctx context.Context, rr RangeReader, off, n int64, opts 
 		body.Close()
 		return nil, unexpected(err)
 	}
-	return &section{r: io.LimitReader(r, n), n: n, c: body}, nil
+	return &section{r: r, n: n, c: body}, nil
 }
 
-// section is exactly n bytes, or an error.
+// section is the n bytes wanted of a span, then io.EOF once the rest of
+// the span was decoded and checked (at most a span more to decode: the
+// check at the span's end covers the bytes handed out), or an error.
 type section struct {
 	r io.Reader
 	n int64
@@ -149,10 +162,22 @@ type section struct {
 }
 
 func (s *section) Read(p []byte) (int, error) {
+	if s.n == 0 {
+		if _, err := io.Copy(io.Discard, s.r); err != nil {
+			return 0, err
+		}
+		return 0, io.EOF
+	}
+	if int64(len(p)) > s.n {
+		p = p[:s.n]
+	}
 	n, err := s.r.Read(p)
 	s.n -= int64(n)
-	if err == io.EOF && s.n > 0 {
-		err = unexpected(err)
+	if err == io.EOF {
+		err = nil
+		if s.n > 0 {
+			err = unexpected(io.EOF)
+		}
 	}
 	return n, err
 }
