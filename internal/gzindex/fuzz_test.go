@@ -21,6 +21,8 @@ func FuzzUnmarshal(f *testing.F) {
 		f.Add(enc[:len(enc)/2])
 	}
 	f.Add([]byte("WGZI\x01"))
+	small, _ := (&Index{Span: 1, CompressedSize: 20, Checkpoints: []Checkpoint{{Header: true}}}).MarshalBinary()
+	f.Add(small)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		// The trailer's CRC is set right, or every mutation would stop at
 		// the checksum and the parser behind it would go untried.
