@@ -7,9 +7,9 @@ import (
 
 // WindowSize is the history a DEFLATE decoder keeps: the farthest a match
 // may reach back (RFC 1951 §3.2.5).
-const WindowSize = maxMatchOffset
+const WindowSize = 1 << 15
 
-const maxMatchOffset = 1 << 15
+const maxMatchOffset = WindowSize // upstream's name, in deflate.go
 
 // ErrSkipBits is returned by [Config.NewReader] for a SkipBits over 7.
 var ErrSkipBits = errors.New("flate: a resume point skips 0 to 7 bits of its first byte")
