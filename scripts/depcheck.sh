@@ -50,6 +50,8 @@ allowed() {
 	internal/ocilayout) echo "internal/ctxio internal/safetar" ;;
 	internal/decompress) echo "" ;;
 	internal/layertoc) echo "internal/decompress" ;;
+	internal/gzindex) echo "internal/decompress internal/gzindex/flate" ;;
+	internal/gzindex/flate) echo "" ;;
 	internal/rootlock) echo "" ;;
 	internal/ctxio) echo "" ;;
 	internal/imageref) echo "" ;;
