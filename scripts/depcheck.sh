@@ -51,6 +51,7 @@ allowed() {
 	internal/decompress) echo "" ;;
 	internal/rootlock) echo "" ;;
 	internal/ctxio) echo "" ;;
+	internal/layerindex) echo "internal/safetar" ;;
 	internal/imageref) echo "" ;;
 	trust) echo "" ;;
 	trust/sigstore) echo "trust" ;;
