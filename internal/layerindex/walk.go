@@ -24,13 +24,18 @@ func (v *View) walk(p string, followFinal bool, mk func(parent *node, name strin
 	cur := v.root
 	rest := p
 	hops := 0
+	lastSlash := false
 	for {
 		rest = strings.TrimLeft(rest, "/")
 		if rest == "" {
+			// "file/" is not a directory, as the kernel says.
+			if lastSlash && !cur.isDir() {
+				return nil, fmt.Errorf("%w: %.64q%.0w", ErrNotDir, p, errdefs.ErrInvalidArgument)
+			}
 			return cur, nil
 		}
 		comp, after, slash := strings.Cut(rest, "/")
-		rest = after
+		rest, lastSlash = after, slash
 		if !cur.isDir() {
 			return nil, fmt.Errorf("%w: %.64q%.0w", ErrNotDir, p, errdefs.ErrInvalidArgument)
 		}
