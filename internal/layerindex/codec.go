@@ -195,7 +195,9 @@ func Decode(r io.Reader, lim Limits) (*Index, error) {
 	if count > uint64(lim.MaxEntries) {
 		return nil, limitErr("more than %d entries in one layer", lim.MaxEntries)
 	}
-	ix.Entries = make([]Entry, 0, min(count, uint64(len(d.b)/minEntryLen)))
+	if count > 0 {
+		ix.Entries = make([]Entry, 0, min(count, uint64(len(d.b)/minEntryLen)))
+	}
 	bud := budget{lim: lim}
 	prev, prevOff := "", int64(0)
 	for i := uint64(0); i < count; i++ {
