@@ -21,6 +21,9 @@ type tf struct {
 	link string
 	mode int64
 	uid  int
+	// format forces a tar format (tar.FormatGNU for GNU long names); the
+	// default lets archive/tar choose (PAX when a name is too long).
+	format tar.Format
 }
 
 func file(name, body string) tf  { return tf{name: name, typ: tar.TypeReg, body: body} }
@@ -48,7 +51,7 @@ func header(e tf) *tar.Header {
 			mode = 0o755
 		}
 	}
-	h := &tar.Header{Name: e.name, Typeflag: typ, Linkname: e.link, Mode: mode, Uid: e.uid, ModTime: testTime}
+	h := &tar.Header{Name: e.name, Typeflag: typ, Linkname: e.link, Mode: mode, Uid: e.uid, ModTime: testTime, Format: e.format}
 	if typ == tar.TypeReg {
 		h.Size = int64(len(e.body))
 	}
