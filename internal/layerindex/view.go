@@ -39,6 +39,10 @@ type View struct {
 	root   *node
 	nodes  int
 	lim    Limits
+	// merging is set while Merge builds the view: only then does walk count
+	// its steps against MaxMergeSteps (a built view is read-only).
+	merging bool
+	steps   int64
 }
 
 // ref is one entry of one layer of the stack.
@@ -82,6 +86,8 @@ func Merge(ctx context.Context, layers []*Index, lim Limits) (*View, error) {
 		lim:    lim.orDefault(),
 	}
 	v.root.parent = v.root
+	v.merging = true
+	defer func() { v.merging = false }()
 	for i, ix := range layers {
 		if err := ctx.Err(); err != nil {
 			return nil, err

@@ -3,10 +3,12 @@ package layerindex
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/containerd/errdefs"
 )
@@ -283,5 +285,35 @@ func TestListNonRecursiveAndStopping(t *testing.T) {
 	}
 	if err := v.List(context.Background(), "/nope", true, collect); !errors.Is(err, ErrNotFound) || !errdefs.IsNotFound(err) {
 		t.Fatalf("List(/nope): %v", err)
+	}
+}
+
+// A layer whose every entry sits under a 40-hop chain of 4096-byte
+// symlink targets costs Merge about 80k steps an entry: the step cap
+// stops it with a clear error in bounded time.
+func TestMergeCapsSymlinkWork(t *testing.T) {
+	pad := strings.Repeat("./", 2000)
+	var chain []tf
+	for i := 0; i < MaxSymlinkHops-1; i++ {
+		chain = append(chain, symlink(fmt.Sprintf("s%d", i), pad+fmt.Sprintf("s%d", i+1)))
+	}
+	chain = append(chain, symlink(fmt.Sprintf("s%d", MaxSymlinkHops-1), pad+"d"), dir("d/"))
+	var many []tf
+	for i := 0; i < 2000; i++ {
+		many = append(many, file(fmt.Sprintf("s0/f%d", i), ""))
+	}
+	ixs := []*Index{buildLayer(t, tarOf(t, chain...)).ix, buildLayer(t, tarOf(t, many...)).ix}
+	start := time.Now()
+	_, err := Merge(context.Background(), ixs, Limits{})
+	if !errors.Is(err, ErrLimit) || !errdefs.IsResourceExhausted(err) {
+		t.Fatalf("err = %v, want ErrLimit", err)
+	}
+	t.Logf("refused after %v: %v", time.Since(start), err)
+	v, err := Merge(context.Background(), []*Index{ixs[0], buildLayer(t, tarOf(t, many[:10]...)).ix}, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := v.Resolve("/s0/f9", false); err != nil || p != "/d/f9" {
+		t.Fatalf("Resolve = %q, %v", p, err)
 	}
 }

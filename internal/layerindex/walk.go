@@ -26,6 +26,12 @@ func (v *View) walk(p string, followFinal bool, mk func(parent *node, name strin
 	hops := 0
 	lastSlash := false
 	for {
+		if v.merging {
+			v.steps++
+			if v.steps > v.lim.MaxMergeSteps {
+				return nil, limitErr("merging takes over %d path steps", v.lim.MaxMergeSteps)
+			}
+		}
 		rest = strings.TrimLeft(rest, "/")
 		if rest == "" {
 			// "file/" is not a directory, as the kernel says.
