@@ -2,6 +2,7 @@ package layerindex
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 
@@ -104,11 +105,15 @@ func (v *View) Layers() []*Index { return v.layers }
 
 func (v *View) apply(ctx context.Context, i int, ix *Index) error {
 	for j := range ix.Entries {
+		var err error
 		switch kind, target := ix.Entries[j].Whiteout(); kind {
 		case WhiteoutFile:
-			v.whiteout(target)
+			err = v.whiteout(target)
 		case WhiteoutOpaque:
-			v.opaque(target)
+			err = v.opaque(target)
+		}
+		if err != nil {
+			return err
 		}
 	}
 	for j := range ix.Entries {
@@ -131,24 +136,34 @@ func (v *View) apply(ctx context.Context, i int, ix *Index) error {
 // whiteout removes p and its subtree. Its parent is resolved inside the
 // root as the appliers do; a parent that does not exist hides nothing,
 // and a whiteout creates nothing.
-func (v *View) whiteout(p string) {
+// A parent that is missing or not a directory hides nothing; one that
+// cannot be resolved (a symlink loop) fails the layer, as it fails umoci.
+func (v *View) whiteout(p string) error {
 	dir, base := path.Split(p)
 	parent, err := v.walk(dir, true, nil)
-	if err != nil || !parent.isDir() {
-		return
+	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrNotDir) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("whiteout %.64q: %w", p, err)
 	}
 	v.remove(parent, base)
+	return nil
 }
 
 // opaque empties the directory dir of what the layers below put there.
-func (v *View) opaque(dir string) {
-	n, err := v.walk(dir, true, nil)
-	if err != nil || !n.isDir() {
-		return
+func (v *View) opaque(dir string) error {
+	n, err := v.walk(dir+"/", true, nil)
+	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrNotDir) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("opaque directory %.64q: %w", dir, err)
 	}
 	for name := range n.children {
 		v.remove(n, name)
 	}
+	return nil
 }
 
 func (v *View) remove(parent *node, name string) {
