@@ -13,25 +13,27 @@ import (
 // container sees it. It is built once by Merge and only read afterwards,
 // so one View may serve concurrent requests.
 //
-// Layers are applied bottom first as containerd's and dockerd's appliers
-// apply them to a directory (the vfs and native snapshotters), under the
-// OCI image spec's whiteout rules:
-//   - a layer's whiteouts hide only what lower layers put there: first
-//     every whiteout of the layer is applied, then its entries, so a
-//     whiteout never hides an entry of its own layer, wherever it sits in
-//     the tar (containerd's applier removes a same-layer entry written
-//     before its ".wh." name; the spec says it must not);
+// Layers are applied bottom first, each in tar order, as umoci applies
+// them to a directory (and as containerd's and dockerd's appliers do for
+// the vfs and native snapshotters), under the OCI image spec's whiteout
+// rules:
 //   - ".wh.NAME" removes NAME and everything under it; ".wh..wh..opq"
-//     empties its directory of lower content and keeps the directory;
+//     empties its directory and keeps the directory;
+//   - a whiteout never removes what its own layer wrote, wherever it sits
+//     in the tar: a path the layer has touched (written, or an ancestor of
+//     one written) stays, and only its untouched contents go. This is
+//     umoci's rule and the spec's ("whiteout files MUST only apply to
+//     resources in lower/parent layers"); containerd's applier removes a
+//     same-layer entry written before its ".wh." name;
 //   - an entry replaces whatever a lower layer (or an earlier entry of its
 //     own layer) had at its path, a directory's whole subtree included,
 //     except that a directory over a directory keeps the children and takes
 //     the upper metadata;
 //   - a missing parent directory is created (mode 0755, root-owned, named
 //     Implicit) and a parent that is a symlink is followed inside the root,
-//     as the appliers' mkparent and RootPath do; a parent that is another
-//     kind of file fails, as it does there;
-//   - a hardlink shares the bytes its target held when the link's layer was
+//     as the appliers' mkparent and SecureJoin do; a parent that is another
+//     kind of file fails, as it does there. A whiteout creates nothing;
+//   - a hardlink shares the bytes its target held when the link was
 //     applied: a later layer that replaces the target does not change the
 //     link (go-containerregistry#2002 gets this wrong);
 //   - whiteouts are never themselves listed, in any layer (#1623).
@@ -60,6 +62,9 @@ type node struct {
 	set      ref
 	content  ref // hardlinks: the entry whose bytes the link shares
 	children map[string]*node
+	// touched is 1 + the index of the last layer that wrote this path or
+	// a path under it: that layer's whiteouts leave it in place.
+	touched int
 }
 
 func (n *node) isDir() bool { return n.children != nil }
@@ -105,65 +110,72 @@ func (v *View) Layers() []*Index { return v.layers }
 
 func (v *View) apply(ctx context.Context, i int, ix *Index) error {
 	for j := range ix.Entries {
-		var err error
-		switch kind, target := ix.Entries[j].Whiteout(); kind {
-		case WhiteoutFile:
-			err = v.whiteout(target)
-		case WhiteoutOpaque:
-			err = v.opaque(target)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	for j := range ix.Entries {
 		if j%4096 == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
 		e := &ix.Entries[j]
-		if kind, _ := e.Whiteout(); kind != NotWhiteout {
-			continue
+		var err error
+		switch kind, target := e.Whiteout(); kind {
+		case WhiteoutFile:
+			err = v.whiteout(i, target, false)
+		case WhiteoutOpaque:
+			err = v.whiteout(i, target, true)
+		case NotWhiteout:
+			err = v.add(i, e)
 		}
-		if err := v.add(i, e); err != nil {
+		if err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// whiteout removes p and its subtree. Its parent is resolved inside the
-// root as the appliers do; a parent that does not exist hides nothing,
-// and a whiteout creates nothing.
-// A parent that is missing or not a directory hides nothing; one that
-// cannot be resolved (a symlink loop) fails the layer, as it fails umoci.
-func (v *View) whiteout(p string) error {
-	dir, base := path.Split(p)
-	parent, err := v.walk(dir, true, nil)
-	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrNotDir) {
+// whiteout applies ".wh.NAME" (p is NAME's path) or, when opaque,
+// ".wh..wh..opq" (p is its directory). The parent, or the opaque
+// directory, is resolved inside the root; one that is missing or not a
+// directory hides nothing, and one that cannot be resolved (a symlink
+// loop) fails the layer, as it fails umoci.
+func (v *View) whiteout(i int, p string, opaque bool) error {
+	var parent, n *node
+	var err error
+	if opaque {
+		n, err = v.walk(p+"/", true, nil)
+	} else {
+		dir, base := path.Split(p)
+		if parent, err = v.walk(dir, true, nil); err == nil {
+			n = parent.children[base]
+		}
+	}
+	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrNotDir) || (err == nil && n == nil) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("whiteout %.64q: %w", p, err)
 	}
-	v.remove(parent, base)
+	if opaque {
+		v.wipeChildren(i, n)
+		return nil
+	}
+	v.wipe(i, parent, n)
 	return nil
 }
 
-// opaque empties the directory dir of what the layers below put there.
-func (v *View) opaque(dir string) error {
-	n, err := v.walk(dir+"/", true, nil)
-	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrNotDir) {
-		return nil
+// wipe removes n from parent unless layer i touched it; then it wipes
+// n's children instead.
+func (v *View) wipe(i int, parent, n *node) {
+	if n.touched != i+1 {
+		v.remove(parent, n.name)
+		return
 	}
-	if err != nil {
-		return fmt.Errorf("opaque directory %.64q: %w", dir, err)
+	v.wipeChildren(i, n)
+}
+
+func (v *View) wipeChildren(i int, n *node) {
+	for _, c := range n.children {
+		v.wipe(i, n, c)
 	}
-	for name := range n.children {
-		v.remove(n, name)
-	}
-	return nil
 }
 
 func (v *View) remove(parent *node, name string) {
@@ -209,6 +221,7 @@ func (v *View) add(i int, e *Entry) error {
 	if old := parent.children[base]; old != nil {
 		if old.isDir() && e.Type == TypeDir {
 			old.set = ref{i, e}
+			touch(i, old)
 			return nil
 		}
 		v.remove(parent, base)
@@ -222,8 +235,18 @@ func (v *View) add(i int, e *Entry) error {
 			return err
 		}
 	}
-	_, err = v.insert(parent, n)
-	return err
+	if _, err = v.insert(parent, n); err != nil {
+		return err
+	}
+	touch(i, n)
+	return nil
+}
+
+// touch marks n and its ancestors as written by layer i.
+func touch(i int, n *node) {
+	for ; n.parent != n && n.touched != i+1; n = n.parent {
+		n.touched = i + 1
+	}
 }
 
 // linkContent is the entry a hardlink shares its bytes with: its target
