@@ -109,7 +109,9 @@ func (c *chunks) add(e Entry) {
 		if c.cur != nil {
 			c.full = append(c.full, c.cur)
 		}
-		c.cur = make([]Entry, 0, chunkLen)
+		// Blocks grow from 16 entries to chunkLen, so a small layer does
+		// not pay for a 700 KiB block.
+		c.cur = make([]Entry, 0, min(max(16, 2*cap(c.cur)), chunkLen))
 	}
 	c.cur = append(c.cur, e)
 	c.n++
@@ -147,8 +149,10 @@ func entryOf(hdr *tar.Header) (Entry, error) {
 		return Entry{}, fmt.Errorf("%w: entry %.64q: negative uid or gid%.0w", ErrInvalidTar, p, errdefs.ErrInvalidArgument)
 	}
 	e := Entry{
-		Path:     p,
-		Mode:     hdr.FileInfo().Mode(),
+		Path: p,
+		// Only the permission bits come from the header's mode field: its
+		// type bits (c_ISDIR…) may contradict the type flag, which decides.
+		Mode:     hdr.FileInfo().Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky),
 		UID:      int64(hdr.Uid),
 		GID:      int64(hdr.Gid),
 		ModTime:  hdr.ModTime.UTC(),
@@ -159,9 +163,6 @@ func entryOf(hdr *tar.Header) (Entry, error) {
 	case tar.TypeReg, tar.TypeRegA, tar.TypeGNUSparse, tar.TypeCont:
 		e.Type, e.Size = TypeFile, hdr.Size
 		e.Sparse = safetar.Sparse(hdr)
-		// archive/tar reports the old GNU sparse type as itself; its mode
-		// lacks type bits as a regular file's does.
-		e.Mode &^= fs.ModeType
 	case tar.TypeDir:
 		e.Type = TypeDir
 	case tar.TypeSymlink:
@@ -183,6 +184,7 @@ func entryOf(hdr *tar.Header) (Entry, error) {
 		// dockerd's applier refuses them ("unhandled tar header type").
 		return Entry{}, fmt.Errorf("%w: entry %.64q has tar type %q%.0w", ErrInvalidTar, p, hdr.Typeflag, errdefs.ErrInvalidArgument)
 	}
+	e.Mode |= typeBits[e.Type]
 	if e.Type != TypeFile && e.Type != TypeSymlink {
 		e.Size = 0
 	}

@@ -250,3 +250,21 @@ func TestBuildErrors(t *testing.T) {
 type errReader struct{ err error }
 
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// The type flag decides an entry's type bits; the header's mode field may
+// claim another type (c_ISDIR on a symlink), and only its permission bits
+// are kept.
+func TestBuildTypeBitsFollowTheTypeFlag(t *testing.T) {
+	raw := tarOf(t,
+		tf{name: "l", typ: tar.TypeSymlink, link: "x", mode: 0o40777},
+		tf{name: "f", typ: tar.TypeReg, mode: 0o20644},
+		tf{name: "d", typ: tar.TypeDir, mode: 0o104755},
+	)
+	ix := buildLayer(t, raw).ix
+	want := []fs.FileMode{fs.ModeSymlink | 0o777, 0o644, fs.ModeDir | fs.ModeSetuid | 0o755}
+	for i, e := range ix.Entries {
+		if e.Mode != want[i] {
+			t.Errorf("%s: mode %v, want %v", e.Path, e.Mode, want[i])
+		}
+	}
+}

@@ -285,18 +285,21 @@ func addOffset(base, delta int64) (int64, bool) {
 	return v, v >= -1
 }
 
+// typeBits are the fs.FileMode type bits of each type, as Go's
+// archive/tar and os.Lstat give them.
+var typeBits = [...]fs.FileMode{
+	TypeFile:     0,
+	TypeHardlink: 0,
+	TypeDir:      fs.ModeDir,
+	TypeSymlink:  fs.ModeSymlink,
+	TypeChar:     fs.ModeDevice | fs.ModeCharDevice,
+	TypeBlock:    fs.ModeDevice,
+	TypeFIFO:     fs.ModeNamedPipe,
+}
+
 // modeMatches reports whether m's type bits are those Build gives t.
 func modeMatches(t Type, m fs.FileMode) bool {
-	want := map[Type]fs.FileMode{
-		TypeFile:     0,
-		TypeHardlink: 0,
-		TypeDir:      fs.ModeDir,
-		TypeSymlink:  fs.ModeSymlink,
-		TypeChar:     fs.ModeDevice | fs.ModeCharDevice,
-		TypeBlock:    fs.ModeDevice,
-		TypeFIFO:     fs.ModeNamedPipe,
-	}[t]
-	return m&fs.ModeType == want
+	return t.Valid() && m&fs.ModeType == typeBits[t]
 }
 
 // decoder reads from b; the first error sticks and every later read
