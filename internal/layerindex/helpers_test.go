@@ -113,18 +113,17 @@ func mergeLayers(t testing.TB, layers ...[]tf) (*View, []layer) {
 // index recorded: the offsets are checked by every listing.
 func contentOf(t testing.TB, ls []layer, it Item) string {
 	t.Helper()
-	e, li := it.Entry, it.LayerIndex
-	if it.Content != nil {
-		e, li = it.Content.Entry, it.Content.LayerIndex
-	}
+	loc := it.Bytes()
+	e := loc.Entry
 	if e.Type != TypeFile {
 		return ""
 	}
-	raw := ls[li].raw
-	if e.DataOffset < 0 || e.DataOffset+e.Size > int64(len(raw)) {
-		t.Fatalf("%s: data offset %d size %d outside the %d-byte layer", it.Path, e.DataOffset, e.Size, len(raw))
+	raw := ls[loc.LayerIndex].raw
+	off, n, ok := e.DataRange()
+	if !ok || off+n > int64(len(raw)) {
+		t.Fatalf("%s: data range %d+%d (%v) outside the %d-byte layer", it.Path, off, n, ok, len(raw))
 	}
-	b := raw[e.DataOffset : e.DataOffset+e.Size]
+	b := raw[off : off+n]
 	if digest.FromBytes(b) != e.Digest() {
 		t.Fatalf("%s: bytes at the offset do not match the recorded digest", it.Path)
 	}

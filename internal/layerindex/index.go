@@ -119,6 +119,17 @@ func (e *Entry) Digest() digest.Digest {
 	return digest.NewDigestFromBytes(digest.SHA256, e.SHA256[:])
 }
 
+// DataRange is where a file's bytes lie in the uncompressed tar stream,
+// [off, off+n), when they lie there contiguously: not for a sparse file
+// (read it from HeaderOffset through archive/tar), nor when the source
+// recorded no offsets.
+func (e *Entry) DataRange() (off, n int64, ok bool) {
+	if e.Type != TypeFile || e.Sparse || e.DataOffset < 0 {
+		return 0, 0, false
+	}
+	return e.DataOffset, e.Size, true
+}
+
 // Index is the index of one layer.
 type Index struct {
 	// Layer is the key: the layer's digest as the manifest names it. Build

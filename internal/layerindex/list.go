@@ -26,6 +26,15 @@ type Item struct {
 	Content *Located
 }
 
+// Bytes is the entry holding the item's content and the layer it is in:
+// the hardlink's target for a hardlink, the item itself otherwise.
+func (it *Item) Bytes() Located {
+	if it.Content != nil {
+		return *it.Content
+	}
+	return Located{Entry: it.Entry, Layer: it.Layer, LayerIndex: it.LayerIndex}
+}
+
 // Located is one entry of one layer of the stack.
 type Located struct {
 	Entry      Entry
