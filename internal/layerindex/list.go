@@ -3,6 +3,7 @@ package layerindex
 import (
 	"context"
 	"io/fs"
+	"path"
 	"slices"
 	"strings"
 
@@ -151,10 +152,8 @@ func pushChildren(stack []frame, n *node, p string) []frame {
 // a path twice, the later entry is the one listed, as applying it keeps
 // the later one. Non-recursive lists the direct children only.
 func ListLayer(ix *Index, dir string, recursive bool) []Entry {
-	d, err := cleanName(dir)
-	if err != nil {
-		d = "/"
-	}
+	// ".." stops at the root here too.
+	d := path.Clean("/" + dir)
 	prefix := strings.TrimSuffix(d, "/") + "/"
 	last := map[string]int{}
 	for i := range ix.Entries {
