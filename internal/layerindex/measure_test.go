@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/containerd/errdefs"
 )
@@ -95,6 +96,21 @@ func TestIndexSizeOfARealTree(t *testing.T) {
 	if 100*float64(buf.Len())/float64(ix.TarSize) > 2 {
 		t.Errorf("the index is over 2%% of the layer")
 	}
+
+	before := heapInUse()
+	start := time.Now()
+	v, err := Merge(context.Background(), []*Index{ix}, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	heap := heapInUse() - before
+	items := 0
+	start = time.Now()
+	v.List(context.Background(), "/", true, func(Item) error { items++; return nil })
+	t.Logf("merged view: %d items, built in %v, %.0f heap bytes a node beside the index; recursive listing in %v",
+		items, took, float64(heap)/float64(items), time.Since(start))
+	runtime.KeepAlive(v)
 }
 
 // tinyEntries is a tar of n empty files with short distinct names,
