@@ -75,6 +75,33 @@ func FuzzBuild(f *testing.F) {
 	})
 }
 
+// FuzzMerge: two arbitrary layers merge (or are refused) without a panic,
+// within the view's caps, and every listed path resolves to itself.
+func FuzzMerge(f *testing.F) {
+	f.Add(tarOf(f, dir("a/"), file("a/x", "1"), symlink("l", "a")), tarOf(f, whiteout("a/.wh.x"), file("l/y", "2"), hardlink("h", "a/y")))
+	f.Add(tarOf(f, file("f", "1")), tarOf(f, dir("f/"), whiteout(".wh..wh..opq"), symlink("f/s", "/../f")))
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		var ixs []*Index
+		for _, raw := range [][]byte{a, b} {
+			ix, err := Build(context.Background(), bytes.NewReader(raw), fuzzLimits)
+			if err != nil {
+				return
+			}
+			ixs = append(ixs, ix)
+		}
+		v, err := Merge(context.Background(), ixs, fuzzLimits)
+		if err != nil {
+			return
+		}
+		v.List(context.Background(), "/", true, func(it Item) error {
+			if p, err := v.Resolve(it.Path, false); err != nil || p != it.Path {
+				t.Fatalf("listed %q resolves to %q, %v", it.Path, p, err)
+			}
+			return nil
+		})
+	})
+}
+
 // exercise merges ix twice over (its whiteouts then hide something) and
 // walks every path it names.
 func exercise(t *testing.T, ix *Index) {

@@ -31,12 +31,15 @@ import (
 //     the upper metadata;
 //   - a missing parent directory is created (mode 0755, root-owned, named
 //     Implicit) and a parent that is a symlink is followed inside the root,
-//     as the appliers' mkparent and SecureJoin do; a parent that is another
-//     kind of file fails, as it does there. A whiteout creates nothing;
+//     as the appliers' mkparent and SecureJoin do (overlayfs would hide
+//     the symlink under a new directory instead; real diffs never rely on
+//     either); a parent that is another kind of file fails, as it does
+//     there. A whiteout creates nothing;
 //   - a hardlink shares the bytes its target held when the link was
 //     applied: a later layer that replaces the target does not change the
 //     link (go-containerregistry#2002 gets this wrong);
-//   - whiteouts are never themselves listed, in any layer (#1623).
+//   - whiteouts are never themselves listed, in any layer, the bottom one
+//     included (go-containerregistry#1623).
 type View struct {
 	layers []*Index
 	root   *node
