@@ -54,6 +54,7 @@ allowed() {
 	internal/gzindex/flate) echo "" ;;
 	internal/rootlock) echo "" ;;
 	internal/ctxio) echo "" ;;
+	internal/layerindex) echo "internal/safetar" ;;
 	internal/imageref) echo "" ;;
 	trust) echo "" ;;
 	trust/sigstore) echo "trust" ;;
