@@ -54,15 +54,17 @@ type blob struct {
 // stored blocks, multi-member with an empty member, and gzip(1)'s
 // output when it is installed.
 func blobs(t testing.TB) []blob {
-	txt, rnd := text(2<<20, 1), random(1<<20, 2)
-	multi := append(append(append(gz(t, txt[:1<<20], 1), gz(t, nil, 6)...), gz(t, rnd[:300<<10], 9)...), gz(t, txt[1<<20:], 6)...)
+	// Sizes are a few blocks each (deflate blocks are ~16–64 KiB): enough
+	// for checkpoints at every span tried below, small enough for -race.
+	txt, rnd := text(512<<10, 1), random(256<<10, 2)
+	multi := append(append(append(gz(t, txt[:256<<10], 1), gz(t, nil, 6)...), gz(t, rnd[:100<<10], 9)...), gz(t, txt[256<<10:], 6)...)
 	bs := []blob{
 		{"random", gz(t, rnd, 6)},
 		{"text", gz(t, txt, 6)},
 		{"text-best", gz(t, txt, 9)},
-		{"zeros", gz(t, make([]byte, 2<<20), 6)},
-		{"stored", gz(t, txt[:700<<10], gzip.NoCompression)},
-		{"huffman-only", gz(t, txt[:500<<10], gzip.HuffmanOnly)},
+		{"zeros", gz(t, make([]byte, 512<<10), 6)},
+		{"stored", gz(t, txt[:200<<10], gzip.NoCompression)},
+		{"huffman-only", gz(t, txt[:150<<10], gzip.HuffmanOnly)},
 		{"multi-member", multi},
 		{"empty", gz(t, nil, 6)},
 		{"one-byte", gz(t, []byte{'x'}, 6)},
@@ -70,7 +72,7 @@ func blobs(t testing.TB) []blob {
 	if _, err := exec.LookPath("gzip"); err == nil {
 		// gzip(1) ends a member with a block of data, not an empty one as
 		// compress/gzip does: the next member's header is a checkpoint.
-		members := append(gzip1(t, "-9", txt[:1<<20]), gzip1(t, "-1", rnd[:200<<10])...)
+		members := append(gzip1(t, "-9", txt[:256<<10]), gzip1(t, "-1", rnd[:64<<10])...)
 		bs = append(bs, blob{"gzip-9", gzip1(t, "-9", txt)}, blob{"gzip-members", members})
 	}
 	return bs
@@ -163,7 +165,7 @@ func TestRandomReadsEqualGunzip(t *testing.T) {
 				if !bytes.Equal(enc, enc2) {
 					t.Fatal("the encoding does not round-trip")
 				}
-				for i := 0; i < 15; i++ {
+				for i := 0; i < 6; i++ {
 					off := rnd.Int63n(int64(len(want)) + 1)
 					n := min(rnd.Int63n(200<<10), int64(len(want))-off)
 					rr := &ranges{b: b.z}

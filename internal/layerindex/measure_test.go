@@ -76,9 +76,7 @@ func streamTree(root string, max int64) io.Reader {
 // TestIndexSizeOfARealTree reports the encoded index's size against the
 // uncompressed tar of /usr/lib (up to 1 GiB of file data).
 func TestIndexSizeOfARealTree(t *testing.T) {
-	if testing.Short() {
-		t.Skip("reads /usr/lib")
-	}
+	measureOnly(t, "reads /usr/lib")
 	if _, err := os.Stat("/usr/lib"); err != nil {
 		t.Skip("no /usr/lib")
 	}
@@ -142,9 +140,7 @@ func heapInUse() uint64 {
 // on 100k tiny entries, and checks the estimate MaxIndexBytes counts
 // (entryCost) is not below what the heap holds.
 func TestMemoryPerEntry(t *testing.T) {
-	if testing.Short() {
-		t.Skip("100k entries")
-	}
+	measureOnly(t, "100k entries")
 	const n = 100_000
 	before := heapInUse()
 	ix, err := Build(context.Background(), tinyEntries(n), Limits{})
@@ -169,12 +165,20 @@ func TestMemoryPerEntry(t *testing.T) {
 // TestMillionTinyEntries: the default limits refuse a layer of 10⁶ empty
 // files with a clear error, having held at most MaxEntries of them.
 func TestMillionTinyEntries(t *testing.T) {
-	if testing.Short() {
-		t.Skip("10⁶ entries")
-	}
+	measureOnly(t, "10⁶ entries; TestMillionEntriesOverTheCapRefused holds the refusal on a lowered cap")
 	_, err := Build(context.Background(), tinyEntries(1_000_000), Limits{})
 	if !errors.Is(err, ErrLimit) || !errdefs.IsResourceExhausted(err) {
 		t.Fatalf("err = %v, want ErrLimit", err)
 	}
 	t.Logf("10⁶ entries: %v", err)
+}
+
+// measureOnly skips a production-sized measurement unless
+// LAYERINDEX_MEASURE=1: the figures it prints are quoted in limits.go, and
+// under -race each takes 6–26 s.
+func measureOnly(t *testing.T, what string) {
+	t.Helper()
+	if os.Getenv("LAYERINDEX_MEASURE") != "1" {
+		t.Skip("measurement (" + what + "): LAYERINDEX_MEASURE=1 runs it")
+	}
 }

@@ -62,10 +62,7 @@ func randomStack(r *rand.Rand) [][]tf {
 // listing equals umoci's unpacked directory, and where Merge refuses an
 // image umoci fails to unpack it too.
 func TestMergeMatchesUmociOnRandomStacks(t *testing.T) {
-	umoci, err := exec.LookPath("umoci")
-	if err != nil || os.Geteuid() != 0 {
-		t.Skip("needs umoci, as root")
-	}
+	umoci := needUmoci(t)
 	n := 60
 	if testing.Short() {
 		n = 10

@@ -63,7 +63,7 @@ func TestListAndReadFromARealRegistry(t *testing.T) {
 	}
 	t.Cleanup(reg.Close)
 	ctx := context.Background()
-	tarb := realishTar(t, 1500)
+	tarb := realishTar(t, 300)
 	es, esDesc := buildEStargz(t, tarb, estargz.WithChunkSize(64<<10))
 	zc, zcDesc := buildZstdChunked(t, tarb)
 	for _, layer := range []struct {
