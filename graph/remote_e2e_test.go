@@ -5,8 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -22,32 +20,6 @@ import (
 	"github.com/wharfproject/wharf/internal/testregistry"
 	"github.com/wharfproject/wharf/registry"
 )
-
-// startRemoteTestRegistry starts the real distribution registry, or skips
-// the test when its binary is not built (make test builds it).
-func startRemoteTestRegistry(t *testing.T) *testregistry.Registry {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("starts a registry")
-	}
-	bin := os.Getenv(testregistry.RegistryBinEnv)
-	if bin == "" {
-		root, err := testregistry.RepoRoot()
-		if err != nil {
-			t.Skip(err)
-		}
-		bin = filepath.Join(root, ".cache", "bin", "registry")
-	}
-	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("registry binary not built: %v", err)
-	}
-	reg, err := testregistry.Start(testregistry.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(reg.Close)
-	return reg
-}
 
 func newRemoteTestStore(t *testing.T) (*Service, *graphtest.EventRecorder) {
 	t.Helper()
@@ -72,7 +44,7 @@ func sharedInspectJSON(t *testing.T, in types.ImageInspect) string {
 // rmi → pull → same ID; then pull a fixture, pull again, and push it to a
 // second repository of the same registry (layers mounted).
 func TestRemoteRoundTrip(t *testing.T) {
-	reg := startRemoteTestRegistry(t)
+	reg := testregistry.StartForTest(t, testregistry.Options{})
 	s, ev := newRemoteTestStore(t)
 	ctx := context.Background()
 	host := reg.Host
@@ -176,7 +148,7 @@ func containsString(list []string, s string) bool {
 }
 
 func TestRemotePullFixtureAndMountPush(t *testing.T) {
-	reg := startRemoteTestRegistry(t)
+	reg := testregistry.StartForTest(t, testregistry.Options{})
 	s, _ := newRemoteTestStore(t)
 	ctx := context.Background()
 	img, err := testregistry.NewImage(testregistry.ImageOptions{Docker: true, Layers: 3, LayerSize: 600 << 10})
@@ -250,7 +222,7 @@ func TestRemotePullFixtureAndMountPush(t *testing.T) {
 }
 
 func TestRemoteErrors(t *testing.T) {
-	reg := startRemoteTestRegistry(t)
+	reg := testregistry.StartForTest(t, testregistry.Options{})
 	s, _ := newRemoteTestStore(t)
 	ctx := context.Background()
 	img, err := testregistry.NewImage(testregistry.ImageOptions{})
@@ -305,7 +277,7 @@ func TestRemoteErrors(t *testing.T) {
 }
 
 func TestRemoteIndex(t *testing.T) {
-	reg := startRemoteTestRegistry(t)
+	reg := testregistry.StartForTest(t, testregistry.Options{})
 	s, _ := newRemoteTestStore(t)
 	ctx := context.Background()
 	ix, err := testregistry.NewIndex(testregistry.IndexOptions{Attestation: true})
@@ -372,7 +344,7 @@ func TestRemoteIndex(t *testing.T) {
 // TestRemotePullStreamsLayers: a pull allocates far less than the layer
 // it stores, so layers are streamed to disk, never held whole in memory.
 func TestRemotePullStreamsLayers(t *testing.T) {
-	reg := startRemoteTestRegistry(t)
+	reg := testregistry.StartForTest(t, testregistry.Options{})
 	s, _ := newRemoteTestStore(t)
 	ctx := context.Background()
 	const layerSize = 24 << 20
@@ -400,7 +372,7 @@ func TestRemotePullStreamsLayers(t *testing.T) {
 // push sends the index itself, so NAME@digest pins the same multi-platform
 // image in the new repository.
 func TestRemotePushWholeIndex(t *testing.T) {
-	reg := startRemoteTestRegistry(t)
+	reg := testregistry.StartForTest(t, testregistry.Options{})
 	s, _ := newRemoteTestStore(t)
 	ctx := context.Background()
 	ix, err := testregistry.NewIndex(testregistry.IndexOptions{})
@@ -439,7 +411,7 @@ func TestRemotePushWholeIndex(t *testing.T) {
 
 // TestRemotePullAllTags: no tag anywhere pulls every tag of the repository.
 func TestRemotePullAllTags(t *testing.T) {
-	reg := startRemoteTestRegistry(t)
+	reg := testregistry.StartForTest(t, testregistry.Options{})
 	s, _ := newRemoteTestStore(t)
 	ctx := context.Background()
 	for _, tag := range []string{"1.0", "2.0"} {
@@ -475,7 +447,7 @@ func TestRemotePullAllTags(t *testing.T) {
 // (the verified layer too: a failed pull leaves no orphans). The next pull
 // fetches the image whole.
 func TestRemoteFailedPullLeavesNoImage(t *testing.T) {
-	reg := startRemoteTestRegistry(t)
+	reg := testregistry.StartForTest(t, testregistry.Options{})
 	s, _ := newRemoteTestStore(t)
 	ctx := context.Background()
 	img, err := testregistry.NewImage(testregistry.ImageOptions{Layers: 2, LayerSize: 4096})

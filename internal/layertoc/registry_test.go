@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/containerd/stargz-snapshotter/estargz"
@@ -43,25 +41,7 @@ func (h httpRange) ReadRange(ctx context.Context, off, n int64) (io.ReadCloser, 
 // distribution registry are listed in ≤ 2 blob requests each and their
 // files read in one request each, never the whole blob.
 func TestListAndReadFromARealRegistry(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a registry")
-	}
-	bin := os.Getenv(testregistry.RegistryBinEnv)
-	if bin == "" {
-		root, err := testregistry.RepoRoot()
-		if err != nil {
-			t.Skip(err)
-		}
-		bin = filepath.Join(root, ".cache", "bin", "registry")
-	}
-	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("registry binary not built: %v", err)
-	}
-	reg, err := testregistry.Start(testregistry.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(reg.Close)
+	reg := testregistry.StartForTest(t, testregistry.Options{})
 	ctx := context.Background()
 	tarb := realishTar(t, 300)
 	es, esDesc := buildEStargz(t, tarb, estargz.WithChunkSize(64<<10))

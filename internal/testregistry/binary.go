@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"testing"
 
 	"github.com/gofrs/flock"
 )
@@ -97,4 +98,31 @@ func BuildBinary() (string, error) {
 func isExecutable(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
+
+// StartForTest starts the real registry for a unit test, or skips the
+// test when the binary is not built (make test builds it) or with -short.
+// The registry stops when the test ends.
+func StartForTest(t testing.TB, opts Options) *Registry {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a registry")
+	}
+	bin := os.Getenv(RegistryBinEnv)
+	if bin == "" {
+		root, err := RepoRoot()
+		if err != nil {
+			t.Skip(err)
+		}
+		bin = filepath.Join(root, ".cache", "bin", "registry")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Skipf("registry binary not built: %v", err)
+	}
+	reg, err := Start(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(reg.Close)
+	return reg
 }
