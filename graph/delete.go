@@ -14,7 +14,6 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/wharfproject/wharf/api/types"
-
 	"github.com/wharfproject/wharf/graph/store"
 )
 

@@ -11,9 +11,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/api/types"
-
 	"github.com/wharfproject/wharf/graph/store"
-
 	"github.com/wharfproject/wharf/imagespec"
 )
 

@@ -17,7 +17,6 @@ import (
 	"github.com/moby/moby/api/types/image"
 
 	"github.com/wharfproject/wharf/api/types"
-
 	"github.com/wharfproject/wharf/graph/store"
 )
 

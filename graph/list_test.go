@@ -15,7 +15,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/wharfproject/wharf/api/types"
-
 	"github.com/wharfproject/wharf/graph/internal/graphtest"
 	"github.com/wharfproject/wharf/graph/store"
 )

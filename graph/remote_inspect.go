@@ -12,7 +12,6 @@ import (
 
 	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/graph/distribution"
-
 	"github.com/wharfproject/wharf/graph/store"
 	"github.com/wharfproject/wharf/imagespec"
 )

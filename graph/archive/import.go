@@ -24,11 +24,9 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/api/types"
-
 	"github.com/wharfproject/wharf/graph/store"
-	"github.com/wharfproject/wharf/internal/decompress"
-
 	"github.com/wharfproject/wharf/imagespec"
+	"github.com/wharfproject/wharf/internal/decompress"
 )
 
 // ImportImage answers POST /images/create?fromSrc=-: the body is a rootfs

@@ -16,11 +16,9 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/api/types"
-
 	"github.com/wharfproject/wharf/graph/store"
-	"github.com/wharfproject/wharf/internal/decompress"
-
 	"github.com/wharfproject/wharf/imagespec"
+	"github.com/wharfproject/wharf/internal/decompress"
 )
 
 // loadedImage is one image found in an archive, with its references.

@@ -11,9 +11,8 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/graph/store"
-	"github.com/wharfproject/wharf/internal/decompress"
-
 	"github.com/wharfproject/wharf/imagespec"
+	"github.com/wharfproject/wharf/internal/decompress"
 )
 
 // loadDocker records the images of a docker-save manifest.json, building a

@@ -13,7 +13,6 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/graph/store"
-
 	"github.com/wharfproject/wharf/imagespec"
 )
 

@@ -21,10 +21,8 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/api/types"
-
 	"github.com/wharfproject/wharf/graph/internal/graphtest"
 	"github.com/wharfproject/wharf/graph/store"
-
 	"github.com/wharfproject/wharf/imagespec"
 )
 

@@ -10,7 +10,6 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/api/types"
-
 	"github.com/wharfproject/wharf/imagespec"
 )
 

@@ -16,12 +16,10 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/graph/store"
+	"github.com/wharfproject/wharf/imagespec"
 	"github.com/wharfproject/wharf/internal/imageref"
 	"github.com/wharfproject/wharf/registry"
-
-	"github.com/wharfproject/wharf/graph/store"
-
-	"github.com/wharfproject/wharf/imagespec"
 )
 
 // PullImage pulls opts.Ref (all tags when it has neither tag nor digest)

@@ -14,11 +14,9 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/api/types"
-	"github.com/wharfproject/wharf/registry"
-
 	"github.com/wharfproject/wharf/graph/store"
-
 	"github.com/wharfproject/wharf/imagespec"
+	"github.com/wharfproject/wharf/registry"
 )
 
 // PushImage pushes the local tags of a repository (one tag, or all when

@@ -21,10 +21,9 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/graph/store/check"
 	"github.com/wharfproject/wharf/imagespec"
-
-	"github.com/wharfproject/wharf/api/types"
 )
 
 // Problem kinds reported by Check (graph/store/check).
