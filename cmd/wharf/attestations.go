@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wharfproject/wharf/client"
-	"github.com/wharfproject/wharf/cmd/wharf/internal/creds"
 	"github.com/wharfproject/wharf/cmd/wharf/internal/formatter"
 )
 
@@ -73,11 +72,9 @@ func runAttestations(cmd *cobra.Command, c *cli, name string, o attestationsOpti
 	// The stored credentials of each registry the daemon may find name at
 	// (--remote) or read a local image's attestations from, keyed by
 	// registry: each gets its own only.
-	regs, err := c.creds().SearchConfig(cmd.Context(), api, []string{name}, nil)
-	if err != nil {
+	if opts.Registries, opts.Auth, err = c.creds().ForName(cmd.Context(), api, name); err != nil {
 		return err
 	}
-	opts.Registries, opts.Auth = regs, creds.OwnSet(regs, name)
 	items, raw, err := api.ImageAttestations(cmd.Context(), name, opts)
 	if err != nil {
 		return err

@@ -13,7 +13,6 @@ import (
 
 	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/client"
-	"github.com/wharfproject/wharf/cmd/wharf/internal/creds"
 	"github.com/wharfproject/wharf/cmd/wharf/internal/formatter"
 	"github.com/wharfproject/wharf/imagespec"
 )
@@ -188,13 +187,12 @@ func inspectLocal(ctx context.Context, api *client.Client, name, kind string, op
 
 // inspectRemote inspects name in its registry, sending the stored
 // credentials of each registry the daemon may find it at, keyed by
-// registry (creds.Finder.SearchConfig): each gets its own only.
+// registry (creds.Finder.ForName): each gets its own only.
 func inspectRemote(ctx context.Context, c *cli, api *client.Client, name string, opts client.InspectOptions) ([]byte, error) {
-	regs, err := c.creds().SearchConfig(ctx, api, []string{name}, nil)
-	if err != nil {
+	var err error
+	if opts.Registries, opts.Auth, err = c.creds().ForName(ctx, api, name); err != nil {
 		return nil, err
 	}
-	opts.Registries, opts.Auth = regs, creds.OwnSet(regs, name)
 	v, raw, err := api.ImageInspectRemote(ctx, name, opts)
 	if err != nil {
 		return nil, err
@@ -204,11 +202,10 @@ func inspectRemote(ctx context.Context, c *cli, api *client.Client, name string,
 }
 
 func inspectRawManifest(ctx context.Context, c *cli, api *client.Client, name string, opts client.InspectOptions) ([]byte, error) {
-	regs, err := c.creds().SearchConfig(ctx, api, []string{name}, nil)
-	if err != nil {
+	var err error
+	if opts.Registries, opts.Auth, err = c.creds().ForName(ctx, api, name); err != nil {
 		return nil, err
 	}
-	opts.Registries, opts.Auth = regs, creds.OwnSet(regs, name)
 	b, mediaType, err := api.RemoteManifest(ctx, name, opts)
 	if err != nil {
 		return nil, err

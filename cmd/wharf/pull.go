@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wharfproject/wharf/client"
-	"github.com/wharfproject/wharf/cmd/wharf/internal/creds"
 )
 
 func newPullCommand(c *cli) *cobra.Command {
@@ -45,10 +44,9 @@ func newPullCommand(c *cli) *cobra.Command {
 			}
 			// The stored credentials of each registry the daemon may find
 			// the name at, keyed by registry: each gets its own only.
-			if opts.Registries, err = c.creds().SearchConfig(ctx, api, []string{args[0]}, nil); err != nil {
+			if opts.Registries, opts.Auth, err = c.creds().ForName(ctx, api, args[0]); err != nil {
 				return err
 			}
-			opts.Auth = creds.OwnSet(opts.Registries, args[0])
 			// The repository as typed, not normalised: a short name is
 			// searched through the daemon's add-registry list, as remote
 			// inspect searches it ("app" is not "docker.io/library/app").

@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wharfproject/wharf/client"
-	"github.com/wharfproject/wharf/cmd/wharf/internal/creds"
 )
 
 type tagsOptions struct {
@@ -73,11 +72,9 @@ func runTags(ctx context.Context, c *cli, o tagsOptions, name string) error {
 	}
 	// The stored credentials of each registry the daemon may find name
 	// at, keyed by registry: each gets its own only.
-	regs, err := c.creds().SearchConfig(ctx, api, []string{name}, nil)
-	if err != nil {
+	if opts.Registries, opts.Auth, err = c.creds().ForName(ctx, api, name); err != nil {
 		return err
 	}
-	opts.Registries, opts.Auth = regs, creds.OwnSet(regs, name)
 	res, err := api.RemoteTags(ctx, name, opts)
 	if err != nil {
 		return err

@@ -222,15 +222,15 @@ func TestStreams(t *testing.T) {
 		"010100feff11",
 		"11",
 	}, {
-		"issue 10426 - over-subscribed HCLenTree causes a hang",
+		"golang/go#10426: over-subscribed HCLenTree causes a hang",
 		"344c4a4e494d4b070000ff2e2eff2e2e2e2e2eff",
 		"fail",
 	}, {
-		"issue 11030 - empty HDistTree unexpectedly leads to error",
+		"golang/go#11030: empty HDistTree unexpectedly leads to error",
 		"05c0070600000080400fff37a0ca",
 		"",
 	}, {
-		"issue 11033 - empty HDistTree unexpectedly leads to error",
+		"golang/go#11033: empty HDistTree unexpectedly leads to error",
 		"050fb109c020cca5d017dcbca044881ee1034ec149c8980bbc413c2ab35be9dc" +
 			"b1473449922449922411202306ee97b0383a521b4ffdcf3217f9f7d3adb701",
 		"3130303634342068652e706870005d05355f7ed957ff084a90925d19e3ebc6d0" +

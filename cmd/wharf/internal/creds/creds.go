@@ -157,6 +157,18 @@ func (f *Finder) SearchConfig(ctx context.Context, d Daemon, search, names []str
 	return f.RegistryConfig(ctx, all, nil)
 }
 
+// ForName is what a command that reaches name's registry sends: the sets
+// of every registry the daemon may find name at (SearchConfig, as
+// X-Registry-Config) and the one of name's own registry (OwnSet, as
+// X-Registry-Auth).
+func (f *Finder) ForName(ctx context.Context, d Daemon, name string) (map[string]registry.AuthConfig, *registry.AuthConfig, error) {
+	regs, err := f.SearchConfig(ctx, d, []string{name}, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return regs, OwnSet(regs, name), nil
+}
+
 // OwnSet is the set of regs keyed by the registry name itself names
 // (docker.io for a short one), or nil. It goes as X-Registry-Auth beside
 // X-Registry-Config, with its server address, for a wharfd that does not
