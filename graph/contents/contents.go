@@ -1,0 +1,49 @@
+// Package contents answers what is inside an image without pulling it: the
+// merged view of its layers (ls), a file's bytes (cat) and a tar of a path
+// (cp), over a layer index kept per layer digest.
+//
+// An index comes from the first source that applies: the local layer; an
+// index already built; an eStargz or zstd:chunked TOC (internal/layertoc);
+// otherwise one streaming read of the remote layer, verified against its
+// digest, that keeps gzip checkpoints (internal/gzindex) so that a later
+// file read is one Range request of about one span.
+package contents
+
+import (
+	"context"
+	"io"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+)
+
+// Image is one platform image whose layers are read: local (graph reads
+// them from the store) or remote (graph/distribution resolved the name with
+// the caller's credentials, which opened the repository the blobs are read
+// from).
+type Image struct {
+	// Manifest is the platform manifest's descriptor.
+	Manifest ocispec.Descriptor
+	// Layers are the manifest's layers, bottom first, annotations kept
+	// (the TOC digests are there).
+	Layers []ocispec.Descriptor
+	// DiffIDs are the config's rootfs.diff_ids, when known.
+	DiffIDs []digest.Digest
+	// Blobs reads the layers.
+	Blobs Blobs
+}
+
+// Blobs reads an image's layer blobs. graph/distribution satisfies it for a
+// remote image (one repository, the caller's credentials), graph for a local
+// one (the store's files).
+type Blobs interface {
+	// Open reads the blob whole from its start; the reader fails at EOF if
+	// the bytes do not match desc.
+	Open(ctx context.Context, desc ocispec.Descriptor) (io.ReadCloser, error)
+	// ReadRange reads bytes [off, off+n) of the blob: one single-range
+	// request to a registry, or a section of a local file.
+	ReadRange(ctx context.Context, desc ocispec.Descriptor, off, n int64) (io.ReadCloser, error)
+	// Local reports whether the blob is a local file (a whole read is
+	// cheap).
+	Local(desc ocispec.Descriptor) bool
+}
