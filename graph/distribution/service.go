@@ -34,6 +34,9 @@ type Options struct {
 	MaxConcurrentDownloads int
 	// Observer is told of pulls and transferred bytes (metrics.go); nil = none.
 	Observer Observer
+	// Indexer builds the layer index of what a pull downloads, in the same
+	// pass (contents.go); nil = none.
+	Indexer LayerIndexer
 }
 
 // Service pulls into and pushes from st.
@@ -44,11 +47,12 @@ type Service struct {
 	platform  ocispec.Platform
 	transfers *blobTransfers
 	verdicts  *verdicts // the signature policy and its verdicts (trust.go)
+	indexer   LayerIndexer
 }
 
 // New returns a Service on st.
 func New(st *store.Store, opts Options) *Service {
-	return &Service{st: st, reg: opts.Registry, events: opts.Events, platform: opts.Platform, transfers: newBlobTransfers(opts), verdicts: newVerdicts()}
+	return &Service{st: st, reg: opts.Registry, events: opts.Events, platform: opts.Platform, transfers: newBlobTransfers(opts), verdicts: newVerdicts(), indexer: opts.Indexer}
 }
 
 // ErrNoRegistry is the one answer of every operation that needs a
