@@ -210,7 +210,7 @@ func TestBudgetEvictsOldestFirst(t *testing.T) {
 	r = newRoom(t, dir, budget)
 	listOf(t, r, imgs[1], types.FilesOptions{})
 	r.layers = newMemCache[string, *layerData](memIndexBudget) // forget the decoded ones
-	listOf(t, r, imgs[0], types.FilesOptions{})                  // a use: b is now the oldest
+	listOf(t, r, imgs[0], types.FilesOptions{})                // a use: b is now the oldest
 	listOf(t, r, imgs[2], types.FilesOptions{})
 	if files, used, _ := r.Usage(); files != 2 || used > budget {
 		t.Fatalf("%d files, %d bytes; budget %d", files, used, budget)
