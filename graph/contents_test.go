@@ -52,8 +52,12 @@ func TestImageFilesOfALocalImage(t *testing.T) {
 	if b, _ := io.ReadAll(tr); string(b) != "root:x:0:0\n" {
 		t.Fatalf("archive body %q", b)
 	}
-	if files, _, _ := s.LayerIndexUsage(); files != 2 {
+	files, bytes, _ := s.LayerIndexUsage()
+	if files != 2 {
 		t.Fatalf("%d indexes kept, want 2", files)
+	}
+	if du, err := s.DiskUsage(ctx); err != nil || du.LayerIndexes != 2 || du.LayerIndexesSize != bytes {
+		t.Fatalf("system df: %+v %v", du, err)
 	}
 	if err := s.ImageFiles(ctx, "nosuch", types.FilesOptions{}, func(types.FileEntry) error { return nil }); !errdefs.IsNotFound(err) {
 		t.Fatalf("no such image: %v", err)
