@@ -3,8 +3,10 @@ package distribution
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/containerd/errdefs"
@@ -14,6 +16,8 @@ import (
 
 	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/graph/internal/graphtest"
+	"github.com/wharfproject/wharf/imagespec"
+	"github.com/wharfproject/wharf/internal/hostile"
 	"github.com/wharfproject/wharf/internal/testregistry"
 	"github.com/wharfproject/wharf/registry"
 )
@@ -119,5 +123,34 @@ func TestRemoteLayersOnTokenRegistry(t *testing.T) {
 	other := ocispec.Descriptor{MediaType: bottom.MediaType, Digest: digest.FromString("absent"), Size: 10}
 	if _, err := rl.Blobs.ReadRange(ctx, other, 0, 10); !errdefs.IsNotFound(err) && !errors.Is(err, registry.ErrUpstream) {
 		t.Fatalf("absent blob: %v", err)
+	}
+}
+
+// TestRemoteLayersRefusesSchema1: a schema1 image has no layer digests a
+// contents read could index: not implemented, said so, no blob read.
+func TestRemoteLayersRefusesSchema1(t *testing.T) {
+	reg, err := hostile.Start(hostile.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Close()
+	v1c := `{"id":"abc","architecture":"amd64","os":"linux"}`
+	body, _ := json.Marshal(map[string]any{
+		"schemaVersion": 1, "name": reg.Repo, "tag": reg.Tag, "architecture": "amd64",
+		"fsLayers": []map[string]string{{"blobSum": digest.FromString("top").String()}},
+		"history":  []map[string]string{{"v1Compatibility": v1c}},
+	})
+	reg.ServeManifest(imagespec.MediaTypeDockerSchema1, body)
+	svc, err := registry.NewService(registry.ServiceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(graphtest.OpenStore(t, t.TempDir()), Options{Registry: svc, Platform: ocispec.Platform{OS: "linux", Architecture: "amd64"}})
+	_, err = s.RemoteLayers(context.Background(), reg.Ref(), types.FilesOptions{Remote: true})
+	if !errdefs.IsNotImplemented(err) || !strings.Contains(err.Error(), "schema1") {
+		t.Fatalf("schema1: %v", err)
+	}
+	if n := reg.Count(hostile.KindBlob); n != 0 {
+		t.Fatalf("%d blob requests", n)
 	}
 }
