@@ -213,7 +213,8 @@ func TestReadBlobRangeRemembersRedirect(t *testing.T) {
 		w.WriteHeader(http.StatusTemporaryRedirect)
 		return true
 	}
-	s := testService(t, ServiceOptions{})
+	obs := newRecordingObserver()
+	s := testService(t, ServiceOptions{Observer: obs})
 	s.stores.SetClock(func() time.Time {
 		mu.Lock()
 		defer mu.Unlock()
@@ -252,6 +253,9 @@ func TestReadBlobRangeRemembersRedirect(t *testing.T) {
 	read(repo, 5000)
 	read(repo, 9000)
 	check("remembered", 1, 3)
+	if _, hits, misses := obs.take(); hits[CacheBlobLocation] != 2 || misses[CacheBlobLocation] != 1 {
+		t.Fatalf("blob_location: %d hits, %d misses; want 2, 1", hits[CacheBlobLocation], misses[CacheBlobLocation])
+	}
 
 	mu.Lock()
 	clock = now.Add(10 * time.Minute) // past X-Amz-Expires less the margin

@@ -45,7 +45,8 @@ const (
 // Locations remembers blob store URLs until they expire; safe for
 // concurrent use.
 type Locations struct {
-	now func() time.Time
+	now     func() time.Time
+	observe func(hit bool) // each look-up of a range read (metrics); nil: none
 
 	mu  sync.Mutex
 	lru *simplelru.LRU[string, location]
@@ -65,6 +66,10 @@ func NewLocations(n int) *Locations {
 	return &Locations{now: time.Now, lru: l}
 }
 
+// SetObserver has each look-up of a range read reported (the registry
+// metrics' blob_location cache).
+func (l *Locations) SetObserver(fn func(hit bool)) { l.observe = fn }
+
 // SetClock replaces time.Now (tests).
 func (l *Locations) SetClock(now func() time.Time) { l.now = now }
 
@@ -76,6 +81,14 @@ func (l *Locations) Len() int {
 }
 
 func (l *Locations) get(key string) (*url.URL, bool) {
+	u, ok := l.lookup(key)
+	if l.observe != nil {
+		l.observe(ok)
+	}
+	return u, ok
+}
+
+func (l *Locations) lookup(key string) (*url.URL, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	loc, ok := l.lru.Get(key)
