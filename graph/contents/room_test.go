@@ -1,0 +1,390 @@
+package contents
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/internal/testregistry"
+)
+
+func baseLayer(t testing.TB) []byte {
+	return tarOf(t,
+		tdir("etc"), tfile("etc/os-release", "ID=test\n"), tfile("etc/passwd", "root:x:0:0\n"),
+		tdir("bin"), tfile("bin/sh", strings.Repeat("#!", 1000)), tlink("bin/ash", "bin/sh"),
+		tsym("etc/alias", "/etc/passwd"), tsym("abs", "../../etc"),
+	)
+}
+
+func listOf(t testing.TB, r *Room, img *Image, opts types.FilesOptions) []types.FileEntry {
+	t.Helper()
+	var out []types.FileEntry
+	if err := r.Files(context.Background(), img, opts, func(e types.FileEntry) error {
+		out = append(out, e)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func paths(es []types.FileEntry) string {
+	var ps []string
+	for _, e := range es {
+		ps = append(ps, e.Path)
+	}
+	return strings.Join(ps, " ")
+}
+
+func cat(t testing.TB, r *Room, img *Image, p string) string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := r.Cat(context.Background(), img, p, &buf); err != nil {
+		t.Fatalf("cat %s: %v", p, err)
+	}
+	return buf.String()
+}
+
+func TestFilesListsTheMergedView(t *testing.T) {
+	r := newRoom(t, t.TempDir(), 0)
+	upper := tarOf(t, tdir("etc"), tfile("etc/.wh.passwd", ""), tfile("etc/hostname", "box\n"))
+	blobs := newMemBlobs(false)
+	img := imageOf(blobs, lb(gzipOf(t, baseLayer(t))), lb(gzipOf(t, upper)))
+	got := listOf(t, r, img, types.FilesOptions{Path: "/", Recursive: true})
+	want := "/abs /bin /bin/ash /bin/sh /etc /etc/alias /etc/hostname /etc/os-release"
+	if paths(got) != want {
+		t.Fatalf("ls -R /:\n got %s\nwant %s", paths(got), want)
+	}
+	for _, e := range got {
+		if e.Source != "stream" || e.Layer == "" {
+			t.Errorf("%s: Source %q Layer %q", e.Path, e.Source, e.Layer)
+		}
+		if e.Path == "/etc/hostname" && (e.Layer != img.Layers[1].Digest.String() || e.Digest != digest.FromString("box\n").String() || e.Type != "file") {
+			t.Errorf("hostname: %+v", e)
+		}
+	}
+	layers := listOf(t, r, img, types.FilesOptions{Path: "/etc", Layers: true})
+	if got := paths(layers); got != "/etc/alias /etc/os-release /etc/passwd /etc/.wh.passwd /etc/hostname" {
+		t.Fatalf("--layers /etc: %s", got)
+	}
+	if err := r.Files(context.Background(), img, types.FilesOptions{Path: "/nope"}, func(types.FileEntry) error { return nil }); !errdefs.IsNotFound(err) {
+		t.Fatalf("missing path: %v", err)
+	}
+}
+
+// N concurrent requests for one image build each layer once: one Open.
+func TestConcurrentRequestsBuildOnce(t *testing.T) {
+	r := newRoom(t, t.TempDir(), 0)
+	blobs := newMemBlobs(false)
+	blobs.gate = make(chan struct{})
+	img := imageOf(blobs, lb(gzipOf(t, baseLayer(t))))
+	const n = 16
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := r.Stat(context.Background(), img, "/etc/passwd")
+			errs <- err
+		}()
+	}
+	// Every caller is waiting on the one build once the gate opens: the
+	// build is the only Open, and the gate holds it.
+	for blobs.opens.Load() == 0 {
+		runtimeGosched()
+	}
+	close(blobs.gate)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := blobs.opens.Load(); got != 1 {
+		t.Fatalf("%d concurrent requests opened the layer %d times, want 1", n, got)
+	}
+}
+
+// A restart finds the index on disk: no blob is read to list again.
+func TestCachedIndexSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	blobs := newMemBlobs(false)
+	img := imageOf(blobs, lb(gzipOf(t, baseLayer(t))))
+	first := listOf(t, newRoom(t, dir, 0), img, types.FilesOptions{Recursive: true})
+	if blobs.opens.Load() != 1 {
+		t.Fatalf("first listing: %d opens", blobs.opens.Load())
+	}
+	r2 := newRoom(t, dir, 0)
+	second := listOf(t, r2, img, types.FilesOptions{Recursive: true})
+	if blobs.opens.Load() != 1 || blobs.ranges.Load() != 0 {
+		t.Fatalf("after a restart: %d opens, %d ranges; want no more", blobs.opens.Load(), blobs.ranges.Load())
+	}
+	if paths(first) != paths(second) {
+		t.Fatalf("restart changed the listing: %s vs %s", paths(first), paths(second))
+	}
+	// And its checkpoints: a file read is one range request.
+	if got := cat(t, r2, img, "/bin/ash"); got != strings.Repeat("#!", 1000) {
+		t.Fatalf("cat after restart: %q", got)
+	}
+	if blobs.opens.Load() != 1 || blobs.ranges.Load() != 1 {
+		t.Fatalf("cat after restart: %d opens, %d ranges; want 1 open in all and 1 range", blobs.opens.Load(), blobs.ranges.Load())
+	}
+}
+
+// A layer read whole once, then a file of it: one Range request, no Open.
+func TestStreamThenFileReadIsOneRange(t *testing.T) {
+	r := newRoom(t, t.TempDir(), 0)
+	blobs := newMemBlobs(false)
+	img := imageOf(blobs, lb(gzipOf(t, baseLayer(t))))
+	listOf(t, r, img, types.FilesOptions{Recursive: true})
+	opens := blobs.opens.Load()
+	if got := cat(t, r, img, "/etc/alias"); got != "root:x:0:0\n" {
+		t.Fatalf("cat through a symlink: %q", got)
+	}
+	if blobs.opens.Load() != opens || blobs.ranges.Load() != 1 {
+		t.Fatalf("file read: %d more opens, %d ranges; want 0 and 1", blobs.opens.Load()-opens, blobs.ranges.Load())
+	}
+}
+
+// A layer that does not match its digest caches nothing; the right bytes
+// are indexed afterwards.
+func TestFailedDigestCachesNothing(t *testing.T) {
+	r := newRoom(t, t.TempDir(), 0)
+	blobs := newMemBlobs(false)
+	b, desc := gzipOf(t, baseLayer(t))
+	img := imageOf(blobs, lb(b, desc))
+	other, _ := gzipOf(t, tarOf(t, tfile("evil", "x")))
+	blobs.corrupt[desc.Digest] = other
+	if err := r.Files(context.Background(), img, types.FilesOptions{}, func(types.FileEntry) error { return nil }); err == nil {
+		t.Fatal("a layer that fails its digest was listed")
+	}
+	if files, bytes, _ := r.Usage(); files != 0 || bytes != 0 {
+		t.Fatalf("a failed layer left %d files (%d bytes) in the cache", files, bytes)
+	}
+	delete(blobs.corrupt, desc.Digest)
+	if got := paths(listOf(t, r, img, types.FilesOptions{})); got != "/abs /bin /etc" {
+		t.Fatalf("after the right bytes: %s", got)
+	}
+}
+
+func TestDiffIDMismatchIsRefused(t *testing.T) {
+	r := newRoom(t, t.TempDir(), 0)
+	blobs := newMemBlobs(false)
+	img := imageOf(blobs, lb(gzipOf(t, baseLayer(t))))
+	img.DiffIDs = []digest.Digest{digest.FromString("not the tar")}
+	err := r.Files(context.Background(), img, types.FilesOptions{}, func(types.FileEntry) error { return nil })
+	if !errors.Is(err, ErrDiffIDMismatch) || !errdefs.IsDataLoss(err) {
+		t.Fatalf("err = %v", err)
+	}
+	if files, _, _ := r.Usage(); files != 0 {
+		t.Fatal("a layer of the wrong diff ID was cached")
+	}
+}
+
+// The budget evicts the least recently used index first, also at start.
+func TestBudgetEvictsOldestFirst(t *testing.T) {
+	dir := t.TempDir()
+	blobs := newMemBlobs(false)
+	var imgs []*Image
+	for _, name := range []string{"a", "b", "c"} {
+		imgs = append(imgs, imageOf(blobs, lb(gzipOf(t, tarOf(t, tfile(name, strings.Repeat(name, 100)))))))
+	}
+	r := newRoom(t, dir, 0)
+	listOf(t, r, imgs[0], types.FilesOptions{})
+	_, one, _ := r.Usage()
+	// Room for two indexes of about this size.
+	budget := 2*one + one/2
+	r = newRoom(t, dir, budget)
+	listOf(t, r, imgs[1], types.FilesOptions{})
+	r.layers = newMemCache[string, *layerData](memIndexBudget) // forget the decoded ones
+	listOf(t, r, imgs[0], types.FilesOptions{})                // a use: b is now the oldest
+	listOf(t, r, imgs[2], types.FilesOptions{})
+	if files, used, _ := r.Usage(); files != 2 || used > budget {
+		t.Fatalf("%d files, %d bytes; budget %d", files, used, budget)
+	}
+	if r.cache.Has(imgs[1].Layers[0].Digest) || !r.cache.Has(imgs[0].Layers[0].Digest) || !r.cache.Has(imgs[2].Layers[0].Digest) {
+		t.Fatal("the evicted index is not the least recently used one")
+	}
+	r.SetBudget(one)
+	if files, _, _ := r.Usage(); files != 1 || !r.cache.Has(imgs[2].Layers[0].Digest) {
+		t.Fatalf("a lower budget left %d files", files)
+	}
+}
+
+func TestTOCSources(t *testing.T) {
+	raw := tarOf(t, tdir("usr"), tfile("usr/big", strings.Repeat("0123456789", 50_000)), tfile("usr/small", "hello\n"), tlink("usr/hard", "usr/small"))
+	for name, mk := range map[string]func(testing.TB, []byte) ([]byte, ocispec.Descriptor){"estargz": estargzOf, "zstd:chunked": zstdChunkedOf} {
+		t.Run(name, func(t *testing.T) {
+			r := newRoom(t, t.TempDir(), 0)
+			blobs := newMemBlobs(false)
+			img := imageOf(blobs, lb(mk(t, raw)))
+			got := listOf(t, r, img, types.FilesOptions{Path: "/usr"})
+			if paths(got) != "/usr/big /usr/hard /usr/small" {
+				t.Fatalf("listing: %s", paths(got))
+			}
+			for _, e := range got {
+				if e.Source != name {
+					t.Errorf("%s: Source %q", e.Path, e.Source)
+				}
+			}
+			if blobs.opens.Load() != 0 || blobs.ranges.Load() > 2 {
+				t.Fatalf("listing from the TOC: %d opens, %d ranges", blobs.opens.Load(), blobs.ranges.Load())
+			}
+			if got := cat(t, r, img, "/usr/hard"); got != "hello\n" {
+				t.Fatalf("cat hardlink: %q", got)
+			}
+			if got := cat(t, r, img, "/usr/big"); got != strings.Repeat("0123456789", 50_000) {
+				t.Fatal("cat big: wrong bytes")
+			}
+			if blobs.opens.Load() != 0 {
+				t.Fatalf("a TOC layer's file read downloaded the layer")
+			}
+		})
+	}
+}
+
+func TestSparseAndHardlinkReads(t *testing.T) {
+	const size = 1 << 20
+	var buf bytes.Buffer
+	buf.Write(tarOf(t, tfile("before", "b"))[:1024])
+	buf.Write(testregistry.SparseTarEntry("holes", size, []byte("tail")))
+	tw := tar.NewWriter(&buf)
+	tw.WriteHeader(&tar.Header{Name: "link", Typeflag: tar.TypeLink, Linkname: "before", ModTime: testTime})
+	tw.Close()
+	for _, local := range []bool{false, true} {
+		r := newRoom(t, t.TempDir(), 0)
+		blobs := newMemBlobs(local)
+		img := imageOf(blobs, lb(gzipOf(t, buf.Bytes())))
+		if got := cat(t, r, img, "/holes"); got != string(make([]byte, size-4))+"tail" {
+			t.Fatalf("sparse file (local %v): %d bytes", local, len(got))
+		}
+		if got := cat(t, r, img, "/link"); got != "b" {
+			t.Fatalf("hardlink (local %v): %q", local, got)
+		}
+	}
+}
+
+// Archive writes what dockerd's GET /containers/{id}/archive writes: read
+// back with archive/tar.
+func TestArchiveReadsBack(t *testing.T) {
+	r := newRoom(t, t.TempDir(), 0)
+	blobs := newMemBlobs(true)
+	long := strings.Repeat("d", 120) + "/" + strings.Repeat("f", 130)
+	upper := tarOf(t, tdir(strings.Repeat("d", 120)), tfile(long, "long"), tdir("etc"), tfile("etc/.wh.os-release", ""))
+	img := imageOf(blobs, lb(gzipOf(t, baseLayer(t))), lb(gzipOf(t, upper)))
+	for _, c := range []struct {
+		path string
+		stat container.PathStat
+		want []string
+	}{
+		{"/etc", container.PathStat{Name: "etc"}, []string{"etc/ dir", "etc/alias sym /etc/passwd", "etc/passwd file root:x:0:0\n"}},
+		{"/bin/", container.PathStat{Name: "bin"}, []string{"bin/ dir", "bin/ash file " + strings.Repeat("#!", 1000), "bin/sh link bin/ash"}},
+		{"/etc/alias", container.PathStat{Name: "alias", LinkTarget: "/etc/passwd"}, []string{"alias sym /etc/passwd"}},
+		{"/" + long, container.PathStat{Name: strings.Repeat("f", 130)}, []string{strings.Repeat("f", 130) + " file long"}},
+	} {
+		var got []string
+		var out bytes.Buffer
+		err := r.Archive(context.Background(), img, c.path, func(st container.PathStat) (io.Writer, error) {
+			if st.Name != c.stat.Name || st.LinkTarget != c.stat.LinkTarget {
+				t.Errorf("%s: stat %+v", c.path, st)
+			}
+			return &out, nil
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", c.path, err)
+		}
+		tr := tar.NewReader(&out)
+		for {
+			h, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch h.Typeflag {
+			case tar.TypeDir:
+				got = append(got, h.Name+" dir")
+			case tar.TypeSymlink:
+				got = append(got, h.Name+" sym "+h.Linkname)
+			case tar.TypeLink:
+				got = append(got, h.Name+" link "+h.Linkname)
+			default:
+				b, _ := io.ReadAll(tr)
+				got = append(got, h.Name+" file "+string(b))
+			}
+		}
+		if strings.Join(got, "|") != strings.Join(c.want, "|") {
+			t.Errorf("archive %s:\n got %q\nwant %q", c.path, got, c.want)
+		}
+	}
+}
+
+// A pull's bytes build the index in the same pass: listing afterwards
+// reads no blob.
+func TestIndexLayerDuringPull(t *testing.T) {
+	r := newRoom(t, t.TempDir(), 0)
+	blobs := newMemBlobs(false)
+	b, desc := gzipOf(t, baseLayer(t))
+	img := imageOf(blobs, lb(b, desc))
+	w, commit, _ := r.IndexLayer(context.Background(), desc)
+	for _, chunk := range chunks(b, 100) {
+		if _, err := w.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := commit(); err != nil {
+		t.Fatal(err)
+	}
+	listOf(t, r, img, types.FilesOptions{Recursive: true})
+	if blobs.opens.Load() != 0 {
+		t.Fatal("listing after the pull read the blob")
+	}
+	if w, _, _ := r.IndexLayer(context.Background(), desc); w != nil {
+		t.Fatal("an indexed layer was wanted again")
+	}
+
+	// Not a tar: the writer keeps accepting, and nothing is kept.
+	junk := bytes.Repeat([]byte("junk"), 100_000)
+	d2 := desc
+	d2.Digest = digest.FromBytes(junk)
+	w, commit, _ = r.IndexLayer(context.Background(), d2)
+	for _, chunk := range chunks(junk, 4096) {
+		if n, err := w.Write(chunk); err != nil || n != len(chunk) {
+			t.Fatalf("write after a failed build: %d, %v", n, err)
+		}
+	}
+	if err := commit(); err != nil || r.cache.Has(d2.Digest) {
+		t.Fatalf("a failed build: %v, cached %v", err, r.cache.Has(d2.Digest))
+	}
+	// Aborted: nothing kept.
+	_, d3 := gzipOf(t, tarOf(t, tfile("x", "y")))
+	w, _, abort := r.IndexLayer(context.Background(), d3)
+	w.Write(b[:10])
+	abort()
+	if r.cache.Has(d3.Digest) {
+		t.Fatal("an aborted pull's layer was cached")
+	}
+}
+
+func chunks(b []byte, n int) [][]byte {
+	var out [][]byte
+	for len(b) > n {
+		out = append(out, b[:n])
+		b = b[n:]
+	}
+	return append(out, b)
+}
