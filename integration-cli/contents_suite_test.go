@@ -310,3 +310,41 @@ func (s *ContentsSuite) TestDockerCLIUnaffected(c *check.C) {
 	r := s.d.DockerOK(c, "image", "ls", "--format", "{{.Repository}}:{{.Tag}}")
 	c.Assert(r.Stdout, check.Matches, fmt.Sprintf(`(?s).*%s.*`, regexpQuote(s.name)))
 }
+
+// An image whose layer plants symlinks out of the root and files through
+// them: the image's view resolves each path inside its own root (as a
+// layer applied in a chroot would), and wharf cp of it writes those files
+// inside DEST and nothing beside it.
+func (s *ContentsSuite) TestCpNeverWritesOutsideDest(c *check.C) {
+	s.login(c)
+	evil := contentsImage(c, [][]contentsEntry{{
+		{typ: tar.TypeReg, name: "ok", mode: 0o644, body: "fine"},
+		{typ: tar.TypeSymlink, name: "up", link: "../"},
+		{typ: tar.TypeSymlink, name: "abs", link: "/tmp"},
+		{typ: tar.TypeReg, name: "up/escaped", mode: 0o644, body: "outside"},
+		{typ: tar.TypeReg, name: "abs/wharf-escaped", mode: 0o644, body: "outside"},
+	}})
+	ctx, cancel := fixtureCtx()
+	defer cancel()
+	c.Assert(s.reg.Client().PushImage(ctx, "ct/evil", "1", evil), check.IsNil)
+	name := s.reg.Host + "/ct/evil:1"
+	for _, m := range contentsModes {
+		if m.name == "local" {
+			s.d.WharfOK(c, "pull", name)
+		}
+		parent := c.MkDir()
+		dest := filepath.Join(parent, "dest")
+		r := s.wharfOK(c, "cp", m.flags, name+":/", dest)
+		entries, err := os.ReadDir(parent)
+		c.Assert(err, check.IsNil)
+		c.Assert(entries, check.HasLen, 1, check.Commentf("%s: written beside DEST: %v\n%s", m.name, entries, r))
+		c.Assert(readFile(filepath.Join(dest, "ok")), check.Equals, "fine", check.Commentf("%s", m.name))
+		// "up/escaped" is /escaped in the image, "abs/wharf-escaped" /tmp/wharf-escaped.
+		c.Assert(readFile(filepath.Join(dest, "escaped")), check.Equals, "outside", check.Commentf("%s", m.name))
+		c.Assert(readFile(filepath.Join(dest, "tmp", "wharf-escaped")), check.Equals, "outside", check.Commentf("%s", m.name))
+		l, err := os.Readlink(filepath.Join(dest, "abs"))
+		c.Assert(err, check.IsNil)
+		c.Assert(l, check.Equals, "/tmp", check.Commentf("%s", m.name))
+		c.Assert(fileExists("/tmp/wharf-escaped"), check.Equals, false, check.Commentf("%s: written through the absolute link", m.name))
+	}
+}
