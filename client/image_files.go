@@ -78,7 +78,8 @@ func (o FilesOptions) request(method, name, what string, files bool) (request, e
 
 // ImageFiles calls GET /wharf/images/{name}/files (wharf's own endpoint)
 // and hands each entry to fn, in the daemon's order; raw is the entry's
-// line as the daemon sent it (for --format json). A stream the daemon cut
+// line as the daemon sent it (for --format json), valid only during the
+// call. A stream the daemon cut
 // short is an error, never a shorter listing.
 func (c *Client) ImageFiles(ctx context.Context, name string, opts FilesOptions, fn func(e types.FileEntry, raw []byte) error) error {
 	r, err := opts.request(http.MethodGet, name, "files", true)

@@ -100,8 +100,10 @@ func runLs(ctx context.Context, c *cli, o lsOptions, name, p string) error {
 	clean := path.Join("/", p)
 	err = api.ImageFiles(ctx, name, opts, func(e types.FileEntry, raw []byte) error {
 		if o.format == "json" {
-			_, err := w.Write(append(raw, '\n'))
-			return err
+			if _, err := w.Write(raw); err != nil {
+				return err
+			}
+			return w.WriteByte('\n')
 		}
 		_, err := io.WriteString(w, lsLine(e, o, displayName(e.Path, clean, o.recursive)))
 		return err
