@@ -203,3 +203,56 @@ func TestLsMode(t *testing.T) {
 		}
 	}
 }
+
+func TestPlanCopy(t *testing.T) {
+	dir := t.TempDir()
+	existingDir := filepath.Join(dir, "d")
+	existingFile := filepath.Join(dir, "f")
+	if err := os.Mkdir(existingDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(existingFile, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dirStat := container.PathStat{Name: "etc", Mode: fs.ModeDir | 0o755}
+	fileStat := container.PathStat{Name: "hosts", Mode: 0o644}
+	rootStat := container.PathStat{Name: "/", Mode: fs.ModeDir | 0o755}
+	tests := []struct {
+		name      string
+		st        container.PathStat
+		src, dest string
+		wantDir   string
+		wantTop   string
+		wantNew   string
+		single    bool
+		wantErr   string
+	}{
+		{"dir into existing dir", dirStat, "/etc", existingDir, existingDir, "etc", "etc", false, ""},
+		{"dir to new name", dirStat, "/etc", filepath.Join(dir, "new"), filepath.Join(dir, "new"), "etc", "", false, ""},
+		{"dir contents into existing dir", dirStat, "/etc/.", existingDir, existingDir, "etc", "", false, ""},
+		{"root into new dir", rootStat, "/", filepath.Join(dir, "root"), filepath.Join(dir, "root"), "", "", false, ""},
+		{"file into existing dir", fileStat, "/etc/hosts", existingDir, existingDir, "hosts", "hosts", false, ""},
+		{"file to new name", fileStat, "/etc/hosts", filepath.Join(dir, "h2"), dir + "/", "hosts", "h2", true, ""},
+		{"file over existing file", fileStat, "/etc/hosts", existingFile, dir + "/", "hosts", "f", true, ""},
+		{"dir onto a file", dirStat, "/etc", existingFile, "", "", "", false, "cannot copy directory"},
+		{"file into missing dir", fileStat, "/etc/hosts", filepath.Join(dir, "nope") + "/", "", "", "", false, "does not exist"},
+		{"file under missing parent", fileStat, "/etc/hosts", filepath.Join(dir, "nope", "h"), "", "", "", false, "does not exist"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := planCopy(tc.st, tc.src, tc.dest)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.dir != tc.wantDir || p.opts.Top != tc.wantTop || p.opts.NewTop != tc.wantNew || p.opts.Single != tc.single {
+				t.Errorf("plan %+v", p)
+			}
+		})
+	}
+}
