@@ -50,20 +50,15 @@ func (s *Server) getImageFiles(w http.ResponseWriter, r *http.Request, vars map[
 	}
 	opts.Recursive, opts.Layers = boolValue(r, "recursive"), boolValue(r, "layers")
 	var bw *bufio.Writer
+	var enc *json.Encoder
 	err = s.backend.ImageFiles(r.Context(), vars["name"], opts, func(e types.FileEntry) error {
 		if bw == nil {
 			w.Header().Set("Content-Type", ndjson)
 			w.WriteHeader(http.StatusOK)
 			bw = bufio.NewWriterSize(w, filesBuffer)
+			enc = json.NewEncoder(bw) // one line per entry, its buffer reused
 		}
-		b, err := json.Marshal(e)
-		if err != nil {
-			return err
-		}
-		if _, err := bw.Write(b); err != nil {
-			return err
-		}
-		return bw.WriteByte('\n')
+		return enc.Encode(e)
 	})
 	if err != nil && bw == nil {
 		return err

@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/container"
+	"github.com/sirupsen/logrus"
 
 	"github.com/wharfproject/wharf/api/types"
 )
@@ -190,4 +192,50 @@ func TestImageArchiveRouteErrorAfterStart(t *testing.T) {
 	}()
 	do(t, b, http.MethodGet, "/wharf/images/app/archive?path=/", nil, nil)
 	t.Fatal("the handler returned")
+}
+
+// discardResponse counts what a handler writes (a recorder's growing
+// buffer would be most of what a benchmark measures).
+type discardResponse struct {
+	header http.Header
+	code   int
+	n      int
+}
+
+func (d *discardResponse) Header() http.Header { return d.header }
+func (d *discardResponse) WriteHeader(c int)   { d.code = c }
+func (d *discardResponse) Write(p []byte) (int, error) {
+	if d.code == 0 {
+		d.code = http.StatusOK
+	}
+	d.n += len(p)
+	return len(p), nil
+}
+
+// BenchmarkImageFilesRoute is the route's own cost per entry: JSON and the
+// buffered writer.
+func BenchmarkImageFilesRoute(b *testing.B) {
+	const n = 100_000
+	e := types.FileEntry{Path: "/usr/lib/python3.12/site-packages/pkg/module.py", Type: types.FileTypeFile, Mode: 0o644, Size: 12345,
+		ModTime: "2024-03-01T10:20:00Z", Layer: "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}
+	fb := &fakeBackend{files: func(_ string, _ types.FilesOptions, emit func(types.FileEntry) error) error {
+		for range n {
+			if err := emit(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	}}
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	h := New(fb, Options{ServerVersion: "1.0-test", Logger: logrus.NewEntry(log)})
+	b.ResetTimer()
+	for range b.N {
+		w := &discardResponse{header: http.Header{}}
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/wharf/images/app/files?path=/&recursive=1", nil))
+		if w.code != http.StatusOK || w.n < n*100 {
+			b.Fatal(w.code, w.n)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/entry")
 }
