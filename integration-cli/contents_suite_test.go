@@ -348,3 +348,36 @@ func (s *ContentsSuite) TestCpNeverWritesOutsideDest(c *check.C) {
 		c.Assert(fileExists("/tmp/wharf-escaped"), check.Equals, false, check.Commentf("%s: written through the absolute link", m.name))
 	}
 }
+
+// --platform picks the platform manifest of a multi-platform image (a
+// Docker manifest list here): each platform's entries name its own layer.
+func (s *ContentsSuite) TestPlatformOfAMultiPlatformImage(c *check.C) {
+	s.login(c)
+	ix := pushIndex(c, s.reg, "ct/multi", "1", testregistry.IndexOptions{Docker: true})
+	name := s.reg.Host + "/ct/multi:1"
+	s.d.WharfOK(c, "pull", "--platform", "linux/arm64/v8", name)
+	for _, m := range contentsModes {
+		for i, p := range []string{"linux/amd64", "linux/arm64/v8"} {
+			if m.name == "local" && i == 0 {
+				continue // only arm64 was pulled
+			}
+			out := s.wharfOK(c, "ls", m.flags, "--platform", p, "--format", "json", "-R", name, "/").Stdout
+			var e map[string]any
+			c.Assert(json.Unmarshal([]byte(strings.SplitN(out, "\n", 2)[0]), &e), check.IsNil, check.Commentf("%s %s: %q", m.name, p, out))
+			c.Assert(e["Layer"], check.Equals, ix.Images[i].Layers[0].Digest, check.Commentf("%s %s", m.name, p))
+		}
+	}
+	bad := s.wharf(c, "ls", []string{"--remote"}, "--platform", "linux/s390x", name, "/")
+	c.Assert(bad.ExitCode, check.Equals, 1, check.Commentf("%s", bad))
+}
+
+// A local image is read from the store: listing it, reading a file and
+// copying it send no request to its registry.
+func (s *ContentsSuite) TestLocalImageAsksNoRegistry(c *check.C) {
+	s.login(c)
+	s.reg.ResetCounters()
+	s.wharfOK(c, "ls", nil, "-R", s.name, "/")
+	s.wharfOK(c, "cat", nil, s.name, "/etc/os-release")
+	s.wharfOK(c, "cp", nil, s.name+":/etc", "-")
+	c.Assert(s.reg.RequestLog(), check.HasLen, 0)
+}
