@@ -5,8 +5,10 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -15,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/api/types/container"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"gopkg.in/check.v1"
@@ -380,4 +383,25 @@ func (s *ContentsSuite) TestLocalImageAsksNoRegistry(c *check.C) {
 	s.wharfOK(c, "cat", nil, s.name, "/etc/os-release")
 	s.wharfOK(c, "cp", nil, s.name+":/etc", "-")
 	c.Assert(s.reg.RequestLog(), check.HasLen, 0)
+}
+
+// HEAD …/archive answers the path's stat alone, in dockerd's header
+// (base64 of container.PathStat's JSON); a symlink's LinkTarget is its
+// target resolved inside the image.
+func (s *ContentsSuite) TestArchiveStatHeader(c *check.C) {
+	for _, q := range []string{"", "&remote=1"} {
+		r := s.d.Req(c, http.MethodHead, "/v1.50/wharf/images/"+s.name+"/archive?path=/etc/os-release"+q, nil, "X-Registry-Auth", auth(s.reg))
+		c.Assert(r.Status, check.Equals, http.StatusOK, check.Commentf("%q: %s", q, r))
+		c.Assert(r.Body, check.HasLen, 0)
+		raw, err := base64.StdEncoding.DecodeString(r.Header.Get("X-Docker-Container-Path-Stat"))
+		c.Assert(err, check.IsNil)
+		var st container.PathStat
+		c.Assert(json.Unmarshal(raw, &st), check.IsNil, check.Commentf("%s", raw))
+		c.Assert(st.Name, check.Equals, "os-release", check.Commentf("%q", q))
+		c.Assert(st.Mode&os.ModeSymlink, check.Not(check.Equals), os.FileMode(0), check.Commentf("%q", q))
+		c.Assert(st.LinkTarget, check.Equals, "/usr/lib/os-release", check.Commentf("%q", q))
+		c.Assert(st.Mtime.Equal(contentsTime), check.Equals, true, check.Commentf("%q: %v", q, st.Mtime))
+	}
+	r := s.d.Req(c, http.MethodHead, "/v1.50/wharf/images/"+s.name+"/archive?path=/nope", nil)
+	c.Assert(r.Status, check.Equals, http.StatusNotFound, check.Commentf("%s", r))
 }
