@@ -293,8 +293,9 @@ func (s *ContentsSuite) TestPrivateRepositoryNeedsLogin(c *check.C) {
 	c.Assert(strings.Contains(s.d.Log(), s.reg.Password), check.Equals, false, check.Commentf("the daemon's log holds the password"))
 }
 
-// Once a remote image's index is built, listing it again reads no blob.
-func (s *ContentsSuite) TestRemoteListingAgainReadsNoBlob(c *check.C) {
+// Once a remote image's index is built, listing it again reads no blob,
+// and reading a file one range at most.
+func (s *ContentsSuite) TestWarmRemoteIndexListsWithNoBlobAndCatsWithOneRange(c *check.C) {
 	s.login(c)
 	s.wharfOK(c, "ls", []string{"--remote"}, "-R", s.name, "/")
 	s.reg.ResetCounters()
@@ -306,6 +307,18 @@ func (s *ContentsSuite) TestRemoteListingAgainReadsNoBlob(c *check.C) {
 		}
 	}
 	c.Assert(blobs, check.HasLen, 0, check.Commentf("blob requests of a warm listing: %v", blobs))
+
+	// A file of the bottom layer, the index warm: at most one blob
+	// request (a single range from the nearest checkpoint).
+	s.reg.ResetCounters()
+	c.Assert(s.wharfOK(c, "cat", []string{"--remote"}, s.name, "/usr/lib/os-release").Stdout, check.Equals, "ID=wharf\n")
+	blobs = nil
+	for _, l := range s.reg.RequestLog() {
+		if strings.Contains(l, "/blobs/") {
+			blobs = append(blobs, l)
+		}
+	}
+	c.Assert(len(blobs) <= 1, check.Equals, true, check.Commentf("blob requests of a warm cat: %v", blobs))
 }
 
 // The docker CLI still talks to the daemon as before.
