@@ -42,11 +42,11 @@ func (r *Room) Archive(ctx context.Context, img *Image, p string, start func(con
 	}
 	a := &archiver{r: r, img: img, tw: tar.NewWriter(w), cur: newCursors(), written: map[contentKey]string{}}
 	defer a.cur.Close()
-	// The root has no base name: its entries are named from it, "etc/…".
+	// The root's base name is "/": its entries are "/", "/etc/", … as
+	// dockerd names them (its rebase replaces the root by "" so that
+	// they do not begin "//").
 	base := path.Base(p)
-	if p == "/" {
-		base = ""
-	} else if err := a.add(ctx, top, base); err != nil {
+	if err := a.add(ctx, top, base); err != nil {
 		return err
 	}
 	if top.Type == layerindex.TypeDir {
@@ -84,7 +84,7 @@ func (a *archiver) add(ctx context.Context, it layerindex.Item, name string) err
 	}
 	switch it.Type {
 	case layerindex.TypeDir:
-		hdr.Typeflag, hdr.Name = tar.TypeDir, name+"/"
+		hdr.Typeflag, hdr.Name = tar.TypeDir, strings.TrimSuffix(name, "/")+"/"
 	case layerindex.TypeSymlink:
 		hdr.Typeflag, hdr.Linkname = tar.TypeSymlink, it.Linkname
 	case layerindex.TypeChar:

@@ -292,6 +292,7 @@ func TestArchiveReadsBack(t *testing.T) {
 	}{
 		{"/etc", container.PathStat{Name: "etc"}, []string{"etc/ dir", "etc/alias sym /etc/passwd", "etc/passwd file root:x:0:0\n"}},
 		{"/bin/", container.PathStat{Name: "bin"}, []string{"bin/ dir", "bin/ash file " + strings.Repeat("#!", 1000), "bin/sh link bin/ash"}},
+		{"/", container.PathStat{Name: "/"}, []string{"/ dir", "/abs sym ../../etc", "/bin/ dir", "/bin/ash file " + strings.Repeat("#!", 1000), "/bin/sh link /bin/ash", "/" + strings.Repeat("d", 120) + "/ dir", "/" + long + " file long", "/etc/ dir", "/etc/alias sym /etc/passwd", "/etc/passwd file root:x:0:0\n"}},
 		{"/etc/alias", container.PathStat{Name: "alias", LinkTarget: "/etc/passwd"}, []string{"alias sym /etc/passwd"}},
 		{"/" + long, container.PathStat{Name: strings.Repeat("f", 130)}, []string{strings.Repeat("f", 130) + " file long"}},
 	} {
