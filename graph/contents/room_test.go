@@ -6,16 +6,19 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/containerd/errdefs"
+	"github.com/klauspost/compress/zstd"
 	"github.com/moby/moby/api/types/container"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/internal/layerindex"
 	"github.com/wharfproject/wharf/internal/testregistry"
 )
 
@@ -388,4 +391,95 @@ func chunks(b []byte, n int) [][]byte {
 		b = b[n:]
 	}
 	return append(out, b)
+}
+
+// A layer over a limit gets a clear error and leaves nothing behind.
+func TestLayerOverALimitCachesNothing(t *testing.T) {
+	r, err := New(Options{Dir: t.TempDir(), Limits: layerindex.Limits{MaxEntries: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobs := newMemBlobs(false)
+	img := imageOf(blobs, lb(gzipOf(t, baseLayer(t))))
+	err = r.Files(context.Background(), img, types.FilesOptions{}, func(types.FileEntry) error { return nil })
+	if !errors.Is(err, layerindex.ErrLimit) {
+		t.Fatalf("err = %v, want ErrLimit", err)
+	}
+	if files, _, _ := r.Usage(); files != 0 {
+		t.Fatal("a refused layer was cached")
+	}
+}
+
+// A zstd layer without a TOC is read whole once; a file of it is read by
+// decompressing from the start (no checkpoints), verified.
+func TestZstdLayerWithoutTOC(t *testing.T) {
+	var buf bytes.Buffer
+	zw, err := zstd.NewWriter(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw.Write(baseLayer(t))
+	zw.Close()
+	b := buf.Bytes()
+	desc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageLayerZstd, Digest: digest.FromBytes(b), Size: int64(len(b))}
+	r := newRoom(t, t.TempDir(), 0)
+	blobs := newMemBlobs(false)
+	img := imageOf(blobs, lb(b, desc))
+	if got := cat(t, r, img, "/etc/os-release"); got != "ID=test\n" {
+		t.Fatalf("cat: %q", got)
+	}
+	if blobs.opens.Load() != 2 || blobs.ranges.Load() != 0 {
+		t.Fatalf("%d opens, %d ranges; want 2 (index, file) and 0", blobs.opens.Load(), blobs.ranges.Load())
+	}
+}
+
+// A plain (uncompressed) layer's file is one range of exactly the file.
+func TestPlainLayerFileIsOneExactRange(t *testing.T) {
+	raw := baseLayer(t)
+	desc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageLayer, Digest: digest.FromBytes(raw), Size: int64(len(raw))}
+	r := newRoom(t, t.TempDir(), 0)
+	blobs := newMemBlobs(false)
+	img := imageOf(blobs, lb(raw, desc))
+	if got := cat(t, r, img, "/etc/passwd"); got != "root:x:0:0\n" {
+		t.Fatalf("cat: %q", got)
+	}
+	if blobs.opens.Load() != 1 || blobs.ranges.Load() != 1 {
+		t.Fatalf("%d opens, %d ranges; want 1 and 1", blobs.opens.Load(), blobs.ranges.Load())
+	}
+}
+
+// Bytes that do not hash to the digest the index recorded are never
+// handed out: the writer gets nothing.
+func TestTamperedFileBytesAreRefused(t *testing.T) {
+	raw := baseLayer(t)
+	desc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageLayer, Digest: digest.FromBytes(raw), Size: int64(len(raw))}
+	r := newRoom(t, t.TempDir(), 0)
+	blobs := newMemBlobs(false)
+	img := imageOf(blobs, lb(raw, desc))
+	listOf(t, r, img, types.FilesOptions{})
+	blobs.corrupt[desc.Digest] = bytes.Replace(raw, []byte("root:x:0:0"), []byte("evil:x:0:0"), 1)
+	var out bytes.Buffer
+	err := r.Cat(context.Background(), img, "/etc/passwd", &out)
+	if !errors.Is(err, ErrContentMismatch) || out.Len() != 0 {
+		t.Fatalf("err = %v, %d bytes handed out", err, out.Len())
+	}
+}
+
+// A file over maxHeldFile is spooled for its check, not held in memory,
+// and the spool is removed.
+func TestLargeFileIsSpooledAndVerified(t *testing.T) {
+	big := strings.Repeat("0123456789abcdef", (maxHeldFile+4096)/16)
+	dir := t.TempDir()
+	r := newRoom(t, dir, 0)
+	blobs := newMemBlobs(false)
+	img := imageOf(blobs, lb(gzipOf(t, tarOf(t, tfile("big", big)))))
+	if got := cat(t, r, img, "/big"); got != big {
+		t.Fatal("wrong bytes")
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), "read-") {
+			t.Fatalf("spool %s left behind", e.Name())
+		}
+	}
 }
