@@ -84,7 +84,13 @@ func (r *Room) Files(ctx context.Context, img *Image, opts types.FilesOptions, e
 		if it.LayerIndex >= 0 && it.LayerIndex < len(layers) {
 			src = layers[it.LayerIndex].Source
 		}
-		return emit(fileEntry(it.Entry, it.Layer.String(), src))
+		fe := fileEntry(it.Entry, it.Layer.String(), src)
+		if it.Content != nil {
+			// A hardlink of the view is the file it shares bytes with,
+			// as ls -l in a container shows it.
+			fe.Size, fe.Digest = it.Content.Entry.Size, it.Content.Entry.Digest().String()
+		}
+		return emit(fe)
 	})
 	return notFound(p, err)
 }

@@ -73,6 +73,9 @@ func TestFilesListsTheMergedView(t *testing.T) {
 		if e.Source != "stream" || e.Layer == "" {
 			t.Errorf("%s: Source %q Layer %q", e.Path, e.Source, e.Layer)
 		}
+		if e.Path == "/bin/ash" && (e.Type != "hardlink" || e.Size != 2000 || e.Linkname != "/bin/sh") {
+			t.Errorf("a hardlink lists its file's size: %+v", e)
+		}
 		if e.Path == "/etc/hostname" && (e.Layer != img.Layers[1].Digest.String() || e.Digest != digest.FromString("box\n").String() || e.Type != "file") {
 			t.Errorf("hostname: %+v", e)
 		}
