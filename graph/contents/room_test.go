@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/internal/layerindex"
+	"github.com/wharfproject/wharf/internal/layertoc"
 	"github.com/wharfproject/wharf/internal/testregistry"
 )
 
@@ -255,6 +257,23 @@ func TestTOCSources(t *testing.T) {
 			if got := cat(t, r, img, "/usr/big"); got != strings.Repeat("0123456789", 50_000) {
 				t.Fatal("cat big: wrong bytes")
 			}
+			var out bytes.Buffer
+			if err := r.Archive(context.Background(), img, "/usr", func(container.PathStat) (io.Writer, error) { return &out, nil }); err != nil {
+				t.Fatal(err)
+			}
+			tr := tar.NewReader(&out)
+			var names []string
+			for {
+				h, err := tr.Next()
+				if err != nil {
+					break
+				}
+				b, _ := io.ReadAll(tr)
+				names = append(names, h.Name+":"+h.Linkname+":"+strconv.Itoa(len(b)))
+			}
+			if got := strings.Join(names, " "); got != "usr/::0 usr/big::500000 usr/hard::6 usr/small:usr/hard:0" {
+				t.Fatalf("archive of a TOC layer: %s", got)
+			}
 			if blobs.opens.Load() != 0 {
 				t.Fatalf("a TOC layer's file read downloaded the layer")
 			}
@@ -484,5 +503,21 @@ func TestLargeFileIsSpooledAndVerified(t *testing.T) {
 		if strings.HasPrefix(e.Name(), "read-") {
 			t.Fatalf("spool %s left behind", e.Name())
 		}
+	}
+}
+
+// A TOC whose digest is not the annotated one is refused, not read around.
+func TestTOCDigestMismatchIsRefused(t *testing.T) {
+	b, desc := estargzOf(t, baseLayer(t))
+	desc.Annotations[layertoc.AnnotationEStargzTOCDigest] = digest.FromString("another TOC").String()
+	r := newRoom(t, t.TempDir(), 0)
+	blobs := newMemBlobs(false)
+	img := imageOf(blobs, lb(b, desc))
+	err := r.Files(context.Background(), img, types.FilesOptions{}, func(types.FileEntry) error { return nil })
+	if !errors.Is(err, layertoc.ErrDigestMismatch) || !errdefs.IsDataLoss(err) {
+		t.Fatalf("err = %v", err)
+	}
+	if files, _, _ := r.Usage(); files != 0 || blobs.opens.Load() != 0 {
+		t.Fatalf("%d files cached, %d opens", files, blobs.opens.Load())
 	}
 }
