@@ -122,7 +122,7 @@ func (r *Room) copyVerified(w io.Writer, src io.Reader, e *layerindex.Entry) err
 	if e.Size <= maxHeldFile {
 		held = bytes.NewBuffer(make([]byte, 0, e.Size))
 	} else {
-		f, err := os.CreateTemp(r.tmp, "read-*")
+		f, err := os.CreateTemp(r.tmp, spoolPattern)
 		if err != nil {
 			return err
 		}
@@ -145,6 +145,10 @@ func (r *Room) copyVerified(w io.Writer, src io.Reader, e *layerindex.Entry) err
 	_, err = io.Copy(w, held)
 	return err
 }
+
+// spoolPattern names the temp files of copyVerified; New removes those a
+// crash left.
+const spoolPattern = "read-*"
 
 // cursors are the open reads of an archive, one per layer.
 type cursors struct {
