@@ -163,8 +163,14 @@ func statOf(v *layerindex.View, p string) (container.PathStat, error) {
 		// A target that does not exist still has a place: the path
 		// docker's FollowSymlinkInScope gives. The view resolves only
 		// existing paths, so a dangling link has no LinkTarget here.
-		if t, err := v.Resolve(p, true); err == nil {
+		// A loop has no place at all: dockerd's stat fails on it
+		// (FollowSymlinkInScope), and so does this one.
+		t, err := v.Resolve(p, true)
+		switch {
+		case err == nil:
 			st.LinkTarget = t
+		case errors.Is(err, layerindex.ErrSymlinkLoop):
+			return container.PathStat{}, notFound(p, err)
 		}
 	}
 	return st, nil
