@@ -94,6 +94,9 @@ func (s *Service) contentsImage(ctx context.Context, name string, opts types.Fil
 type storeBlobs struct{ s *Service }
 
 func (b *storeBlobs) Open(ctx context.Context, desc ocispec.Descriptor) (io.ReadCloser, error) {
+	if err := desc.Digest.Validate(); err != nil {
+		return nil, fmt.Errorf("layer digest %q: %w%.0w", desc.Digest, err, errdefs.ErrInvalidArgument)
+	}
 	f, _, err := b.s.images.OpenBlob(desc.Digest)
 	if err != nil {
 		return nil, err

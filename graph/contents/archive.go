@@ -2,6 +2,7 @@ package contents
 
 import (
 	"archive/tar"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -36,17 +37,28 @@ func (r *Room) Archive(ctx context.Context, img *Image, p string, start func(con
 	if err != nil {
 		return notFound(p, err)
 	}
+	// A small file alone is read, and verified, before the answer starts:
+	// bytes that fail their digest are then an error answer that says why,
+	// not a connection cut after the headers (cat's usual case).
+	var pre []byte
+	if (top.Type == layerindex.TypeFile || top.Type == layerindex.TypeHardlink) && top.Bytes().Entry.Size <= maxPrefetch {
+		var buf bytes.Buffer
+		if err := r.writeContent(ctx, img, top.Bytes(), &buf, nil); err != nil {
+			return err
+		}
+		pre = buf.Bytes()
+	}
 	w, err := start(st)
 	if err != nil {
 		return err
 	}
-	a := &archiver{r: r, img: img, tw: tar.NewWriter(w), cur: newCursors(), written: map[contentKey]string{}}
+	a := &archiver{r: r, img: img, tw: tar.NewWriter(w), cur: newCursors(), written: map[contentKey]string{}, pre: pre}
 	defer a.cur.Close()
-	// The root has no base name: its entries are named from it, "etc/…".
+	// The root's base name is "/": its entries are "/", "/etc/", … as
+	// dockerd names them (its rebase replaces the root by "" so that
+	// they do not begin "//").
 	base := path.Base(p)
-	if p == "/" {
-		base = ""
-	} else if err := a.add(ctx, top, base); err != nil {
+	if err := a.add(ctx, top, base); err != nil {
 		return err
 	}
 	if top.Type == layerindex.TypeDir {
@@ -72,7 +84,15 @@ type archiver struct {
 	tw      *tar.Writer
 	cur     *cursors
 	written map[contentKey]string // the bytes already written → the tar name that holds them
+	// pre is the top file's bytes, read before the answer started.
+	pre []byte
 }
+
+// maxPrefetch caps the file Archive reads before it answers: 1 MiB, a
+// request's share of memory that covers the configuration files and
+// scripts cat is mostly asked for; a larger file streams, and a failure
+// in it cuts the answer.
+const maxPrefetch = 1 << 20
 
 func (a *archiver) add(ctx context.Context, it layerindex.Item, name string) error {
 	if err := ctx.Err(); err != nil {
@@ -84,7 +104,7 @@ func (a *archiver) add(ctx context.Context, it layerindex.Item, name string) err
 	}
 	switch it.Type {
 	case layerindex.TypeDir:
-		hdr.Typeflag, hdr.Name = tar.TypeDir, name+"/"
+		hdr.Typeflag, hdr.Name = tar.TypeDir, strings.TrimSuffix(name, "/")+"/"
 	case layerindex.TypeSymlink:
 		hdr.Typeflag, hdr.Linkname = tar.TypeSymlink, it.Linkname
 	case layerindex.TypeChar:
@@ -103,6 +123,12 @@ func (a *archiver) add(ctx context.Context, it layerindex.Item, name string) err
 		a.written[key] = name
 		hdr.Typeflag, hdr.Size = tar.TypeReg, loc.Entry.Size
 		if err := a.tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+		if a.pre != nil {
+			pre := a.pre
+			a.pre = nil
+			_, err := a.tw.Write(pre)
 			return err
 		}
 		// A sparse file is written whole: its holes as zeros.

@@ -7,6 +7,18 @@
 // otherwise one streaming read of the remote layer, verified against its
 // digest, that keeps gzip checkpoints (internal/gzindex) so that a later
 // file read is one Range request of about one span.
+//
+// An index is keyed by the layer's digest and shared by every image that has
+// the layer, but a digest is not a secret: the room answers about an Image,
+// never about a digest alone. A remote Image comes from graph/distribution
+// only after the caller's credentials resolved its manifest (the registry
+// opened that repository to the caller), and its Blobs read with those same
+// credentials; a local Image comes from the store, which the API socket
+// gives in full.
+//
+// Files: room.go (the Room, its options and caches), source.go (the sources
+// of an index), toc.go, files.go (ls and stat), read.go (a file's bytes,
+// verified), archive.go (cp, cat), indexer.go (the pull's hook), flight.go.
 package contents
 
 import (

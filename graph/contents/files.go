@@ -84,9 +84,35 @@ func (r *Room) Files(ctx context.Context, img *Image, opts types.FilesOptions, e
 		if it.LayerIndex >= 0 && it.LayerIndex < len(layers) {
 			src = layers[it.LayerIndex].Source
 		}
-		return emit(fileEntry(it.Entry, it.Layer.String(), src))
+		fe := fileEntry(listedEntry(v, it), it.Layer.String(), src)
+		if it.Content != nil {
+			// A hardlink of the view is the file it shares bytes with,
+			// as ls -l in a container shows it.
+			fe.Size, fe.Digest = it.Content.Entry.Size, it.Content.Entry.Digest().String()
+		}
+		return emit(fe)
 	})
 	return notFound(p, err)
+}
+
+// listedEntry is what the merged listing says of an item. A hardlink is
+// listed as one only while its target path still holds the bytes it
+// shares: a target removed or replaced by a later layer leaves the link
+// the one name of the old inode, a regular file as a container sees it
+// (dockerd's applier unlinks the old target; the link keeps the inode),
+// and a Linkname naming another file or none would mislead.
+func listedEntry(v *layerindex.View, it layerindex.Item) layerindex.Entry {
+	if it.Content == nil {
+		return it.Entry
+	}
+	if t, err := v.Lstat(it.Linkname); err == nil {
+		if b := t.Bytes(); b.LayerIndex == it.Content.LayerIndex && b.Entry.Path == it.Content.Entry.Path {
+			return it.Entry
+		}
+	}
+	e := it.Content.Entry
+	e.Path = it.Path
+	return e
 }
 
 // notFound names the path in the view's lookup errors (which carry their
@@ -137,8 +163,14 @@ func statOf(v *layerindex.View, p string) (container.PathStat, error) {
 		// A target that does not exist still has a place: the path
 		// docker's FollowSymlinkInScope gives. The view resolves only
 		// existing paths, so a dangling link has no LinkTarget here.
-		if t, err := v.Resolve(p, true); err == nil {
+		// A loop has no place at all: dockerd's stat fails on it
+		// (FollowSymlinkInScope), and so does this one.
+		t, err := v.Resolve(p, true)
+		switch {
+		case err == nil:
 			st.LinkTarget = t
+		case errors.Is(err, layerindex.ErrSymlinkLoop):
+			return container.PathStat{}, notFound(p, err)
 		}
 	}
 	return st, nil

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 
 	"github.com/containerd/errdefs"
 	"github.com/klauspost/compress/zstd"
@@ -90,13 +91,14 @@ func (r *Room) writeContent(ctx context.Context, img *Image, loc layerindex.Loca
 }
 
 // nextHeader is where the entry after e starts in the tar stream (the
-// end-of-archive blocks when it is the last).
+// end-of-archive blocks when it is the last). Entries are in tar order,
+// their header offsets growing (Decode refuses others), so a binary
+// search finds it: a layer of many sparse files costs O(log n) each.
 func nextHeader(ix *layerindex.Index, e *layerindex.Entry) int64 {
+	i := sort.Search(len(ix.Entries), func(i int) bool { return ix.Entries[i].HeaderOffset > e.HeaderOffset })
 	end := ix.TarSize
-	for i := range ix.Entries {
-		if h := ix.Entries[i].HeaderOffset; h > e.HeaderOffset && h < end {
-			end = h
-		}
+	if i < len(ix.Entries) && ix.Entries[i].HeaderOffset < end {
+		end = ix.Entries[i].HeaderOffset
 	}
 	if end < e.HeaderOffset {
 		end = e.HeaderOffset
@@ -120,7 +122,7 @@ func (r *Room) copyVerified(w io.Writer, src io.Reader, e *layerindex.Entry) err
 	if e.Size <= maxHeldFile {
 		held = bytes.NewBuffer(make([]byte, 0, e.Size))
 	} else {
-		f, err := os.CreateTemp(r.tmp, "read-*")
+		f, err := os.CreateTemp(r.tmp, spoolPattern)
 		if err != nil {
 			return err
 		}
@@ -143,6 +145,10 @@ func (r *Room) copyVerified(w io.Writer, src io.Reader, e *layerindex.Entry) err
 	_, err = io.Copy(w, held)
 	return err
 }
+
+// spoolPattern names the temp files of copyVerified; New removes those a
+// crash left.
+const spoolPattern = "read-*"
 
 // cursors are the open reads of an archive, one per layer.
 type cursors struct {

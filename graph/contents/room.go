@@ -1,6 +1,7 @@
 package contents
 
 import (
+	"os"
 	"path/filepath"
 
 	"github.com/wharfproject/wharf/graph/contents/indexcache"
@@ -89,6 +90,12 @@ func New(opts Options) (*Room, error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	// Spools of file reads a crash left (read.go's copyVerified).
+	if old, err := filepath.Glob(filepath.Join(opts.Dir, spoolPattern)); err == nil {
+		for _, p := range old {
+			_ = os.Remove(p)
+		}
 	}
 	return &Room{
 		cache:  c,

@@ -6,16 +6,21 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/containerd/errdefs"
+	"github.com/klauspost/compress/zstd"
 	"github.com/moby/moby/api/types/container"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/internal/layerindex"
+	"github.com/wharfproject/wharf/internal/layertoc"
 	"github.com/wharfproject/wharf/internal/testregistry"
 )
 
@@ -69,6 +74,9 @@ func TestFilesListsTheMergedView(t *testing.T) {
 	for _, e := range got {
 		if e.Source != "stream" || e.Layer == "" {
 			t.Errorf("%s: Source %q Layer %q", e.Path, e.Source, e.Layer)
+		}
+		if e.Path == "/bin/ash" && (e.Type != "hardlink" || e.Size != 2000 || e.Linkname != "/bin/sh") {
+			t.Errorf("a hardlink lists its file's size: %+v", e)
 		}
 		if e.Path == "/etc/hostname" && (e.Layer != img.Layers[1].Digest.String() || e.Digest != digest.FromString("box\n").String() || e.Type != "file") {
 			t.Errorf("hostname: %+v", e)
@@ -249,6 +257,23 @@ func TestTOCSources(t *testing.T) {
 			if got := cat(t, r, img, "/usr/big"); got != strings.Repeat("0123456789", 50_000) {
 				t.Fatal("cat big: wrong bytes")
 			}
+			var out bytes.Buffer
+			if err := r.Archive(context.Background(), img, "/usr", func(container.PathStat) (io.Writer, error) { return &out, nil }); err != nil {
+				t.Fatal(err)
+			}
+			tr := tar.NewReader(&out)
+			var names []string
+			for {
+				h, err := tr.Next()
+				if err != nil {
+					break
+				}
+				b, _ := io.ReadAll(tr)
+				names = append(names, h.Name+":"+h.Linkname+":"+strconv.Itoa(len(b)))
+			}
+			if got := strings.Join(names, " "); got != "usr/::0 usr/big::500000 usr/hard::6 usr/small:usr/hard:0" {
+				t.Fatalf("archive of a TOC layer: %s", got)
+			}
 			if blobs.opens.Load() != 0 {
 				t.Fatalf("a TOC layer's file read downloaded the layer")
 			}
@@ -292,6 +317,7 @@ func TestArchiveReadsBack(t *testing.T) {
 	}{
 		{"/etc", container.PathStat{Name: "etc"}, []string{"etc/ dir", "etc/alias sym /etc/passwd", "etc/passwd file root:x:0:0\n"}},
 		{"/bin/", container.PathStat{Name: "bin"}, []string{"bin/ dir", "bin/ash file " + strings.Repeat("#!", 1000), "bin/sh link bin/ash"}},
+		{"/", container.PathStat{Name: "/"}, []string{"/ dir", "/abs sym ../../etc", "/bin/ dir", "/bin/ash file " + strings.Repeat("#!", 1000), "/bin/sh link /bin/ash", "/" + strings.Repeat("d", 120) + "/ dir", "/" + long + " file long", "/etc/ dir", "/etc/alias sym /etc/passwd", "/etc/passwd file root:x:0:0\n"}},
 		{"/etc/alias", container.PathStat{Name: "alias", LinkTarget: "/etc/passwd"}, []string{"alias sym /etc/passwd"}},
 		{"/" + long, container.PathStat{Name: strings.Repeat("f", 130)}, []string{strings.Repeat("f", 130) + " file long"}},
 	} {
@@ -387,4 +413,111 @@ func chunks(b []byte, n int) [][]byte {
 		b = b[n:]
 	}
 	return append(out, b)
+}
+
+// A layer over a limit gets a clear error and leaves nothing behind.
+func TestLayerOverALimitCachesNothing(t *testing.T) {
+	r, err := New(Options{Dir: t.TempDir(), Limits: layerindex.Limits{MaxEntries: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobs := newMemBlobs(false)
+	img := imageOf(blobs, lb(gzipOf(t, baseLayer(t))))
+	err = r.Files(context.Background(), img, types.FilesOptions{}, func(types.FileEntry) error { return nil })
+	if !errors.Is(err, layerindex.ErrLimit) {
+		t.Fatalf("err = %v, want ErrLimit", err)
+	}
+	if files, _, _ := r.Usage(); files != 0 {
+		t.Fatal("a refused layer was cached")
+	}
+}
+
+// A zstd layer without a TOC is read whole once; a file of it is read by
+// decompressing from the start (no checkpoints), verified.
+func TestZstdLayerWithoutTOC(t *testing.T) {
+	var buf bytes.Buffer
+	zw, err := zstd.NewWriter(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw.Write(baseLayer(t))
+	zw.Close()
+	b := buf.Bytes()
+	desc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageLayerZstd, Digest: digest.FromBytes(b), Size: int64(len(b))}
+	r := newRoom(t, t.TempDir(), 0)
+	blobs := newMemBlobs(false)
+	img := imageOf(blobs, lb(b, desc))
+	if got := cat(t, r, img, "/etc/os-release"); got != "ID=test\n" {
+		t.Fatalf("cat: %q", got)
+	}
+	if blobs.opens.Load() != 2 || blobs.ranges.Load() != 0 {
+		t.Fatalf("%d opens, %d ranges; want 2 (index, file) and 0", blobs.opens.Load(), blobs.ranges.Load())
+	}
+}
+
+// A plain (uncompressed) layer's file is one range of exactly the file.
+func TestPlainLayerFileIsOneExactRange(t *testing.T) {
+	raw := baseLayer(t)
+	desc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageLayer, Digest: digest.FromBytes(raw), Size: int64(len(raw))}
+	r := newRoom(t, t.TempDir(), 0)
+	blobs := newMemBlobs(false)
+	img := imageOf(blobs, lb(raw, desc))
+	if got := cat(t, r, img, "/etc/passwd"); got != "root:x:0:0\n" {
+		t.Fatalf("cat: %q", got)
+	}
+	if blobs.opens.Load() != 1 || blobs.ranges.Load() != 1 {
+		t.Fatalf("%d opens, %d ranges; want 1 and 1", blobs.opens.Load(), blobs.ranges.Load())
+	}
+}
+
+// Bytes that do not hash to the digest the index recorded are never
+// handed out: the writer gets nothing.
+func TestTamperedFileBytesAreRefused(t *testing.T) {
+	raw := baseLayer(t)
+	desc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageLayer, Digest: digest.FromBytes(raw), Size: int64(len(raw))}
+	r := newRoom(t, t.TempDir(), 0)
+	blobs := newMemBlobs(false)
+	img := imageOf(blobs, lb(raw, desc))
+	listOf(t, r, img, types.FilesOptions{})
+	blobs.corrupt[desc.Digest] = bytes.Replace(raw, []byte("root:x:0:0"), []byte("evil:x:0:0"), 1)
+	var out bytes.Buffer
+	err := r.Cat(context.Background(), img, "/etc/passwd", &out)
+	if !errors.Is(err, ErrContentMismatch) || out.Len() != 0 {
+		t.Fatalf("err = %v, %d bytes handed out", err, out.Len())
+	}
+}
+
+// A file over maxHeldFile is spooled for its check, not held in memory,
+// and the spool is removed.
+func TestLargeFileIsSpooledAndVerified(t *testing.T) {
+	big := strings.Repeat("0123456789abcdef", (maxHeldFile+4096)/16)
+	dir := t.TempDir()
+	r := newRoom(t, dir, 0)
+	blobs := newMemBlobs(false)
+	img := imageOf(blobs, lb(gzipOf(t, tarOf(t, tfile("big", big)))))
+	if got := cat(t, r, img, "/big"); got != big {
+		t.Fatal("wrong bytes")
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), "read-") {
+			t.Fatalf("spool %s left behind", e.Name())
+		}
+	}
+}
+
+// A TOC whose digest is not the annotated one is refused, not read around.
+func TestTOCDigestMismatchIsRefused(t *testing.T) {
+	b, desc := estargzOf(t, baseLayer(t))
+	desc.Annotations[layertoc.AnnotationEStargzTOCDigest] = digest.FromString("another TOC").String()
+	r := newRoom(t, t.TempDir(), 0)
+	blobs := newMemBlobs(false)
+	img := imageOf(blobs, lb(b, desc))
+	err := r.Files(context.Background(), img, types.FilesOptions{}, func(types.FileEntry) error { return nil })
+	if !errors.Is(err, layertoc.ErrDigestMismatch) || !errdefs.IsDataLoss(err) {
+		t.Fatalf("err = %v", err)
+	}
+	if files, _, _ := r.Usage(); files != 0 || blobs.opens.Load() != 0 {
+		t.Fatalf("%d files cached, %d opens", files, blobs.opens.Load())
+	}
 }

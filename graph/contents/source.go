@@ -115,8 +115,12 @@ func (r *Room) load(ctx context.Context, blobs Blobs, desc ocispec.Descriptor, w
 	if err := checkDiffID(ld.ix, want); err != nil {
 		return nil, err
 	}
-	if err := r.cache.Put(&indexcache.Entry{Index: ld.ix, Gzip: ld.gz}); err != nil {
-		return nil, fmt.Errorf("keeping the layer index: %w", err)
+	// The cache names its files by sha256 only: a layer of another
+	// digest (sha512, rare) is indexed in memory alone.
+	if desc.Digest.Validate() == nil && desc.Digest.Algorithm() == digest.SHA256 {
+		if err := r.cache.Put(&indexcache.Entry{Index: ld.ix, Gzip: ld.gz}); err != nil {
+			return nil, fmt.Errorf("keeping the layer index: %w", err)
+		}
 	}
 	r.obs.IndexBuilt(ld.ix.Source.String())
 	r.layers.add(desc.Digest.String(), ld, ld.cost())

@@ -88,16 +88,20 @@ type RemoteBlobs struct {
 	st   *store.Store // nil: never local
 }
 
-// Open reads the blob whole, verified against desc at EOF (the registry
-// client's verifying reader; a stored blob was verified when written, and
-// its size is checked here).
+// Open reads the blob whole, verified against desc at EOF: the registry
+// client's verifying reader, or the stored file hashed as it is read (the
+// Blobs contract holds for both, whatever happened to the file since it
+// was written).
 func (b *RemoteBlobs) Open(ctx context.Context, desc ocispec.Descriptor) (io.ReadCloser, error) {
+	if !desc.Digest.Algorithm().Available() {
+		return nil, fmt.Errorf("unsupported digest algorithm in %q%.0w", desc.Digest, errdefs.ErrInvalidArgument)
+	}
 	f, ok, err := b.openLocal(desc)
 	if err != nil {
 		return nil, err
 	}
 	if ok {
-		return f, nil
+		return &verifiedFile{f: f, desc: desc, d: desc.Digest.Algorithm().Digester()}, nil
 	}
 	return b.repo.FetchBlob(ctx, desc)
 }
@@ -143,3 +147,24 @@ func (b *RemoteBlobs) openLocal(desc ocispec.Descriptor) (*os.File, bool, error)
 	}
 	return f, true, nil
 }
+
+// verifiedFile reads a stored blob and fails in place of io.EOF unless its
+// bytes are desc's.
+type verifiedFile struct {
+	f    *os.File
+	desc ocispec.Descriptor
+	d    digest.Digester
+	n    int64
+}
+
+func (v *verifiedFile) Read(p []byte) (int, error) {
+	n, err := v.f.Read(p)
+	v.d.Hash().Write(p[:n])
+	v.n += int64(n)
+	if err == io.EOF && (v.n != v.desc.Size || v.d.Digest() != v.desc.Digest) {
+		return n, fmt.Errorf("stored blob %s: %d bytes of digest %s%.0w", v.desc.Digest, v.n, v.d.Digest(), errdefs.ErrDataLoss)
+	}
+	return n, err
+}
+
+func (v *verifiedFile) Close() error { return v.f.Close() }
