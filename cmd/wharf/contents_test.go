@@ -230,7 +230,7 @@ func TestPlanCopy(t *testing.T) {
 		{"dir into existing dir", dirStat, "/etc", existingDir, existingDir, "etc", "etc", false, ""},
 		{"dir to new name", dirStat, "/etc", filepath.Join(dir, "new"), filepath.Join(dir, "new"), "etc", "", false, ""},
 		{"dir contents into existing dir", dirStat, "/etc/.", existingDir, existingDir, "etc", "", false, ""},
-		{"root into new dir", rootStat, "/", filepath.Join(dir, "root"), filepath.Join(dir, "root"), "", "", false, ""},
+		{"root into new dir", rootStat, "/", filepath.Join(dir, "root"), filepath.Join(dir, "root"), "/", "", false, ""},
 		{"file into existing dir", fileStat, "/etc/hosts", existingDir, existingDir, "hosts", "hosts", false, ""},
 		{"file to new name", fileStat, "/etc/hosts", filepath.Join(dir, "h2"), dir + "/", "hosts", "h2", true, ""},
 		{"file over existing file", fileStat, "/etc/hosts", existingFile, dir + "/", "hosts", "f", true, ""},

@@ -128,11 +128,7 @@ func planCopy(st container.PathStat, src, dest string) (copyPlan, error) {
 		if err := mkdest(); err != nil {
 			return copyPlan{}, err
 		}
-		top := st.Name
-		if top == "/" {
-			top = ""
-		}
-		return copyPlan{dir: dest, opts: untar.Options{Top: top}}, nil
+		return copyPlan{dir: dest, opts: untar.Options{Top: st.Name}}, nil
 	case exists && fi.IsDir():
 		return copyPlan{dir: dest, opts: untar.Options{Top: st.Name, NewTop: st.Name}}, nil
 	case isDir:

@@ -27,6 +27,7 @@ func FuzzExtractStaysInDest(f *testing.F) {
 		f.Add(s, "", false)
 		f.Add(s, "etc", true)
 	}
+	f.Add("d /\nf /etc/hosts - h\nl /l ../outside\nf /l/secret - x\nh /h /etc/hosts", "/", false)
 	f.Fuzz(func(t *testing.T, script, top string, single bool) {
 		var buf bytes.Buffer
 		tw := tar.NewWriter(&buf)
@@ -63,7 +64,10 @@ func FuzzExtractStaysInDest(f *testing.F) {
 		_ = tw.Close()
 		parent, dest := sandbox(t)
 		opts := Options{Single: single}
-		if top != "" && !strings.ContainsAny(top, "/\x00") && top != "." && top != ".." {
+		switch {
+		case top == "/":
+			opts.Top = "/"
+		case top != "" && !strings.ContainsAny(top, "/\x00") && top != "." && top != "..":
 			opts.Top, opts.NewTop = top, "renamed"
 		}
 		_, _ = Extract(context.Background(), &buf, dest, opts)

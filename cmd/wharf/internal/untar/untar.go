@@ -5,7 +5,8 @@
 // the kernel resolves each name beneath it (openat2 RESOLVE_BENEATH, or a
 // component-by-component walk), so neither a symlink in the archive nor
 // one already in the destination leads out of it. On top of that an entry
-// whose name is absolute or climbs with ".." is refused before anything is
+// whose name is absolute (but the "/…" names of an archive of the root) or
+// climbs with ".." is refused before anything is
 // touched, a hardlink may only name a regular file this extraction already
 // wrote, and a file is created with O_EXCL after whatever stood at its
 // name is removed (the name itself, never what a symlink there points at).
@@ -48,6 +49,7 @@ type Options struct {
 	// copied path) and NewTop what it becomes: docker cp's copy to a new
 	// name. NewTop "" strips it: the top directory's entries go straight
 	// into the destination. An entry under another top name is refused.
+	// Top "/" is the archive of the root, whose names begin with "/".
 	Top, NewTop string
 	// Single allows the one entry named Top and nothing under it: the copy
 	// of a file (or a symlink) to a new name, where dest is the new name's
@@ -123,6 +125,26 @@ func Extract(ctx context.Context, r io.Reader, dest string, opts Options) (Resul
 func mapName(name string, opts Options) (string, bool, error) {
 	if len(name) > maxName {
 		return "", false, fmt.Errorf("%w: a name of %d bytes (over %d)", ErrHostile, len(name), maxName)
+	}
+	if opts.Top == "/" {
+		// The archive of the root names its entries "/", "/etc/", … (the
+		// root's base name is "/", as dockerd's rebase writes them): the
+		// one absolute name accepted, mapped like any other top name.
+		rel, ok := strings.CutPrefix(name, "/")
+		if !ok {
+			return "", false, fmt.Errorf("%w: %q is not under the copied root", ErrHostile, name)
+		}
+		if rel == "" || rel == "." {
+			return "", false, nil
+		}
+		if err := checkName(rel); err != nil {
+			return "", false, err
+		}
+		name = path.Join(opts.NewTop, path.Clean(rel))
+		if name == "." || name == "" {
+			return "", false, nil
+		}
+		return name, true, nil
 	}
 	if err := checkName(name); err != nil {
 		return "", false, err

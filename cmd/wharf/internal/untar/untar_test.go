@@ -241,3 +241,32 @@ func TestExtractHonoursContext(t *testing.T) {
 		t.Errorf("err %v", err)
 	}
 }
+
+// The archive of the root names its entries "/", "/etc/", …: with Top "/"
+// those land in dest; any other absolute name, or a climb, is refused.
+func TestExtractRoot(t *testing.T) {
+	parent, dest := sandbox(t)
+	a := archive(t,
+		ent{typ: tar.TypeDir, name: "/"},
+		ent{typ: tar.TypeDir, name: "/etc/"},
+		ent{typ: tar.TypeReg, name: "/etc/hosts", body: "h"},
+		ent{typ: tar.TypeSymlink, name: "/lib", link: "/usr/lib"},
+	)
+	if _, err := Extract(context.Background(), bytes.NewReader(a), dest, Options{Top: "/"}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dest, "etc/hosts")); string(b) != "h" {
+		t.Errorf("etc/hosts %q", b)
+	}
+	if l, _ := os.Readlink(filepath.Join(dest, "lib")); l != "/usr/lib" {
+		t.Errorf("lib -> %q", l)
+	}
+	assertContained(t, parent)
+	for _, name := range []string{"etc/x", "/../outside/x", "//x/../../outside/y"} {
+		_, err := Extract(context.Background(), bytes.NewReader(archive(t, ent{typ: tar.TypeReg, name: name, body: "x"})), dest, Options{Top: "/"})
+		if !errors.Is(err, ErrHostile) {
+			t.Errorf("%q: err %v, want ErrHostile", name, err)
+		}
+	}
+	assertContained(t, parent)
+}
