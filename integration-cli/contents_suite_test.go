@@ -262,7 +262,7 @@ func (s *ContentsSuite) TestCp(c *check.C) {
 	}
 }
 
-func (s *ContentsSuite) TestMissingPathAndMalformedName(c *check.C) {
+func (s *ContentsSuite) TestMissingPathMissingImageAndMalformedName(c *check.C) {
 	s.login(c)
 	for _, m := range contentsModes {
 		cm := check.Commentf("%s", m.name)
@@ -271,6 +271,9 @@ func (s *ContentsSuite) TestMissingPathAndMalformedName(c *check.C) {
 			c.Assert(r.ExitCode, check.Equals, 1, check.Commentf("%s: %s", m.name, r))
 			c.Assert(r.Stderr, check.Matches, `(?s).*/nope.*`, check.Commentf("%s: %s", m.name, r))
 		}
+		missing := s.wharf(c, "ls", m.flags, s.reg.Host+"/ct/nosuch:1", "/")
+		c.Assert(missing.ExitCode, check.Equals, 1, check.Commentf("%s", missing))
+		c.Assert(missing.Stderr, check.Matches, `(?is).*no such image.*`, check.Commentf("%s", missing))
 		bad := s.wharf(c, "ls", m.flags, "Bad::Name", "/")
 		c.Assert(bad.ExitCode, check.Equals, 1, check.Commentf("%s", bad))
 		c.Assert(bad.Stderr, check.Matches, `(?is).*(invalid reference|repository name).*`, cm)
