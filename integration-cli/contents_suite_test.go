@@ -330,10 +330,10 @@ func (s *ContentsSuite) TestDockerCLIUnaffected(c *check.C) {
 	c.Assert(r.Stdout, check.Matches, fmt.Sprintf(`(?s).*%s.*`, regexpQuote(s.name)))
 }
 
-// An image whose layer plants symlinks out of the root and files through
-// them: the image's view resolves each path inside its own root (as a
-// layer applied in a chroot would), and wharf cp of it writes those files
-// inside DEST and nothing beside it.
+// An image whose layer plants symlinks out of the root, files through them
+// and a symlink loop: the image's view resolves each path inside its own
+// root (as a layer applied in a chroot would), wharf cp of it writes those
+// files inside DEST and nothing beside it, and cat of the loop fails.
 func (s *ContentsSuite) TestCpNeverWritesOutsideDest(c *check.C) {
 	s.login(c)
 	evil := contentsImage(c, [][]contentsEntry{{
@@ -342,6 +342,8 @@ func (s *ContentsSuite) TestCpNeverWritesOutsideDest(c *check.C) {
 		{typ: tar.TypeSymlink, name: "abs", link: "/tmp"},
 		{typ: tar.TypeReg, name: "up/escaped", mode: 0o644, body: "outside"},
 		{typ: tar.TypeReg, name: "abs/wharf-escaped", mode: 0o644, body: "outside"},
+		{typ: tar.TypeSymlink, name: "loop1", link: "loop2"},
+		{typ: tar.TypeSymlink, name: "loop2", link: "/loop1"},
 	}})
 	ctx, cancel := fixtureCtx()
 	defer cancel()
@@ -365,6 +367,13 @@ func (s *ContentsSuite) TestCpNeverWritesOutsideDest(c *check.C) {
 		c.Assert(err, check.IsNil)
 		c.Assert(l, check.Equals, "/tmp", check.Commentf("%s", m.name))
 		c.Assert(fileExists("/tmp/wharf-escaped"), check.Equals, false, check.Commentf("%s: written through the absolute link", m.name))
+		// A loop is copied as the links it is, and cat of it is an error.
+		l, err = os.Readlink(filepath.Join(dest, "loop2"))
+		c.Assert(err, check.IsNil)
+		c.Assert(l, check.Equals, "/loop1")
+		loop := s.wharf(c, "cat", m.flags, name, "/loop1")
+		c.Assert(loop.ExitCode, check.Equals, 1, check.Commentf("%s", loop))
+		c.Assert(loop.Stderr, check.Matches, `(?is).*(too many levels|loop).*`, check.Commentf("%s", loop))
 	}
 }
 
