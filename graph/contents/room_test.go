@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
@@ -524,5 +525,32 @@ func TestTOCDigestMismatchIsRefused(t *testing.T) {
 	}
 	if files, _, _ := r.Usage(); files != 0 || blobs.opens.Load() != 0 {
 		t.Fatalf("%d files cached, %d opens", files, blobs.opens.Load())
+	}
+}
+
+// A read asks a registry for no more than it needs: a file alone is its
+// span (not the rest of the layer), a directory runs to where its last
+// entry ends.
+func TestReadsAskOnlyTheirSpan(t *testing.T) {
+	big := make([]byte, 16<<20)
+	rng := rand.New(rand.NewPCG(1, 2)) //nolint:gosec // test data, incompressible
+	for i := range big {
+		big[i] = byte(rng.Uint32())
+	}
+	raw := tarOf(t, tdir("a"), tfile("a/1", "one"), tfile("a/2", "two"), tfile("m", string(big[:2<<20])), tfile("z", string(big)))
+	b, desc := gzipOf(t, raw)
+	r := newRoom(t, t.TempDir(), 0)
+	blobs := newMemBlobs(false)
+	img := imageOf(blobs, lb(b, desc))
+	listOf(t, r, img, types.FilesOptions{})
+	for _, c := range []struct{ path string }{{"/a"}, {"/m"}} {
+		blobs.rangeLens = nil
+		var out bytes.Buffer
+		if err := r.Archive(context.Background(), img, c.path, func(container.PathStat) (io.Writer, error) { return &out, nil }); err != nil {
+			t.Fatal(err)
+		}
+		if len(blobs.rangeLens) != 1 || blobs.rangeLens[0] > int64(len(b))/2 {
+			t.Fatalf("archive of %s asked %v of a %d-byte layer", c.path, blobs.rangeLens, len(b))
+		}
 	}
 }
