@@ -554,3 +554,39 @@ func TestReadsAskOnlyTheirSpan(t *testing.T) {
 		}
 	}
 }
+
+// The layers of one image are read at once, up to layerBuilds of them:
+// every Open is held until three are under way.
+func TestLayersAreIndexedConcurrently(t *testing.T) {
+	r := newRoom(t, t.TempDir(), 0)
+	blobs := newMemBlobs(false)
+	blobs.gate = make(chan struct{})
+	var layers []layerBlob
+	for _, n := range []string{"a", "b", "c", "d"} {
+		layers = append(layers, lb(gzipOf(t, tarOf(t, tfile(n, n)))))
+	}
+	img := imageOf(blobs, layers...)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- r.Files(ctx, img, types.FilesOptions{}, func(types.FileEntry) error { return nil })
+	}()
+	// A bounded wait by count, not by time: sequential reads never get
+	// past one Open.
+	for i := 0; blobs.opens.Load() < layerBuilds && i < 10_000_000; i++ {
+		runtimeGosched()
+	}
+	if got := blobs.opens.Load(); got != layerBuilds {
+		cancel()
+		<-done
+		t.Fatalf("%d layers read at once, want %d", got, layerBuilds)
+	}
+	close(blobs.gate)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if blobs.opens.Load() != 4 {
+		t.Fatalf("%d opens for 4 layers", blobs.opens.Load())
+	}
+}
