@@ -63,6 +63,9 @@ func (r *Room) layer(ctx context.Context, img *Image, i int) (*layerData, error)
 	}
 	key := desc.Digest.String()
 	ld, ok := r.layers.get(key)
+	if ok {
+		r.cache.Touch(desc.Digest)
+	}
 	if !ok || (ld.ix.Source.FromTOC() && img.Blobs.Local(desc)) {
 		var err error
 		ld, err = r.builds.do(ctx, key, func(ctx context.Context) (*layerData, error) {
