@@ -52,8 +52,12 @@ func (r *Room) Archive(ctx context.Context, img *Image, p string, start func(con
 	if err != nil {
 		return err
 	}
-	a := &archiver{r: r, img: img, tw: tar.NewWriter(w), cur: newCursors(), written: map[contentKey]string{}, pre: pre}
-	defer a.cur.Close()
+	a := &archiver{r: r, img: img, tw: tar.NewWriter(w), written: map[contentKey]string{}, pre: pre}
+	if top.Type == layerindex.TypeDir {
+		// A file alone is one read of exactly its span (cat's case).
+		a.cur = newCursors(p)
+		defer a.cur.Close()
+	}
 	// The root's base name is "/": its entries are "/", "/etc/", … as
 	// dockerd names them (its rebase replaces the root by "" so that
 	// they do not begin "//").

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"sync"
 	"time"
 
 	"github.com/containerd/errdefs"
@@ -13,6 +14,55 @@ import (
 	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/internal/layerindex"
 )
+
+// layerBuilds is how many layers of one image are indexed at once: 3,
+// dockerd's max-concurrent-downloads default, so that a cold listing
+// overlaps the layers' downloads and decompression as a pull does, while
+// one request holds at most three builds' memory.
+const layerBuilds = 3
+
+// allLayers are the indexes of img's layers, bottom first, up to
+// layerBuilds of them built at once; the first failure stops the rest.
+func (r *Room) allLayers(ctx context.Context, img *Image) ([]*layerData, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	lds := make([]*layerData, len(img.Layers))
+	errs := make([]error, len(img.Layers))
+	sem := make(chan struct{}, layerBuilds)
+	var wg sync.WaitGroup
+	for i := range img.Layers {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			errs[i] = ctx.Err()
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			lds[i], errs[i] = r.layer(ctx, img, i)
+			if errs[i] != nil {
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	// The first failure in layer order, not the cancellations it caused.
+	var first error
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return nil, err
+		}
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	if first != nil {
+		return nil, first
+	}
+	return lds, nil
+}
 
 // view is the merged view of img, kept by its manifest digest (a manifest
 // names its layers, so one view serves every image and tag that has it).
@@ -25,13 +75,13 @@ func (r *Room) view(ctx context.Context, img *Image) (*layerindex.View, error) {
 		return v, nil
 	}
 	return r.viewBuilds.do(ctx, key, func(ctx context.Context) (*layerindex.View, error) {
-		ixs := make([]*layerindex.Index, len(img.Layers))
+		lds, err := r.allLayers(ctx, img)
+		if err != nil {
+			return nil, err
+		}
+		ixs := make([]*layerindex.Index, len(lds))
 		var cost int64
-		for i := range img.Layers {
-			ld, err := r.layer(ctx, img, i)
-			if err != nil {
-				return nil, err
-			}
+		for i, ld := range lds {
 			ixs[i] = ld.ix
 			cost += ld.cost()
 		}
@@ -56,12 +106,12 @@ func cleanPath(p string) string {
 func (r *Room) Files(ctx context.Context, img *Image, opts types.FilesOptions, emit func(types.FileEntry) error) error {
 	p := cleanPath(opts.Path)
 	if opts.Layers {
+		lds, err := r.allLayers(ctx, img)
+		if err != nil {
+			return err
+		}
 		found := false
-		for i := range img.Layers {
-			ld, err := r.layer(ctx, img, i)
-			if err != nil {
-				return err
-			}
+		for _, ld := range lds {
 			for _, e := range layerindex.ListLayer(ld.ix, p, opts.Recursive) {
 				found = true
 				if err := emit(fileEntry(e, ld.ix.Layer.String(), ld.ix.Source)); err != nil {

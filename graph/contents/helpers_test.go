@@ -24,12 +24,13 @@ import (
 // verifies the digest at EOF as the registry client and the store do;
 // corrupt serves other bytes under a digest.
 type memBlobs struct {
-	mu      sync.Mutex
-	blobs   map[digest.Digest][]byte
-	corrupt map[digest.Digest][]byte
-	local   bool
-	opens   atomic.Int64
-	ranges  atomic.Int64
+	mu        sync.Mutex
+	blobs     map[digest.Digest][]byte
+	corrupt   map[digest.Digest][]byte
+	local     bool
+	opens     atomic.Int64
+	ranges    atomic.Int64
+	rangeLens []int64 // the lengths ReadRange was asked for
 	// gate, when set, holds every Open until it is closed.
 	gate chan struct{}
 }
@@ -90,6 +91,9 @@ func (v *verifying) Read(p []byte) (int, error) {
 
 func (m *memBlobs) ReadRange(ctx context.Context, desc ocispec.Descriptor, off, n int64) (io.ReadCloser, error) {
 	m.ranges.Add(1)
+	m.mu.Lock()
+	m.rangeLens = append(m.rangeLens, n)
+	m.mu.Unlock()
 	b, err := m.bytesOf(desc.Digest)
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strings"
 
 	"github.com/containerd/errdefs"
 	"github.com/klauspost/compress/zstd"
@@ -150,9 +151,15 @@ func (r *Room) copyVerified(w io.Writer, src io.Reader, e *layerindex.Entry) err
 // crash left.
 const spoolPattern = "read-*"
 
-// cursors are the open reads of an archive, one per layer.
+// cursors are the open reads of an archive of a directory, one per
+// layer. A read opened for one file runs to where the layer's last entry
+// under the directory ends, so that the next files continue it: one
+// range per layer for a tree written in tar order, and no more than the
+// tree asks of a registry.
 type cursors struct {
-	open map[int]*cursor
+	dir  string          // the archived directory, as the layers name it
+	open map[int]*cursor // by layer
+	ends map[int]int64   // by layer: where its entries under dir end
 }
 
 type cursor struct {
@@ -160,12 +167,35 @@ type cursor struct {
 	pos int64 // the uncompressed offset rc is at
 }
 
-func newCursors() *cursors { return &cursors{open: map[int]*cursor{}} }
+func newCursors(dir string) *cursors {
+	return &cursors{dir: dir, open: map[int]*cursor{}, ends: map[int]int64{}}
+}
 
 func (c *cursors) Close() {
 	for _, cu := range c.open {
 		cu.rc.Close()
 	}
+}
+
+// end is where layer i's last entry under the directory ends in its tar
+// stream: the next entry's header, or the end-of-archive blocks.
+func (c *cursors) end(i int, ix *layerindex.Index) int64 {
+	if e, ok := c.ends[i]; ok {
+		return e
+	}
+	var end int64
+	for k := range ix.Entries {
+		p := ix.Entries[k].Path
+		if c.dir != "/" && p != c.dir && !strings.HasPrefix(p, c.dir+"/") {
+			continue
+		}
+		end = ix.TarSize
+		if k+1 < len(ix.Entries) {
+			end = ix.Entries[k+1].HeaderOffset
+		}
+	}
+	c.ends[i] = end
+	return end
 }
 
 // openAt reads uncompressed [off, off+n) of layer i: with cur, continuing
@@ -182,7 +212,9 @@ func (r *Room) openAt(ctx context.Context, img *Image, ld *layerData, i int, off
 		cu = nil
 	}
 	if cu == nil {
-		end := ld.ix.TarSize
+		// A hardlink's bytes may lie outside the directory: then the
+		// read is the file's alone.
+		end := cur.end(i, ld.ix)
 		if end < off+n {
 			end = off + n
 		}

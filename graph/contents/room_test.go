@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
@@ -197,8 +198,13 @@ func TestDiffIDMismatchIsRefused(t *testing.T) {
 	if !errors.Is(err, ErrDiffIDMismatch) || !errdefs.IsDataLoss(err) {
 		t.Fatalf("err = %v", err)
 	}
-	if files, _, _ := r.Usage(); files != 0 {
-		t.Fatal("a layer of the wrong diff ID was cached")
+	// The layer's bytes were verified: its index is kept, and an image
+	// whose config names it right reads it.
+	good := imageOf(blobs, lb(gzipOf(t, baseLayer(t))))
+	good.Manifest.Digest = digest.FromString("another manifest")
+	good.DiffIDs = []digest.Digest{digest.FromBytes(baseLayer(t))}
+	if got := paths(listOf(t, r, good, types.FilesOptions{})); got != "/abs /bin /etc" || blobs.opens.Load() != 1 {
+		t.Fatalf("the right image: %s after %d opens", got, blobs.opens.Load())
 	}
 }
 
@@ -519,5 +525,68 @@ func TestTOCDigestMismatchIsRefused(t *testing.T) {
 	}
 	if files, _, _ := r.Usage(); files != 0 || blobs.opens.Load() != 0 {
 		t.Fatalf("%d files cached, %d opens", files, blobs.opens.Load())
+	}
+}
+
+// A read asks a registry for no more than it needs: a file alone is its
+// span (not the rest of the layer), a directory runs to where its last
+// entry ends.
+func TestReadsAskOnlyTheirSpan(t *testing.T) {
+	big := make([]byte, 16<<20)
+	rng := rand.New(rand.NewPCG(1, 2)) //nolint:gosec // test data, incompressible
+	for i := range big {
+		big[i] = byte(rng.Uint32())
+	}
+	raw := tarOf(t, tdir("a"), tfile("a/1", "one"), tfile("a/2", "two"), tfile("m", string(big[:2<<20])), tfile("z", string(big)))
+	b, desc := gzipOf(t, raw)
+	r := newRoom(t, t.TempDir(), 0)
+	blobs := newMemBlobs(false)
+	img := imageOf(blobs, lb(b, desc))
+	listOf(t, r, img, types.FilesOptions{})
+	for _, c := range []struct{ path string }{{"/a"}, {"/m"}} {
+		blobs.rangeLens = nil
+		var out bytes.Buffer
+		if err := r.Archive(context.Background(), img, c.path, func(container.PathStat) (io.Writer, error) { return &out, nil }); err != nil {
+			t.Fatal(err)
+		}
+		if len(blobs.rangeLens) != 1 || blobs.rangeLens[0] > int64(len(b))/2 {
+			t.Fatalf("archive of %s asked %v of a %d-byte layer", c.path, blobs.rangeLens, len(b))
+		}
+	}
+}
+
+// The layers of one image are read at once, up to layerBuilds of them:
+// every Open is held until three are under way.
+func TestLayersAreIndexedConcurrently(t *testing.T) {
+	r := newRoom(t, t.TempDir(), 0)
+	blobs := newMemBlobs(false)
+	blobs.gate = make(chan struct{})
+	var layers []layerBlob
+	for _, n := range []string{"a", "b", "c", "d"} {
+		layers = append(layers, lb(gzipOf(t, tarOf(t, tfile(n, n)))))
+	}
+	img := imageOf(blobs, layers...)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- r.Files(ctx, img, types.FilesOptions{}, func(types.FileEntry) error { return nil })
+	}()
+	// A bounded wait by count, not by time: sequential reads never get
+	// past one Open.
+	for i := 0; blobs.opens.Load() < layerBuilds && i < 10_000_000; i++ {
+		runtimeGosched()
+	}
+	if got := blobs.opens.Load(); got != layerBuilds {
+		cancel()
+		<-done
+		t.Fatalf("%d layers read at once, want %d", got, layerBuilds)
+	}
+	close(blobs.gate)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if blobs.opens.Load() != 4 {
+		t.Fatalf("%d opens for 4 layers", blobs.opens.Load())
 	}
 }

@@ -63,15 +63,20 @@ func (r *Room) layer(ctx context.Context, img *Image, i int) (*layerData, error)
 	}
 	key := desc.Digest.String()
 	ld, ok := r.layers.get(key)
+	if ok {
+		r.cache.Touch(desc.Digest)
+	}
 	if !ok || (ld.ix.Source.FromTOC() && img.Blobs.Local(desc)) {
 		var err error
 		ld, err = r.builds.do(ctx, key, func(ctx context.Context) (*layerData, error) {
-			return r.load(ctx, img.Blobs, desc, want)
+			return r.load(ctx, img.Blobs, desc)
 		})
 		if err != nil {
 			return nil, fmt.Errorf("layer %s: %w", desc.Digest, err)
 		}
 	}
+	// Each caller checks its own image's diff ID: the index is the
+	// verified layer's, whichever config names it.
 	if err := checkDiffID(ld.ix, want); err != nil {
 		return nil, fmt.Errorf("layer %s: %w", desc.Digest, err)
 	}
@@ -88,7 +93,7 @@ func checkDiffID(ix *layerindex.Index, want digest.Digest) error {
 // load builds (or reads) the index of one layer and keeps it, on disk and
 // in memory. Nothing is kept unless the layer's bytes were verified (a
 // whole read) or the TOC was (its annotated digest).
-func (r *Room) load(ctx context.Context, blobs Blobs, desc ocispec.Descriptor, want digest.Digest) (*layerData, error) {
+func (r *Room) load(ctx context.Context, blobs Blobs, desc ocispec.Descriptor) (*layerData, error) {
 	local := blobs.Local(desc)
 	// A TOC's index is the publisher's claim: a local layer replaces it
 	// with wharf's own reading.
@@ -112,9 +117,6 @@ func (r *Room) load(ctx context.Context, blobs Blobs, desc ocispec.Descriptor, w
 		}
 	}
 	ld.ix.Layer = desc.Digest
-	if err := checkDiffID(ld.ix, want); err != nil {
-		return nil, err
-	}
 	// The cache names its files by sha256 only: a layer of another
 	// digest (sha512, rare) is indexed in memory alone.
 	if desc.Digest.Validate() == nil && desc.Digest.Algorithm() == digest.SHA256 {

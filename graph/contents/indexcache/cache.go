@@ -54,12 +54,20 @@ type Cache struct {
 	lru    *list.List // of *item, most recently used at the front
 	items  map[digest.Digest]*list.Element
 	write  sync.Mutex // one writer at a time: atomicfile's temp name is fixed per path
+
+	touchEvery time.Duration // touchEvery; tests set 0
 }
 
 type item struct {
-	d    digest.Digest
-	size int64
+	d       digest.Digest
+	size    int64
+	touched time.Time // the mtime last set
 }
+
+// touchEvery is how stale a file's mtime may get before a use sets it
+// again: a minute, so that a busy index costs one utimes a minute, not
+// one per request, and a restart still finds the order within a minute.
+const touchEvery = time.Minute
 
 // Options configure a Cache.
 type Options struct {
@@ -76,7 +84,7 @@ type Options struct {
 // Open scans dir (creating it) and evicts what is over the budget, oldest
 // first by the files' mtimes.
 func Open(dir string, opts Options) (*Cache, error) {
-	c := &Cache{dir: dir, lim: opts.Limits, onUse: opts.OnUsage, onEvict: opts.OnEvict, lru: list.New(), items: map[digest.Digest]*list.Element{}}
+	c := &Cache{dir: dir, lim: opts.Limits, onUse: opts.OnUsage, onEvict: opts.OnEvict, lru: list.New(), items: map[digest.Digest]*list.Element{}, touchEvery: touchEvery}
 	c.budget = budgetOrDefault(opts.Budget)
 	if err := os.MkdirAll(filepath.Join(dir, string(digest.SHA256)), 0o700); err != nil {
 		return nil, err
@@ -98,13 +106,14 @@ func Open(dir string, opts Options) (*Cache, error) {
 			_ = os.Remove(filepath.Join(dir, string(digest.SHA256), de.Name()))
 			continue
 		}
-		all = append(all, found{item{d, info.Size()}, info.ModTime()})
+		all = append(all, found{item{d: d, size: info.Size()}, info.ModTime()})
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].mtime.After(all[j].mtime) })
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, f := range all {
 		it := f.item
+		it.touched = f.mtime
 		c.items[it.d] = c.lru.PushBack(&it)
 		c.used += it.size
 	}
@@ -153,10 +162,29 @@ func (c *Cache) Get(d digest.Digest) (*Entry, error) {
 		c.Remove(d)
 		return nil, fmt.Errorf("%w: %w", ErrNotFound, err)
 	}
-	// The mtime is the last use, so that the order survives a restart.
-	now := time.Now()
-	_ = os.Chtimes(p, now, now)
+	c.Touch(d)
 	return e, nil
+}
+
+// Touch marks d used now (a use answered from a decoded copy in memory
+// counts too): first in line to stay, and its mtime, the order a restart
+// reads, set again when it is older than touchEvery.
+func (c *Cache) Touch(d digest.Digest) {
+	now := time.Now()
+	c.mu.Lock()
+	el, ok := c.items[d]
+	var stale bool
+	if ok {
+		c.lru.MoveToFront(el)
+		it := el.Value.(*item)
+		if stale = now.Sub(it.touched) >= c.touchEvery; stale {
+			it.touched = now
+		}
+	}
+	c.mu.Unlock()
+	if stale {
+		_ = os.Chtimes(c.path(d), now, now)
+	}
 }
 
 // Put writes the index of e.Index.Layer, then evicts what is over the
@@ -181,7 +209,7 @@ func (c *Cache) Put(e *Entry) error {
 		c.used -= el.Value.(*item).size
 		c.lru.Remove(el)
 	}
-	c.items[d] = c.lru.PushFront(&item{d, int64(len(b))})
+	c.items[d] = c.lru.PushFront(&item{d: d, size: int64(len(b)), touched: time.Now()})
 	c.used += int64(len(b))
 	c.evictLocked()
 	c.mu.Unlock()

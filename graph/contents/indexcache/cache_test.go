@@ -58,6 +58,7 @@ func TestPutGetAndCorruptFiles(t *testing.T) {
 func TestOpenDropsStrayFilesAndKeepsOrder(t *testing.T) {
 	dir := t.TempDir()
 	c, _ := Open(dir, Options{})
+	c.touchEvery = 0
 	for _, n := range []string{"a", "b"} {
 		if err := c.Put(entryOf(n)); err != nil {
 			t.Fatal(err)
