@@ -16,27 +16,29 @@ export GOFLAGS ?= -mod=readonly
 
 BIN_DIR := $(CURDIR)/bin
 CACHE_BIN := $(CURDIR)/.cache/bin
+# The programs the tests run beside wharf, each built from its own main
+# package at the version tools/go.mod pins: the CNCF registry (the suites and
+# the demo run against it), cosign (it signs the trust fixtures; v3.1.3 is the
+# newest that builds with Go 1.26), crane (it reads the data-root as an OCI
+# layout: integration-cli/oci_readers_test.go) and oras (it reads the
+# archives `wharf sync SOURCE oci-archive:FILE` writes). One go build makes
+# all four, so the dependencies they share (about 350 packages: the cloud
+# SDKs, OpenTelemetry, go-containerregistry) are compiled once, not once per
+# program.
+TOOLS_DIR := $(CURDIR)/tools
 REGISTRY_BIN := $(CACHE_BIN)/registry
-# The CNCF registry the integration suites and the demo run against.
-REGISTRY_PKG := github.com/distribution/distribution/v3/cmd/registry@v3.1.2
 COSIGN_BIN := $(CACHE_BIN)/cosign
-# Real cosign signs the trust/sigstore fixtures (its live test and
-# trust/sigstore/testdata/gen.sh); v3.1.3 is the newest that builds with Go 1.26.
-COSIGN_PKG := github.com/sigstore/cosign/v3/cmd/cosign@v3.1.3
 CRANE_BIN := $(CACHE_BIN)/crane
-# crane reads the data-root as an OCI layout in the OCI readers suite
-# (integration-cli/oci_readers_test.go); the version go.mod pins.
-CRANE_PKG := github.com/google/go-containerregistry/cmd/crane@v0.22.1
 ORAS_BIN := $(CACHE_BIN)/oras
-# oras reads the archives `wharf sync SOURCE oci-archive:FILE` writes
-# (SyncSuite); v1.3.6 builds with Go 1.26.
-ORAS_PKG := oras.land/oras/cmd/oras@v1.3.6
+TEST_TOOLS := $(REGISTRY_BIN) $(COSIGN_BIN) $(CRANE_BIN) $(ORAS_BIN)
+TEST_TOOL_PKGS := github.com/distribution/distribution/v3/cmd/registry github.com/sigstore/cosign/v3/cmd/cosign \
+	github.com/google/go-containerregistry/cmd/crane oras.land/oras/cmd/oras
+# regclient's regsync and regctl, the bench's baselines for `wharf sync`
+# (case 13) and `wharf cat` (case 14: image get-file); same module.
 REGSYNC_BIN := $(CACHE_BIN)/regsync
-# regclient's regsync, the bench's baseline for `wharf sync` (case 13).
-REGSYNC_PKG := github.com/regclient/regclient/cmd/regsync@v0.11.7
 REGCTL_BIN := $(CACHE_BIN)/regctl
-# regclient's regctl, the bench's baseline for `wharf cat` (case 14: image get-file).
-REGCTL_PKG := github.com/regclient/regclient/cmd/regctl@v0.11.7
+BENCH_TOOLS := $(REGSYNC_BIN) $(REGCTL_BIN)
+BENCH_TOOL_PKGS := github.com/regclient/regclient/cmd/regsync github.com/regclient/regclient/cmd/regctl
 
 # Version stamp: cmd/wharfd and cmd/wharf declare main.version (wharfd also
 # main.gitCommit and main.buildTime; the linker ignores -X for a variable a
@@ -74,36 +76,21 @@ build: ## build bin/wharfd and bin/wharf
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN_DIR)/wharfd ./cmd/wharfd
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN_DIR)/wharf ./cmd/wharf
 
-registry: $(REGISTRY_BIN) ## build the CNCF registry into .cache/bin (once)
+registry: $(REGISTRY_BIN) ## build the CNCF registry (with cosign, crane and oras) into .cache/bin (once)
+cosign: $(COSIGN_BIN) ## build cosign (with the registry, crane and oras) into .cache/bin (once)
+crane: $(CRANE_BIN) ## build crane (with the registry, cosign and oras) into .cache/bin (once)
+oras: $(ORAS_BIN) ## build oras (with the registry, cosign and crane) into .cache/bin (once)
+regsync: $(REGSYNC_BIN) ## build regclient's regsync and regctl into .cache/bin (once)
+regctl: $(REGCTL_BIN) ## build regclient's regctl and regsync into .cache/bin (once)
 
-# `go install pkg@version` builds outside our module, so our GOFLAGS
-# (-mod=readonly) do not apply to it.
-$(REGISTRY_BIN):
-	GOFLAGS= GOBIN=$(CACHE_BIN) $(GO) install $(REGISTRY_PKG)
+# Built in tools/, their own module: our go.mod and GOFLAGS do not apply,
+# tools/go.sum checks every download. Grouped targets (&:): one go build
+# makes every missing program of its group.
+$(TEST_TOOLS) &:
+	mkdir -p $(CACHE_BIN) && cd $(TOOLS_DIR) && GOFLAGS=-mod=readonly $(GO) build -trimpath -o $(CACHE_BIN)/ $(TEST_TOOL_PKGS)
 
-cosign: $(COSIGN_BIN) ## build cosign into .cache/bin (once)
-
-$(COSIGN_BIN):
-	GOFLAGS= GOBIN=$(CACHE_BIN) $(GO) install $(COSIGN_PKG)
-
-crane: $(CRANE_BIN) ## build crane into .cache/bin (once)
-
-$(CRANE_BIN):
-	GOFLAGS= GOBIN=$(CACHE_BIN) $(GO) install $(CRANE_PKG)
-oras: $(ORAS_BIN) ## build oras into .cache/bin (once)
-
-regsync: $(REGSYNC_BIN) ## build regclient's regsync into .cache/bin (once)
-
-$(REGSYNC_BIN):
-	GOFLAGS= GOBIN=$(CACHE_BIN) $(GO) install $(REGSYNC_PKG)
-
-regctl: $(REGCTL_BIN) ## build regclient's regctl into .cache/bin (once)
-
-$(REGCTL_BIN):
-	GOFLAGS= GOBIN=$(CACHE_BIN) $(GO) install $(REGCTL_PKG)
-
-$(ORAS_BIN):
-	GOFLAGS= GOBIN=$(CACHE_BIN) $(GO) install $(ORAS_PKG)
+$(BENCH_TOOLS) &:
+	mkdir -p $(CACHE_BIN) && cd $(TOOLS_DIR) && GOFLAGS=-mod=readonly $(GO) build -trimpath -o $(CACHE_BIN)/ $(BENCH_TOOL_PKGS)
 
 # The commands are variables so that `test` runs each step once, in order,
 # while `unit`, `integration` and `lint` stay available on their own.
@@ -249,15 +236,15 @@ deb: $(NFPM_BIN) ## Debian package bin/wharf_VERSION_ARCH.deb (nfpm; PREFIX=/usr
 demo: cosign ## the whole story against a real registry, signatures included (scripts/demo.sh)
 	$(CURDIR)/scripts/demo.sh
 
-# The suite (bench/, build tag `bench`, issue 5) starts the registry and
-# wharfd itself; until it exists, whatever `func Benchmark…` the packages have.
-bench: build registry regsync regctl crane ## the benchmark suite (bench/, issue 5), else go test -bench
+# The suite (bench/, build tag `bench`) starts the registry and wharfd
+# itself; without it, whatever `func Benchmark…` the packages have.
+bench: build registry regsync crane ## the benchmark suite (bench/), else go test -bench
 	@if [ -f bench/main.go ]; then \
 		WHARFD=$(BIN_DIR)/wharfd $(GO) run -tags bench ./bench; \
 	elif grep -rqs --include='*_test.go' -E '^func Benchmark' .; then \
 		$(GO) test -run='^$$' -bench=. -benchmem $(UNIT_PKGS); \
 	else \
-		echo "bench: no benchmarks yet; the benchmark suite comes with issue 5 (see bench/README.md)"; \
+		echo "bench: no benchmarks (see bench/README.md)"; \
 	fi
 
 fuzz: ## run every Fuzz* target for FUZZTIME (default 10s) each

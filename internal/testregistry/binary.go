@@ -15,9 +15,9 @@ import (
 	"github.com/gofrs/flock"
 )
 
-// RegistryModule is the registry the suites run: the same version the Makefile
-// installs into .cache/bin.
-const RegistryModule = "github.com/distribution/distribution/v3/cmd/registry@v3.1.2"
+// RegistryPackage is the registry the suites run, at the version
+// tools/go.mod pins: the Makefile builds the same into .cache/bin.
+const RegistryPackage = "github.com/distribution/distribution/v3/cmd/registry"
 
 // Fataler is what the helpers need from a test: *testing.T and *check.C both
 // have it.
@@ -52,8 +52,9 @@ func Binary(t Fataler) string {
 const RegistryBinEnv = "WHARF_REGISTRY_BIN"
 
 // BuildBinary returns $WHARF_REGISTRY_BIN when set, else
-// <root>/.cache/bin/registry, running `go install` when it is missing. A file lock keeps parallel test packages from building it twice
-// at once (go install writes the binary in place).
+// <root>/.cache/bin/registry, building it in tools/ when it is missing. A
+// file lock keeps parallel test packages from building it twice at once (go
+// build writes the binary in place).
 func BuildBinary() (string, error) {
 	if p := os.Getenv(RegistryBinEnv); p != "" {
 		if !isExecutable(p) {
@@ -81,16 +82,16 @@ func BuildBinary() (string, error) {
 	if isExecutable(path) { // another package built it while we waited
 		return path, nil
 	}
-	cmd := exec.Command("go", "install", RegistryModule)
-	cmd.Dir = root
-	// go install pkg@version builds outside our module: -mod=readonly from
-	// the Makefile's GOFLAGS does not apply and would only confuse it.
-	cmd.Env = append(os.Environ(), "GOBIN="+bin, "GOFLAGS=")
+	cmd := exec.Command("go", "build", "-trimpath", "-o", bin+string(filepath.Separator), RegistryPackage)
+	// tools/ is its own module (tools/go.mod pins the version); go.sum
+	// there checks every download.
+	cmd.Dir = filepath.Join(root, "tools")
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=readonly")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("testregistry: go install %s: %w\n%s", RegistryModule, err, out)
+		return "", fmt.Errorf("testregistry: go build %s: %w\n%s", RegistryPackage, err, out)
 	}
 	if !isExecutable(path) {
-		return "", fmt.Errorf("testregistry: go install did not produce %s", path)
+		return "", fmt.Errorf("testregistry: go build did not produce %s", path)
 	}
 	return path, nil
 }
