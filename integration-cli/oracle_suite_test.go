@@ -1,0 +1,241 @@
+package integration
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gopkg.in/check.v1"
+
+	"github.com/wharfproject/wharf/internal/testregistry"
+)
+
+// OracleSuite is the correctness corpus: each case is an image written
+// here layer by layer (whiteouts, opaque directories, type swaps,
+// hardlinks, symlinks, long names and PAX, sparse and setuid files, an
+// empty layer, Docker and OCI media types, go-containerregistry#2029),
+// pushed to the real registry. Its filesystem as an oracle no one here
+// wrote sees it — dockerd 20.10 (`docker create`, then `docker export`,
+// on the vfs driver), checked against umoci's unpack of the same image —
+// must equal what the real wharf CLI reports through the real wharfd:
+// `ls -R --format json /` and `cp IMAGE:/ -`, remote and after a pull,
+// path by path (type, mode, owner, size, link target, mtime) and file by
+// file (bytes).
+type OracleSuite struct {
+	suiteFixture
+	reg *testregistry.Registry
+	d   *Daemon
+	dd  *dockerd // nil when umoci is the oracle (no dockerd, outside CI)
+
+	cases  []*oracleCase
+	pulled bool
+}
+
+// oracleCase is one pushed case with the oracle's tree of it.
+type oracleCase struct {
+	corpusCase
+	img    *testregistry.Image
+	ref    string
+	oracle *fsTree // dockerd's export, or umoci's unpack without dockerd
+	umoci  *fsTree
+}
+
+func TestOracleSuite(t *testing.T) { t.Parallel(); runSuite(t, &OracleSuite{}) }
+
+func (s *OracleSuite) SetUpSuite(c *check.C) {
+	umoci := needOracleRoot(c)
+	s.reg = s.startRegistry(c, testregistry.Options{})
+	s.d = s.startDaemon(c)
+	if _, err := exec.LookPath("dockerd"); err == nil || os.Getenv("CI") == "true" {
+		s.dd = startDockerd(c, s.reg.Host)
+		s.closeAtEnd(s.dd.stop)
+	} else {
+		fmt.Fprintln(os.Stderr, "integration-cli: OracleSuite: no dockerd on PATH (docker.io); umoci's unpack is the oracle (dockerd is required when CI=true)")
+	}
+	for _, tc := range corpusCases() {
+		oc := &oracleCase{corpusCase: tc}
+		oc.img, oc.ref = pushCase(c, s.reg, tc)
+		oc.umoci = umociTree(c, umoci, oc.img)
+		oc.oracle = oc.umoci
+		if s.dd != nil {
+			oc.oracle = treeFromTar(c, s.dd.export(c, oc.ref), dockerAdded)
+		}
+		s.cases = append(s.cases, oc)
+	}
+}
+
+// needOracleRoot finds umoci and checks that the oracles can keep owners
+// and setuid bits (as root only); it skips loudly, or fails under CI=true.
+func needOracleRoot(c *check.C) string {
+	umoci := requireClient(c, "umoci", "umoci (apt)")
+	if os.Geteuid() != 0 {
+		why := "the oracles (dockerd, umoci unpack) keep owners and setuid bits as root only"
+		if os.Getenv("CI") == "true" {
+			c.Fatal(why)
+		}
+		c.Skip(why)
+	}
+	return umoci
+}
+
+// umociTree is umoci's unpack of img.
+func umociTree(c *check.C, umoci string, img *testregistry.Image) *fsTree {
+	dir := c.MkDir()
+	writeOCILayout(c, filepath.Join(dir, "image"), img)
+	out, err := exec.Command(umoci, "unpack", "--image", filepath.Join(dir, "image")+":t", filepath.Join(dir, "bundle")).CombinedOutput()
+	c.Assert(err, check.IsNil, check.Commentf("umoci unpack: %s", out))
+	return treeFromDir(c, filepath.Join(dir, "bundle", "rootfs"))
+}
+
+// report fails c with every case's differences, so one run shows all of
+// them; it names the cases that agree too.
+func report(c *check.C, what string, diffs map[string][]string, order []*oracleCase) {
+	var b strings.Builder
+	var ok []string
+	for _, oc := range order {
+		d, seen := diffs[oc.name]
+		if !seen {
+			continue
+		}
+		if len(d) == 0 {
+			ok = append(ok, oc.name)
+			continue
+		}
+		fmt.Fprintf(&b, "\n== %s (%s) ==\n  %s", oc.name, oc.ref, strings.Join(d, "\n  "))
+	}
+	if b.Len() > 0 {
+		c.Fatalf("%s disagrees with the oracle (agreeing: %v):%s", what, ok, b.String())
+	}
+	c.Logf("%s agrees with the oracle on %v", what, ok)
+}
+
+// The two oracles agree with each other: the harness and the corpus are
+// checked before anything of wharf's is compared with them.
+func (s *OracleSuite) TestCorpusDockerdAgreesWithUmoci(c *check.C) {
+	if s.dd == nil {
+		c.Skip("no dockerd: umoci is the only oracle")
+	}
+	diffs := map[string][]string{}
+	for _, oc := range s.cases {
+		diffs[oc.name] = compareTrees(oc.oracle, oc.umoci, compareOpts{digests: true, mtimes: true})
+	}
+	report(c, "umoci unpack", diffs, s.cases)
+}
+
+// The corpus is what it says: spot checks that the cases hold what the
+// issue names, so that an oracle and wharf agreeing on an empty image
+// cannot pass.
+func (s *OracleSuite) TestCorpusHoldsItsCases(c *check.C) {
+	tree := func(name string) *fsTree {
+		for _, oc := range s.cases {
+			if oc.name == name {
+				return oc.oracle
+			}
+		}
+		c.Fatalf("no case %s", name)
+		return nil
+	}
+	w := tree("whiteouts")
+	c.Assert(w.nodes["/d"], check.IsNil, check.Commentf("the whited-out directory"))
+	c.Assert(w.nodes["/a/gone"], check.IsNil)
+	c.Assert(w.nodes["/a/keep"], check.NotNil)
+	o := tree("opaque")
+	c.Assert(o.nodes["/o/old1"], check.IsNil)
+	c.Assert(o.nodes["/o/new"], check.NotNil)
+	sw := tree("file-dir-swap")
+	c.Assert(sw.nodes["/fd"].Type, check.Equals, "dir")
+	c.Assert(sw.nodes["/df"].Type, check.Equals, "file")
+	c.Assert(sw.nodes["/df/inner"], check.IsNil)
+	h := tree("hardlinks")
+	c.Assert(h.groups, check.DeepEquals, []string{"/h/a|/h/b|/h/c"})
+	c.Assert(h.nodes["/h/u"].Digest, check.Equals, sha([]byte("target body")))
+	sp := tree("sparse")
+	c.Assert(sp.nodes["/sp/holes"].Size, check.Equals, int64(1<<20))
+	su := tree("setuid")
+	c.Assert(su.nodes["/bin/su"].Mode&os.ModeSetuid, check.Not(check.Equals), os.FileMode(0))
+	c.Assert(su.nodes["/bin"].UID, check.Equals, int64(9))
+	g := tree("ggcr-2029")
+	c.Assert(g.nodes["/test/hello.txt"], check.IsNil, check.Commentf("go-containerregistry#2029: the removed file must stay removed"))
+	c.Assert(g.nodes["/test/hello2.txt"], check.NotNil)
+	ln := tree("long-names-pax")
+	c.Assert(ln.nodes[longPath("/pax")], check.NotNil)
+	c.Assert(ln.nodes["/bigid"].UID, check.Equals, int64(3000000))
+}
+
+// listing runs `wharf ls -R --format json [--remote] IMAGE /`.
+func (s *OracleSuite) listing(c *check.C, oc *oracleCase, remote bool) (*fsTree, error) {
+	args := []string{"ls", "-R", "--format", "json"}
+	if remote {
+		args = append(args, "--remote")
+	}
+	r := s.d.Wharf(c, append(args, oc.ref, "/")...)
+	if r.ExitCode != 0 {
+		return nil, fmt.Errorf("exit %d: %s", r.ExitCode, firstLine(r.Stderr))
+	}
+	return treeFromListing(c, r.Stdout), nil
+}
+
+// copied runs `wharf cp [--remote] IMAGE:/ -` and reads the tar.
+func (s *OracleSuite) copied(c *check.C, oc *oracleCase, remote bool) (*fsTree, error) {
+	args := []string{"cp"}
+	if remote {
+		args = append(args, "--remote")
+	}
+	r := s.d.Wharf(c, append(args, oc.ref+":/", "-")...)
+	if r.ExitCode != 0 {
+		return nil, fmt.Errorf("exit %d: %s", r.ExitCode, firstLine(r.Stderr))
+	}
+	return treeFromTar(c, []byte(r.Stdout), nil), nil
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
+}
+
+// pullAll pulls every case into wharfd once, for the local comparisons.
+func (s *OracleSuite) pullAll(c *check.C) {
+	if s.pulled {
+		return
+	}
+	for _, oc := range s.cases {
+		name, tag, _ := strings.Cut(strings.TrimPrefix(oc.ref, s.reg.Host+"/"), ":")
+		_, lines := s.d.Pull(c, s.reg.Host+"/"+name, tag, "")
+		c.Assert(lines.Err(), check.Equals, "", check.Commentf("pull %s", oc.ref))
+	}
+	s.pulled = true
+}
+
+func (s *OracleSuite) compareAll(c *check.C, what string, get func(*oracleCase) (*fsTree, error), o compareOpts) {
+	diffs := map[string][]string{}
+	for _, oc := range s.cases {
+		got, err := get(oc)
+		if err != nil {
+			diffs[oc.name] = []string{err.Error()}
+			continue
+		}
+		diffs[oc.name] = compareTrees(oc.oracle, got, o)
+	}
+	report(c, what, diffs, s.cases)
+}
+
+func (s *OracleSuite) TestRemoteListingMatchesOracle(c *check.C) {
+	s.compareAll(c, "wharf ls -R --remote", func(oc *oracleCase) (*fsTree, error) { return s.listing(c, oc, true) }, compareOpts{mtimes: true})
+}
+
+func (s *OracleSuite) TestRemoteCopyMatchesOracle(c *check.C) {
+	s.compareAll(c, "wharf cp --remote IMAGE:/ -", func(oc *oracleCase) (*fsTree, error) { return s.copied(c, oc, true) }, compareOpts{digests: true, mtimes: true})
+}
+
+func (s *OracleSuite) TestLocalListingMatchesOracle(c *check.C) {
+	s.pullAll(c)
+	s.compareAll(c, "wharf ls -R (pulled)", func(oc *oracleCase) (*fsTree, error) { return s.listing(c, oc, false) }, compareOpts{mtimes: true})
+}
+
+func (s *OracleSuite) TestLocalCopyMatchesOracle(c *check.C) {
+	s.pullAll(c)
+	s.compareAll(c, "wharf cp IMAGE:/ - (pulled)", func(oc *oracleCase) (*fsTree, error) { return s.copied(c, oc, false) }, compareOpts{digests: true, mtimes: true})
+}
