@@ -219,9 +219,10 @@ func corpusCases() []corpusCase {
 		// target's, so headers that differ have no single answer.
 		{name: "hardlinks", layers: [][]ent{
 			{dirE("h/"), modeE(file("h/a", "shared body"), 0o640, 5, 6), modeE(hardlinkE("h/b", "h/a"), 0o640, 5, 6), modeE(hardlinkE("h/c", "h/a"), 0o640, 5, 6),
-				file("h/t", "target body"), hardlinkE("h/u", "h/t")},
-			// The link's target removed above it: the other name keeps the bytes.
-			{whiteoutE("h", "t")},
+				file("h/t", "target body"), hardlinkE("h/u", "h/t"), file("h/r", "old bytes"), hardlinkE("h/s", "h/r")},
+			// The link's target removed above it, or replaced: the other
+			// name keeps the bytes it shared, and is no link any more.
+			{whiteoutE("h", "t"), file("h/r", "new bytes, another inode")},
 		}},
 		{name: "symlinks", layers: [][]ent{
 			{dirE("s/"), file("s/target", "pointed at"), dirE("bin/"), file("bin/tool", "tool"),
