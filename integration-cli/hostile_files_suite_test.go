@@ -312,7 +312,7 @@ func (s *HostileFilesSuite) TestEStargzTOCDigestMismatchRefused(c *check.C) {
 	s.bounded(c, "TOC digest mismatch", smallCaseKiB, func() {
 		r := s.d.Wharf(c, "ls", "-R", "--format", "json", "--remote", ref, "/")
 		if r.ExitCode != 0 {
-			refused(c, r, `(?i)digest mismatch`)
+			refused(c, r, `(?i)(digest mismatch|TOC JSON hashes to \S+, the annotation says)`)
 			return
 		}
 		for _, e := range entries(c, r.Stdout) {
@@ -340,8 +340,9 @@ func (s *HostileFilesSuite) TestGzipBombRefused(c *check.C) {
 func bombLayer(c *check.C, gib int) []byte {
 	var hdr bytes.Buffer
 	tw := tar.NewWriter(&hdr)
+	// WriteHeader writes the header block at once; the body follows as
+	// the members below, so the writer is never flushed or closed.
 	c.Assert(tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "bomb", Size: int64(gib) << 30, Mode: 0o644, ModTime: corpusMtime}), check.IsNil)
-	c.Assert(tw.Flush(), check.IsNil)
 	gib1 := zeroMember(c, 1<<30)
 	out := gzipLayer(c, hdr.Bytes())
 	for i := 0; i < gib; i++ {
