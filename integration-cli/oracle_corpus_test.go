@@ -156,6 +156,10 @@ func writeOCILayout(c *check.C, dir string, img *testregistry.Image) {
 type corpusCase struct {
 	name   string // also the repository: oracle/<name>
 	docker bool   // Docker schema2 media types instead of OCI
+	// estargz builds every layer as eStargz (containerd's estargz, 1 KiB
+	// chunks) with its TOC digest annotated: listed from the TOC, read by
+	// chunks, and still plain gzip to the oracles.
+	estargz bool
 	layers [][]ent
 }
 
@@ -255,6 +259,12 @@ func corpusCases() []corpusCase {
 			{dirE("etcish/"), file("etcish/conf", "v1"), symlinkE("link", "etcish/conf")},
 			{file("etcish/conf", "v2"), whiteoutE("", "link")},
 		}},
+		{name: "estargz", estargz: true, layers: [][]ent{
+			{dirE("app/"), file("app/big", strings.Repeat("0123456789abcdef", 400)), file("app/small", "s"),
+				modeE(file("app/run", "#!/bin/sh\n"), 0o755, 1, 2), symlinkE("app/link", "big"), hardlinkE("app/hard", "app/big"),
+				dirE("gone/"), file("gone/x", "x")},
+			{whiteoutE("", "gone"), dirE("app/"), file("app/small", "replaced")},
+		}},
 		// go-containerregistry#2029: a directory removed (rm -rf) and made
 		// again in a later layer; its old files must not come back.
 		{name: "ggcr-2029", layers: [][]ent{
@@ -273,7 +283,18 @@ func pushCase(c *check.C, reg *testregistry.Registry, tc corpusCase) (*testregis
 	for _, l := range tc.layers {
 		raws = append(raws, layerTar(c, l...))
 	}
-	img := corpusImage(c, tc.docker, raws)
+	var img *testregistry.Image
+	if tc.estargz {
+		var blobs [][]byte
+		var anns []map[string]string
+		for _, raw := range raws {
+			b, toc := estargzLayer(c, raw)
+			blobs, anns = append(blobs, b), append(anns, tocAnnotation(toc))
+		}
+		img = imageOfBlobs(c, blobs, anns)
+	} else {
+		img = corpusImage(c, tc.docker, raws)
+	}
 	ctx, cancel := fixtureCtx()
 	defer cancel()
 	c.Assert(reg.Client().PushImage(ctx, "oracle/"+tc.name, "1", img), check.IsNil)

@@ -239,3 +239,50 @@ func (s *OracleSuite) TestLocalCopyMatchesOracle(c *check.C) {
 	s.pullAll(c)
 	s.compareAll(c, "wharf cp IMAGE:/ - (pulled)", func(oc *oracleCase) (*fsTree, error) { return s.copied(c, oc, false) }, compareOpts{digests: true, mtimes: true})
 }
+
+// The eStargz case is listed from its TOCs (Source "estargz") in at most 2
+// single-range requests a layer, and a file is read by its chunks: every
+// layer request is a Range request, none a whole-layer download. Its
+// bytes and listing equal the oracle's (the comparisons above).
+func (s *OracleSuite) TestEStargzCaseReadFromItsTOC(c *check.C) {
+	var oc *oracleCase
+	for _, o := range s.cases {
+		if o.estargz {
+			oc = o
+		}
+	}
+	c.Assert(oc, check.NotNil)
+	layers := map[string]bool{}
+	for _, l := range oc.img.Layers {
+		layers[l.Digest] = true
+	}
+	s.reg.ResetCounters()
+	r := s.d.WharfOK(c, "ls", "-R", "--format", "json", "--remote", oc.ref, "/")
+	for _, e := range entries(c, r.Stdout) {
+		c.Assert(e.Source, check.Equals, "estargz", check.Commentf("%+v", e))
+	}
+	layerGets := func() (n int, whole []string) {
+		reqs, ranges := s.reg.Counter.Requests(), s.reg.Counter.HeaderValues("Range")
+		for i, q := range reqs {
+			_, p, _ := strings.Cut(q, " ")
+			if !strings.HasPrefix(q, "GET ") || !layers[p[strings.LastIndex(p, "/")+1:]] {
+				continue
+			}
+			n++
+			if ranges[i] == "" {
+				whole = append(whole, q)
+			}
+		}
+		return n, whole
+	}
+	n, whole := layerGets()
+	cold := n
+	c.Assert(n <= 2*len(oc.img.Layers), check.Equals, true, check.Commentf("%d layer requests for %d layers:\n%s", n, len(oc.img.Layers), strings.Join(s.reg.Counter.Requests(), "\n")))
+	c.Assert(whole, check.HasLen, 0, check.Commentf("whole-layer downloads"))
+	s.reg.ResetCounters()
+	big := s.d.WharfOK(c, "cat", "--remote", oc.ref, "/app/big")
+	c.Assert(big.Stdout, check.Equals, strings.Repeat("0123456789abcdef", 400))
+	n, whole = layerGets()
+	c.Assert(whole, check.HasLen, 0, check.Commentf("cat downloaded a whole layer"))
+	c.Logf("eStargz: ls -R cold in %d layer requests for %d layers; cat of a 6,400-byte file in %d range requests", cold, len(oc.img.Layers), n)
+}
