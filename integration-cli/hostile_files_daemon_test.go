@@ -35,7 +35,7 @@ func hostileArchives(outside string) map[string][]tarEntryH {
 }
 
 type tarEntryH struct {
-	name, body, link        string
+	name, body, link       string
 	dir, symlink, hardlink bool
 }
 

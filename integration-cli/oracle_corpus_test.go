@@ -160,7 +160,7 @@ type corpusCase struct {
 	// chunks) with its TOC digest annotated: listed from the TOC, read by
 	// chunks, and still plain gzip to the oracles.
 	estargz bool
-	layers [][]ent
+	layers  [][]ent
 }
 
 // longPath is a 244-byte path under top: too long for ustar's 100-byte
