@@ -126,9 +126,12 @@ func (o *dockerd) stop() {
 }
 
 // docker runs the docker CLI against the oracle engine.
-func (o *dockerd) docker(c *check.C, args ...string) Result {
+func (o *dockerd) docker(c *check.C, args ...string) Result { return o.dockerIn(c, nil, args...) }
+
+// dockerIn is docker with stdin.
+func (o *dockerd) dockerIn(c *check.C, stdin []byte, args ...string) Result {
 	env := []string{"DOCKER_HOST=unix://" + o.sock, "DOCKER_CONFIG=" + filepath.Join(o.dir, ".docker"), "DOCKER_CLI_HINTS=false"}
-	r := runCmd(c, nil, env, dockerPath(c), args...)
+	r := runCmd(c, stdin, env, dockerPath(c), args...)
 	c.Assert(r.ExitCode, check.Equals, 0, check.Commentf("%s\n--- dockerd log (tail) ---\n%s", r.String()[:min(len(r.String()), 4000)], o.logTail()))
 	return r
 }

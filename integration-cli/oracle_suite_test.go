@@ -47,11 +47,15 @@ func TestOracleSuite(t *testing.T) { t.Parallel(); runSuite(t, &OracleSuite{}) }
 
 func (s *OracleSuite) SetUpSuite(c *check.C) {
 	umoci := needOracleRoot(c)
-	s.reg = s.startRegistry(c, testregistry.Options{})
+	// Token auth, as registries serve images: wharf and the oracle log in.
+	s.reg = s.startRegistry(c, testregistry.Options{Auth: testregistry.AuthToken})
 	s.d = s.startDaemon(c)
+	login := s.d.WharfIn(c, []byte(s.reg.Password+"\n"), "login", s.reg.Host, "-u", s.reg.Username, "--password-stdin")
+	c.Assert(login.ExitCode, check.Equals, 0, check.Commentf("%s", login))
 	if _, err := exec.LookPath("dockerd"); err == nil || os.Getenv("CI") == "true" {
 		s.dd = startDockerd(c, s.reg.Host)
 		s.closeAtEnd(s.dd.stop)
+		s.dd.dockerIn(c, []byte(s.reg.Password+"\n"), "login", s.reg.Host, "-u", s.reg.Username, "--password-stdin")
 	} else {
 		fmt.Fprintln(os.Stderr, "integration-cli: OracleSuite: no dockerd on PATH (docker.io); umoci's unpack is the oracle (dockerd is required when CI=true)")
 	}
@@ -173,7 +177,7 @@ func (s *OracleSuite) listing(c *check.C, oc *oracleCase, remote bool) (*fsTree,
 	}
 	r := s.d.Wharf(c, append(args, oc.ref, "/")...)
 	if r.ExitCode != 0 {
-		return nil, fmt.Errorf("exit %d: %s", r.ExitCode, firstLine(r.Stderr))
+		return nil, fmt.Errorf("exit %d: %s%s", r.ExitCode, firstLine(r.Stderr), lastDaemonError(s.d))
 	}
 	return treeFromListing(c, r.Stdout), nil
 }
@@ -186,9 +190,21 @@ func (s *OracleSuite) copied(c *check.C, oc *oracleCase, remote bool) (*fsTree, 
 	}
 	r := s.d.Wharf(c, append(args, oc.ref+":/", "-")...)
 	if r.ExitCode != 0 {
-		return nil, fmt.Errorf("exit %d: %s", r.ExitCode, firstLine(r.Stderr))
+		return nil, fmt.Errorf("exit %d: %s%s", r.ExitCode, firstLine(r.Stderr), lastDaemonError(s.d))
 	}
 	return treeFromTar(c, []byte(r.Stdout), nil), nil
+}
+
+// lastDaemonError is wharfd's last logged error, for a failure whose
+// reason stayed in its log (a stream cut after it started).
+func lastDaemonError(d *Daemon) string {
+	lines := strings.Split(d.Log(), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.Contains(lines[i], "level=error") {
+			return "\n  wharfd: " + lines[i]
+		}
+	}
+	return ""
 }
 
 func firstLine(s string) string {
@@ -203,7 +219,7 @@ func (s *OracleSuite) pullAll(c *check.C) {
 	}
 	for _, oc := range s.cases {
 		name, tag, _ := strings.Cut(strings.TrimPrefix(oc.ref, s.reg.Host+"/"), ":")
-		_, lines := s.d.Pull(c, s.reg.Host+"/"+name, tag, "")
+		_, lines := s.d.Pull(c, s.reg.Host+"/"+name, tag, auth(s.reg))
 		c.Assert(lines.Err(), check.Equals, "", check.Commentf("pull %s", oc.ref))
 	}
 	s.pulled = true
