@@ -106,6 +106,7 @@ func (s *HostileFilesSuite) bounded(c *check.C, what string, boundKiB int64, fn 
 
 // refused requires a non-zero exit whose stderr matches want.
 func refused(c *check.C, r Result, want string) {
+	c.Logf("refused: %s → exit %d: %s", r.Cmd, r.ExitCode, firstLine(r.Stderr))
 	c.Assert(r.ExitCode, check.Not(check.Equals), 0, check.Commentf("%s", r))
 	c.Assert(regexp.MustCompile(want).MatchString(r.Stderr), check.Equals, true, check.Commentf("stderr does not name the problem (want /%s/)\n%s", want, r))
 }

@@ -302,3 +302,23 @@ func (s *OracleSuite) TestEStargzCaseReadFromItsTOC(c *check.C) {
 	c.Assert(whole, check.HasLen, 0, check.Commentf("cat downloaded a whole layer"))
 	c.Logf("eStargz: ls -R cold in %d layer requests for %d layers; cat of a 6,400-byte file in %d range requests", cold, len(oc.img.Layers), n)
 }
+
+// Where the two oracles differ, wharf takes a side, and this test says
+// which: a parent directory a layer leaves implied ("a/b/f" with no "a/"
+// entry) is made 0755 by umoci (and containerd's applier) and 0600 by
+// dockerd's layer unpack (pkg/archive's UnpackLayer); wharf's view makes
+// it 0755, root-owned, as umoci does. The corpus itself names every
+// directory, so that its comparisons have one answer.
+func (s *OracleSuite) TestImpliedParentsFollowUmoci(c *check.C) {
+	tc := corpusCase{name: "implied-parents", layers: [][]ent{{file("a/b/f", "deep")}}}
+	img, ref := pushCase(c, s.reg, tc)
+	umoci := umociTree(c, requireClient(c, "umoci", "umoci (apt)"), img)
+	r := s.d.WharfOK(c, "ls", "-R", "--format", "json", "--remote", ref, "/")
+	got := treeFromListing(c, r.Stdout)
+	c.Assert(compareTrees(umoci, got, compareOpts{}), check.HasLen, 0)
+	c.Assert(got.nodes["/a"].Mode, check.Equals, os.FileMode(0o755))
+	if s.dd != nil {
+		docker := treeFromTar(c, s.dd.export(c, ref), dockerAdded)
+		c.Assert(docker.nodes["/a"].Mode, check.Equals, os.FileMode(0o600), check.Commentf("dockerd's implied parents changed: the corpus note is out of date"))
+	}
+}
