@@ -34,6 +34,9 @@ ORAS_PKG := oras.land/oras/cmd/oras@v1.3.6
 REGSYNC_BIN := $(CACHE_BIN)/regsync
 # regclient's regsync, the bench's baseline for `wharf sync` (case 13).
 REGSYNC_PKG := github.com/regclient/regclient/cmd/regsync@v0.11.7
+REGCTL_BIN := $(CACHE_BIN)/regctl
+# regclient's regctl, the bench's baseline for `wharf cat` (case 14: image get-file).
+REGCTL_PKG := github.com/regclient/regclient/cmd/regctl@v0.11.7
 
 # Version stamp: cmd/wharfd and cmd/wharf declare main.version (wharfd also
 # main.gitCommit and main.buildTime; the linker ignores -X for a variable a
@@ -61,7 +64,7 @@ SEQUENTIAL_CHECK = out="$$(grep -rlE 'go func|\bgo [a-zA-Z_.]+\(|sync\.|atomic\.
 FUZZTIME ?= 10s
 INTEGRATION_TIMEOUT ?= 8m
 
-.PHONY: help build registry cosign crane oras regsync test unit integration lint man completion demo bench fuzz clean distclean \
+.PHONY: help build registry cosign crane oras regsync regctl test unit integration lint man completion demo bench fuzz clean distclean \
 	install uninstall deb nfpm
 
 help: ## list the targets
@@ -93,6 +96,11 @@ regsync: $(REGSYNC_BIN) ## build regclient's regsync into .cache/bin (once)
 
 $(REGSYNC_BIN):
 	GOFLAGS= GOBIN=$(CACHE_BIN) $(GO) install $(REGSYNC_PKG)
+
+regctl: $(REGCTL_BIN) ## build regclient's regctl into .cache/bin (once)
+
+$(REGCTL_BIN):
+	GOFLAGS= GOBIN=$(CACHE_BIN) $(GO) install $(REGCTL_PKG)
 
 $(ORAS_BIN):
 	GOFLAGS= GOBIN=$(CACHE_BIN) $(GO) install $(ORAS_PKG)
@@ -243,7 +251,7 @@ demo: cosign ## the whole story against a real registry, signatures included (sc
 
 # The suite (bench/, build tag `bench`, issue 5) starts the registry and
 # wharfd itself; until it exists, whatever `func Benchmark…` the packages have.
-bench: build registry regsync ## the benchmark suite (bench/, issue 5), else go test -bench
+bench: build registry regsync regctl crane ## the benchmark suite (bench/, issue 5), else go test -bench
 	@if [ -f bench/main.go ]; then \
 		WHARFD=$(BIN_DIR)/wharfd $(GO) run -tags bench ./bench; \
 	elif grep -rqs --include='*_test.go' -E '^func Benchmark' .; then \

@@ -15,7 +15,8 @@
 // 11: the store at scale, at 500, 5,000 and 50,000 images — not
 // in the default set, as 50,000 images take many minutes: BENCH_SCALE=1
 // adds it, or list it in BENCH_CASES; 12: newer versions and the watch;
-// 13: sync of 20 images, beside skopeo sync and regsync);
+// 13: sync of 20 images, beside skopeo sync and regsync; 14: ls and cat
+// of a remote image beside crane export and regctl get-file);
 // WHARFD the daemon binary (default bin/wharfd).
 package main
 
@@ -51,7 +52,7 @@ func run() error {
 		}
 	}
 	handshake := os.Getenv("BENCH_HANDSHAKE") != "0"
-	cases := map[string]bool{"1": true, "2": true, "3": true, "4": true, "5": true, "6": true, "7": true, "8": true, "9": true, "10": true, "12": true, "13": true}
+	cases := map[string]bool{"1": true, "2": true, "3": true, "4": true, "5": true, "6": true, "7": true, "8": true, "9": true, "10": true, "12": true, "13": true, "14": true}
 	if os.Getenv("BENCH_SCALE") == "1" {
 		cases["11"] = true
 	}
@@ -197,6 +198,11 @@ func run() error {
 		step("case 13: sync of 20 images: wharf sync beside skopeo sync and regsync, at RTT %s", rtt)
 		rows, err := caseSync(ctx, root, rtt, bin)
 		collect("case 13", rows, err)
+	}
+	if cases["14"] {
+		step("case 14: inside an image without pulling it: ls and cat --remote beside crane export and regctl get-file, at RTT 0 and %s", rtt)
+		rows, err := caseContents(ctx, root, rtt, quick, bin)
+		collect("case 14", rows, err)
 	}
 	if cases["11"] {
 		step("case 11: the store at scale: %v images", scaleSizes(quick))

@@ -53,3 +53,23 @@ func FuzzParseHost(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodePathStat feeds arbitrary X-Docker-Container-Path-Stat values:
+// no panic, and an empty value is an error, never a zero stat.
+func FuzzDecodePathStat(f *testing.F) {
+	for _, s := range []string{
+		"eyJuYW1lIjoiaG9zdHMiLCJzaXplIjozLCJtb2RlIjo0MjAsIm10aW1lIjoiMjAyNC0wMS0wMVQwMDowMDowMFoiLCJsaW5rVGFyZ2V0IjoiIn0=",
+		"",
+		"!!",
+		"e30=",
+		"bnVsbA==",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		st, err := decodePathStat(http.Header{PathStatHeader: {v}})
+		if err == nil && v == "" {
+			t.Fatalf("an empty header decoded to %+v", st)
+		}
+	})
+}

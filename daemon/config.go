@@ -74,6 +74,10 @@ type Config struct {
 	// empty = the watch asks anonymously. Read at start and on SIGHUP;
 	// API requests never use it. An absolute path.
 	CheckRemoteAuthFile string `json:"check-remote-auth-file"`
+	// LayerIndexBudget is the disk the layer indexes of ls, cat and cp may
+	// use, least recently used evicted first (layerindex.go); 0 = the
+	// default. In daemon.json bytes, or a size string ("2GiB").
+	LayerIndexBudget int64 `json:"layer-index-budget"`
 
 	// Flag-only settings.
 
@@ -124,6 +128,7 @@ var fileKeyOfFlag = map[string]string{
 	"signature-policy":         "signature-policy",
 	"check-remote-interval":    "check-remote-interval",
 	"check-remote-auth-file":   "check-remote-auth-file",
+	"layer-index-budget":       "layer-index-budget",
 }
 
 // InstallFlags defines wharfd's flags on fs, bound to cfg.
@@ -150,6 +155,7 @@ func InstallFlags(fs *pflag.FlagSet, cfg *Config) {
 	fs.StringVar(&cfg.SignaturePolicy, "signature-policy", "", "Signature policy in containers-policy.json(5) format: what inspect verifies and pull and copy refuse (default /etc/wharf/policy.json when it exists; $XDG_CONFIG_HOME/wharf/policy.json when not root)")
 	fs.DurationVar(&cfg.CheckRemoteInterval, "check-remote-interval", 0, "Check every local tag against its registry (digest, newer versions, base) this often, with 10% jitter, and report changes as image events and metrics (off by default; at least 1s, under 1m for tests only; SIGHUP reloads it)")
 	fs.StringVar(&cfg.CheckRemoteAuthFile, "check-remote-auth-file", "", "Docker config.json (auths, credHelpers, credsStore) with the registry credentials the check-remote-interval watch uses, each only for the registry it names (absolute path; keep it mode 0600; SIGHUP re-reads it; API requests never use it)")
+	fs.Var((*byteSize)(&cfg.LayerIndexBudget), "layer-index-budget", "Disk the layer indexes of ls, cat and cp may use, least recently used evicted first: bytes or a size such as 2GiB (default "+defaultLayerIndexBudget+"; SIGHUP reloads it)")
 	fs.BoolVar(&cfg.AllowInsecureTCP, "allow-insecure-tcp", false, "Allow tcp:// hosts without TLS (INSECURE: gives the network full control of the image store)")
 }
 
@@ -321,6 +327,7 @@ func (c *Config) fieldsByKey() map[string]any {
 		"metrics-addr":             &c.MetricsAddr,
 		"check-remote-interval":    (*jsonDuration)(&c.CheckRemoteInterval),
 		"check-remote-auth-file":   &c.CheckRemoteAuthFile,
+		"layer-index-budget":       (*byteSize)(&c.LayerIndexBudget),
 	}
 }
 
@@ -336,6 +343,8 @@ func copyField(dst, src any) {
 		*d = *src.(*int)
 	case *jsonDuration:
 		*d = *src.(*jsonDuration)
+	case *byteSize:
+		*d = *src.(*byteSize)
 	}
 }
 
@@ -433,6 +442,9 @@ func (c *Config) Validate() error {
 	}
 	if p := c.CheckRemoteAuthFile; p != "" && !filepath.IsAbs(p) {
 		return fmt.Errorf("invalid value for \"check-remote-auth-file\": %q is not an absolute path", p)
+	}
+	if c.LayerIndexBudget < 0 {
+		return fmt.Errorf("invalid value for \"layer-index-budget\": %d: must not be negative", c.LayerIndexBudget)
 	}
 	if c.RegistryTimeout < 0 {
 		return fmt.Errorf("invalid value for \"registry-timeout\": %s: must not be negative", c.RegistryTimeout)

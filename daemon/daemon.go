@@ -47,6 +47,8 @@ type imageService interface {
 	CheckRemoteSkipping(ctx context.Context, opts types.RemoteCheckOptions, skip func(registry string) bool, emit func(types.RemoteCheckResult) error) error
 	// SetPolicy installs the signature policy (trust.go); nil: none.
 	SetPolicy(j graph.Judge)
+	// SetLayerIndexBudget applies layer-index-budget (a reload).
+	SetLayerIndexBudget(n int64)
 	Close() error
 }
 
@@ -83,6 +85,8 @@ type Daemon struct {
 	scrubWarnings atomic.Pointer[[]string]
 	// policyRevision is the signature policy's, "" without one (reload.go).
 	policyRevision string
+	// layerIndexBudget is the layer-index-budget in force (reload.go).
+	layerIndexBudget int64
 	// policy is the one installed and its file, for trust show (trust.go).
 	policy atomic.Pointer[installedPolicy]
 	// watch runs the update check on a schedule (watch.go); its interval
@@ -168,6 +172,8 @@ func Run(ctx context.Context, cfg *Config, opts Options) error {
 		Logger:                 log.WithField("module", "graph"),
 		Transfers:              transferObserver(mt),
 		Lock:                   lock.Lock,
+		LayerIndexBudget:       cfg.LayerIndexBudget,
+		Contents:               layerIndexObserver(mt),
 	})
 	if err != nil {
 		return fmt.Errorf("opening the image store at %s: %w", cfg.Root, err)
@@ -191,7 +197,7 @@ func Run(ctx context.Context, cfg *Config, opts Options) error {
 	if pol != nil {
 		log.WithField("revision", pol.Revision()).Info("signature policy loaded")
 	}
-	d := &Daemon{images: store, events: evs, registry: reg, cfg: cfg, opts: opts, id: id, metrics: mt, policyRevision: policyRevision(pol)}
+	d := &Daemon{images: store, events: evs, registry: reg, cfg: cfg, opts: opts, id: id, metrics: mt, policyRevision: policyRevision(pol), layerIndexBudget: cfg.LayerIndexBudget}
 	d.installPolicy(pol, cfg, env)
 	d.watch = newWatcher(store, evs, reg.Backoffs, cfg.CheckRemoteInterval, log.WithField("module", "watch"))
 	d.watch.SetAuth(watchAuth(cfg.watchAuth))

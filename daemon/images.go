@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/distribution/reference"
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/image"
 	registrytypes "github.com/moby/moby/api/types/registry"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -110,4 +111,16 @@ func (d *Daemon) CheckRemote(ctx context.Context, opts types.RemoteCheckOptions,
 
 func (d *Daemon) RemoteTags(ctx context.Context, name string, opts types.RemoteTagsOptions) (*types.RemoteTags, error) {
 	return d.images.RemoteTags(ctx, name, opts)
+}
+
+func (d *Daemon) ImageFiles(ctx context.Context, name string, opts types.FilesOptions, emit func(types.FileEntry) error) error {
+	return d.images.ImageFiles(ctx, name, opts, emit)
+}
+
+func (d *Daemon) ImageStat(ctx context.Context, name string, opts types.FilesOptions) (container.PathStat, error) {
+	return d.images.ImageStat(ctx, name, opts)
+}
+
+func (d *Daemon) ImageArchive(ctx context.Context, name string, opts types.FilesOptions, start func(container.PathStat) (io.Writer, error)) error {
+	return d.images.ImageArchive(ctx, name, opts, start)
 }

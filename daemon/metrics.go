@@ -67,6 +67,13 @@ func transferObserver(m *metrics.Metrics) graph.TransferObserver {
 	return m
 }
 
+func layerIndexObserver(m *metrics.Metrics) graph.LayerIndexObserver {
+	if m == nil {
+		return nil
+	}
+	return m.LayerIndexes()
+}
+
 func apiObserver(m *metrics.Metrics) server.Observer {
 	if m == nil {
 		return nil

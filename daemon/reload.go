@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	units "github.com/docker/go-units"
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/pflag"
 )
@@ -84,6 +85,11 @@ func (d *Daemon) reload(log *logrus.Entry) {
 			log.Warn(cfg.watchAuth.warning)
 		}
 	}
+	if cfg.LayerIndexBudget != d.layerIndexBudget {
+		d.images.SetLayerIndexBudget(cfg.LayerIndexBudget)
+		changes = append(changes, fmt.Sprintf("layer-index-budget: %s → %s", budgetString(d.layerIndexBudget), budgetString(cfg.LayerIndexBudget)))
+		d.layerIndexBudget = cfg.LayerIndexBudget
+	}
 	for _, s := range fixedSettingsChanged(d.cfg, cfg) {
 		log.Warnf("reload: %s changed; it takes effect at the next start", s)
 	}
@@ -103,6 +109,14 @@ func authChange(before, after *authFile) string {
 		return "removed (the watch asks anonymously)"
 	}
 	return "changed (" + after.String() + ")"
+}
+
+// budgetString is a layer-index-budget for the reload's log.
+func budgetString(n int64) string {
+	if n == 0 {
+		return "default (" + defaultLayerIndexBudget + ")"
+	}
+	return units.BytesSize(float64(n))
 }
 
 // intervalString is a check-remote-interval for the reload's log: "off"

@@ -111,12 +111,12 @@ func TestReloadAppliesRegistryAndLogLevelKeepsOldOnError(t *testing.T) {
 		return v.Debug, v.RegistryConfig.Mirrors
 	}
 
-	if err := os.WriteFile(conf, []byte(`{"log-level":"debug","registry-mirrors":["https://mirror.example"],"max-concurrent-downloads":5}`), 0o644); err != nil {
+	if err := os.WriteFile(conf, []byte(`{"log-level":"debug","registry-mirrors":["https://mirror.example"],"max-concurrent-downloads":5,"layer-index-budget":"2MiB"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	e := reload("configuration reloaded")
 	changes, _ := e.Data["changes"].(string)
-	if !strings.Contains(changes, "registry-mirrors") || !strings.Contains(changes, "log-level: info → debug") {
+	if !strings.Contains(changes, "registry-mirrors") || !strings.Contains(changes, "log-level: info → debug") || !strings.Contains(changes, "layer-index-budget: default (1GiB) → 2MiB") {
 		t.Errorf("changes %q", changes)
 	}
 	if debug, mirrors := info(); !debug || strings.Join(mirrors, ",") != "https://mirror.example/" {

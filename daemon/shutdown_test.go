@@ -29,7 +29,8 @@ type slowStore struct {
 	release chan struct{}
 }
 
-func (s *slowStore) SetPolicy(graph.Judge) {}
+func (s *slowStore) SetPolicy(graph.Judge)     {}
+func (s *slowStore) SetLayerIndexBudget(int64) {}
 
 func (s *slowStore) StartScrub(func(*types.ScrubReport)) {} // a scrub that never ends
 

@@ -23,6 +23,7 @@ import (
 
 	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/graph/archive"
+	"github.com/wharfproject/wharf/graph/contents"
 	"github.com/wharfproject/wharf/graph/distribution"
 	"github.com/wharfproject/wharf/graph/mirror"
 	"github.com/wharfproject/wharf/graph/store"
@@ -48,6 +49,11 @@ type Options struct {
 	// Lock is the data-root's lock when the caller holds it already (the
 	// daemon); nil: the store takes it.
 	Lock *rootlock.Lock
+	// LayerIndexBudget is the disk the layer indexes may use (<= 0: the
+	// default, contents' indexcache.DefaultBudget).
+	LayerIndexBudget int64
+	// Contents is told of the layer indexes (metrics); nil = none.
+	Contents contents.Observer
 }
 
 // EventLogger records image events for GET /events (see store.EventLogger).
@@ -61,11 +67,12 @@ type Judge = distribution.Judge
 // into the room that does the work (see service.go), except the answers in
 // the API's shapes, which this package builds.
 type Service struct {
-	images  *store.Store          // content, leases, image records, tags, GC
-	dist    *distribution.Service // pull, push, copy, login, tags, remote inspect
-	archive *archive.Archiver     // load, save, import
-	mirror  *mirror.Mirror        // sync, the archive export and import
-	updates *updates.Checker      // the update check
+	images   *store.Store          // content, leases, image records, tags, GC
+	dist     *distribution.Service // pull, push, copy, login, tags, remote inspect
+	archive  *archive.Archiver     // load, save, import
+	mirror   *mirror.Mirror        // sync, the archive export and import
+	updates  *updates.Checker      // the update check
+	contents *contents.Room        // ls, cat and cp over layer indexes
 
 	opts Options
 	log  *logrus.Entry
@@ -90,12 +97,18 @@ func New(ctx context.Context, opts Options) (*Service, error) {
 		return nil, err
 	}
 	s.images = records
+	s.contents, err = contents.New(contents.Options{Dir: contents.DirIn(records.Root()), Budget: opts.LayerIndexBudget, Observer: opts.Contents})
+	if err != nil {
+		records.Close()
+		return nil, err
+	}
 	s.dist = distribution.New(records, distribution.Options{
 		Registry:               opts.Registry,
 		Events:                 opts.Events,
 		Platform:               opts.Platform,
 		MaxConcurrentDownloads: opts.MaxConcurrentDownloads,
 		Observer:               opts.Transfers,
+		Indexer:                s.contents,
 	})
 	// A load is judged by the policy distribution holds (SetPolicy), under
 	// its docker-archive transport.

@@ -459,9 +459,12 @@ func (s *Service) DiskUsage(ctx context.Context) (*types.DiskUsage, error) {
 		}
 	}
 	partials, partialBytes := s.images.PartialUsage()
+	indexes, indexBytes, _ := s.contents.Usage()
 	return &types.DiskUsage{
 		PartialDownloads:     partials,
 		PartialDownloadsSize: partialBytes,
+		LayerIndexes:         indexes,
+		LayerIndexesSize:     indexBytes,
 		LayersSize:           total,
 		Images:               imgs,
 		Containers:           []struct{}{},

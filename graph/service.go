@@ -2,11 +2,8 @@ package graph
 
 import (
 	"context"
-	"fmt"
 	"io"
 
-	"github.com/containerd/errdefs"
-	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/image"
 	registrytypes "github.com/moby/moby/api/types/registry"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -127,22 +124,4 @@ func (s *Service) CheckRemote(ctx context.Context, opts types.RemoteCheckOptions
 // skip names (graph/updates).
 func (s *Service) CheckRemoteSkipping(ctx context.Context, opts types.RemoteCheckOptions, skip func(registry string) bool, emit func(types.RemoteCheckResult) error) error {
 	return s.updates.CheckRemoteSkipping(ctx, opts, skip, emit)
-}
-
-// ImageFiles lists the paths of an image, local or remote (graph/contents).
-func (s *Service) ImageFiles(ctx context.Context, name string, opts types.FilesOptions, emit func(types.FileEntry) error) error {
-	return fmt.Errorf("image files: %w", errdefs.ErrNotImplemented)
-}
-
-// ImageStat is the stat of one path of an image, as docker's
-// X-Docker-Container-Path-Stat carries it (graph/contents).
-func (s *Service) ImageStat(ctx context.Context, name string, opts types.FilesOptions) (container.PathStat, error) {
-	return container.PathStat{}, fmt.Errorf("image stat: %w", errdefs.ErrNotImplemented)
-}
-
-// ImageArchive writes a tar of one path of an image: start is called once
-// with the path's stat, before the first byte, and returns where the tar
-// goes (graph/contents).
-func (s *Service) ImageArchive(ctx context.Context, name string, opts types.FilesOptions, start func(container.PathStat) (io.Writer, error)) error {
-	return fmt.Errorf("image archive: %w", errdefs.ErrNotImplemented)
 }

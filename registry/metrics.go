@@ -38,6 +38,10 @@ const (
 	CacheDigest = "digest"
 	// CacheToken: bearer and basic tokens per identity (transport/tokencache.go).
 	CacheToken = transport.CacheToken
+	// CacheBlobLocation: a range read of a blob whose store redirect is
+	// remembered goes straight to the store (hit), else through the
+	// registry (miss; registry/blobs locations.go).
+	CacheBlobLocation = "blob_location"
 )
 
 // nopObserver is the Observer of a Service without one.
@@ -58,6 +62,8 @@ func observer(o Observer) Observer {
 func (s *Service) setObserver(o Observer) {
 	s.obs = observer(o)
 	s.content.obs = s.obs
+	obs := s.obs
+	s.stores.SetObserver(func(hit bool) { obs.CacheLookup(CacheBlobLocation, hit) })
 }
 
 // tagWarm reports whether a tag of scope's repository is resolved with

@@ -61,7 +61,8 @@ type Service struct {
 	// noReferrersAPI: hosts that answered the referrers API with 404;
 	// they are asked through the tag schema only.
 	noReferrersAPI *referrers.NoAPI
-	blobs          *blobLocations // where blobs are known to be, for mounts (transfer_mount.go)
+	blobs          *blobLocations   // where blobs are known to be, for mounts (transfer_mount.go)
+	stores         *blobs.Locations // blob store redirects of range reads (blob_range.go)
 
 	flight singleflight.Group
 }
@@ -96,6 +97,7 @@ func newService(opts ServiceOptions, maxWait time.Duration) (*Service, error) {
 		noReferrersAPI: referrers.NewNoAPI(),
 		tags:           newTagCache(maxTagAnswers),
 		blobs:          newBlobLocations(),
+		stores:         blobs.NewLocations(blobs.MaxLocations),
 		mirrorRetry:    mirrorRetryAfter,
 		blobBackoff:    blobs.ReopenBackoff,
 		wholeUploadMax: upload.DefaultWholeMax,

@@ -27,7 +27,9 @@ allowed() {
 	registry/transport) echo "registry/hosts" ;;
 	registry/hosts) echo "" ;;
 	imagespec) echo "" ;;
-	graph) echo "api/types imagespec internal/imageref graph/store graph/archive graph/distribution graph/mirror graph/updates internal/rootlock" ;;
+	graph) echo "api/types imagespec internal/imageref graph/store graph/archive graph/contents graph/distribution graph/mirror graph/updates internal/rootlock" ;;
+	graph/contents) echo "api/types graph/contents/indexcache internal/decompress internal/gzindex internal/layerindex internal/layertoc" ;;
+	graph/contents/indexcache) echo "internal/atomicfile internal/gzindex internal/layerindex" ;;
 	graph/store) echo "api/types imagespec graph/store/check graph/store/content graph/store/indexjson graph/store/listindex graph/store/migrate graph/store/record internal/ctxio internal/ocilayout internal/rootlock" ;;
 	graph/store/content) echo "internal/atomicfile internal/ctxio internal/ocilayout" ;;
 	graph/store/migrate) echo "graph/store/content internal/atomicfile" ;;
@@ -61,10 +63,11 @@ allowed() {
 	trust/notation) echo "trust" ;;
 	trust/policy) echo "api/types trust trust/sigstore trust/notation" ;;
 	cmd/wharfd) echo "daemon" ;;
-	cmd/wharf) echo "client api/types imagespec internal/privdir cmd/wharf/internal/creds cmd/wharf/internal/formatter cmd/wharf/internal/manpage cmd/wharf/internal/syncyaml" ;;
+	cmd/wharf) echo "client api/types imagespec internal/privdir cmd/wharf/internal/creds cmd/wharf/internal/formatter cmd/wharf/internal/manpage cmd/wharf/internal/syncyaml cmd/wharf/internal/untar" ;;
 	cmd/wharf/internal/creds) echo "api/types internal/dockerconfig" ;;
 	cmd/wharf/internal/syncyaml) echo "client" ;;
 	cmd/wharf/internal/manpage) echo "" ;;
+	cmd/wharf/internal/untar) echo "" ;;
 	cmd/wharf/internal/formatter) echo "api/types client" ;;
 	internal/testregistry) echo "" ;;
 	internal/hostile) echo "internal/testregistry" ;;

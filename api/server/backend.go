@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/distribution/reference"
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/image"
 	"github.com/moby/moby/api/types/registry"
 	"github.com/moby/moby/api/types/system"
@@ -53,6 +54,17 @@ type ImageBackend interface {
 	// registry has them now. A statement's body is valid only during the
 	// call (graph.Service.ImageAttestations).
 	ImageAttestations(ctx context.Context, name string, opts types.AttestationOptions, emit func(image.AttestationStatement) error) error
+	// ImageFiles hands the entries under opts.Path of an image (local, or
+	// with opts.Remote as its registry has it) to emit one at a time, in
+	// order (GET /wharf/images/{name}/files, contents_routes.go).
+	ImageFiles(ctx context.Context, name string, opts types.FilesOptions, emit func(types.FileEntry) error) error
+	// ImageStat is the stat of opts.Path, as docker's
+	// X-Docker-Container-Path-Stat carries it (HEAD …/archive).
+	ImageStat(ctx context.Context, name string, opts types.FilesOptions) (container.PathStat, error)
+	// ImageArchive writes a tar of opts.Path: start is called once with
+	// the path's stat before the first byte and returns where the tar goes
+	// (GET …/archive).
+	ImageArchive(ctx context.Context, name string, opts types.FilesOptions, start func(container.PathStat) (io.Writer, error)) error
 }
 
 // RegistryBackend is everything that talks to a registry.

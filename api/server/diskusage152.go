@@ -27,6 +27,8 @@ type diskUsage152 struct {
 	BuilderSize          *int64 `json:",omitempty"`
 	PartialDownloads     int    `json:",omitempty"`
 	PartialDownloadsSize int64  `json:",omitempty"`
+	LayerIndexes         int    `json:",omitempty"`
+	LayerIndexesSize     int64  `json:",omitempty"`
 
 	ImageUsage      *image.DiskUsage     `json:",omitempty"`
 	ContainerUsage  *container.DiskUsage `json:",omitempty"`
@@ -67,6 +69,7 @@ func writeDiskUsage152(w http.ResponseWriter, r *http.Request, du *types.DiskUsa
 	if want["image"] {
 		out.ImageUsage = iu
 		out.PartialDownloads, out.PartialDownloadsSize = du.PartialDownloads, du.PartialDownloadsSize
+		out.LayerIndexes, out.LayerIndexesSize = du.LayerIndexes, du.LayerIndexesSize
 		if legacy {
 			out.LayersSize, out.Images = du.LayersSize, nonNilSlice(du.Images)
 		}

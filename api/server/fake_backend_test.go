@@ -7,6 +7,7 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/image"
 	"github.com/moby/moby/api/types/registry"
 	"github.com/moby/moby/api/types/system"
@@ -41,6 +42,30 @@ type fakeBackend struct {
 	systemCheck    func(full bool) (*CheckReport, error)
 	subscribe      func(since, until time.Time, f types.Filters) ([]types.EventMessage, <-chan types.EventMessage, func())
 	attestations   func(string, types.AttestationOptions) ([]image.AttestationStatement, error)
+	files          func(string, types.FilesOptions, func(types.FileEntry) error) error
+	stat           func(string, types.FilesOptions) (container.PathStat, error)
+	archive        func(string, types.FilesOptions, func(container.PathStat) (io.Writer, error)) error
+}
+
+func (f *fakeBackend) ImageFiles(_ context.Context, n string, o types.FilesOptions, emit func(types.FileEntry) error) error {
+	if f.files == nil {
+		return errNI
+	}
+	return f.files(n, o, emit)
+}
+
+func (f *fakeBackend) ImageStat(_ context.Context, n string, o types.FilesOptions) (container.PathStat, error) {
+	if f.stat == nil {
+		return container.PathStat{}, errNI
+	}
+	return f.stat(n, o)
+}
+
+func (f *fakeBackend) ImageArchive(_ context.Context, n string, o types.FilesOptions, start func(container.PathStat) (io.Writer, error)) error {
+	if f.archive == nil {
+		return errNI
+	}
+	return f.archive(n, o, start)
 }
 
 func (f *fakeBackend) ImageAttestations(_ context.Context, n string, o types.AttestationOptions, emit func(image.AttestationStatement) error) error {

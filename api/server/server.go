@@ -92,6 +92,10 @@ func (s *Server) routes() []route {
 		{http.MethodPost, syncPath, s.postImagesSync},               // wharf's own (sync_routes.go)
 		{http.MethodPost, syncExportPath, s.postImagesSyncExport},
 		{http.MethodPost, syncImportPath, s.postImagesSyncImport},
+		// what is inside an image, wharf's own (contents_routes.go)
+		{http.MethodGet, filesPath, s.getImageFiles},
+		{http.MethodGet, archivePath, s.getImageArchive},
+		{http.MethodHead, archivePath, s.headImageArchive},
 		// images; the fixed paths first, {name:.*} ones after
 		{http.MethodGet, "/images/json", s.getImagesJSON},
 		{http.MethodGet, "/images/get", s.getImagesGet},

@@ -237,6 +237,11 @@ type DiskUsage struct {
 	// (docs/reliability.md).
 	PartialDownloads     int   `json:",omitempty"`
 	PartialDownloadsSize int64 `json:",omitempty"`
+	// LayerIndexes and LayerIndexesSize are wharf's own too: the layer
+	// indexes ls, cat and cp read, under their own budget
+	// (layer-index-budget), not in LayersSize.
+	LayerIndexes     int   `json:",omitempty"`
+	LayerIndexesSize int64 `json:",omitempty"`
 }
 
 // CopyOptions are the options of POST /wharf/images/copy (wharf's own): copy

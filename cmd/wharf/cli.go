@@ -162,7 +162,8 @@ func newRootCommand(c *cli) *cobra.Command {
 		Short: "A client for wharfd, the container image daemon",
 		Long: "wharf talks to wharfd: it lists, inspects, tags, removes, imports, saves and loads " +
 			"local images, pulls and pushes them, and inspects images in registries without " +
-			"pulling them (wharf inspect --remote).",
+			"pulling them (wharf inspect --remote), and reads the files inside them without " +
+			"running or pulling them (wharf ls, cat, cp).",
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		// Global flags come before the command, as with docker: history has a
@@ -195,6 +196,9 @@ func newRootCommand(c *cli) *cobra.Command {
 		newAttestationsCommand(c),
 		newTagCommand(c),
 		newTagsCommand(c),
+		newLsCommand(c),
+		newCatCommand(c),
+		newCpCommand(c),
 		newRmiCommand(c),
 		newImportCommand(c),
 		newSaveCommand(c),

@@ -9,7 +9,7 @@
 //
 //	wharf_registry_requests_total{host,method,status,outcome}  counter
 //	wharf_registry_request_duration_seconds{host,method}        histogram (to the response headers)
-//	wharf_registry_cache_hits_total{cache}                      counter (cache = tag, tag_answer, digest, token)
+//	wharf_registry_cache_hits_total{cache}                      counter (cache = tag, tag_answer, digest, token, blob_location)
 //	wharf_registry_cache_misses_total{cache}                    counter
 //	wharf_pulls_in_flight                                       gauge
 //	wharf_pulled_bytes_total                                    counter (layer bytes read from registries)
@@ -42,7 +42,7 @@ import (
 )
 
 // Label values of the registry caches (registry/metrics.go reports them).
-var cacheNames = []string{"tag", "tag_answer", "digest", "token"}
+var cacheNames = []string{"tag", "tag_answer", "digest", "token", "blob_location"}
 
 // maxHostLabels caps the distinct values of the host label. Hosts come from
 // image names users type (and from token realms registries name), so an
@@ -103,7 +103,7 @@ func New() *Metrics {
 		}, []string{"host", "method"}),
 		cacheHits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "wharf_registry_cache_hits_total",
-			Help: "Registry cache look-ups answered from memory: tag (a tag of a repository already read, resolved by HEAD instead of GET), digest (a manifest or config from the content cache), token (a bearer or basic token still valid), tag_answer (a tag → digest answer younger than the max-age the update check allowed).",
+			Help: "Registry cache look-ups answered from memory: tag (a tag of a repository already read, resolved by HEAD instead of GET), digest (a manifest or config from the content cache), token (a bearer or basic token still valid), tag_answer (a tag → digest answer younger than the max-age the update check allowed), blob_location (a blob range read sent straight to the store URL the registry redirected to before).",
 		}, []string{"cache"}),
 		cacheMisses: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "wharf_registry_cache_misses_total",

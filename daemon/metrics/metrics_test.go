@@ -201,3 +201,33 @@ func TestRegistryStatusLabelIsBounded(t *testing.T) {
 		t.Errorf("4xx = %v, want %d (the 4xx codes but the 8 wharf acts on)", got, 100-8)
 	}
 }
+
+func TestLayerIndexFamilies(t *testing.T) {
+	m := New()
+	l := m.LayerIndexes()
+	l.IndexUsage(3, 4096)
+	l.IndexBuilt("stream")
+	l.IndexEvicted()
+	mfs, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, mm := range mf.GetMetric() {
+			switch {
+			case mm.GetGauge() != nil:
+				got[mf.GetName()] = mm.GetGauge().GetValue()
+			case mm.GetCounter() != nil && len(mm.GetLabel()) == 1 && mm.GetLabel()[0].GetValue() == "stream":
+				got[mf.GetName()+"{stream}"] = mm.GetCounter().GetValue()
+			case mm.GetCounter() != nil && len(mm.GetLabel()) == 0:
+				got[mf.GetName()] = mm.GetCounter().GetValue()
+			}
+		}
+	}
+	for k, v := range map[string]float64{"wharf_layer_indexes": 3, "wharf_layer_index_bytes": 4096, "wharf_layer_indexes_built_total{stream}": 1, "wharf_layer_indexes_evicted_total": 1} {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+}

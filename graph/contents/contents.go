@@ -2,11 +2,28 @@
 // merged view of its layers (ls), a file's bytes (cat) and a tar of a path
 // (cp), over a layer index kept per layer digest.
 //
-// An index comes from the first source that applies: the local layer; an
-// index already built; an eStargz or zstd:chunked TOC (internal/layertoc);
-// otherwise one streaming read of the remote layer, verified against its
-// digest, that keeps gzip checkpoints (internal/gzindex) so that a later
-// file read is one Range request of about one span.
+// An index comes from the first source that applies: an index already
+// built (in memory, or on disk under its own budget: indexcache), which was
+// read from verified bytes of that digest, so it answers for a local layer
+// as well as reading the layer again would; the local layer, read whole (it
+// also replaces an index a TOC gave); an eStargz or zstd:chunked TOC
+// (internal/layertoc); otherwise one streaming read of the remote layer,
+// verified against its digest, that keeps gzip checkpoints
+// (internal/gzindex) so that a later file read is one Range request of about
+// one span. A pull builds the index of what it downloads in the same pass
+// (IndexLayer).
+//
+// An index is keyed by the layer's digest and shared by every image that has
+// the layer, but a digest is not a secret: the room answers about an Image,
+// never about a digest alone. A remote Image comes from graph/distribution
+// only after the caller's credentials resolved its manifest (the registry
+// opened that repository to the caller), and its Blobs read with those same
+// credentials; a local Image comes from the store, which the API socket
+// gives in full.
+//
+// Files: room.go (the Room, its options and caches), source.go (the sources
+// of an index), toc.go, files.go (ls and stat), read.go (a file's bytes,
+// verified), archive.go (cp, cat), indexer.go (the pull's hook), flight.go.
 package contents
 
 import (

@@ -2,14 +2,18 @@ package distribution
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/graph/store"
+	"github.com/wharfproject/wharf/registry"
 )
 
 // LayerIndexer is told of each layer a pull downloads from its first byte
@@ -30,25 +34,137 @@ type RemoteLayers struct {
 	Blobs    *RemoteBlobs
 }
 
-// RemoteBlobs reads the layers of one repository (graph/contents' Blobs).
-type RemoteBlobs struct{}
-
-// Open reads the blob whole, verified against desc at EOF.
-func (b *RemoteBlobs) Open(ctx context.Context, desc ocispec.Descriptor) (io.ReadCloser, error) {
-	return nil, fmt.Errorf("remote blobs: %w", errdefs.ErrNotImplemented)
+// RemoteLayers resolves name on its registry as a remote inspect does (the
+// same credentials bound to the same registry, the same platform choice,
+// the same "No such image") and returns the chosen manifest's layers,
+// their annotations kept, and the config's diff IDs. A schema1 or v1 image
+// has no layer digests a contents read could use: ErrNotImplemented.
+func (s *Service) RemoteLayers(ctx context.Context, name string, opts types.FilesOptions) (*RemoteLayers, error) {
+	svc, err := s.registryService()
+	if err != nil {
+		return nil, err
+	}
+	ri, err := svc.Inspect(ctx, registry.InspectRequest{
+		Name:        name,
+		Platform:    s.platformOr(opts.Platform),
+		Credentials: credentials(opts.Auth, opts.Registries, opts.MetaHeaders),
+	})
+	if err != nil {
+		return nil, noSuchImage(name, err)
+	}
+	if ri == nil {
+		return nil, store.NoSuchImage(name)
+	}
+	if ri.V1 || ri.Parsed == nil {
+		return nil, fmt.Errorf("%s: reading the files of a schema1 or v1 image is not supported%.0w", name, errdefs.ErrNotImplemented)
+	}
+	repo := ri.Repository()
+	if repo == nil {
+		return nil, fmt.Errorf("%s: no repository to read the layers from%.0w", name, errdefs.ErrInternal)
+	}
+	// The config was read within the registry's document cap; a config
+	// that contradicts its manifest is the registry's fault, as on a pull.
+	if err := checkDiffIDs(ri.Registry, *ri.Parsed, ri.ConfigBytes); err != nil {
+		return nil, err
+	}
+	cfg, err := store.ParseImageConfig(ri.ConfigBytes)
+	if err != nil {
+		return nil, fmt.Errorf("registry %s: config %s: %w%.0w", ri.Registry, ri.Config.Digest, err, registry.ErrUpstream)
+	}
+	return &RemoteLayers{
+		Manifest: ri.Manifest,
+		Layers:   append([]ocispec.Descriptor(nil), ri.Parsed.Layers...),
+		DiffIDs:  append([]digest.Digest(nil), cfg.RootFS.DiffIDs...),
+		Blobs:    &RemoteBlobs{repo: repo, st: s.st},
+	}, nil
 }
 
-// ReadRange reads bytes [off, off+n) of the blob in one single-range request.
+// RemoteBlobs reads the layers of one repository (graph/contents' Blobs),
+// with the credentials the name's resolution bound to it. A layer the local
+// store holds is read from its file: a remote image whose layers are
+// pulled costs no blob request.
+type RemoteBlobs struct {
+	repo *registry.Repository
+	st   *store.Store // nil: never local
+}
+
+// Open reads the blob whole, verified against desc at EOF: the registry
+// client's verifying reader, or the stored file hashed as it is read (the
+// Blobs contract holds for both, whatever happened to the file since it
+// was written).
+func (b *RemoteBlobs) Open(ctx context.Context, desc ocispec.Descriptor) (io.ReadCloser, error) {
+	if !desc.Digest.Algorithm().Available() {
+		return nil, fmt.Errorf("unsupported digest algorithm in %q%.0w", desc.Digest, errdefs.ErrInvalidArgument)
+	}
+	f, ok, err := b.openLocal(desc)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		return &verifiedFile{f: f, desc: desc, d: desc.Digest.Algorithm().Digester()}, nil
+	}
+	return b.repo.FetchBlob(ctx, desc)
+}
+
+// ReadRange reads bytes [off, off+n) of the blob in one single-range
+// request (registry.Repository.ReadBlobRange), or a section of the stored
+// file.
 func (b *RemoteBlobs) ReadRange(ctx context.Context, desc ocispec.Descriptor, off, n int64) (io.ReadCloser, error) {
-	return nil, fmt.Errorf("remote blobs: %w", errdefs.ErrNotImplemented)
+	if off < 0 || n < 0 || off > desc.Size || n > desc.Size-off {
+		return nil, fmt.Errorf("blob %s: range [%d, +%d) outside its %d bytes%.0w", desc.Digest, off, n, desc.Size, errdefs.ErrInvalidArgument)
+	}
+	f, ok, err := b.openLocal(desc)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		return readCloser{io.NewSectionReader(f, off, n), f}, nil
+	}
+	return b.repo.ReadBlobRange(ctx, desc, off, n)
 }
 
 // Local reports whether the blob is read from the local store.
-func (b *RemoteBlobs) Local(desc ocispec.Descriptor) bool { return false }
-
-// RemoteLayers resolves name on its registry as a remote inspect does (the
-// same credentials bound to the same registry, the same platform choice)
-// and returns the chosen manifest's layers.
-func (s *Service) RemoteLayers(ctx context.Context, name string, opts types.FilesOptions) (*RemoteLayers, error) {
-	return nil, fmt.Errorf("remote layers: %w", errdefs.ErrNotImplemented)
+func (b *RemoteBlobs) Local(desc ocispec.Descriptor) bool {
+	return b.st != nil && b.st.HasBlob(desc.Digest)
 }
+
+// openLocal opens the stored blob when there is one (ok); one removed
+// since Local said so is read from the registry instead.
+func (b *RemoteBlobs) openLocal(desc ocispec.Descriptor) (*os.File, bool, error) {
+	if !b.Local(desc) {
+		return nil, false, nil
+	}
+	f, size, err := b.st.OpenBlob(desc.Digest)
+	if errors.Is(err, errdefs.ErrNotFound) || (err != nil && !b.Local(desc)) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if size != desc.Size {
+		f.Close()
+		return nil, false, fmt.Errorf("blob %s: stored with %d bytes, the manifest says %d%.0w", desc.Digest, size, desc.Size, errdefs.ErrDataLoss)
+	}
+	return f, true, nil
+}
+
+// verifiedFile reads a stored blob and fails in place of io.EOF unless its
+// bytes are desc's.
+type verifiedFile struct {
+	f    *os.File
+	desc ocispec.Descriptor
+	d    digest.Digester
+	n    int64
+}
+
+func (v *verifiedFile) Read(p []byte) (int, error) {
+	n, err := v.f.Read(p)
+	v.d.Hash().Write(p[:n])
+	v.n += int64(n)
+	if err == io.EOF && (v.n != v.desc.Size || v.d.Digest() != v.desc.Digest) {
+		return n, fmt.Errorf("stored blob %s: %d bytes of digest %s%.0w", v.desc.Digest, v.n, v.d.Digest(), errdefs.ErrDataLoss)
+	}
+	return n, err
+}
+
+func (v *verifiedFile) Close() error { return v.f.Close() }

@@ -175,7 +175,10 @@ func (bt *blobTransfers) sharedFetch(ctx context.Context, src blobFetcher, dst b
 		leader := false
 		ch := bt.downloads.DoChan(desc.Digest.String(), func() (any, error) {
 			leader = true
-			return nil, fetchBlobInto(ctx, bt.countPulled(src), dst, desc, id, po, downloaded)
+			ix := newPullIndex(ctx, bt.indexer, desc)
+			err := fetchBlobInto(ctx, bt.countPulled(src), dst, desc, id, po, downloaded, ix)
+			ix.done(err)
+			return nil, err
 		})
 		if bt.flightJoined != nil {
 			bt.flightJoined(desc.Digest.String())
@@ -201,13 +204,14 @@ func (bt *blobTransfers) sharedFetch(ctx context.Context, src blobFetcher, dst b
 
 // fetchBlobInto streams one blob from the registry into the store; it is
 // never held in memory whole. downloaded (may be nil) is called when the
-// body is exhausted, before the store verifies and commits the blob.
-func fetchBlobInto(ctx context.Context, src blobFetcher, dst blobIngester, desc ocispec.Descriptor, id string, po *progressOutput, downloaded func()) error {
+// body is exhausted, before the store verifies and commits the blob. ix
+// sees the bytes of an attempt from byte 0 (pull_index.go).
+func fetchBlobInto(ctx context.Context, src blobFetcher, dst blobIngester, desc ocispec.Descriptor, id string, po *progressOutput, downloaded func(), ix *pullIndex) error {
 	if dst.HasBlob(desc.Digest) {
 		return nil // a pull that finished just before us stored it
 	}
 	progress := func(rc io.Reader, from int64) *progressReader {
-		pr := newProgressReader(rc, po, id, "Downloading", desc.Size)
+		pr := newProgressReader(ix.from(from, rc), po, id, "Downloading", desc.Size)
 		// From the bytes a failed download kept: the bar never goes back.
 		pr.current, pr.lastBytes = from, from
 		pr.onEOF = func() {

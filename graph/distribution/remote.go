@@ -32,6 +32,9 @@ type blobTransfers struct {
 	flightJoined func(key string)
 	// obs is told of pulls and transferred bytes (metrics.go).
 	obs Observer
+	// indexer builds the index of each layer a pull downloads from its
+	// first byte (pull_index.go); nil: none.
+	indexer LayerIndexer
 }
 
 // maxConcurrentUploads bounds concurrent uploads per push in each pool of
@@ -44,7 +47,7 @@ func newBlobTransfers(opts Options) *blobTransfers {
 	if n <= 0 {
 		n = 3
 	}
-	return &blobTransfers{maxDownloads: n, obs: observer(opts.Observer)}
+	return &blobTransfers{maxDownloads: n, obs: observer(opts.Observer), indexer: opts.Indexer}
 }
 
 // credentials are a request's credentials as the registry client takes

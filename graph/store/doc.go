@@ -70,9 +70,12 @@
 //	    │                           start on it ("unsupported version 2")
 //	    │                           instead of taking the store for an empty
 //	    │                           one
-//	    └── images.json.v1          the version-1 records the migration read,
-//	                                byte for byte; kept, never read again (the
-//	                                way back to the previous wharf)
+//	    ├── images.json.v1          the version-1 records the migration read,
+//	    │                           byte for byte; kept, never read again (the
+//	    │                           way back to the previous wharf)
+//	    └── layerindex/sha256/<hex> not the store's: the layer indexes of ls,
+//	                                cat and cp, one per layer digest, under
+//	                                their own budget (graph/contents/indexcache)
 //
 // A data-root written by the previous wharf has wharf/images.json of
 // version 1 and no meta.db; the first start migrates it (graph/store/migrate: write

@@ -3,6 +3,9 @@
 // the descriptor (Content-Length, Content-Range, Docker-Content-Digest),
 // and the body reopened where it breaks (Open). Verifying the digest is
 // the caller's: it reads through its hash, which survives reopenings.
+// GetRange reads one single range [off, off+n) of a blob, and goes straight
+// to the blob store the registry redirected to while that signed URL is
+// valid (Locations).
 //
 // It speaks to the endpoint through Target, which package registry
 // implements; below it are registry/transport (scopes, error classes) and
