@@ -265,6 +265,19 @@ func corpusCases() []corpusCase {
 				dirE("gone/"), file("gone/x", "x")},
 			{whiteoutE("", "gone"), dirE("app/"), file("app/small", "replaced")},
 		}},
+		{name: "links-across-layers", layers: [][]ent{
+			{dirE("d/"), file("d/a", "lower bytes"), dirE("real/"), file("real/old", "o"), symlinkE("ln", "real"),
+				dirE("todir/"), file("todir/f", "f"), symlinkE("tolink", "real")},
+			// A hardlink to a lower layer's file; a directory replaced by a
+			// symlink and a symlink by a directory.
+			{hardlinkE("d/b", "d/a"), whiteoutE("", "todir"), symlinkE("todir", "d"), whiteoutE("", "tolink"), dirE("tolink/"), file("tolink/g", "g")},
+			// A file written through a symlinked parent lands in its target.
+			{file("ln/new", "through ln")},
+		}},
+		{name: "devices", layers: [][]ent{
+			{dirE("devs/"), ent{name: "devs/null", typ: tar.TypeChar, mode: 0o666}, ent{name: "devs/loop", typ: tar.TypeBlock, mode: 0o660, gid: 6},
+				ent{name: "devs/fifo", typ: tar.TypeFifo, mode: 0o620}},
+		}},
 		// go-containerregistry#2029: a directory removed (rm -rf) and made
 		// again in a later layer; its old files must not come back.
 		{name: "ggcr-2029", layers: [][]ent{
