@@ -349,3 +349,41 @@ func (s *OracleSuite) TestRemoteCopyToDiskMatchesOracle(c *check.C) {
 		return treeFromDir(c, dest), nil
 	}, compareOpts{digests: true, mtimes: true, noOwners: true}, "fifo", "char", "block")
 }
+
+// Every entry of the merged listing names the layer that last set its
+// path: the topmost layer whose tar holds that name (paths a layer never
+// names, such as those written through a symlinked parent, are left out).
+func (s *OracleSuite) TestListingNamesTheLayerThatLastSetEachPath(c *check.C) {
+	diffs := map[string][]string{}
+	compared := 0
+	for _, oc := range s.cases {
+		want := map[string]string{}
+		for i, l := range oc.layers {
+			for _, e := range l {
+				if e.raw != nil || strings.Contains(e.name, ".wh.") {
+					continue
+				}
+				want[cleanName(e.name)] = oc.img.Layers[i].Digest
+			}
+		}
+		r := s.d.Wharf(c, "ls", "-R", "--format", "json", "--remote", oc.ref, "/")
+		if r.ExitCode != 0 {
+			diffs[oc.name] = []string{firstLine(r.Stderr)}
+			continue
+		}
+		var d []string
+		for _, e := range entries(c, r.Stdout) {
+			w, ok := want[e.Path]
+			if !ok {
+				continue
+			}
+			compared++
+			if e.Layer != w {
+				d = append(d, fmt.Sprintf("%s: Layer %s, want %s", e.Path, short(e.Layer), short(w)))
+			}
+		}
+		diffs[oc.name] = d
+	}
+	c.Assert(compared > 80, check.Equals, true, check.Commentf("only %d entries compared", compared))
+	report(c, "the Layer of each entry", diffs, s.cases)
+}
