@@ -12,6 +12,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"go.podman.io/storage/pkg/chunked/compressor"
 	"gopkg.in/check.v1"
 
 	"github.com/wharfproject/wharf/internal/testregistry"
@@ -160,7 +161,12 @@ type corpusCase struct {
 	// chunks) with its TOC digest annotated: listed from the TOC, read by
 	// chunks, and still plain gzip to the oracles.
 	estargz bool
-	layers  [][]ent
+	// zstdChunked builds every layer as zstd:chunked (containers/storage's
+	// compressor) for wharf. dockerd 20.10 and umoci read no zstd, so the
+	// oracles get a twin image of the same tars in gzip (pushTwin): the
+	// filesystem is the uncompressed tars'.
+	zstdChunked bool
+	layers      [][]ent
 }
 
 // longPath is a 244-byte path under top: too long for ustar's 100-byte
@@ -274,6 +280,11 @@ func corpusCases() []corpusCase {
 			// A file written through a symlinked parent lands in its target.
 			{file("ln/new", "through ln")},
 		}},
+		{name: "zstd-chunked", zstdChunked: true, layers: [][]ent{
+			{dirE("z/"), file("z/big", strings.Repeat("zstd:chunked ", 2000)), file("z/small", "s"), symlinkE("z/link", "big"),
+				hardlinkE("z/hard", "z/big"), modeE(file("z/suid", "x"), 0o4711, 3, 4), dirE("z/gone/"), file("z/gone/f", "f")},
+			{whiteoutE("z", "gone"), dirE("z/"), file("z/small", "replaced")},
+		}},
 		{name: "devices", layers: [][]ent{
 			{dirE("devs/"), ent{name: "devs/null", typ: tar.TypeChar, mode: 0o666}, ent{name: "devs/loop", typ: tar.TypeBlock, mode: 0o660, gid: 6},
 				ent{name: "devs/fifo", typ: tar.TypeFifo, mode: 0o620}},
@@ -297,7 +308,18 @@ func pushCase(c *check.C, reg *testregistry.Registry, tc corpusCase) (*testregis
 		raws = append(raws, layerTar(c, l...))
 	}
 	var img *testregistry.Image
-	if tc.estargz {
+	if tc.zstdChunked {
+		img = &testregistry.Image{}
+		img.Platform.OS, img.Platform.Architecture = "linux", "amd64"
+		var anns []map[string]string
+		for _, raw := range raws {
+			b, ann := zstdChunkedLayer(c, raw)
+			img.Layers = append(img.Layers, testregistry.NewBlob(ocispec.MediaTypeImageLayerZstd, b))
+			img.DiffIDs = append(img.DiffIDs, digest.FromBytes(raw).String())
+			anns = append(anns, ann)
+		}
+		img = corpusImageOf(c, img, testregistry.MediaTypeOCIConfig, testregistry.MediaTypeOCIManifest, anns)
+	} else if tc.estargz {
 		var blobs [][]byte
 		var anns []map[string]string
 		for _, raw := range raws {
@@ -312,4 +334,26 @@ func pushCase(c *check.C, reg *testregistry.Registry, tc corpusCase) (*testregis
 	defer cancel()
 	c.Assert(reg.Client().PushImage(ctx, "oracle/"+tc.name, "1", img), check.IsNil)
 	return img, reg.Host + "/oracle/" + tc.name + ":1"
+}
+
+// pushTwin pushes the case's tars as a plain gzip image, oracle/<name>-gzip:1,
+// for the oracles of a case whose own layers they cannot read.
+func pushTwin(c *check.C, reg *testregistry.Registry, tc corpusCase) (*testregistry.Image, string) {
+	twin := tc
+	twin.name, twin.zstdChunked, twin.estargz = tc.name+"-gzip", false, false
+	return pushCase(c, reg, twin)
+}
+
+// zstdChunkedLayer compresses raw as zstd:chunked with containers/storage's
+// compressor, returning the blob and the annotations it sets (the TOC's
+// position and digest).
+func zstdChunkedLayer(c *check.C, raw []byte) ([]byte, map[string]string) {
+	var b bytes.Buffer
+	ann := map[string]string{}
+	w, err := compressor.ZstdCompressor(&b, ann, nil)
+	c.Assert(err, check.IsNil)
+	_, err = w.Write(raw)
+	c.Assert(err, check.IsNil)
+	c.Assert(w.Close(), check.IsNil)
+	return b.Bytes(), ann
 }

@@ -62,10 +62,14 @@ func (s *OracleSuite) SetUpSuite(c *check.C) {
 	for _, tc := range corpusCases() {
 		oc := &oracleCase{corpusCase: tc}
 		oc.img, oc.ref = pushCase(c, s.reg, tc)
-		oc.umoci = umociTree(c, umoci, oc.img)
+		oracleImg, oracleRef := oc.img, oc.ref
+		if tc.zstdChunked {
+			oracleImg, oracleRef = pushTwin(c, s.reg, tc)
+		}
+		oc.umoci = umociTree(c, umoci, oracleImg)
 		oc.oracle = oc.umoci
 		if s.dd != nil {
-			oc.oracle = treeFromTar(c, s.dd.export(c, oc.ref), dockerAdded)
+			oc.oracle = treeFromTar(c, s.dd.export(c, oracleRef), dockerAdded)
 		}
 		s.cases = append(s.cases, oc)
 	}
@@ -267,51 +271,63 @@ func (s *OracleSuite) TestLocalCopyMatchesOracle(c *check.C) {
 	s.compareAll(c, "wharf cp IMAGE:/ - (pulled)", func(oc *oracleCase) (*fsTree, error) { return s.copied(c, oc, false) }, compareOpts{digests: true, mtimes: true})
 }
 
-// The eStargz case is listed from its TOCs (Source "estargz") in at most 2
-// single-range requests a layer, and a file is read by its chunks: every
-// layer request is a Range request, none a whole-layer download. Its
-// bytes and listing equal the oracle's (the comparisons above).
-func (s *OracleSuite) TestEStargzCaseReadFromItsTOC(c *check.C) {
-	var oc *oracleCase
-	for _, o := range s.cases {
-		if o.estargz {
-			oc = o
-		}
-	}
-	c.Assert(oc, check.NotNil)
-	layers := map[string]bool{}
-	for _, l := range oc.img.Layers {
-		layers[l.Digest] = true
-	}
-	s.reg.ResetCounters()
-	r := s.d.WharfOK(c, "ls", "-R", "--format", "json", "--remote", oc.ref, "/")
-	for _, e := range entries(c, r.Stdout) {
-		c.Assert(e.Source, check.Equals, "estargz", check.Commentf("%+v", e))
-	}
-	layerGets := func() (n int, whole []string) {
-		reqs, ranges := s.reg.Counter.Requests(), s.reg.Counter.HeaderValues("Range")
-		for i, q := range reqs {
-			_, p, _ := strings.Cut(q, " ")
-			if !strings.HasPrefix(q, "GET ") || !layers[p[strings.LastIndex(p, "/")+1:]] {
-				continue
-			}
-			n++
-			if ranges[i] == "" {
-				whole = append(whole, q)
+// The eStargz and zstd:chunked cases are listed from their TOCs (Source
+// "estargz", "zstd:chunked") in at most 2 single-range requests a layer
+// for eStargz (the tail, then the TOC if the tail missed it) and 1 for
+// zstd:chunked (its annotation gives the range), and a file is read by
+// its chunks: every layer request is a Range request, none a whole-layer
+// download. Their bytes and listings equal the oracle's (the comparisons
+// above).
+func (s *OracleSuite) TestTOCCasesReadFromTheirTOCs(c *check.C) {
+	for _, tc := range []struct {
+		source   string
+		perLayer int
+		file     string
+		body     string
+	}{
+		{"estargz", 2, "/app/big", strings.Repeat("0123456789abcdef", 400)},
+		{"zstd:chunked", 1, "/z/big", strings.Repeat("zstd:chunked ", 2000)},
+	} {
+		var oc *oracleCase
+		for _, o := range s.cases {
+			if (o.estargz && tc.source == "estargz") || (o.zstdChunked && tc.source == "zstd:chunked") {
+				oc = o
 			}
 		}
-		return n, whole
+		c.Assert(oc, check.NotNil)
+		layers := map[string]bool{}
+		for _, l := range oc.img.Layers {
+			layers[l.Digest] = true
+		}
+		layerGets := func() (n int, whole []string) {
+			reqs, ranges := s.reg.Counter.Requests(), s.reg.Counter.HeaderValues("Range")
+			for i, q := range reqs {
+				_, p, _ := strings.Cut(q, " ")
+				if !strings.HasPrefix(q, "GET ") || !layers[p[strings.LastIndex(p, "/")+1:]] {
+					continue
+				}
+				n++
+				if ranges[i] == "" {
+					whole = append(whole, q)
+				}
+			}
+			return n, whole
+		}
+		s.reg.ResetCounters()
+		r := s.d.WharfOK(c, "ls", "-R", "--format", "json", "--remote", oc.ref, "/")
+		for _, e := range entries(c, r.Stdout) {
+			c.Assert(e.Source, check.Equals, tc.source, check.Commentf("%+v", e))
+		}
+		cold, whole := layerGets()
+		c.Assert(cold <= tc.perLayer*len(oc.img.Layers), check.Equals, true, check.Commentf("%s: %d layer requests for %d layers:\n%s", tc.source, cold, len(oc.img.Layers), strings.Join(s.reg.Counter.Requests(), "\n")))
+		c.Assert(whole, check.HasLen, 0, check.Commentf("%s: whole-layer downloads", tc.source))
+		s.reg.ResetCounters()
+		got := s.d.WharfOK(c, "cat", "--remote", oc.ref, tc.file)
+		c.Assert(got.Stdout, check.Equals, tc.body)
+		n, whole := layerGets()
+		c.Assert(whole, check.HasLen, 0, check.Commentf("%s: cat downloaded a whole layer", tc.source))
+		c.Logf("%s: ls -R cold in %d layer requests for %d layers; cat of a %d-byte file in %d range requests", tc.source, cold, len(oc.img.Layers), len(tc.body), n)
 	}
-	n, whole := layerGets()
-	cold := n
-	c.Assert(n <= 2*len(oc.img.Layers), check.Equals, true, check.Commentf("%d layer requests for %d layers:\n%s", n, len(oc.img.Layers), strings.Join(s.reg.Counter.Requests(), "\n")))
-	c.Assert(whole, check.HasLen, 0, check.Commentf("whole-layer downloads"))
-	s.reg.ResetCounters()
-	big := s.d.WharfOK(c, "cat", "--remote", oc.ref, "/app/big")
-	c.Assert(big.Stdout, check.Equals, strings.Repeat("0123456789abcdef", 400))
-	n, whole = layerGets()
-	c.Assert(whole, check.HasLen, 0, check.Commentf("cat downloaded a whole layer"))
-	c.Logf("eStargz: ls -R cold in %d layer requests for %d layers; cat of a 6,400-byte file in %d range requests", cold, len(oc.img.Layers), n)
 }
 
 // Where the two oracles differ, wharf takes a side, and this test says
