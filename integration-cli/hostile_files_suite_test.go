@@ -365,3 +365,49 @@ func (s *HostileFilesSuite) TestMillionEntries(c *check.C) {
 		c.Assert(len(entries(c, r.Stdout)), check.Equals, 1000)
 	})
 }
+
+// A zstd:chunked layer whose annotations lie: the TOC's checksum names
+// other bytes, or its position points past the blob's end. Refused with a
+// clear error, or answered without the TOC; never a listing built from
+// bytes the checksum does not vouch for.
+func (s *HostileFilesSuite) TestZstdChunkedTOCLiesRefused(c *check.C) {
+	raw := estargzFiles(c)
+	blob, ann := zstdChunkedLayer(c, raw)
+	lie := func(name string, edit func(map[string]string)) string {
+		a := map[string]string{}
+		for k, v := range ann {
+			a[k] = v
+		}
+		edit(a)
+		img := &testregistry.Image{}
+		img.Platform.OS, img.Platform.Architecture = "linux", "amd64"
+		img.Layers = []testregistry.Blob{testregistry.NewBlob("application/vnd.oci.image.layer.v1.tar+zstd", blob)}
+		img.DiffIDs = []string{sha(raw)}
+		return s.push(c, name, corpusImageOf(c, img, testregistry.MediaTypeOCIConfig, testregistry.MediaTypeOCIManifest, []map[string]string{a}))
+	}
+	const checksum = "io.github.containers.zstd-chunked.manifest-checksum"
+	const position = "io.github.containers.zstd-chunked.manifest-position"
+	wrongSum := lie("zstd-checksum", func(a map[string]string) {
+		a[checksum] = "sha256:" + strings.Repeat("0", 64)
+	})
+	pastEnd := lie("zstd-position", func(a map[string]string) {
+		f := strings.Split(a[position], ":")
+		f[0] = fmt.Sprint(len(blob) + 1<<20)
+		a[position] = strings.Join(f, ":")
+	})
+	s.bounded(c, "lying zstd:chunked annotations", smallCaseKiB, func() {
+		for _, tc := range []struct{ ref, want string }{
+			{wrongSum, `(?i)(digest|mismatch|hashes to|checksum)`},
+			{pastEnd, `(?i)(range|outside|past|invalid|416|position|offset)`},
+		} {
+			r := s.d.Wharf(c, "ls", "-R", "--format", "json", "--remote", tc.ref, "/")
+			if r.ExitCode != 0 {
+				refused(c, r, tc.want)
+				continue
+			}
+			for _, e := range entries(c, r.Stdout) {
+				c.Assert(e.Source, check.Not(check.Equals), "zstd:chunked", check.Commentf("a lying TOC was used: %+v", e))
+			}
+		}
+	})
+}
