@@ -288,13 +288,24 @@ func (s *OracleSuite) TestTOCCasesReadFromTheirTOCs(c *check.C) {
 		{"estargz", 2, "/app/big", strings.Repeat("0123456789abcdef", 400)},
 		{"zstd:chunked", 1, "/z/big", strings.Repeat("zstd:chunked ", 2000)},
 	} {
-		var oc *oracleCase
+		var base *oracleCase
 		for _, o := range s.cases {
 			if (o.estargz && tc.source == "estargz") || (o.zstdChunked && tc.source == "zstd:chunked") {
-				oc = o
+				base = o
 			}
 		}
-		c.Assert(oc, check.NotNil)
+		c.Assert(base, check.NotNil)
+		// A copy of the case with one more file in each layer: layers of
+		// their own, which no other test has indexed or pulled, so the
+		// counts are a cold read's.
+		fresh := base.corpusCase
+		fresh.name += "-cold"
+		fresh.layers = nil
+		for i, l := range base.layers {
+			fresh.layers = append(fresh.layers, append(append([]ent{}, l...), file(fmt.Sprintf("cold-%d", i), fresh.name)))
+		}
+		oc := &oracleCase{corpusCase: fresh}
+		oc.img, oc.ref = pushCase(c, s.reg, fresh)
 		layers := map[string]bool{}
 		for _, l := range oc.img.Layers {
 			layers[l.Digest] = true
@@ -319,7 +330,7 @@ func (s *OracleSuite) TestTOCCasesReadFromTheirTOCs(c *check.C) {
 			c.Assert(e.Source, check.Equals, tc.source, check.Commentf("%+v", e))
 		}
 		cold, whole := layerGets()
-		c.Assert(cold <= tc.perLayer*len(oc.img.Layers), check.Equals, true, check.Commentf("%s: %d layer requests for %d layers:\n%s", tc.source, cold, len(oc.img.Layers), strings.Join(s.reg.Counter.Requests(), "\n")))
+		c.Assert(cold >= len(oc.img.Layers) && cold <= tc.perLayer*len(oc.img.Layers), check.Equals, true, check.Commentf("%s: %d layer requests for %d layers:\n%s", tc.source, cold, len(oc.img.Layers), strings.Join(s.reg.Counter.Requests(), "\n")))
 		c.Assert(whole, check.HasLen, 0, check.Commentf("%s: whole-layer downloads", tc.source))
 		s.reg.ResetCounters()
 		got := s.d.WharfOK(c, "cat", "--remote", oc.ref, tc.file)
