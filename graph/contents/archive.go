@@ -43,7 +43,7 @@ func (r *Room) Archive(ctx context.Context, img *Image, p string, start func(con
 	var pre []byte
 	if (top.Type == layerindex.TypeFile || top.Type == layerindex.TypeHardlink) && top.Bytes().Entry.Size <= maxPrefetch {
 		var buf bytes.Buffer
-		if err := r.writeContent(ctx, img, top.Bytes(), &buf, nil); err != nil {
+		if err := r.writeContent(ctx, img, v, top.Bytes(), &buf, nil); err != nil {
 			return err
 		}
 		pre = buf.Bytes()
@@ -52,7 +52,7 @@ func (r *Room) Archive(ctx context.Context, img *Image, p string, start func(con
 	if err != nil {
 		return err
 	}
-	a := &archiver{r: r, img: img, tw: tar.NewWriter(w), written: map[contentKey]string{}, pre: pre}
+	a := &archiver{r: r, img: img, v: v, tw: tar.NewWriter(w), written: map[contentKey]string{}, pre: pre}
 	if top.Type == layerindex.TypeDir {
 		// A file alone is one read of exactly its span (cat's case).
 		a.cur = newCursors(p)
@@ -85,6 +85,7 @@ type contentKey struct {
 type archiver struct {
 	r       *Room
 	img     *Image
+	v       *layerindex.View // the view the items come from
 	tw      *tar.Writer
 	cur     *cursors
 	written map[contentKey]string // the bytes already written → the tar name that holds them
@@ -136,7 +137,7 @@ func (a *archiver) add(ctx context.Context, it layerindex.Item, name string) err
 			return err
 		}
 		// A sparse file is written whole: its holes as zeros.
-		return a.r.writeContent(ctx, a.img, loc, a.tw, a.cur)
+		return a.r.writeContent(ctx, a.img, a.v, loc, a.tw, a.cur)
 	default:
 		return fmt.Errorf("%s: entry of type %s%.0w", it.Path, it.Type, errdefs.ErrInternal)
 	}
@@ -174,5 +175,5 @@ func (r *Room) Cat(ctx context.Context, img *Image, p string, w io.Writer) error
 	if it.Type != layerindex.TypeFile && it.Type != layerindex.TypeHardlink {
 		return fmt.Errorf("%s is a %s, not a file%.0w", p, it.Type, errdefs.ErrInvalidArgument)
 	}
-	return r.writeContent(ctx, img, it.Bytes(), w, nil)
+	return r.writeContent(ctx, img, v, it.Bytes(), w, nil)
 }

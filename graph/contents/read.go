@@ -37,23 +37,25 @@ const (
 )
 
 // writeContent writes the bytes of the file loc holds (Item.Bytes: the
-// target of a hardlink) to w, checked against the file's digest when the
-// index knows it. cur, when not nil, keeps one open read per layer that
-// the next file of the layer continues (an archive walks many).
-func (r *Room) writeContent(ctx context.Context, img *Image, loc layerindex.Located, w io.Writer, cur *cursors) error {
+// target of a hardlink) of the view v to w, checked against the file's
+// digest when the index knows it. cur, when not nil, keeps one open read
+// per layer that the next file of the layer continues (an archive walks
+// many).
+func (r *Room) writeContent(ctx context.Context, img *Image, v *layerindex.View, loc layerindex.Located, w io.Writer, cur *cursors) error {
 	e := &loc.Entry
 	if e.Type != layerindex.TypeFile {
 		return fmt.Errorf("%s is a %s, not a file%.0w", e.Path, e.Type, errdefs.ErrInvalidArgument)
 	}
-	if loc.LayerIndex < 0 || loc.LayerIndex >= len(img.Layers) {
+	merged := v.Layers()
+	if loc.LayerIndex < 0 || loc.LayerIndex >= len(img.Layers) || loc.LayerIndex >= len(merged) {
 		return fmt.Errorf("%s: no layer %d%.0w", e.Path, loc.LayerIndex, errdefs.ErrInternal)
 	}
 	desc := img.Layers[loc.LayerIndex]
-	ld, err := r.layer(ctx, img, loc.LayerIndex)
-	if err != nil {
-		return err
-	}
-	if ld.ix.Source.FromTOC() {
+	// The entry's place is in the index the view was merged from, which
+	// need not be the one kept for the digest now: once the layer is
+	// local (a pull), a TOC's index is replaced by the layer's own, while
+	// a view merged before keeps the TOC's entries.
+	if merged[loc.LayerIndex].Source.FromTOC() {
 		t, err := r.toc(ctx, img.Blobs, desc)
 		if err != nil {
 			return err
@@ -63,6 +65,15 @@ func (r *Room) writeContent(ctx context.Context, img *Image, loc layerindex.Loca
 			return err
 		}
 		return layertoc.ReadFile(ctx, rangeOf(img.Blobs, desc), t.src, te, w)
+	}
+	ld, err := r.layer(ctx, img, loc.LayerIndex)
+	if err != nil {
+		return err
+	}
+	if ld.ix.Source.FromTOC() {
+		// Never replaced this way round: a layer's own index is kept
+		// over a TOC's.
+		return fmt.Errorf("%s: the layer's index is a TOC's, the view's is not%.0w", e.Path, errdefs.ErrInternal)
 	}
 	if e.Sparse {
 		// The holes are in the headers: read them again from the first

@@ -208,7 +208,10 @@ func (x *extractor) entry(hdr *tar.Header, name string, r io.Reader, opts Option
 		}
 		// The target is written as is: it is never followed here, and
 		// later entries under it resolve through the root, inside dest.
-		return false, x.root.Symlink(hdr.Linkname, name)
+		if err := x.root.Symlink(hdr.Linkname, name); err != nil {
+			return false, err
+		}
+		return false, x.lchtimes(name, hdr.ModTime)
 	case tar.TypeLink:
 		target, ok, err := mapName(hdr.Linkname, opts)
 		if err != nil {
