@@ -140,7 +140,7 @@ var (
 // docOtherPackages are the packages outside the module the documents
 // name a function of; any other lower-case qualifier must be a wharf
 // package.
-var docOtherPackages = map[string]bool{"json": true, "http": true, "reference": true, "platforms": true, "errdefs": true}
+var docOtherPackages = map[string]bool{"json": true, "http": true, "os": true, "reference": true, "platforms": true, "errdefs": true}
 
 // TestDocsNameOnlyWhatExists: every file and Go name the architecture map
 // and the performance figures name exists in the tree, so a renamed file,
