@@ -138,7 +138,7 @@ func (r *Room) loadStream(ctx context.Context, blobs Blobs, desc ocispec.Descrip
 		return nil, err
 	}
 	defer rc.Close()
-	ld, err := buildStream(ctx, rc, r.lim)
+	ld, err := buildStream(ctx, rc, desc.Size, r.lim)
 	if err != nil {
 		return nil, err
 	}
@@ -151,8 +151,10 @@ func (r *Room) loadStream(ctx context.Context, blobs Blobs, desc ocispec.Descrip
 
 // buildStream indexes the layer blob r (gzip, zstd or a plain tar, told by
 // its first bytes) in one pass under the decompression-bomb caps, recording
-// gzip checkpoints in the same pass, and reads r to its end.
-func buildStream(ctx context.Context, r io.Reader, lim layerindex.Limits) (*layerData, error) {
+// gzip checkpoints in the same pass, and reads r to its end. size is the
+// blob's size (verified by the reader at EOF): a file declaring more data
+// than the blob may decompress to is refused at its header.
+func buildStream(ctx context.Context, r io.Reader, size int64, lim layerindex.Limits) (*layerData, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	head, _ := br.Peek(4)
 	in := decompress.NewCounter(br)
@@ -161,6 +163,7 @@ func buildStream(ctx context.Context, r io.Reader, lim layerindex.Limits) (*laye
 	var err error
 	switch {
 	case len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b:
+		lim.MaxTarBytes = tarCap(size, bomb.Max(size))
 		zr := gzindex.NewReader(in)
 		if ld.ix, err = layerindex.Build(ctx, bomb.Guard(in, zr), lim); err != nil {
 			return nil, err
@@ -174,10 +177,12 @@ func buildStream(ctx context.Context, r io.Reader, lim layerindex.Limits) (*laye
 			return nil, err
 		}
 		defer zr.Close()
+		lim.MaxTarBytes = tarCap(size, bomb.Max(size))
 		if ld.ix, err = layerindex.Build(ctx, bomb.Guard(in, zr), lim); err != nil {
 			return nil, err
 		}
 	default:
+		lim.MaxTarBytes = tarCap(size, size)
 		if ld.ix, err = layerindex.Build(ctx, in, lim); err != nil {
 			return nil, err
 		}
@@ -188,6 +193,15 @@ func buildStream(ctx context.Context, r io.Reader, lim layerindex.Limits) (*laye
 		return nil, err
 	}
 	return ld, nil
+}
+
+// tarCap is Limits.MaxTarBytes for a blob of size bytes: max, or no
+// early check when the size is unknown.
+func tarCap(size, max int64) int64 {
+	if size <= 0 {
+		return 0
+	}
+	return max
 }
 
 // loadTOC lists the layer from its eStargz or zstd:chunked TOC, checked

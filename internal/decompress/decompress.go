@@ -20,6 +20,7 @@ import (
 	"compress/gzip"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/containerd/errdefs"
 )
@@ -34,6 +35,21 @@ const (
 type Limit struct {
 	Slack int64
 	Ratio int64
+}
+
+// Max is the most bytes compressed bytes may decompress to: what Guard
+// lets through once all of them are read (saturating, never negative).
+// A caller that knows a blob's size up front can refuse what declares
+// more (a tar entry's size) before inflating any of it.
+func (l Limit) Max(compressed int64) int64 {
+	l = l.OrDefault()
+	if compressed < 0 {
+		compressed = 0
+	}
+	if compressed > (math.MaxInt64-l.Slack)/l.Ratio {
+		return math.MaxInt64
+	}
+	return l.Slack + l.Ratio*compressed
 }
 
 // OrDefault fills the zero fields with the defaults.

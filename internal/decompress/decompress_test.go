@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"io"
+	"math"
 	"testing"
 
 	"github.com/containerd/errdefs"
@@ -55,5 +56,20 @@ func TestBudgetIsShared(t *testing.T) {
 	}
 	if _, err := io.Copy(io.Discard, b.Guard(bytes.NewReader(make([]byte, 60)))); !errdefs.IsInvalidArgument(err) {
 		t.Fatalf("second stream: err = %v, want InvalidArgument", err)
+	}
+}
+
+func TestMaxIsWhatGuardLetsThrough(t *testing.T) {
+	l := Limit{Slack: 100, Ratio: 4}
+	for _, tc := range []struct{ in, want int64 }{
+		{0, 100}, {-5, 100}, {10, 140},
+		{math.MaxInt64 / 2, math.MaxInt64}, // saturates, never wraps
+	} {
+		if got := l.Max(tc.in); got != tc.want {
+			t.Errorf("Max(%d) = %d, want %d", tc.in, got, tc.want)
+		}
+	}
+	if got, want := (Limit{}).Max(1), int64(defaultSlack+defaultRatio); got != want {
+		t.Errorf("default Max(1) = %d, want %d", got, want)
 	}
 }

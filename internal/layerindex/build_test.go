@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/containerd/errdefs"
@@ -266,5 +267,26 @@ func TestBuildTypeBitsFollowTheTypeFlag(t *testing.T) {
 		if e.Mode != want[i] {
 			t.Errorf("%s: mode %v, want %v", e.Path, e.Mode, want[i])
 		}
+	}
+}
+
+// A file whose data would end past MaxTarBytes is refused at its header:
+// Build never reads its data (the reader here fails past the header), so
+// a bomb costs nothing to refuse. A file ending exactly at the cap is
+// read, and a sparse file's declared size is MaxSparseBytes' to judge.
+func TestBuildRefusesAFileEndingPastMaxTarBytes(t *testing.T) {
+	body := strings.Repeat("z", 1000)
+	raw := tarOf(t, file("big", body))
+	end := int64(512 + len(body)) // one header block, then the data
+	headerOnly := io.MultiReader(bytes.NewReader(raw[:512]), iotest.ErrReader(errors.New("read past the header")))
+	_, err := Build(context.Background(), headerOnly, Limits{MaxTarBytes: end - 1})
+	if !errors.Is(err, ErrLimit) || !errdefs.IsResourceExhausted(err) || !strings.Contains(err.Error(), "decompression bomb") {
+		t.Fatalf("one byte past the cap: err = %v, want ErrLimit before any data is read", err)
+	}
+	if _, err := Build(context.Background(), bytes.NewReader(raw), Limits{MaxTarBytes: end}); err != nil {
+		t.Fatalf("ending at the cap: %v", err)
+	}
+	if _, err := Build(context.Background(), bytes.NewReader(raw), Limits{}); err != nil {
+		t.Fatalf("no cap: %v", err)
 	}
 }
