@@ -14,7 +14,9 @@ import (
 	"github.com/containerd/stargz-snapshotter/estargz"
 	"gopkg.in/check.v1"
 
+	"github.com/opencontainers/go-digest"
 	"github.com/wharfproject/wharf/api/types"
+
 	"github.com/wharfproject/wharf/internal/testregistry"
 )
 
@@ -329,25 +331,33 @@ func (s *HostileFilesSuite) TestEStargzTOCDigestMismatchRefused(c *check.C) {
 // 8 GiB + 128 × compressed bytes (about 9.3 GiB here): refused, with
 // bounded memory.
 func (s *HostileFilesSuite) TestGzipBombRefused(c *check.C) {
-	ref := s.push(c, "gzip-bomb", imageOfBlobs(c, [][]byte{bombLayer(c, 10)}, nil))
+	// The config's diff ID is a hostile image's claim like the rest, and
+	// computing the true one would inflate the 10 GiB here: any digest
+	// does, as the layer is refused before its diff ID is compared.
+	layer := bombLayer(c, 10)
+	img := &testregistry.Image{}
+	img.Platform.OS, img.Platform.Architecture = "linux", "amd64"
+	img.Layers = []testregistry.Blob{testregistry.NewBlob(testregistry.MediaTypeOCILayer, layer)}
+	img.DiffIDs = []string{digest.FromString("the diff ID of a bomb nobody inflates").String()}
+	ref := s.push(c, "gzip-bomb", corpusImageOf(c, img, testregistry.MediaTypeOCIConfig, testregistry.MediaTypeOCIManifest, nil))
 	s.bounded(c, "gzip bomb", bombKiB, func() {
 		refused(c, s.d.Wharf(c, "ls", "-R", "--format", "json", "--remote", ref, "/"), `(?i)(decompress|ratio|bomb|limit|exceed|too large)`)
 	})
 }
 
 // bombLayer is a tar of one file of gib GiB of zeros, as gzip members:
-// the header, gib members of 1 GiB of zeros each (compressed once), the
-// tar's end.
+// the header, 16 members of 64 MiB of zeros per GiB (one member
+// compressed once, about 64 KiB, then repeated), the tar's end.
 func bombLayer(c *check.C, gib int) []byte {
 	var hdr bytes.Buffer
 	tw := tar.NewWriter(&hdr)
 	// WriteHeader writes the header block at once; the body follows as
 	// the members below, so the writer is never flushed or closed.
 	c.Assert(tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "bomb", Size: int64(gib) << 30, Mode: 0o644, ModTime: corpusMtime}), check.IsNil)
-	gib1 := zeroMember(c, 1<<30)
+	member := zeroMember(c, 64<<20)
 	out := gzipLayer(c, hdr.Bytes())
-	for i := 0; i < gib; i++ {
-		out = append(out, gib1...)
+	for i := 0; i < gib*16; i++ {
+		out = append(out, member...)
 	}
 	return append(out, gzipLayer(c, make([]byte, 1024))...)
 }
