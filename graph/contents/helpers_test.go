@@ -148,7 +148,10 @@ func tarOf(t testing.TB, ents ...tent) []byte {
 func gzipOf(t testing.TB, raw []byte) ([]byte, ocispec.Descriptor) {
 	t.Helper()
 	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
+	// BestSpeed: what the tests read is the layer's structure, and the
+	// default level costs seconds on their megabytes of random bytes
+	// under -race.
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
 	zw.Write(raw)
 	if err := zw.Close(); err != nil {
 		t.Fatal(err)
