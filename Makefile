@@ -238,7 +238,7 @@ demo: cosign ## the whole story against a real registry, signatures included (sc
 
 # The suite (bench/, build tag `bench`) starts the registry and wharfd
 # itself; without it, whatever `func Benchmark…` the packages have.
-bench: build registry regsync crane ## the benchmark suite (bench/), else go test -bench
+bench: build registry regsync regctl crane ## the benchmark suite (bench/), else go test -bench
 	@if [ -f bench/main.go ]; then \
 		WHARFD=$(BIN_DIR)/wharfd $(GO) run -tags bench ./bench; \
 	elif grep -rqs --include='*_test.go' -E '^func Benchmark' .; then \
