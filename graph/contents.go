@@ -66,15 +66,7 @@ func (s *Service) contentsImage(ctx context.Context, name string, opts types.Fil
 		}
 		return &contents.Image{Manifest: rl.Manifest, Layers: rl.Layers, DiffIDs: rl.DiffIDs, Blobs: &eitherBlobs{local: local, remote: rl.Blobs}}, nil
 	}
-	rec, err := s.images.Lookup(name)
-	if err != nil {
-		return nil, err
-	}
-	view, err := s.view(rec, name, opts.Platform)
-	if err != nil {
-		return nil, err
-	}
-	meta, err := s.images.Meta(view)
+	_, view, meta, err := s.lookupView(name, opts.Platform)
 	if err != nil {
 		return nil, err
 	}

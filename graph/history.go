@@ -17,15 +17,7 @@ import (
 // top entry (the image ID, with the image's tags); Size is the layer's size
 // (compressed, as everywhere in wharf) for entries that made a layer.
 func (s *Service) ImageHistory(ctx context.Context, name string, platform *ocispec.Platform) ([]image.HistoryResponseItem, error) {
-	rec, err := s.images.Lookup(name)
-	if err != nil {
-		return nil, err
-	}
-	view, err := s.view(rec, name, platform)
-	if err != nil {
-		return nil, err
-	}
-	meta, err := s.images.Meta(view)
+	_, view, meta, err := s.lookupView(name, platform)
 	if err != nil {
 		return nil, err
 	}

@@ -105,15 +105,7 @@ func fillInspect(base *types.ImageInspect, src InspectSource) *types.ImageInspec
 
 // ImageInspect answers GET /images/{name}/json for a local image.
 func (s *Service) ImageInspect(ctx context.Context, name string, opts types.InspectOptions) (*types.ImageInspect, error) {
-	rec, err := s.images.Lookup(name)
-	if err != nil {
-		return nil, err
-	}
-	view, err := s.view(rec, name, opts.Platform)
-	if err != nil {
-		return nil, err
-	}
-	meta, err := s.images.Meta(view)
+	rec, _, meta, err := s.lookupView(name, opts.Platform)
 	if err != nil {
 		return nil, err
 	}

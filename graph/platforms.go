@@ -12,6 +12,22 @@ import (
 	"github.com/wharfproject/wharf/graph/store"
 )
 
+// lookupView is what a local read of one image starts from: the record
+// name resolves to, the platform view of it that name and platform select
+// (view), and that view's manifest and config.
+func (s *Service) lookupView(name string, platform *ocispec.Platform) (rec, view *ImageRecord, meta *store.ImageMeta, err error) {
+	if rec, err = s.images.Lookup(name); err != nil {
+		return nil, nil, nil, err
+	}
+	if view, err = s.view(rec, name, platform); err != nil {
+		return nil, nil, nil, err
+	}
+	if meta, err = s.images.Meta(view); err != nil {
+		return nil, nil, nil, err
+	}
+	return rec, view, meta, nil
+}
+
 // view is the platform of rec that name and platform select, as Engine 29
 // chooses: the platform asked for (the present one it runs best; NotFound
 // when none), else the platform manifest name@digest names, else rec as
