@@ -109,7 +109,7 @@ func (t *hostTransports) probeScheme(ctx context.Context, e *hostEntry) (int32, 
 		if !explicitPort && ctx.Err() == nil {
 			return schemeHTTP, false, nil
 		}
-		return schemeUnknown, false, err
+		return schemeUnknown, false, t.tm.named(ctx, err)
 	}
 	defer conn.Close()
 	conf := e.tls.Clone()
@@ -130,7 +130,8 @@ func (t *hostTransports) probeScheme(ctx context.Context, e *hostEntry) (int32, 
 	case errors.Is(err, io.EOF):
 		return schemeHTTP, false, nil
 	}
-	return schemeUnknown, false, err
+	// A silent server ends at the handshake's deadline: say which bound.
+	return schemeUnknown, false, t.tm.named(ctx, err)
 }
 
 // proxied reports whether requests to e go through a proxy (then the

@@ -1,8 +1,11 @@
 package transport
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"sync"
 	"time"
 
@@ -53,6 +56,38 @@ func newTimeouts(d time.Duration) (timeouts, error) {
 	t.dial = min(t.dial, d)
 	t.handshake = min(t.handshake, d)
 	return t, nil
+}
+
+// TimeoutError is a registry that took longer than a bound: it names the
+// bounds in force, so that a user who set --registry-timeout sees which
+// applied ("net/http: timeout awaiting response headers" alone does not
+// say how long was waited). It is a net.Error whose Timeout is true, so
+// the retries and the error classes treat it as the error it wraps.
+type TimeoutError struct {
+	Err                      error
+	Dial, Handshake, Headers time.Duration
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("%v (registry timeouts: connect %s, TLS handshake %s, response headers %s)", e.Err, e.Dial, e.Handshake, e.Headers)
+}
+
+func (e *TimeoutError) Unwrap() error { return e.Err }
+
+// Timeout is always true: only timeouts are wrapped.
+func (e *TimeoutError) Timeout() bool { return true }
+
+// Temporary is net.Error's, as the wrapped error has it.
+func (e *TimeoutError) Temporary() bool { return true }
+
+// named wraps err in a TimeoutError when it is a timeout of the transport
+// (not the caller's own deadline or cancellation, which say so already).
+func (t timeouts) named(ctx context.Context, err error) error {
+	var ne net.Error
+	if ctx.Err() != nil || !errors.As(err, &ne) || !ne.Timeout() {
+		return err
+	}
+	return &TimeoutError{Err: err, Dial: t.dial, Handshake: t.handshake, Headers: t.header}
 }
 
 // shared bounds work that several callers wait on together (a token fetch,

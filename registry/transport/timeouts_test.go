@@ -1,7 +1,10 @@
 package transport
 
 import (
+	"context"
+	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -129,3 +132,63 @@ func TestSlowBodyPassesAFastBody(t *testing.T) {
 		t.Errorf("a window with 1 byte: %v, want unavailable", err)
 	}
 }
+
+// A registry that never sends its headers fails with an error that names
+// the bounds in force, so `--registry-timeout 2s` is visible in what the
+// user reads, and that is still a timeout to everything that classifies
+// it: net.Error's Timeout through http.Client's url.Error (the retries'
+// test), and the Unavailable class.
+func TestTimeoutErrorNamesTheBoundsInForce(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	tm, err := newTimeouts(150 * time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := newBaseTransport(tm)
+	client := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		resp, err := base.RoundTrip(r)
+		if err != nil {
+			return nil, tm.named(r.Context(), err)
+		}
+		return resp, nil
+	})}
+	_, err = client.Get(srv.URL)
+	var te *TimeoutError
+	if !errors.As(err, &te) || !strings.Contains(err.Error(), "response headers 150ms") {
+		t.Fatalf("err = %v, want a TimeoutError naming response headers 150ms", err)
+	}
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() {
+		t.Errorf("err = %v: not a timeout to net.Error", err)
+	}
+	host := strings.TrimPrefix(srv.URL, "http://")
+	if c := classify(err, host); !errdefs.IsUnavailable(c) {
+		t.Errorf("classify = %v, want Unavailable", c)
+	}
+
+	// The caller's own deadline, and errors that are no timeout, pass as
+	// they are.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	plain := errors.New("connection refused")
+	if got := tm.named(ctx, &net.OpError{Op: "dial", Err: timeoutErr{}}); errors.As(got, &te) {
+		t.Errorf("a cancelled caller's error was named: %v", got)
+	}
+	if got := tm.named(context.Background(), plain); got != plain {
+		t.Errorf("a non-timeout was wrapped: %v", got)
+	}
+}
+
+type timeoutErr struct{}
+
+func (timeoutErr) Error() string   { return "i/o timeout" }
+func (timeoutErr) Timeout() bool   { return true }
+func (timeoutErr) Temporary() bool { return true }

@@ -128,7 +128,7 @@ func (t *hostTransports) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp, err = up.answered(resp, err)
 	}
 	if err != nil {
-		return nil, err
+		return nil, t.tm.named(req.Context(), err)
 	}
 	// Every body, from manifests and blobs to tokens and error documents,
 	// is under the slow-body rule (timeouts.go).
