@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/container"
-	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/api/types"
@@ -56,20 +54,20 @@ func (s *Service) SetLayerIndexBudget(n int64) { s.contents.SetBudget(n) }
 // inspect chooses it, opts.Platform included), or with opts.Remote the
 // registry's, resolved with the caller's credentials, which is what lets
 // the caller see the indexes of its layers. A remote image's layers that
-// the store holds are read from the store.
+// the store holds are read from the store (distribution.RemoteBlobs).
 func (s *Service) contentsImage(ctx context.Context, name string, opts types.FilesOptions) (*contents.Image, error) {
-	local := &storeBlobs{s: s}
 	if opts.Remote {
 		rl, err := s.dist.RemoteLayers(ctx, name, opts)
 		if err != nil {
 			return nil, err
 		}
-		return &contents.Image{Manifest: rl.Manifest, Layers: rl.Layers, DiffIDs: rl.DiffIDs, Blobs: &eitherBlobs{local: local, remote: rl.Blobs}}, nil
+		return &contents.Image{Manifest: rl.Manifest, Layers: rl.Layers, DiffIDs: rl.DiffIDs, Blobs: rl.Blobs}, nil
 	}
 	_, view, meta, err := s.lookupView(name, opts.Platform)
 	if err != nil {
 		return nil, err
 	}
+	local := &storeBlobs{s: s}
 	img := &contents.Image{Manifest: view.Manifest, Layers: meta.Manifest.Layers, Blobs: local}
 	if meta.Config != nil {
 		img.DiffIDs = meta.Config.RootFS.DiffIDs
@@ -82,79 +80,17 @@ func (s *Service) contentsImage(ctx context.Context, name string, opts types.Fil
 	return img, nil
 }
 
-// storeBlobs reads layers from the store's blob files.
+// storeBlobs reads a local image's layers from the store's blob files.
 type storeBlobs struct{ s *Service }
 
 func (b *storeBlobs) Open(ctx context.Context, desc ocispec.Descriptor) (io.ReadCloser, error) {
-	if err := desc.Digest.Validate(); err != nil {
-		return nil, fmt.Errorf("layer digest %q: %w%.0w", desc.Digest, err, errdefs.ErrInvalidArgument)
-	}
-	f, _, err := b.s.images.OpenBlob(desc.Digest)
-	if err != nil {
-		return nil, err
-	}
-	return &verifiedFile{f: f, want: desc.Digest, d: desc.Digest.Algorithm().Digester()}, nil
+	return b.s.images.OpenBlobVerified(desc)
 }
 
 func (b *storeBlobs) ReadRange(ctx context.Context, desc ocispec.Descriptor, off, n int64) (io.ReadCloser, error) {
-	f, size, err := b.s.images.OpenBlob(desc.Digest)
-	if err != nil {
-		return nil, err
-	}
-	if off < 0 || n < 0 || off > size {
-		f.Close()
-		return nil, fmt.Errorf("range %d+%d of blob %s (%d bytes)%.0w", off, n, desc.Digest, size, errdefs.ErrInvalidArgument)
-	}
-	return struct {
-		io.Reader
-		io.Closer
-	}{io.NewSectionReader(f, off, n), f}, nil
+	return b.s.images.OpenBlobSection(desc, off, n)
 }
 
 func (b *storeBlobs) Local(desc ocispec.Descriptor) bool {
 	return desc.Digest.Validate() == nil && b.s.images.HasBlob(desc.Digest)
 }
-
-// verifiedFile is a stored blob read whole, checked against its digest at
-// EOF (a disk that rotted fails the read instead of feeding an index).
-type verifiedFile struct {
-	f    *os.File
-	want digest.Digest
-	d    digest.Digester
-}
-
-func (v *verifiedFile) Read(p []byte) (int, error) {
-	n, err := v.f.Read(p)
-	v.d.Hash().Write(p[:n])
-	if err == io.EOF {
-		if got := v.d.Digest(); got != v.want {
-			return n, fmt.Errorf("stored blob %s hashes to %s%.0w", v.want, got, errdefs.ErrDataLoss)
-		}
-	}
-	return n, err
-}
-
-func (v *verifiedFile) Close() error { return v.f.Close() }
-
-// eitherBlobs reads a remote image's layers from the store when it holds
-// them, from the registry otherwise.
-type eitherBlobs struct {
-	local  *storeBlobs
-	remote contents.Blobs
-}
-
-func (b *eitherBlobs) Open(ctx context.Context, desc ocispec.Descriptor) (io.ReadCloser, error) {
-	if b.local.Local(desc) {
-		return b.local.Open(ctx, desc)
-	}
-	return b.remote.Open(ctx, desc)
-}
-
-func (b *eitherBlobs) ReadRange(ctx context.Context, desc ocispec.Descriptor, off, n int64) (io.ReadCloser, error) {
-	if b.local.Local(desc) {
-		return b.local.ReadRange(ctx, desc, off, n)
-	}
-	return b.remote.ReadRange(ctx, desc, off, n)
-}
-
-func (b *eitherBlobs) Local(desc ocispec.Descriptor) bool { return b.local.Local(desc) }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
@@ -89,19 +88,17 @@ type RemoteBlobs struct {
 }
 
 // Open reads the blob whole, verified against desc at EOF: the registry
-// client's verifying reader, or the stored file hashed as it is read (the
-// Blobs contract holds for both, whatever happened to the file since it
-// was written).
+// client's verifying reader, or the stored file hashed as it is read
+// (store.OpenBlobVerified: the Blobs contract holds for both, whatever
+// happened to the file since it was written).
 func (b *RemoteBlobs) Open(ctx context.Context, desc ocispec.Descriptor) (io.ReadCloser, error) {
 	if !desc.Digest.Algorithm().Available() {
 		return nil, fmt.Errorf("unsupported digest algorithm in %q%.0w", desc.Digest, errdefs.ErrInvalidArgument)
 	}
-	f, ok, err := b.openLocal(desc)
-	if err != nil {
-		return nil, err
-	}
-	if ok {
-		return &verifiedFile{f: f, desc: desc, d: desc.Digest.Algorithm().Digester()}, nil
+	if b.Local(desc) {
+		if rc, err := b.st.OpenBlobVerified(desc); !b.gone(desc, err) {
+			return rc, err
+		}
 	}
 	return b.repo.FetchBlob(ctx, desc)
 }
@@ -113,12 +110,10 @@ func (b *RemoteBlobs) ReadRange(ctx context.Context, desc ocispec.Descriptor, of
 	if off < 0 || n < 0 || off > desc.Size || n > desc.Size-off {
 		return nil, fmt.Errorf("blob %s: range [%d, +%d) outside its %d bytes%.0w", desc.Digest, off, n, desc.Size, errdefs.ErrInvalidArgument)
 	}
-	f, ok, err := b.openLocal(desc)
-	if err != nil {
-		return nil, err
-	}
-	if ok {
-		return readCloser{io.NewSectionReader(f, off, n), f}, nil
+	if b.Local(desc) {
+		if rc, err := b.st.OpenBlobSection(desc, off, n); !b.gone(desc, err) {
+			return rc, err
+		}
 	}
 	return b.repo.ReadBlobRange(ctx, desc, off, n)
 }
@@ -128,43 +123,8 @@ func (b *RemoteBlobs) Local(desc ocispec.Descriptor) bool {
 	return b.st != nil && b.st.HasBlob(desc.Digest)
 }
 
-// openLocal opens the stored blob when there is one (ok); one removed
-// since Local said so is read from the registry instead.
-func (b *RemoteBlobs) openLocal(desc ocispec.Descriptor) (*os.File, bool, error) {
-	if !b.Local(desc) {
-		return nil, false, nil
-	}
-	f, size, err := b.st.OpenBlob(desc.Digest)
-	if errors.Is(err, errdefs.ErrNotFound) || (err != nil && !b.Local(desc)) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	if size != desc.Size {
-		f.Close()
-		return nil, false, fmt.Errorf("blob %s: stored with %d bytes, the manifest says %d%.0w", desc.Digest, size, desc.Size, errdefs.ErrDataLoss)
-	}
-	return f, true, nil
+// gone reports whether a stored blob failed to open because it was
+// removed since Local said so: it is then read from the registry.
+func (b *RemoteBlobs) gone(desc ocispec.Descriptor, err error) bool {
+	return errors.Is(err, errdefs.ErrNotFound) || (err != nil && !b.Local(desc))
 }
-
-// verifiedFile reads a stored blob and fails in place of io.EOF unless its
-// bytes are desc's.
-type verifiedFile struct {
-	f    *os.File
-	desc ocispec.Descriptor
-	d    digest.Digester
-	n    int64
-}
-
-func (v *verifiedFile) Read(p []byte) (int, error) {
-	n, err := v.f.Read(p)
-	v.d.Hash().Write(p[:n])
-	v.n += int64(n)
-	if err == io.EOF && (v.n != v.desc.Size || v.d.Digest() != v.desc.Digest) {
-		return n, fmt.Errorf("stored blob %s: %d bytes of digest %s%.0w", v.desc.Digest, v.n, v.d.Digest(), errdefs.ErrDataLoss)
-	}
-	return n, err
-}
-
-func (v *verifiedFile) Close() error { return v.f.Close() }
