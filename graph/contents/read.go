@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/containerd/errdefs"
-	"github.com/klauspost/compress/zstd"
 
 	"github.com/wharfproject/wharf/internal/decompress"
 	"github.com/wharfproject/wharf/internal/layerindex"
@@ -299,12 +298,12 @@ func decompressed(r io.Reader) (io.Reader, func(), error) {
 	head, _ := br.Peek(4)
 	in := decompress.NewCounter(br)
 	var bomb decompress.Limit
-	switch {
-	case len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b:
+	switch formatOf(head) {
+	case formatGzip:
 		zr, err := decompress.Gzip(in, bomb)
 		return zr, func() {}, err
-	case bytes.Equal(head, []byte{0x28, 0xb5, 0x2f, 0xfd}):
-		zr, err := zstd.NewReader(in, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(maxZstdWindow), zstd.WithDecoderMaxMemory(maxZstdWindow*2))
+	case formatZstd:
+		zr, err := newZstd(in)
 		if err != nil {
 			return nil, nil, err
 		}

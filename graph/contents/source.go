@@ -30,6 +30,30 @@ var ErrDiffIDMismatch = fmt.Errorf("layer diff ID mismatch%.0w", errdefs.ErrData
 // 3.75 TiB). A frame that asks for more is refused.
 const maxZstdWindow = 64 << 20
 
+// The layer blob formats, told by their first bytes (peek 4).
+type blobFormat int
+
+const (
+	formatTar blobFormat = iota
+	formatGzip
+	formatZstd
+)
+
+func formatOf(head []byte) blobFormat {
+	switch {
+	case len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b:
+		return formatGzip
+	case bytes.Equal(head, []byte{0x28, 0xb5, 0x2f, 0xfd}):
+		return formatZstd
+	}
+	return formatTar
+}
+
+// newZstd is a zstd decoder within maxZstdWindow, on one goroutine.
+func newZstd(r io.Reader) (*zstd.Decoder, error) {
+	return zstd.NewReader(r, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(maxZstdWindow), zstd.WithDecoderMaxMemory(maxZstdWindow*2))
+}
+
 // layerData is what the room holds of one layer.
 type layerData struct {
 	ix *layerindex.Index
@@ -161,8 +185,8 @@ func buildStream(ctx context.Context, r io.Reader, size int64, lim layerindex.Li
 	var bomb decompress.Limit
 	ld := &layerData{}
 	var err error
-	switch {
-	case len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b:
+	switch formatOf(head) {
+	case formatGzip:
 		lim.MaxTarBytes = tarCap(size, bomb.Max(size))
 		zr := gzindex.NewReader(in)
 		if ld.ix, err = layerindex.Build(ctx, bomb.Guard(in, zr), lim); err != nil {
@@ -171,8 +195,8 @@ func buildStream(ctx context.Context, r io.Reader, size int64, lim layerindex.Li
 		if ld.gz, err = zr.Index(); err != nil {
 			return nil, err
 		}
-	case bytes.Equal(head, []byte{0x28, 0xb5, 0x2f, 0xfd}):
-		zr, err := zstd.NewReader(in, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(maxZstdWindow), zstd.WithDecoderMaxMemory(maxZstdWindow*2))
+	case formatZstd:
+		zr, err := newZstd(in)
 		if err != nil {
 			return nil, err
 		}
