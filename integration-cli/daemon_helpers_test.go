@@ -107,25 +107,40 @@ func (d *Daemon) StartWithError(args ...string) error {
 }
 
 func (d *Daemon) waitReady() error {
-	deadline := time.Now().Add(daemonReadyTimeout)
 	client := d.HTTPClient()
 	client.Timeout = time.Second
+	exited, err := waitPing(client, "http://wharfd/_ping", d.done, daemonReadyTimeout, 25*time.Millisecond)
+	switch {
+	case exited:
+		return fmt.Errorf("wharfd exited: %v", d.waitErr)
+	case err != nil:
+		d.Kill()
+		return fmt.Errorf("no answer on %s/_ping within %s (last: %v)", d.Host, daemonReadyTimeout, err)
+	}
+	return nil
+}
+
+// waitPing polls GET url every poll until it answers 200 (nil), the
+// process behind it ends (done closed: exited), or timeout passes (the
+// last error or status).
+func waitPing(client *http.Client, url string, done <-chan struct{}, timeout, poll time.Duration) (exited bool, err error) {
+	deadline := time.Now().Add(timeout)
 	for {
-		resp, err := client.Get("http://wharfd/_ping")
+		resp, err := client.Get(url)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return nil
+				return false, nil
 			}
+			err = fmt.Errorf("status %d", resp.StatusCode)
 		}
 		select {
-		case <-d.done:
-			return fmt.Errorf("wharfd exited: %v", d.waitErr)
-		case <-time.After(25 * time.Millisecond):
+		case <-done:
+			return true, nil
+		case <-time.After(poll):
 		}
 		if time.Now().After(deadline) {
-			d.Kill()
-			return fmt.Errorf("no answer on %s/_ping within %s (last: %v)", d.Host, daemonReadyTimeout, err)
+			return false, err
 		}
 	}
 }

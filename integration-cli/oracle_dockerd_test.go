@@ -82,24 +82,14 @@ func (o *dockerd) waitReady() error {
 			return d.DialContext(ctx, "unix", o.sock)
 		},
 	}}
-	deadline := time.Now().Add(dockerdReadyTimeout)
-	for {
-		resp, err := client.Get("http://dockerd/_ping")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-o.done:
-			return fmt.Errorf("dockerd exited: %v", o.err)
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("no answer on %s within %s (last: %v)", o.sock, dockerdReadyTimeout, err)
-		}
+	exited, err := waitPing(client, "http://dockerd/_ping", o.done, dockerdReadyTimeout, 50*time.Millisecond)
+	switch {
+	case exited:
+		return fmt.Errorf("dockerd exited: %v", o.err)
+	case err != nil:
+		return fmt.Errorf("no answer on %s within %s (last: %v)", o.sock, dockerdReadyTimeout, err)
 	}
+	return nil
 }
 
 func (o *dockerd) logTail() string {
