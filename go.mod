@@ -3,6 +3,7 @@ module github.com/wharfproject/wharf
 go 1.26.8
 
 require (
+	github.com/CycloneDX/cyclonedx-go v0.12.0
 	github.com/Masterminds/semver/v3 v3.5.0
 	github.com/anchore/go-rpmdb v0.2.2
 	github.com/anchore/packageurl-go v0.2.0
@@ -38,6 +39,7 @@ require (
 	github.com/sigstore/protobuf-specs v0.5.1
 	github.com/sigstore/sigstore v1.10.8
 	github.com/sirupsen/logrus v1.10.2
+	github.com/spdx/tools-golang v0.6.0-rc4
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10
 	github.com/veraison/go-cose v1.3.0
