@@ -13,7 +13,9 @@ import (
 )
 
 // ImagePackages lists the packages of an image, local or remote
-// (graph/packages), resolved as ls and cat resolve it.
+// (graph/packages), resolved as ls and cat resolve it: from an SBOM
+// attestation attached to it when there is one (and the signature policy
+// accepts the image), otherwise from its package databases and binaries.
 func (s *Service) ImagePackages(ctx context.Context, name string, opts types.PackagesOptions) (*types.ImagePackages, error) {
 	img, err := s.contentsImage(ctx, name, types.FilesOptions{
 		Platform: opts.Platform, Remote: opts.Remote,
@@ -22,11 +24,16 @@ func (s *Service) ImagePackages(ctx context.Context, name string, opts types.Pac
 	if err != nil {
 		return nil, err
 	}
-	out, err := s.packagesOf(ctx, img, nil)
+	out, err := s.packagesFromAttestation(ctx, name, opts)
 	if err != nil {
 		return nil, err
 	}
-	out.Image = name
+	if out == nil {
+		if out, err = s.packagesOf(ctx, img, nil); err != nil {
+			return nil, err
+		}
+	}
+	out.Image, out.Digest = name, img.Manifest.Digest.String()
 	return out, nil
 }
 

@@ -24,3 +24,14 @@ func FuzzParseOSRelease(f *testing.F) {
 	f.Add([]byte("ID=\"a\\\"b\"\n"))
 	f.Fuzz(func(t *testing.T, b []byte) { _ = ParseOSRelease(b) })
 }
+
+func FuzzFromStatement(f *testing.F) {
+	f.Add([]byte(spdxStatement))
+	f.Add([]byte(cdxStatement))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ps, err := FromStatement(b, 100)
+		if err == nil && len(ps) > 100 {
+			t.Fatal("past the cap")
+		}
+	})
+}
