@@ -125,9 +125,16 @@ type collector struct {
 	at    map[string]int
 }
 
+// unknownVersion stands for a version the database or binary does not
+// give, as syft's default compliance stubs it (the purl keeps none).
+const unknownVersion = "UNKNOWN"
+
 func (c *collector) add(p types.Package) error {
 	if p.Name == "" {
-		return nil // as syft's pkg.IsValid
+		return nil // as syft's pkg.IsValid and its compliance's missing-name
+	}
+	if p.Version == "" {
+		p.Version = unknownVersion
 	}
 	key := p.Type + "\x00" + p.Name + "\x00" + p.Version + "\x00" + p.PURL
 	if c.at == nil {

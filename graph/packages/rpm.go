@@ -10,6 +10,9 @@ import (
 
 	rpmdb "github.com/anchore/go-rpmdb/pkg"
 	"github.com/containerd/errdefs"
+	// go-rpmdb opens rpmdb.sqlite through database/sql's "sqlite"
+	// driver: the pure-Go one it is tested with, as syft registers it.
+	_ "github.com/glebarez/go-sqlite"
 
 	"github.com/wharfproject/wharf/api/types"
 )
