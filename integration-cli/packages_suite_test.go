@@ -452,3 +452,35 @@ func (s *PackagesSuite) readBackSBOMs(c *check.C, name string, want []string) {
 		c.Assert(got, check.DeepEquals, want, check.Commentf("%s read back by syft convert:\n%s", format, keysDiff(got, want)))
 	}
 }
+
+// sbomStatement is an SPDX statement as BuildKit attaches one: the image
+// as its root package (no purl, not a package), two packages.
+const sbomStatement = `{"_type":"https://in-toto.io/Statement/v0.6","predicateType":"https://spdx.dev/Document","subject":[],
+"predicate":{"spdxVersion":"SPDX-2.3","SPDXID":"SPDXRef-DOCUMENT","packages":[
+ {"name":"app","SPDXID":"SPDXRef-DocumentRoot-Image-app","primaryPackagePurpose":"CONTAINER"},
+ {"name":"bash","SPDXID":"SPDXRef-Package-deb-bash","versionInfo":"5.2.15-2+b2","externalRefs":[{"referenceCategory":"PACKAGE-MANAGER","referenceType":"purl","referenceLocator":"pkg:deb/debian/bash@5.2.15-2%2Bb2?arch=amd64&distro=debian-12"}]},
+ {"name":"golang.org/x/sys","SPDXID":"SPDXRef-Package-go-module-x-sys","versionInfo":"v0.20.0","externalRefs":[{"referenceCategory":"PACKAGE-MANAGER","referenceType":"purl","referenceLocator":"pkg:golang/golang.org/x/sys@v0.20.0"}]}
+]}}`
+
+func (s *PackagesSuite) TestAttachedSBOMAnswersFirst(c *check.C) {
+	ctx, cancel := fixtureCtx()
+	defer cancel()
+	with, err := testregistry.NewIndex(testregistry.IndexOptions{Attestation: true, AttestationStatement: []byte(sbomStatement)})
+	c.Assert(err, check.IsNil)
+	c.Assert(s.reg.Client().PushIndex(ctx, "pk/sbom", "1", with), check.IsNil)
+	without, err := testregistry.NewIndex(testregistry.IndexOptions{})
+	c.Assert(err, check.IsNil)
+	c.Assert(s.reg.Client().PushIndex(ctx, "pk/nosbom", "1", without), check.IsNil)
+
+	got := s.wharfPackages(c, "--remote", "--platform", "linux/amd64", s.wharfP.host+"/pk/sbom:1")
+	c.Assert(got.Source, check.Equals, types.PackagesFromAttestation)
+	c.Assert(got.Verified, check.Equals, false) // no signature policy here
+	c.Assert(got.Digest, check.Equals, with.Images[0].Manifest.Digest)
+	c.Assert(wharfKeys(got), check.DeepEquals, []string{
+		"deb bash 5.2.15-2+b2 pkg:deb/debian/bash@5.2.15-2%2Bb2?arch=amd64&distro=debian-12",
+		"go-module golang.org/x/sys v0.20.0 pkg:golang/golang.org/x/sys@v0.20.0",
+	})
+
+	got = s.wharfPackages(c, "--remote", "--platform", "linux/amd64", s.wharfP.host+"/pk/nosbom:1")
+	c.Assert(got.Source, check.Equals, types.PackagesFromDatabases)
+}
