@@ -45,6 +45,14 @@ type fakeBackend struct {
 	files          func(string, types.FilesOptions, func(types.FileEntry) error) error
 	stat           func(string, types.FilesOptions) (container.PathStat, error)
 	archive        func(string, types.FilesOptions, func(container.PathStat) (io.Writer, error)) error
+	diff           func(types.DiffRequest) (*types.ImageDiff, error)
+}
+
+func (f *fakeBackend) ImageDiff(_ context.Context, req types.DiffRequest) (*types.ImageDiff, error) {
+	if f.diff == nil {
+		return nil, errNI
+	}
+	return f.diff(req)
 }
 
 func (f *fakeBackend) ImageFiles(_ context.Context, n string, o types.FilesOptions, emit func(types.FileEntry) error) error {

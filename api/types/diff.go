@@ -1,7 +1,11 @@
 package types
 
 import (
+	"fmt"
 	"net/http"
+	"strings"
+
+	"github.com/containerd/errdefs"
 
 	"github.com/moby/moby/api/types/registry"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -34,6 +38,31 @@ type DiffSide struct {
 	Kind string
 	Name string // an image reference, or the archive's path
 }
+
+// ParseDiffSide reads one side as the API and the CLI take it:
+// "local:NAME", "remote:NAME", "archive:PATH", or a bare NAME, local
+// unless remote. The prefix wins: a registry host named "remote" is
+// written "remote:remote:5000/…".
+func ParseDiffSide(s string, remote bool) (DiffSide, error) {
+	for _, kind := range []string{SideLocal, SideRemote, SideArchive} {
+		if name, ok := strings.CutPrefix(s, kind+":"); ok {
+			if name == "" {
+				return DiffSide{}, fmt.Errorf("diff side %q names no image%.0w", kind+":", errdefs.ErrInvalidArgument)
+			}
+			return DiffSide{Kind: kind, Name: name}, nil
+		}
+	}
+	if s == "" {
+		return DiffSide{}, fmt.Errorf("diff side names no image%.0w", errdefs.ErrInvalidArgument)
+	}
+	if remote {
+		return DiffSide{Kind: SideRemote, Name: s}, nil
+	}
+	return DiffSide{Kind: SideLocal, Name: s}, nil
+}
+
+// String is the side as ParseDiffSide reads it.
+func (s DiffSide) String() string { return s.Kind + ":" + s.Name }
 
 // DiffRequest is GET /wharf/images/diff?from=A&to=B[&sections=…][&remote=1].
 type DiffRequest struct {
