@@ -46,7 +46,7 @@ func (s *Service) ImageDiff(ctx context.Context, req types.DiffRequest) (*types.
 		}
 		switch sec {
 		case types.DiffConfig:
-			out.Config = diff.Config(&a.cfg.Image, &b.cfg.Image)
+			out.Config = diff.Config(a.oci(), b.oci())
 		case types.DiffLayers:
 			out.Layers = diff.Layers(a.img.Layers, b.img.Layers)
 		case types.DiffPull:
@@ -96,6 +96,15 @@ type diffImage struct {
 	cfg     *store.ImageConfig
 	cfgDesc ocispec.Descriptor
 	trust   *types.Trust
+}
+
+// oci is the side's config as the OCI spec types it. Docker's config type
+// shadows the embedded ocispec.Image's Config with its own (the JSON
+// decodes into that one), so the runtime config is copied over.
+func (d *diffImage) oci() *ocispec.Image {
+	img := d.cfg.Image
+	img.Config = d.cfg.Config.ImageConfig
+	return &img
 }
 
 // diffSide resolves one side: a local image as local inspect chooses it
@@ -169,11 +178,11 @@ func (s *Service) filesDiff(ctx context.Context, a, b *diffImage) (*types.FilesD
 
 // packagesDiff lists each side's packages and compares them.
 func (s *Service) packagesDiff(ctx context.Context, a, b *diffImage) (*types.PackagesDiff, error) {
-	pa, err := s.packagesOf(ctx, a.img, &a.cfg.Image)
+	pa, err := s.packagesOf(ctx, a.img, a.oci())
 	if err != nil {
 		return nil, err
 	}
-	pb, err := s.packagesOf(ctx, b.img, &b.cfg.Image)
+	pb, err := s.packagesOf(ctx, b.img, b.oci())
 	if err != nil {
 		return nil, err
 	}
