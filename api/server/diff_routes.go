@@ -25,8 +25,12 @@ const (
 )
 
 func (s *Server) getImageDiff(w http.ResponseWriter, r *http.Request, _ map[string]string) error {
-	// The files routes' reading of remote, platform and the credentials.
-	opts, err := filesOptions(r, false)
+	if err := parseForm(r); err != nil {
+		return err
+	}
+	// remote, platform and the credentials, as the files and packages
+	// routes read them.
+	opts, err := parseImageQuery(r)
 	if err != nil {
 		return err
 	}

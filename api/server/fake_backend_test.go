@@ -46,6 +46,7 @@ type fakeBackend struct {
 	stat           func(string, types.FilesOptions) (container.PathStat, error)
 	archive        func(string, types.FilesOptions, func(container.PathStat) (io.Writer, error)) error
 	diff           func(types.DiffRequest) (*types.ImageDiff, error)
+	packages       func(string, types.PackagesOptions) (*types.ImagePackages, error)
 }
 
 func (f *fakeBackend) ImageDiff(_ context.Context, req types.DiffRequest) (*types.ImageDiff, error) {
@@ -53,6 +54,13 @@ func (f *fakeBackend) ImageDiff(_ context.Context, req types.DiffRequest) (*type
 		return nil, errNI
 	}
 	return f.diff(req)
+}
+
+func (f *fakeBackend) ImagePackages(_ context.Context, n string, o types.PackagesOptions) (*types.ImagePackages, error) {
+	if f.packages == nil {
+		return nil, errNI
+	}
+	return f.packages(n, o)
 }
 
 func (f *fakeBackend) ImageFiles(_ context.Context, n string, o types.FilesOptions, emit func(types.FileEntry) error) error {
