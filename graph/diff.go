@@ -11,7 +11,6 @@ import (
 	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/graph/contents"
 	"github.com/wharfproject/wharf/graph/diff"
-	"github.com/wharfproject/wharf/graph/packages"
 	"github.com/wharfproject/wharf/graph/store"
 )
 
@@ -174,17 +173,4 @@ func (s *Service) filesDiff(ctx context.Context, a, b *diffImage) (*types.FilesD
 		shared = nil
 	}
 	return diff.Files(ctx, shared, from, to)
-}
-
-// packagesDiff lists each side's packages and compares them.
-func (s *Service) packagesDiff(ctx context.Context, a, b *diffImage) (*types.PackagesDiff, error) {
-	pa, err := s.packagesOf(ctx, a.img, a.oci())
-	if err != nil {
-		return nil, err
-	}
-	pb, err := s.packagesOf(ctx, b.img, b.oci())
-	if err != nil {
-		return nil, err
-	}
-	return packages.Compare(pa.Packages, pb.Packages), nil
 }

@@ -32,6 +32,8 @@ type DiffSuite struct {
 	n1, n2   string
 	sizes    map[string]int64 // blob digest → size, of every blob pushed
 	baseBlob string           // the shared layer's digest
+	// r1 and r2 are another pair, their base never pulled.
+	r1, r2 *testregistry.Image
 }
 
 func TestDiffSuite(t *testing.T) { t.Parallel(); runSuite(t, &DiffSuite{}) }
@@ -52,11 +54,13 @@ func diffDpkgStatus(version string) string {
 	}, "\n")
 }
 
-func diffBaseLayer() []contentsEntry {
+// diffBaseLayer is a base layer; seed makes its bytes (and digest) its
+// own.
+func diffBaseLayer(seed int64) []contentsEntry {
 	// 256 KiB that does not compress: a base whose bytes a diff must not
 	// download are worth counting.
 	noise := make([]byte, 256<<10)
-	rand.New(rand.NewSource(34)).Read(noise)
+	rand.New(rand.NewSource(seed)).Read(noise)
 	return []contentsEntry{
 		{typ: tar.TypeDir, name: "bin/", mode: 0o755},
 		{typ: tar.TypeReg, name: "bin/sh", mode: 0o755, body: string(noise)},
@@ -131,13 +135,23 @@ func (s *DiffSuite) SetUpSuite(c *check.C) {
 	label := func(rev string) map[string]string {
 		return map[string]string{"org.opencontainers.image.source": "https://github.com/wharf-tests/app", "org.opencontainers.image.revision": rev}
 	}
-	base := diffBaseLayer()
+	base := diffBaseLayer(34)
 	s.v1 = diffImage(c, label("1111111"), base, diffTopLayer("1.0-1", "mode=one\n"))
 	s.v2 = diffImage(c, label("2222222"), base, diffTopLayer("1.1-1", "mode=two\n"))
+	other := diffBaseLayer(35)
+	s.r1 = diffImage(c, label("1111111"), other, diffTopLayer("1.0-1", "mode=one\n"))
+	s.r2 = diffImage(c, label("2222222"), other, diffTopLayer("1.1-1", "mode=two\n"))
+	// The package database in the base of one and the top of the other:
+	// the mixed case, whose packages need the base's.
+	withStatus := append(diffBaseLayer(36), contentsEntry{typ: tar.TypeDir, name: "var/", mode: 0o755},
+		contentsEntry{typ: tar.TypeDir, name: "var/lib/", mode: 0o755}, contentsEntry{typ: tar.TypeDir, name: "var/lib/dpkg/", mode: 0o755},
+		contentsEntry{typ: tar.TypeReg, name: "var/lib/dpkg/status", mode: 0o644, body: diffDpkgStatus("1.0-1")})
+	m1 := diffImage(c, nil, withStatus, diffTopLayer("1.0-1", "mode=one\n")[:2])
+	m2 := diffImage(c, nil, withStatus, diffTopLayer("1.1-1", "mode=two\n"))
 	c.Assert(s.v1.Layers[0].Digest, check.Equals, s.v2.Layers[0].Digest)
 	s.baseBlob = s.v1.Layers[0].Digest
 	s.sizes = map[string]int64{}
-	for _, img := range []*testregistry.Image{s.v1, s.v2} {
+	for _, img := range []*testregistry.Image{s.v1, s.v2, s.r1, s.r2, m1, m2} {
 		for _, b := range append([]testregistry.Blob{img.Config}, img.Layers...) {
 			s.sizes[b.Digest] = int64(len(b.Data))
 		}
@@ -147,6 +161,10 @@ func (s *DiffSuite) SetUpSuite(c *check.C) {
 	c.Assert(s.reg.Client().PushImage(ctx, "dt/app", "1", s.v1), check.IsNil)
 	c.Assert(s.reg.Client().PushImage(ctx, "dt/app", "2", s.v2), check.IsNil)
 	c.Assert(s.reg.Client().PushImage(ctx, "dt/self", "1", s.v1), check.IsNil)
+	c.Assert(s.reg.Client().PushImage(ctx, "dt/remote", "1", s.r1), check.IsNil)
+	c.Assert(s.reg.Client().PushImage(ctx, "dt/remote", "2", s.r2), check.IsNil)
+	c.Assert(s.reg.Client().PushImage(ctx, "dt/mixed", "1", m1), check.IsNil)
+	c.Assert(s.reg.Client().PushImage(ctx, "dt/mixed", "2", m2), check.IsNil)
 	s.n1, s.n2 = s.reg.Host+"/dt/app:1", s.reg.Host+"/dt/app:2"
 	s.d = s.startDaemon(c)
 	r := s.d.WharfIn(c, []byte(s.reg.Password+"\n"), "login", s.reg.Host, "-u", s.reg.Username, "--password-stdin")
@@ -191,15 +209,9 @@ func filePaths(f *types.FilesDiff) []string {
 }
 
 // checkPackages asserts the packages section names exactly libfoo1's
-// upgrade; a daemon whose package reader is not built yet says so in
-// Errors, and the other sections stand.
+// upgrade.
 func checkPackages(c *check.C, d types.ImageDiff) {
-	if msg, ok := d.Errors[types.DiffPackages]; ok {
-		c.Assert(msg, check.Matches, `(?i).*not implemented.*`)
-		c.Assert(d.Packages, check.IsNil)
-		c.Logf("packages section not built: %s", msg)
-		return
-	}
+	c.Assert(d.Errors, check.HasLen, 0)
 	c.Assert(d.Packages, check.NotNil)
 	c.Assert(d.Packages.Added, check.HasLen, 0)
 	c.Assert(d.Packages.Removed, check.HasLen, 0)
@@ -211,10 +223,12 @@ func checkPackages(c *check.C, d types.ImageDiff) {
 // (and the status file that records the package), and reads nothing of
 // the layer they share.
 func (s *DiffSuite) TestRemoteDiffNamesThePackageAndTheFileAndReadsNoSharedLayer(c *check.C) {
+	n1, n2 := s.reg.Host+"/dt/remote:1", s.reg.Host+"/dt/remote:2"
+	shared := s.r1.Layers[0].Digest
 	s.reg.ResetCounters()
-	d, _ := s.diffJSON(c, "--remote", s.n1, s.n2)
+	d, _ := s.diffJSON(c, "--remote", n1, n2)
 	c.Assert(d.From.Kind, check.Equals, types.SideRemote)
-	c.Assert(d.To.Digest, check.Equals, s.v2.Manifest.Digest)
+	c.Assert(d.To.Digest, check.Equals, s.r2.Manifest.Digest)
 	c.Assert(d.Files, check.NotNil, check.Commentf("errors %v", d.Errors))
 	c.Assert(filePaths(d.Files), check.DeepEquals, []string{"changed /etc/app.conf", "changed /var/lib/dpkg/status"})
 	for _, ch := range d.Files.Changes {
@@ -224,17 +238,36 @@ func (s *DiffSuite) TestRemoteDiffNamesThePackageAndTheFileAndReadsNoSharedLayer
 	c.Assert(d.Files.LayersIndexed, check.Equals, 2)
 	checkPackages(c, d)
 	gets := s.blobGets()
-	c.Assert(gets[s.baseBlob], check.Equals, 0, check.Commentf("the shared layer was downloaded: %v", s.reg.RequestLog()))
+	c.Assert(gets[shared], check.Equals, 0, check.Commentf("the shared layer was downloaded: %v", s.reg.RequestLog()))
 	// Each top layer at most once.
-	c.Assert(gets[s.v1.Layers[1].Digest] <= 1 && gets[s.v2.Layers[1].Digest] <= 1, check.Equals, true, check.Commentf("%v", gets))
+	c.Assert(gets[s.r1.Layers[1].Digest] <= 1 && gets[s.r2.Layers[1].Digest] <= 1, check.Equals, true, check.Commentf("%v", gets))
 
-	c.Assert(d.Layers.Shared, check.DeepEquals, []types.DiffLayer{{Digest: s.baseBlob, Size: s.sizes[s.baseBlob]}})
+	c.Assert(d.Layers.Shared, check.DeepEquals, []types.DiffLayer{{Digest: shared, Size: s.sizes[shared]}})
 	c.Assert(d.Layers.Added, check.HasLen, 1)
 	c.Assert(d.Layers.Removed, check.HasLen, 1)
 	c.Assert(d.Source.CompareURL, check.Equals, "https://github.com/wharf-tests/app/compare/1111111...2222222")
 	c.Assert(d.Config.Changes, check.DeepEquals, []types.Changed{{Field: "Labels[org.opencontainers.image.revision]", From: "1111111", To: "2222222"}})
 	c.Assert(d.Signer, check.NotNil)
 	c.Assert(d.Signer.Differs(), check.Equals, false)
+}
+
+// The package database in the shared base of one side and in the top
+// layer of the other: the packages section reads what it needs of the
+// base to stay exact, and still names the one package. The files
+// section, built first and with the base's index not at hand, names the
+// paths only the new top layer writes as added, From unread.
+func (s *DiffSuite) TestPackagesWhenOneSideKeepsTheBasesDatabase(c *check.C) {
+	d, _ := s.diffJSON(c, "--remote", "--sections", "packages,files", s.reg.Host+"/dt/mixed:1", s.reg.Host+"/dt/mixed:2")
+	checkPackages(c, d)
+	c.Assert(filePaths(d.Files), check.DeepEquals, []string{"changed /etc/app.conf", "added /usr/share/doc/README", "added /var/lib/dpkg/status"})
+	c.Assert(d.Files.SharedCompared, check.Equals, false)
+	c.Assert(d.Files.Changes[2].Unindexed, check.Equals, "from")
+	// Now the base's index is held (the packages section built it): the
+	// files section compares the whole views, and the status file is a
+	// change.
+	d, _ = s.diffJSON(c, "--remote", "--sections", "files", s.reg.Host+"/dt/mixed:1", s.reg.Host+"/dt/mixed:2")
+	c.Assert(d.Files.SharedCompared, check.Equals, true)
+	c.Assert(filePaths(d.Files), check.DeepEquals, []string{"changed /etc/app.conf", "added /usr", "added /usr/share", "added /usr/share/doc", "added /usr/share/doc/README", "changed /var/lib/dpkg/status"})
 }
 
 // With the old version pulled, the diff against the new remote one says
