@@ -157,11 +157,7 @@ func (s *Service) diffSide(ctx context.Context, side types.DiffSide, req types.D
 // uses the shared layers' indexes only when every one is already held.
 func (s *Service) filesDiff(ctx context.Context, a, b *diffImage) (*types.FilesDiff, error) {
 	k := diff.SharedPrefix(a.img.Layers, b.img.Layers)
-	from, err := s.contents.LayerIndexes(ctx, a.img, k)
-	if err != nil {
-		return nil, err
-	}
-	to, err := s.contents.LayerIndexes(ctx, b.img, k)
+	from, to, err := s.contents.LayerIndexesOfTwo(ctx, a.img, b.img, k)
 	if err != nil {
 		return nil, err
 	}
