@@ -45,6 +45,14 @@ type fakeBackend struct {
 	files          func(string, types.FilesOptions, func(types.FileEntry) error) error
 	stat           func(string, types.FilesOptions) (container.PathStat, error)
 	archive        func(string, types.FilesOptions, func(container.PathStat) (io.Writer, error)) error
+	pullCost       func(string, types.PullCostOptions) (*types.PullCost, error)
+}
+
+func (f *fakeBackend) PullCost(_ context.Context, n string, o types.PullCostOptions) (*types.PullCost, error) {
+	if f.pullCost == nil {
+		return nil, errNI
+	}
+	return f.pullCost(n, o)
 }
 
 func (f *fakeBackend) ImageFiles(_ context.Context, n string, o types.FilesOptions, emit func(types.FileEntry) error) error {
