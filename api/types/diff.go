@@ -174,4 +174,10 @@ type DiffSummary struct {
 	// To names the image the local one was compared with: the tag as its
 	// registry has it now (outdated), or the newer version's tag.
 	To string `json:",omitempty"`
+	// Truncated: the package lists were cut to fit an event attribute;
+	// the counts are whole.
+	Truncated bool `json:",omitempty"`
+	// PackageChanges counts the packages upgraded, downgraded,
+	// added and removed, whole even when the lists were cut.
+	PackageChanges int `json:",omitempty"`
 }
