@@ -117,6 +117,10 @@ func (d *Daemon) PullCost(ctx context.Context, name string, opts types.PullCostO
 	return d.images.PullCost(ctx, name, opts)
 }
 
+func (d *Daemon) ImageDiff(ctx context.Context, req types.DiffRequest) (*types.ImageDiff, error) {
+	return d.images.ImageDiff(ctx, req)
+}
+
 func (d *Daemon) ImageFiles(ctx context.Context, name string, opts types.FilesOptions, emit func(types.FileEntry) error) error {
 	return d.images.ImageFiles(ctx, name, opts, emit)
 }

@@ -46,6 +46,7 @@ type fakeBackend struct {
 	stat           func(string, types.FilesOptions) (container.PathStat, error)
 	archive        func(string, types.FilesOptions, func(container.PathStat) (io.Writer, error)) error
 	pullCost       func(string, types.PullCostOptions) (*types.PullCost, error)
+	diff           func(types.DiffRequest) (*types.ImageDiff, error)
 }
 
 func (f *fakeBackend) PullCost(_ context.Context, n string, o types.PullCostOptions) (*types.PullCost, error) {
@@ -53,6 +54,13 @@ func (f *fakeBackend) PullCost(_ context.Context, n string, o types.PullCostOpti
 		return nil, errNI
 	}
 	return f.pullCost(n, o)
+}
+
+func (f *fakeBackend) ImageDiff(_ context.Context, req types.DiffRequest) (*types.ImageDiff, error) {
+	if f.diff == nil {
+		return nil, errNI
+	}
+	return f.diff(req)
 }
 
 func (f *fakeBackend) ImageFiles(_ context.Context, n string, o types.FilesOptions, emit func(types.FileEntry) error) error {
