@@ -68,6 +68,10 @@ type ImageBackend interface {
 	// ImageDiff compares two images by the sections asked for (GET
 	// /wharf/images/diff, diff_routes.go).
 	ImageDiff(ctx context.Context, req types.DiffRequest) (*types.ImageDiff, error)
+	// ImagePackages lists the packages of an image (local, or with
+	// opts.Remote as its registry has it), read without pulling it
+	// (GET /wharf/images/{name}/packages, packages_routes.go).
+	ImagePackages(ctx context.Context, name string, opts types.PackagesOptions) (*types.ImagePackages, error)
 }
 
 // RegistryBackend is everything that talks to a registry.

@@ -47,6 +47,7 @@ type fakeBackend struct {
 	archive        func(string, types.FilesOptions, func(container.PathStat) (io.Writer, error)) error
 	pullCost       func(string, types.PullCostOptions) (*types.PullCost, error)
 	diff           func(types.DiffRequest) (*types.ImageDiff, error)
+	packages       func(string, types.PackagesOptions) (*types.ImagePackages, error)
 }
 
 func (f *fakeBackend) PullCost(_ context.Context, n string, o types.PullCostOptions) (*types.PullCost, error) {
@@ -61,6 +62,13 @@ func (f *fakeBackend) ImageDiff(_ context.Context, req types.DiffRequest) (*type
 		return nil, errNI
 	}
 	return f.diff(req)
+}
+
+func (f *fakeBackend) ImagePackages(_ context.Context, n string, o types.PackagesOptions) (*types.ImagePackages, error) {
+	if f.packages == nil {
+		return nil, errNI
+	}
+	return f.packages(n, o)
 }
 
 func (f *fakeBackend) ImageFiles(_ context.Context, n string, o types.FilesOptions, emit func(types.FileEntry) error) error {

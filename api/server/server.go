@@ -98,6 +98,7 @@ func (s *Server) routes() []route {
 		{http.MethodHead, archivePath, s.headImageArchive},
 		{http.MethodGet, pullCostPath, s.getImagePullCost}, // wharf's own (pullcost_routes.go)
 		{http.MethodGet, diffPath, s.getImageDiff},         // wharf's own (diff_routes.go)
+		{http.MethodGet, packagesPath, s.getImagePackages}, // packages_routes.go
 		// images; the fixed paths first, {name:.*} ones after
 		{http.MethodGet, "/images/json", s.getImagesJSON},
 		{http.MethodGet, "/images/get", s.getImagesGet},

@@ -200,6 +200,7 @@ func newRootCommand(c *cli) *cobra.Command {
 		newDiffCommand(c),
 		newCatCommand(c),
 		newCpCommand(c),
+		newPackagesCommand(c),
 		newRmiCommand(c),
 		newImportCommand(c),
 		newSaveCommand(c),
