@@ -16,7 +16,9 @@ import (
 // it lacks that too. It asks the registry only for the manifest
 // (distribution.PullTarget: one HEAD and at most one manifest GET for a
 // single-platform tag, one GET more for an index's platform manifest when
-// it is not cached) and reads no blob.
+// it is not cached) and reads no blob. The count is the diff's pull
+// section's (diff.PullCost); a partial download kept from a cut pull is
+// counted whole: the pull resumes it and downloads less.
 func (s *Service) PullCost(ctx context.Context, name string, opts types.PullCostOptions) (*types.PullCost, error) {
 	t, err := s.dist.PullTarget(ctx, name, opts)
 	if err != nil {
