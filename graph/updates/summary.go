@@ -43,7 +43,7 @@ const maxSummaryPackages = 4096
 // (with versions), the bytes and layers a pull would download, how many
 // paths changed in the layers that differ, the compare link, and whether
 // the signer is the same. A section the diff lacks leaves its part zero
-// and is named in Error.
+// and is named in Error, with the diff's reason (ImageDiff.Errors).
 func Summarize(d *types.ImageDiff) types.DiffSummary {
 	var out types.DiffSummary
 	if d == nil {
@@ -92,9 +92,22 @@ func Summarize(d *types.ImageDiff) types.DiffSummary {
 		same := s.Same
 		out.SameSigner = &same
 	}
-	if len(missing) > 0 {
-		out.Error = "not built: " + strings.Join(missing, ", ")
+	var errs []string
+	for _, sec := range missing {
+		if e := d.Errors[sec]; e != "" {
+			errs = append(errs, sec+": "+e)
+		}
 	}
+	if len(errs) < len(missing) {
+		var unsaid []string
+		for _, sec := range missing {
+			if d.Errors[sec] == "" {
+				unsaid = append(unsaid, sec)
+			}
+		}
+		errs = append(errs, "not built: "+strings.Join(unsaid, ", "))
+	}
+	out.Error = strings.Join(errs, "; ")
 	return out
 }
 

@@ -52,6 +52,8 @@ func TestSummarize(t *testing.T) {
 			types.DiffSummary{SameSigner: bp(true)}},
 		{"sections missing are named", &types.ImageDiff{Pull: &types.PullCost{Bytes: 7, Layers: []types.DiffLayer{{Digest: "sha256:c", Size: 7}}}},
 			types.DiffSummary{PullBytes: 7, PullLayers: 1, Error: "not built: files, packages"}},
+		{"with the diff's reasons", &types.ImageDiff{Pull: &types.PullCost{}, Files: &types.FilesDiff{}, Errors: map[string]string{"packages": "layer unreadable"}},
+			types.DiffSummary{Error: "packages: layer unreadable"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := Summarize(tc.in)
