@@ -72,12 +72,19 @@ func pullCostSummary(cost *client.PullCost) string {
 		what += " (" + cost.Platform + ")"
 	}
 	if cost.Bytes == 0 {
-		return fmt.Sprintf("%s: nothing to download, the store holds all %d layers", what, cost.TotalLayers)
+		return fmt.Sprintf("%s: nothing to download, the store holds all %s", what, layers(cost.TotalLayers))
 	}
 	cfg := ""
 	if cost.Config > 0 {
 		cfg = fmt.Sprintf(" and the config (%s)", formatter.HumanSize(cost.Config))
 	}
-	return fmt.Sprintf("%s: %d of %d layers%s to download, %s (%d bytes); %d layers already present",
-		what, len(cost.Layers), cost.TotalLayers, cfg, formatter.HumanSize(cost.Bytes), cost.Bytes, cost.Present)
+	return fmt.Sprintf("%s: %d of %d layers%s to download, %s (%d bytes); %s already present",
+		what, len(cost.Layers), cost.TotalLayers, cfg, formatter.HumanSize(cost.Bytes), cost.Bytes, layers(cost.Present))
+}
+
+func layers(n int) string {
+	if n == 1 {
+		return "1 layer"
+	}
+	return fmt.Sprintf("%d layers", n)
 }
