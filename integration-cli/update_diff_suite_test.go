@@ -13,6 +13,7 @@ import (
 	"gopkg.in/check.v1"
 
 	"github.com/wharfproject/wharf/api/types"
+	wclient "github.com/wharfproject/wharf/client"
 	"github.com/wharfproject/wharf/internal/testregistry"
 )
 
@@ -145,4 +146,41 @@ func (s *UpdateDiffSuite) TestOutdatedEventAndCheckSayWhatChanged(c *check.C) {
 	served, _ := servedBlobBytes(c, s.reg, blobSizes(v1, v2))
 	c.Logf("the pull: %s; %d blob bytes served", s.reg.Counter.Summary(), served)
 	c.Check(served == top+cfg || served == top, check.Equals, true, check.Commentf("served %d, summary %d (layer %d, config %d)", served, sum.PullBytes, top, cfg))
+}
+
+// A higher version appears while the pulled tag stays put: the watch's
+// newer-version event carries the summary against it, read here with
+// wharf's Go SDK (ParseUpdateEvent).
+func (s *UpdateDiffSuite) TestNewerVersionEventSaysWhatChanged(c *check.C) {
+	d := s.startDaemon(c, "--check-remote-interval", "1s", "--metrics-addr", "127.0.0.1:0")
+	url := watchMetrics(c, d)
+	v1, v2 := appVersions(c)
+	ctx, cancel := context.WithTimeout(context.Background(), watchWait)
+	defer cancel()
+	c.Assert(s.reg.Client().PushImage(ctx, "ud/ver", "2.0", v1), check.IsNil)
+	d.WharfOK(c, "pull", s.reg.Host+"/ud/ver:2.0")
+	waitRounds(c, url, 1)
+
+	wc, err := wclient.New(d.Host)
+	c.Assert(err, check.IsNil)
+	rc, err := wc.Events(ctx, wclient.EventsOptions{Filters: wclient.UpdateEventsFilter()})
+	c.Assert(err, check.IsNil)
+	defer rc.Close()
+	c.Assert(s.reg.Client().PushImage(ctx, "ud/ver", "2.1", v2), check.IsNil)
+	var ev *wclient.UpdateEvent
+	for m, err := range wclient.DecodeEvents(rc) {
+		c.Assert(err, check.IsNil)
+		if e, ok := wclient.ParseUpdateEvent(m); ok && e.Action == wclient.EventNewerVersion && e.Name == s.reg.Host+"/ud/ver:2.0" {
+			ev = &e
+			break
+		}
+	}
+	c.Assert(ev, check.NotNil, check.Commentf("no newer-version event"))
+	c.Check(ev.NewerMinor, check.Equals, "2.1")
+	c.Assert(ev.Diff, check.NotNil)
+	c.Check(ev.Diff.To, check.Equals, s.reg.Host+"/ud/ver:2.1")
+	c.Check(ev.PackagesChanged, check.Equals, "libfoo 1.0-1→1.0-2")
+	c.Check(ev.Diff.PackagesChanged, check.DeepEquals, []types.PackageChange{{Name: "libfoo", Type: types.PackageTypeDeb, From: "1.0-1", To: "1.0-2"}})
+	c.Check(ev.Diff.PullBytes, check.Equals, int64(len(v2.Layers[1].Data)+len(v2.Config.Data)))
+	c.Check(ev.Diff.Error, check.Equals, "")
 }
