@@ -64,14 +64,9 @@ func (s *Service) PullTarget(ctx context.Context, name string, opts types.PullCo
 	}
 	// The bytes were read within the registry's document cap and checked
 	// against their digest by the resolution.
-	var m ocispec.Manifest
-	if err := json.Unmarshal(choice.Raw, &m); err != nil {
-		return nil, fmt.Errorf("registry %s: manifest %s: %v%.0w", res.Registry, choice.Descriptor.Digest, err, registry.ErrUpstream)
-	}
-	for _, d := range append([]ocispec.Descriptor{m.Config}, m.Layers...) {
-		if d.Digest.Validate() != nil || d.Size < 0 {
-			return nil, fmt.Errorf("registry %s: manifest %s lists an invalid descriptor %q (size %d)%.0w", res.Registry, choice.Descriptor.Digest, d.Digest, d.Size, registry.ErrUpstream)
-		}
+	m, err := pullManifest(choice.Raw)
+	if err != nil {
+		return nil, fmt.Errorf("registry %s: manifest %s: %w", res.Registry, choice.Descriptor.Digest, err)
 	}
 	return &PullTarget{
 		Ref:      res.Ref(),
@@ -81,4 +76,23 @@ func (s *Service) PullTarget(ctx context.Context, name string, opts types.PullCo
 		Config:   m.Config,
 		Layers:   m.Layers,
 	}, nil
+}
+
+// pullManifest reads a platform manifest's config and layer descriptors:
+// every digest valid, every size not negative (a size feeds the cost's
+// sum), else registry.ErrUpstream.
+func pullManifest(raw []byte) (ocispec.Manifest, error) {
+	var m ocispec.Manifest
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return m, fmt.Errorf("%v%.0w", err, registry.ErrUpstream)
+	}
+	if m.Config.Digest == "" {
+		return m, fmt.Errorf("no config descriptor%.0w", registry.ErrUpstream)
+	}
+	for _, d := range append([]ocispec.Descriptor{m.Config}, m.Layers...) {
+		if d.Digest.Validate() != nil || d.Size < 0 {
+			return m, fmt.Errorf("an invalid descriptor %q (size %d)%.0w", d.Digest, d.Size, registry.ErrUpstream)
+		}
+	}
+	return m, nil
 }
