@@ -84,7 +84,8 @@ func FuzzParseUpdateEvent(f *testing.F) {
 	f.Add(`{"PullBytes":"x"}`, "")
 	f.Add(`null`, "…")
 	f.Fuzz(func(t *testing.T, diff, pkgs string) {
-		m := types.EventMessage{Type: "image", Action: EventOutdated}
+		var m types.EventMessage
+		m.Type, m.Action = "image", EventOutdated
 		m.Actor.Attributes = map[string]string{"name": "r/app:1", "wharf.diff": diff, "packages.changed": pkgs}
 		e, ok := ParseUpdateEvent(m)
 		if !ok {
