@@ -122,8 +122,15 @@ func (s *UpdateDiffSuite) TestOutdatedEventAndCheckSayWhatChanged(c *check.C) {
 	c.Check(sum.PullBytes, check.Equals, top+cfg)
 	c.Check(sum.FilesChanged >= 1, check.Equals, true, check.Commentf("%+v", sum))
 
-	// The check on request says the same.
+	// The check on request says the same, reading nothing of the shared
+	// base layer.
+	s.reg.ResetCounters()
 	r := d.WharfOK(c, "images", "--check-remote", "--newer", "--diff", "--format", "json", s.reg.Host+"/ud/app")
+	bytes, gets := servedBlobBytes(c, s.reg, blobSizes(v1, v2))
+	c.Logf("images --check-remote --newer --diff: %s; %d blob bytes in %d GETs", s.reg.Counter.Summary(), bytes, gets)
+	for _, l := range s.reg.Counter.Requests() {
+		c.Check(strings.Contains(l, v1.Layers[0].Digest), check.Equals, false, check.Commentf("the shared layer was read: %s", l))
+	}
 	var row struct {
 		RemoteStatus string
 		Diff         *types.DiffSummary
