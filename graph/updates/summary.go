@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/distribution/reference"
 	"github.com/moby/moby/api/types/registry"
 
 	"github.com/wharfproject/wharf/api/types"
@@ -150,7 +151,7 @@ func summaryTarget(r types.RemoteCheckResult) string {
 func summarize(ctx context.Context, d Differ, r types.RemoteCheckResult, to string, auth map[string]registry.AuthConfig, meta http.Header) *types.DiffSummary {
 	req := types.DiffRequest{
 		From:        types.DiffSide{Kind: types.SideLocal, Name: r.Repository + ":" + r.Tag},
-		To:          types.DiffSide{Kind: types.SideRemote, Name: to},
+		To:          types.DiffSide{Kind: types.SideRemote, Name: qualified(to)},
 		Sections:    summarySections,
 		Registries:  auth,
 		MetaHeaders: meta,
@@ -198,4 +199,15 @@ func (s *Checker) attachSummary(ctx context.Context, run *checkRun, res *types.R
 	}
 	defer func() { <-run.diffs }()
 	res.Diff = summarize(ctx, s.differ, *res, to, run.opts.Auth, run.opts.MetaHeaders)
+}
+
+// qualified is name with its registry spelled out (docker.io/library/…
+// for a familiar Docker Hub name), so that the remote side is read from
+// the registry the check asked, never found through the short-name search
+// of another registry first.
+func qualified(name string) string {
+	if n, err := reference.ParseNormalizedNamed(name); err == nil {
+		return n.String()
+	}
+	return name
 }

@@ -348,3 +348,15 @@ func TestAttachSummary(t *testing.T) {
 		t.Errorf("no differ: %+v", r.Diff)
 	}
 }
+
+func TestSummaryRemoteSideIsQualified(t *testing.T) {
+	f := &fakeDiffer{diff: oneDiff()}
+	r := types.RemoteCheckResult{Repository: "busybox", Tag: "1.36", RemoteStatus: types.RemoteOutdated}
+	s := summarize(context.Background(), f, r, summaryTarget(r), nil, nil)
+	if got := f.reqs[0].To.Name; got != "docker.io/library/busybox:1.36" {
+		t.Errorf("remote side %q", got)
+	}
+	if s.To != "busybox:1.36" {
+		t.Errorf("To %q: the familiar name, as the events name tags", s.To)
+	}
+}
