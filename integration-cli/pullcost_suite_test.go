@@ -201,3 +201,30 @@ func (s *PullCostSuite) TestDryRunRefusals(c *check.C) {
 	c.Check(r.ExitCode, check.Not(check.Equals), 0)
 	c.Check(r.Stderr, check.Matches, `(?s).*--format needs --dry-run.*`)
 }
+
+// Behind token auth the dry run presents the stored credentials, as the
+// pull does, and only to their registry: refused anonymously, answered
+// once logged in, with its one token and no blob; the password is never
+// in the daemon's log.
+func (s *PullCostSuite) TestDryRunOfAPrivateRepository(c *check.C) {
+	reg := s.startRegistry(c, testregistry.Options{Auth: testregistry.AuthToken})
+	img := contentsImage(c, contentsLayers())
+	ctx, cancel := fixtureCtx()
+	defer cancel()
+	c.Assert(reg.Client().PushImage(ctx, "pc/private", "1", img), check.IsNil)
+	name := reg.Host + "/pc/private:1"
+
+	anon := s.d.Wharf(c, "pull", "--dry-run", name)
+	c.Check(anon.ExitCode, check.Not(check.Equals), 0, check.Commentf("%s", anon))
+	c.Check(anon.Stderr, check.Matches, `(?is).*(unauthorized|authentication required|denied|401|pull access).*`, check.Commentf("%s", anon))
+
+	r := s.d.WharfIn(c, []byte(reg.Password+"\n"), "login", reg.Host, "-u", reg.Username, "--password-stdin")
+	c.Assert(r.ExitCode, check.Equals, 0, check.Commentf("%s", r))
+	defer s.d.Wharf(c, "logout", reg.Host)
+	reg.ResetCounters()
+	cost := dryRun(c, s.d, name)
+	c.Logf("dry run behind token auth: %s", strings.Join(reg.RequestLog(), ", "))
+	c.Check(reg.Counter.Count("GET blobs"), check.Equals, 0, check.Commentf("%v", reg.RequestLog()))
+	c.Check(cost.Layers, check.HasLen, len(img.Layers))
+	c.Check(strings.Contains(s.d.Log(), reg.Password), check.Equals, false, check.Commentf("the daemon's log holds the password"))
+}
