@@ -159,6 +159,11 @@ func checkOutcome(c *cli, results map[string]types.RemoteCheckResult, exitCode b
 			failed++
 			fmt.Fprintf(c.err, "%s: base %s: %s\n", formatter.FamiliarTag(r), r.BaseName, r.BaseError)
 		}
+		// A summary that could not be built (or only in part) is said,
+		// and changes no exit status: the check itself answered.
+		if d := r.Diff; d != nil && d.Error != "" {
+			fmt.Fprintf(c.err, "%s: what changed (against %s): %s\n", formatter.FamiliarTag(r), d.To, d.Error)
+		}
 	}
 	switch {
 	case !exitCode:
