@@ -1,6 +1,7 @@
 package client
 
 import (
+	"encoding/json"
 	"strconv"
 	"time"
 
@@ -37,7 +38,17 @@ type UpdateEvent struct {
 	// Cleared, for EventCurrent, is the action it clears.
 	Cleared string
 	Time    time.Time
+	// Diff, on EventOutdated and EventNewerVersion, is what changed
+	// between the local image and Diff.To (the wharf.diff attribute);
+	// nil when the event carries none. PackagesChanged is the
+	// packages.changed attribute as sent ("curl 8.5.0-1→8.6.0-1, +jq@1.7").
+	Diff            *types.DiffSummary
+	PackagesChanged string
 }
+
+// maxDiffAttribute caps the wharf.diff attribute decoded (64 KiB): the
+// daemon sends at most 16 KiB.
+const maxDiffAttribute = 64 << 10
 
 // UpdateEventsFilter selects the watch's events for Events: the image
 // events with the four actions.
@@ -71,6 +82,13 @@ func ParseUpdateEvent(m types.EventMessage) (UpdateEvent, bool) {
 	}
 	if v, err := strconv.ParseBool(a["platformChanged"]); err == nil {
 		e.PlatformChanged = &v
+	}
+	e.PackagesChanged = a["packages.changed"]
+	if d := a["wharf.diff"]; d != "" && len(d) <= maxDiffAttribute {
+		var s types.DiffSummary
+		if json.Unmarshal([]byte(d), &s) == nil {
+			e.Diff = &s
+		}
 	}
 	if m.TimeNano != 0 {
 		e.Time = time.Unix(0, m.TimeNano)

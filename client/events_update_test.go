@@ -37,3 +37,30 @@ func TestParseUpdateEvent(t *testing.T) {
 		t.Errorf("filter %v", f)
 	}
 }
+
+// An outdated event's summary decodes from its attributes alone; a
+// malformed one is left out, not an error.
+func TestParseUpdateEventSummary(t *testing.T) {
+	in := `{"Type":"image","Action":"outdated","Actor":{"ID":"r/app:1","Attributes":{"name":"r/app:1","packages.changed":"libfoo 1.0-1→1.0-2","pull.bytes":"1200","wharf.diff":"{\"PackagesChanged\":[{\"Name\":\"libfoo\",\"Type\":\"deb\",\"From\":\"1.0-1\",\"To\":\"1.0-2\"}],\"PullBytes\":1200,\"PullLayers\":1,\"FilesChanged\":1,\"To\":\"r/app:1\",\"PackageChanges\":1}"}}}
+{"Type":"image","Action":"outdated","Actor":{"ID":"r/app:2","Attributes":{"name":"r/app:2","wharf.diff":"{not json"}}}
+`
+	var got []UpdateEvent
+	for m, err := range DecodeEvents(strings.NewReader(in)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e, ok := ParseUpdateEvent(m); ok {
+			got = append(got, e)
+		}
+	}
+	if len(got) != 2 {
+		t.Fatalf("%d events", len(got))
+	}
+	d := got[0].Diff
+	if d == nil || d.PullBytes != 1200 || len(d.PackagesChanged) != 1 || d.PackagesChanged[0].To != "1.0-2" || d.To != "r/app:1" || got[0].PackagesChanged != "libfoo 1.0-1→1.0-2" {
+		t.Errorf("summary %+v (%q)", d, got[0].PackagesChanged)
+	}
+	if got[1].Diff != nil {
+		t.Errorf("malformed summary decoded: %+v", got[1].Diff)
+	}
+}

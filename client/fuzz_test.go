@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/wharfproject/wharf/api/types"
 )
 
 // FuzzDecodeError feeds arbitrary error bodies: decodeError must never panic
@@ -70,6 +72,30 @@ func FuzzDecodePathStat(f *testing.F) {
 		st, err := decodePathStat(http.Header{PathStatHeader: {v}})
 		if err == nil && v == "" {
 			t.Fatalf("an empty header decoded to %+v", st)
+		}
+	})
+}
+
+// FuzzParseUpdateEvent: whatever a daemon sends in an update event's
+// summary attributes, the parse never panics, and a summary it decodes
+// came from an attribute within the cap.
+func FuzzParseUpdateEvent(f *testing.F) {
+	f.Add(`{"PackagesChanged":[{"Name":"libfoo","Type":"deb","From":"1","To":"2"}],"PullBytes":12}`, "libfoo 1→2")
+	f.Add(`{"PullBytes":"x"}`, "")
+	f.Add(`null`, "…")
+	f.Fuzz(func(t *testing.T, diff, pkgs string) {
+		var m types.EventMessage
+		m.Type, m.Action = "image", EventOutdated
+		m.Actor.Attributes = map[string]string{"name": "r/app:1", "wharf.diff": diff, "packages.changed": pkgs}
+		e, ok := ParseUpdateEvent(m)
+		if !ok {
+			t.Fatal("an outdated image event not taken")
+		}
+		if e.Diff != nil && len(diff) > maxDiffAttribute {
+			t.Fatalf("decoded a summary of %d bytes", len(diff))
+		}
+		if e.PackagesChanged != pkgs {
+			t.Fatalf("packages.changed %q, sent %q", e.PackagesChanged, pkgs)
 		}
 	})
 }

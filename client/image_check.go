@@ -40,11 +40,16 @@ type CheckRemoteOptions struct {
 	// BaseName (base-name=REF) is the base of the images that name none,
 	// compared by layer prefix (implies Base).
 	BaseName string
+	// Diff asks for the summary of what changed (diff=1) of each outdated
+	// tag, or one with a newer version: RemoteCheckResult.Diff.
+	Diff bool
 }
 
-// maxCheckLine caps one line of the check's stream (64 KiB): a result is a
-// few hundred bytes; RemoteError quotes at most a registry's capped message.
-const maxCheckLine = 64 << 10
+// maxCheckLine caps one line of the check's stream (1 MiB): a result is a
+// few hundred bytes, RemoteError quotes at most a registry's capped
+// message, and a summary (diff=1) names at most 4,096 packages per list
+// at under 100 bytes each (graph/updates, maxSummaryPackages).
+const maxCheckLine = 1 << 20
 
 // ImageCheckRemote calls POST /wharf/images/check-remote (wharf's own) and
 // calls fn with each result as the daemon streams it. An error before the
@@ -66,6 +71,9 @@ func (c *Client) ImageCheckRemote(ctx context.Context, opts CheckRemoteOptions, 
 	}
 	if opts.BaseName != "" {
 		q.Set("base-name", opts.BaseName)
+	}
+	if opts.Diff {
+		q.Set("diff", "1")
 	}
 	h, err := registryConfigHeader(opts.Auth)
 	if err != nil {

@@ -201,6 +201,7 @@ func Run(ctx context.Context, cfg *Config, opts Options) error {
 	d.installPolicy(pol, cfg, env)
 	d.watch = newWatcher(store, evs, reg.Backoffs, cfg.CheckRemoteInterval, log.WithField("module", "watch"))
 	d.watch.SetAuth(watchAuth(cfg.watchAuth))
+	d.watch.DiffWith(store) // the summaries of its outdated and newer-version events
 	d.watch.KeepStateIn(filepath.Join(cfg.Root, updates.StateFile), platforms.Format(platform))
 	if mt != nil {
 		mt.WatchRateLimits(d.rateLimitSamples)

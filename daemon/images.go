@@ -113,6 +113,10 @@ func (d *Daemon) RemoteTags(ctx context.Context, name string, opts types.RemoteT
 	return d.images.RemoteTags(ctx, name, opts)
 }
 
+func (d *Daemon) PullCost(ctx context.Context, name string, opts types.PullCostOptions) (*types.PullCost, error) {
+	return d.images.PullCost(ctx, name, opts)
+}
+
 func (d *Daemon) ImageDiff(ctx context.Context, req types.DiffRequest) (*types.ImageDiff, error) {
 	return d.images.ImageDiff(ctx, req)
 }

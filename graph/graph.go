@@ -113,6 +113,7 @@ func New(ctx context.Context, opts Options) (*Service, error) {
 	// A load is judged by the policy distribution holds (SetPolicy), under
 	// its docker-archive transport.
 	s.updates = updates.New(records, s.dist)
+	s.updates.DiffWith(s)
 	s.archive = archive.New(records, opts.Platform, opts.Events, s.dist.AdmitLoad)
 	s.mirror = mirror.New(s.dist, records.Root())
 	return s, nil

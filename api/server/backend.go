@@ -105,6 +105,10 @@ type RegistryBackend interface {
 	// RemoteTags lists a repository's tags in its registry
 	// (GET /wharf/images/{name}/tags, tags_routes.go).
 	RemoteTags(ctx context.Context, name string, opts types.RemoteTagsOptions) (*types.RemoteTags, error)
+	// PullCost is what a pull of name would download given what the store
+	// holds, from the manifest alone (GET /wharf/images/{name}/pull-cost,
+	// pullcost_routes.go).
+	PullCost(ctx context.Context, name string, opts types.PullCostOptions) (*types.PullCost, error)
 }
 
 // SystemBackend answers the system endpoints.

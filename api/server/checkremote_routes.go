@@ -14,7 +14,7 @@ import (
 
 // The update check is wharf's own endpoint, not a Docker one:
 //
-//	POST /wharf/images/check-remote[?name=NAME…][&max-age=DURATION][&newer=1][&base=1]   (also under /v1.NN/)
+//	POST /wharf/images/check-remote[?name=NAME…][&max-age=DURATION][&newer=1][&base=1][&diff=1]   (also under /v1.NN/)
 //
 // It checks every tagged local image — or the tags the name values match,
 // as the reference filter of GET /images/json matches (a name matching none
@@ -34,7 +34,10 @@ import (
 // listing per repository (none within max-age of the last). base=1 adds
 // BaseStatus and its digests for each image whose annotations or labels
 // name its base; base-name=REF (implies base=1) names the base of the
-// images that name none, compared by layer prefix. Each line keeps its shape and only gains fields.
+// images that name none, compared by layer prefix. diff=1 adds Diff, the
+// summary of what changed, to each outdated tag (else, with newer=1, one
+// with a newer version): one diff each, two at a time, built only on this
+// request. Each line keeps its shape and only gains fields.
 //
 // Credentials: X-Registry-Config (base64url JSON of {server address:
 // AuthConfig}, as docker build sends them) gives one credential per
@@ -64,7 +67,7 @@ func (s *Server) postImagesCheckRemote(w http.ResponseWriter, r *http.Request, _
 	for _, f := range []struct {
 		name string
 		dst  *bool
-	}{{"newer", &opts.Newer}, {"base", &opts.Base}} {
+	}{{"newer", &opts.Newer}, {"base", &opts.Base}, {"diff", &opts.Diff}} {
 		if v := r.Form.Get(f.name); v != "" {
 			b, err := strconv.ParseBool(v)
 			if err != nil {

@@ -45,8 +45,16 @@ type fakeBackend struct {
 	files          func(string, types.FilesOptions, func(types.FileEntry) error) error
 	stat           func(string, types.FilesOptions) (container.PathStat, error)
 	archive        func(string, types.FilesOptions, func(container.PathStat) (io.Writer, error)) error
+	pullCost       func(string, types.PullCostOptions) (*types.PullCost, error)
 	diff           func(types.DiffRequest) (*types.ImageDiff, error)
 	packages       func(string, types.PackagesOptions) (*types.ImagePackages, error)
+}
+
+func (f *fakeBackend) PullCost(_ context.Context, n string, o types.PullCostOptions) (*types.PullCost, error) {
+	if f.pullCost == nil {
+		return nil, errNI
+	}
+	return f.pullCost(n, o)
 }
 
 func (f *fakeBackend) ImageDiff(_ context.Context, req types.DiffRequest) (*types.ImageDiff, error) {

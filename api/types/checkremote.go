@@ -104,6 +104,12 @@ type RemoteCheckResult struct {
 	// layers begin with the base's current layers, regctl's method; no
 	// BaseDigest then).
 	BaseSource string `json:",omitempty"`
+
+	// Diff (asked with diff=1) is what changed between the local image
+	// and the one a pull would bring: for an outdated tag, the tag as its
+	// registry has it now; else, with newer=1, the lowest newer version
+	// (patch, else minor, else major). Absent for a tag with neither.
+	Diff *DiffSummary `json:",omitempty"`
 }
 
 // BaseStatus values.
@@ -143,6 +149,10 @@ type RemoteCheckOptions struct {
 	// BaseName (base-name=REF; implies Base) is the base of the images
 	// that name none: compared by layer prefix.
 	BaseName string
+	// Diff adds the summary of what changed (diff=1) to each outdated
+	// tag, or a tag with a newer version: one diff of the local image
+	// with the remote one each, built only on this request.
+	Diff bool
 }
 
 // NewerVersions are the newer versions found (newer=1), lowest level

@@ -139,6 +139,13 @@ type PullCost struct {
 	Bytes int64
 	// Present counts the layers the store holds already.
 	Present int
+	// Platform is the platform manifest's (os/arch[/variant]) when the
+	// name resolved to an index.
+	Platform string `json:",omitempty"`
+	// TotalLayers counts the image's distinct layers; Config is the
+	// config blob's size when the store lacks it (0 otherwise).
+	TotalLayers int   `json:",omitempty"`
+	Config      int64 `json:",omitempty"`
 }
 
 // FileChange is one path of the files section.
@@ -207,6 +214,15 @@ type DiffSummary struct {
 	// SameSigner is nil when the signer section could not tell.
 	SameSigner *bool  `json:",omitempty"`
 	Error      string `json:",omitempty"`
+	// To names the image the local one was compared with: the tag as its
+	// registry has it now (outdated), or the newer version's tag.
+	To string `json:",omitempty"`
+	// Truncated: the package lists were cut to fit an event attribute;
+	// the counts are whole.
+	Truncated bool `json:",omitempty"`
+	// PackageChanges counts the packages upgraded, downgraded,
+	// added and removed, whole even when the lists were cut.
+	PackageChanges int `json:",omitempty"`
 }
 
 // Differs reports whether a section built found a difference: config

@@ -32,7 +32,7 @@ const (
 
 type checkRemoteFlags struct {
 	enabled, exitCode bool
-	newer, base       bool
+	newer, base, diff bool
 	baseName          string
 	maxAge            time.Duration
 }
@@ -42,13 +42,14 @@ func (f *checkRemoteFlags) register(fl *pflag.FlagSet) {
 	fl.BoolVar(&f.exitCode, "exit-code", false, "With --check-remote: exit 1 when any image is outdated or missing, has a newer version (--newer) or a base that moved (--base), else 2 when any could not be checked")
 	fl.BoolVar(&f.newer, "newer", false, "With --check-remote: add the newer versions of each version tag, of the same shape, per level (a NEWER column: patch, minor, major)")
 	fl.BoolVar(&f.base, "base", false, "With --check-remote: check the base of each image that names it (org.opencontainers.image.base.name/.digest; a BASE column: current, outdated or unknown)")
+	fl.BoolVar(&f.diff, "diff", false, "With --check-remote: for each outdated image, or one with a newer version (--newer), what changed (a CHANGES column: packages with versions, files changed in the layers that differ, bytes to pull, a changed signer, the compare link); one diff per such image")
 	fl.StringVar(&f.baseName, "base-name", "", "With --check-remote: the base (REF) of the images that name none, compared by layer prefix (implies --base)")
 	fl.DurationVar(&f.maxAge, "max-age", 0, "With --check-remote: accept a registry answer the daemon got within this duration, without asking again (default 0: always ask)")
 }
 
 func (f *checkRemoteFlags) validate() error {
-	if f.exitCode || f.maxAge != 0 || f.newer || f.base || f.baseName != "" {
-		return errors.New("--exit-code, --max-age, --newer, --base and --base-name need --check-remote")
+	if f.exitCode || f.maxAge != 0 || f.newer || f.base || f.baseName != "" || f.diff {
+		return errors.New("--exit-code, --max-age, --newer, --base, --base-name and --diff need --check-remote")
 	}
 	return nil
 }
@@ -84,7 +85,7 @@ func runImagesCheckRemote(ctx context.Context, c *cli, o imagesOptions, names []
 		fmt.Fprintf(c.err, "warning: %v; checking %s anonymously\n", err, key)
 		return nil
 	})
-	opts := client.CheckRemoteOptions{MaxAge: o.check.maxAge, Auth: auth, Newer: o.check.newer, Base: o.check.base, BaseName: o.check.baseName}
+	opts := client.CheckRemoteOptions{MaxAge: o.check.maxAge, Auth: auth, Newer: o.check.newer, Base: o.check.base, BaseName: o.check.baseName, Diff: o.check.diff}
 	if len(f) > 0 {
 		// Check exactly the rows shown (filters the daemon's check does
 		// not take, such as label=, narrowed the list).
@@ -103,7 +104,7 @@ func runImagesCheckRemote(ctx context.Context, c *cli, o imagesOptions, names []
 			return err
 		}
 	}
-	if err := formatter.CheckedImages(c.out, list, o.table, o.check.newer, o.check.base, results, time.Now()); err != nil {
+	if err := formatter.CheckedImages(c.out, list, o.table, o.check.newer, o.check.base, o.check.diff, results, time.Now()); err != nil {
 		return err
 	}
 	return checkOutcome(c, results, o.check.exitCode)
@@ -157,6 +158,11 @@ func checkOutcome(c *cli, results map[string]types.RemoteCheckResult, exitCode b
 		if r.BaseStatus == types.BaseUnknown {
 			failed++
 			fmt.Fprintf(c.err, "%s: base %s: %s\n", formatter.FamiliarTag(r), r.BaseName, r.BaseError)
+		}
+		// A summary that could not be built (or only in part) is said,
+		// and changes no exit status: the check itself answered.
+		if d := r.Diff; d != nil && d.Error != "" {
+			fmt.Fprintf(c.err, "%s: what changed (against %s): %s\n", formatter.FamiliarTag(r), d.To, d.Error)
 		}
 	}
 	switch {

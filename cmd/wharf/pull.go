@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/distribution/reference"
 	"github.com/spf13/cobra"
@@ -12,8 +13,8 @@ import (
 
 func newPullCommand(c *cli) *cobra.Command {
 	var (
-		all, quiet bool
-		platform   string
+		all, quiet, dryRun bool
+		platform, format   string
 	)
 	cmd := &cobra.Command{
 		Use:   "pull [OPTIONS] NAME[:TAG|@DIGEST]",
@@ -31,7 +32,13 @@ func newPullCommand(c *cli) *cobra.Command {
 			case reference.NamedTagged:
 				opts.Tag = r.Tag()
 			}
-			if ref, opts.Tag, err = c.defaultTag(ref, opts.Tag, all, quiet); err != nil {
+			if dryRun && all {
+				return errors.New("--dry-run and --all-tags cannot be used together")
+			}
+			if format != "" && !dryRun {
+				return errors.New("--format needs --dry-run")
+			}
+			if ref, opts.Tag, err = c.defaultTag(ref, opts.Tag, all, quiet || dryRun); err != nil {
 				return err
 			}
 			if opts.Platform, err = parsePlatform(platform); err != nil {
@@ -56,6 +63,9 @@ func newPullCommand(c *cli) *cobra.Command {
 					name = n.Name()
 				}
 			}
+			if dryRun {
+				return runPullDryRun(ctx, c, api, typedRef(name, opts.Tag), opts.Platform, opts, format)
+			}
 			rc, err := api.ImagePull(ctx, name, opts)
 			if err != nil {
 				return err
@@ -72,6 +82,8 @@ func newPullCommand(c *cli) *cobra.Command {
 	fl.BoolVarP(&all, "all-tags", "a", false, "Download all tagged images in the repository")
 	fl.BoolVarP(&quiet, "quiet", "q", false, "Suppress verbose output")
 	fl.StringVar(&platform, "platform", "", "Set platform if server is multi-platform capable (os/arch[/variant])")
+	fl.BoolVar(&dryRun, "dry-run", false, "Print the layers and bytes the pull would download, given what the store holds, without downloading them (the registry is asked for the manifest only)")
+	fl.StringVar(&format, "format", "", "With --dry-run: 'table' (default), 'json', or a Go template applied to the answer")
 	return cmd
 }
 
@@ -91,4 +103,13 @@ func (c *cli) defaultTag(ref reference.Named, tag string, all, quiet bool) (refe
 		fmt.Fprintln(c.out, "Using default tag: latest")
 	}
 	return reference.TagNameOnly(ref), "latest", nil
+}
+
+// typedRef is NAME:TAG, or NAME@DIGEST when tag is a digest: the name as
+// typed (short names stay short for the daemon's search order).
+func typedRef(name, tag string) string {
+	if strings.Contains(tag, ":") {
+		return name + "@" + tag
+	}
+	return name + ":" + tag
 }

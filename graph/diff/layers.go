@@ -69,6 +69,7 @@ func PullCost(layers []ocispec.Descriptor, config ocispec.Descriptor, has func(d
 			continue
 		}
 		seen[l.Digest] = true
+		pc.TotalLayers++
 		if has(l.Digest) {
 			pc.Present++
 			continue
@@ -77,6 +78,7 @@ func PullCost(layers []ocispec.Descriptor, config ocispec.Descriptor, has func(d
 		pc.Bytes += l.Size
 	}
 	if config.Digest != "" && !has(config.Digest) {
+		pc.Config = config.Size
 		pc.Bytes += config.Size
 	}
 	return pc

@@ -111,7 +111,7 @@ func (s *Checker) CheckRemoteSkipping(ctx context.Context, opts types.RemoteChec
 		sizes[i] = len(byRegistry[h])
 	}
 	shares := workerShares(sizes, checkConcurrency)
-	run := &checkRun{opts: opts}
+	run := &checkRun{opts: opts, diffs: make(chan struct{}, maxConcurrentDiffs)}
 	var registries sync.WaitGroup
 	for i, h := range order {
 		ts := byRegistry[h]
@@ -135,6 +135,8 @@ type checkRun struct {
 	// name, recorded digest and platform: images built on one base cost
 	// one HEAD between them.
 	bases oncePerKey[baseKey, distribution.BaseAnswer]
+	// diffs holds a slot per summary being built (opts.Diff).
+	diffs chan struct{}
 }
 
 // checkRegistry checks the tags of one registry with workers in flight at
@@ -156,6 +158,7 @@ func (s *Checker) checkRegistry(ctx context.Context, ts []checkTarget, workers i
 			extraDown = err
 		}
 		s.checkExtras(ctx, t, run, extraDown, &res)
+		s.attachSummary(ctx, run, &res)
 		if d == nil && errdefs.IsUnavailable(err) {
 			mu.Lock()
 			if down == nil {

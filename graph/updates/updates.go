@@ -17,9 +17,16 @@ import (
 type Checker struct {
 	images *store.Store
 	dist   *distribution.Service
+	// differ builds the summaries of diff=1 (nil: none, the field says
+	// so in each summary's Error).
+	differ Differ
 }
 
 // New returns the Checker of images' tags, asking dist.
 func New(images *store.Store, dist *distribution.Service) *Checker {
 	return &Checker{images: images, dist: dist}
 }
+
+// DiffWith sets what builds the summaries of diff=1 (graph.Service, which
+// holds the diff): set once, before the first check.
+func (s *Checker) DiffWith(d Differ) { s.differ = d }

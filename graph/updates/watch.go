@@ -141,6 +141,18 @@ type Watcher struct {
 	statePath, platform string
 	loaded              bool
 	saved               map[string]tagState
+
+	// differ builds the summaries of the outdated and newer-version
+	// events (nil: the events carry none).
+	differ Differ
+}
+
+// DiffWith sets what builds the summaries the outdated and newer-version
+// events carry (graph.Service); called before the watch runs.
+func (w *Watcher) DiffWith(d Differ) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.differ = d
 }
 
 func NewWatcher(check Check, ev EventLog, backoffs func() []HostBackoff, interval time.Duration, log *logrus.Entry) *Watcher {

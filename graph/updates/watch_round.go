@@ -72,7 +72,11 @@ func (w *Watcher) Round(ctx context.Context, iv time.Duration) {
 		w.log.WithError(err).Warn("check-remote round failed")
 		return
 	}
-	n := w.apply(results, skipped)
+	sums := w.summaries(ctx, results, auths)
+	if ctx.Err() != nil {
+		return
+	}
+	n := w.apply(results, skipped, sums)
 	w.saveState()
 	if msg := unreadable(results, ra.Has, af != nil); msg != "" {
 		w.log.Warn(msg)
@@ -168,7 +172,7 @@ func (w *Watcher) backedOff() map[string]bool {
 // apply merges a round's results into the state, logs an event for each
 // change, and returns how many it logged. Tags of registries not skipped
 // that the round did not report are gone from the store: forgotten.
-func (w *Watcher) apply(results []types.RemoteCheckResult, skipped map[string]bool) int {
+func (w *Watcher) apply(results []types.RemoteCheckResult, skipped map[string]bool, sums map[summaryKey]*types.DiffSummary) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	now := w.now()
@@ -193,7 +197,9 @@ func (w *Watcher) apply(results []types.RemoteCheckResult, skipped map[string]bo
 			w.lastOK[next.registry] = now
 		}
 		for _, a := range acts {
-			evs = append(evs, ev{a.action, name, eventAttrs(name, r, a.cleared)})
+			attrs := eventAttrs(name, r, a.cleared)
+			summaryAttrs(attrs, sums[summaryKey{name, a.action}])
+			evs = append(evs, ev{a.action, name, attrs})
 		}
 	}
 	for name, st := range w.state {

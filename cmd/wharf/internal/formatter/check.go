@@ -1,6 +1,7 @@
 package formatter
 
 import (
+	"fmt"
 	"io"
 	"maps"
 	"strings"
@@ -32,6 +33,9 @@ type CheckedImageRow struct {
 	BaseCurrentDigest, BasePlatform      string `json:",omitempty"`
 	BaseCurrentPlatformDigest, BaseError string `json:",omitempty"`
 	BaseSource                           string `json:",omitempty"`
+	// With --diff: the CHANGES cell, and the summary.
+	Changes string             `json:",omitempty"`
+	Diff    *types.DiffSummary `json:",omitempty"`
 }
 
 var checkHeaders = map[string]string{
@@ -47,18 +51,22 @@ var checkHeaders = map[string]string{
 	"BaseStatus":   "BASE STATUS",
 	"BaseName":     "BASE NAME",
 	"BaseDigest":   "BASE DIGEST",
+	"Changes":      "CHANGES",
 }
 
 // CheckedImages prints the list with each tagged row's answer in results
 // (keyed repository:tag as the daemon names them): the default table gets
 // a REMOTE column, and NEWER and BASE when newer and base were asked.
-func CheckedImages(out io.Writer, list []image.Summary, o ImagesOptions, newer, base bool, results map[string]types.RemoteCheckResult, now time.Time) error {
+func CheckedImages(out io.Writer, list []image.Summary, o ImagesOptions, newer, base, diff bool, results map[string]types.RemoteCheckResult, now time.Time) error {
 	extra := "\t{{.Remote}}"
 	if newer {
 		extra += "\t{{.Newer}}"
 	}
 	if base {
 		extra += "\t{{.Base}}"
+	}
+	if diff {
+		extra += "\t{{.Changes}}"
 	}
 	headers := maps.Clone(imageHeaders)
 	maps.Copy(headers, checkHeaders)
@@ -80,6 +88,9 @@ func CheckedImages(out io.Writer, list []image.Summary, o ImagesOptions, newer, 
 		}
 		if base {
 			cr.Base = baseColumn(r)
+		}
+		if diff {
+			cr.Changes, cr.Diff = ChangesColumn(r.Diff), r.Diff
 		}
 		return cr
 	})
@@ -121,6 +132,61 @@ func baseColumn(r types.RemoteCheckResult) string {
 		return "outdated (" + r.BaseName + ")"
 	}
 	return r.BaseStatus
+}
+
+// changesShown caps the packages the CHANGES cell names (3): the rest
+// are counted; --format json has them all.
+const changesShown = 3
+
+// ChangesColumn is the CHANGES cell of --diff: the packages that changed
+// (name from→to, +added, -removed; the first three, then how many more),
+// the paths changed in the layers that differ, the bytes a pull
+// downloads, a signer that changed, and the compare link; "-" for a tag
+// with nothing to compare, "error: …" when the diff failed.
+func ChangesColumn(d *types.DiffSummary) string {
+	if d == nil {
+		return "-"
+	}
+	var pk []string
+	for _, c := range d.PackagesChanged {
+		pk = append(pk, c.Name+" "+c.From+"→"+c.To)
+	}
+	for _, a := range d.PackagesAdded {
+		pk = append(pk, "+"+a)
+	}
+	for _, r := range d.PackagesRemoved {
+		pk = append(pk, "-"+r)
+	}
+	n := max(d.PackageChanges, len(pk))
+	if len(pk) > changesShown {
+		pk = pk[:changesShown]
+	}
+	var parts []string
+	if len(pk) > 0 {
+		s := strings.Join(pk, ", ")
+		if n > len(pk) {
+			s += fmt.Sprintf(" (+%d more)", n-len(pk))
+		}
+		parts = append(parts, s)
+	}
+	if d.Error != "" && d.PullBytes == 0 && d.FilesChanged == 0 && n == 0 {
+		return "error: " + d.Error
+	}
+	parts = append(parts, plural(d.FilesChanged, "file"), HumanSize(d.PullBytes)+" to pull")
+	if d.SameSigner != nil && !*d.SameSigner {
+		parts = append(parts, "signer changed")
+	}
+	if d.CompareURL != "" {
+		parts = append(parts, d.CompareURL)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // FamiliarTag is the answer's repository:tag as the user writes it
