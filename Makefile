@@ -39,6 +39,9 @@ REGSYNC_BIN := $(CACHE_BIN)/regsync
 REGCTL_BIN := $(CACHE_BIN)/regctl
 BENCH_TOOLS := $(REGSYNC_BIN) $(REGCTL_BIN)
 BENCH_TOOL_PKGS := github.com/regclient/regclient/cmd/regsync github.com/regclient/regclient/cmd/regctl
+# syft, the packages suite's oracle and the baseline of `wharf packages`
+# (bench case 15), from tools/syft: a module of its own.
+SYFT_BIN := $(CACHE_BIN)/syft
 
 # Version stamp: cmd/wharfd and cmd/wharf declare main.version (wharfd also
 # main.gitCommit and main.buildTime; the linker ignores -X for a variable a
@@ -66,7 +69,7 @@ SEQUENTIAL_CHECK = out="$$(grep -rlE 'go func|\bgo [a-zA-Z_.]+\(|sync\.|atomic\.
 FUZZTIME ?= 10s
 INTEGRATION_TIMEOUT ?= 8m
 
-.PHONY: help build registry cosign crane oras regsync regctl test unit integration lint man completion demo bench fuzz clean distclean \
+.PHONY: help build registry cosign crane oras regsync regctl syft test unit integration lint man completion demo bench fuzz clean distclean \
 	install uninstall deb nfpm
 
 help: ## list the targets
@@ -82,6 +85,7 @@ crane: $(CRANE_BIN) ## build crane (with the registry, cosign and oras) into .ca
 oras: $(ORAS_BIN) ## build oras (with the registry, cosign and crane) into .cache/bin (once)
 regsync: $(REGSYNC_BIN) ## build regclient's regsync and regctl into .cache/bin (once)
 regctl: $(REGCTL_BIN) ## build regclient's regctl and regsync into .cache/bin (once)
+syft: $(SYFT_BIN) ## build syft (tools/syft) into .cache/bin (once)
 
 # Built in tools/, their own module: our go.mod and GOFLAGS do not apply,
 # tools/go.sum checks every download. Grouped targets (&:): one go build
@@ -91,6 +95,9 @@ $(TEST_TOOLS) &:
 
 $(BENCH_TOOLS) &:
 	mkdir -p $(CACHE_BIN) && cd $(TOOLS_DIR) && GOFLAGS=-mod=readonly $(GO) build -trimpath -o $(CACHE_BIN)/ $(BENCH_TOOL_PKGS)
+
+$(SYFT_BIN):
+	mkdir -p $(CACHE_BIN) && cd $(TOOLS_DIR)/syft && GOFLAGS=-mod=readonly $(GO) build -trimpath -o $(SYFT_BIN) github.com/anchore/syft/cmd/syft
 
 # The commands are variables so that `test` runs each step once, in order,
 # while `unit`, `integration` and `lint` stay available on their own.
@@ -238,7 +245,7 @@ demo: cosign ## the whole story against a real registry, signatures included (sc
 
 # The suite (bench/, build tag `bench`) starts the registry and wharfd
 # itself; without it, whatever `func Benchmark…` the packages have.
-bench: build registry regsync regctl crane ## the benchmark suite (bench/), else go test -bench
+bench: build registry regsync regctl crane syft ## the benchmark suite (bench/), else go test -bench
 	@if [ -f bench/main.go ]; then \
 		WHARFD=$(BIN_DIR)/wharfd $(GO) run -tags bench ./bench; \
 	elif grep -rqs --include='*_test.go' -E '^func Benchmark' .; then \

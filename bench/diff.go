@@ -1,0 +1,433 @@
+//go:build bench
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Case 15: what changed, without pulling. The two versions of
+// diff_image.go (about 200 MB each; 3 × 4 MiB of base with BENCH_QUICK) on
+// the token registry, at RTT 0 and BENCH_RTT, bytes counted where the
+// registry's RTT proxy delivers them to the client (headers included),
+// turn by turn with the order of wharf and its baseline alternated:
+//
+//   - `wharf diff --remote --format json A B` on a fresh wharfd (cold) and
+//     again on the same one (warm), beside `crane pull --format=oci A B` into
+//     a new layout and diff_baseline.go's comparison of the two: ≤ 0.1× the
+//     bytes and ≤ 0.2× the time, and the diff must name exactly the package
+//     and the two files (status and program) that changed;
+//   - `wharf packages --remote --format json B` on a fresh wharfd (cold)
+//     and again (warm), beside `syft scan registry:B` (.cache/bin/syft,
+//     make syft; or $SYFT): ≤ 0.1× the bytes and ≤ 0.2× the time, and the
+//     same packages (type, name, version) as syft.
+
+// meas is one operation: its wall time, the bytes the registry sent and
+// its blob GETs.
+type meas struct {
+	d    time.Duration
+	b    int64
+	gets int
+}
+
+// whatRun is one turn's measurements.
+type whatRun struct {
+	diffCold, diffWarm, baseline      meas
+	pkgCold, pkgWarm, syft            meas
+	pkgOut, syftOut                   []byte
+	diffFound, baselineFound, pkgNote string
+	diffOK, pkgOK                     bool
+}
+
+func caseWhatChanged(ctx context.Context, root string, rtt time.Duration, quick bool, wharfdBin string) ([]row, error) {
+	syft := os.Getenv("SYFT")
+	if syft == "" {
+		syft = filepath.Join(root, ".cache", "bin", "syft")
+	}
+	if _, err := os.Stat(syft); err != nil {
+		return nil, fmt.Errorf("%s: %w (make syft)", syft, err)
+	}
+	wharf := filepath.Join(filepath.Dir(wharfdBin), "wharf")
+	if _, err := os.Stat(wharf); err != nil {
+		return nil, fmt.Errorf("%s: %w (make build)", wharf, err)
+	}
+	crane, err := craneBin(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	e, err := newEnvRealm(0, false, wharfdBin, "localhost")
+	if err != nil {
+		return nil, err
+	}
+	defer e.close()
+	e.regProxy.counting.Store(true)
+	iters := 3
+	if quick {
+		iters = 1
+	}
+	fx, err := diffImages(diffSizesFor(quick))
+	if err != nil {
+		return nil, err
+	}
+	c := e.client()
+	if err := c.PushImage(ctx, diffRepo, "1", fx.from); err != nil {
+		return nil, err
+	}
+	if err := c.PushImage(ctx, diffRepo, "2", fx.to); err != nil {
+		return nil, err
+	}
+	cfgDir, err := os.MkdirTemp("", "wharf-bench-what-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(cfgDir)
+	if err := writeDockerConfig(cfgDir, e); err != nil {
+		return nil, err
+	}
+	w := &whatTools{e: e, wharf: wharf, crane: crane, syft: syft, cfgDir: cfgDir, fx: fx,
+		from: e.host + "/" + diffRepo + ":1", to: e.host + "/" + diffRepo + ":2"}
+
+	var rows []row
+	rtts := []time.Duration{0}
+	if rtt != 0 {
+		rtts = append(rtts, rtt)
+	}
+	for _, r := range rtts {
+		e.setRTT(r)
+		var runs []whatRun
+		for i := 0; i < iters; i++ {
+			run, err := w.turn(ctx, i%2 == 1)
+			if err != nil {
+				return rows, fmt.Errorf("RTT %s: %w", r, err)
+			}
+			runs = append(runs, run)
+		}
+		rows = append(rows, whatRows(runs, r, fx)...)
+	}
+	return rows, nil
+}
+
+type whatTools struct {
+	e                  *env
+	wharf, crane, syft string
+	cfgDir, from, to   string
+	fx                 *diffFixture
+}
+
+// measure runs fn after a reset of the counters and returns its time, the
+// bytes the clients were sent meanwhile and the blob GETs.
+func (w *whatTools) measure(fn func() (time.Duration, error)) (meas, error) {
+	w.e.reset()
+	d, err := fn()
+	return meas{d: d, b: w.e.regProxy.bytesDown(), gets: w.e.reg.Counter.Count("GET blobs")}, err
+}
+
+// turn measures each operation once; with baselineFirst the baselines run
+// before wharf, so that neither always comes first.
+func (w *whatTools) turn(ctx context.Context, baselineFirst bool) (whatRun, error) {
+	var run whatRun
+	steps := []func(context.Context, *whatRun) error{w.wharfDiff, w.baselineDiff, w.wharfPackages, w.syftPackages}
+	if baselineFirst {
+		steps = []func(context.Context, *whatRun) error{w.baselineDiff, w.wharfDiff, w.syftPackages, w.wharfPackages}
+	}
+	for _, s := range steps {
+		if err := s(ctx, &run); err != nil {
+			return run, err
+		}
+	}
+	run.pkgOK, run.pkgNote = comparePackages(run.pkgOut, run.syftOut, w.fx.packages)
+	return run, nil
+}
+
+// wharfDiff: cold on a fresh daemon, then warm on the same one.
+func (w *whatTools) wharfDiff(ctx context.Context, run *whatRun) error {
+	d, droot, err := freshDaemon(w.e)
+	if err != nil {
+		return err
+	}
+	defer dropDaemon(d, droot)
+	var out []byte
+	diff := func() (time.Duration, error) {
+		var wall time.Duration
+		var err error
+		out, wall, err = runCapture(ctx, w.cfgDir, w.wharf, "-H", "unix://"+d.sock, "diff", "--remote", "--format", "json", w.from, w.to)
+		return wall, err
+	}
+	if run.diffCold, err = w.measure(diff); err != nil {
+		return err
+	}
+	run.diffOK, run.diffFound = checkWharfDiff(out)
+	if run.diffWarm, err = w.measure(diff); err != nil {
+		return err
+	}
+	return nil
+}
+
+// baselineDiff: crane pulls both into a new layout; the comparison reads it.
+func (w *whatTools) baselineDiff(ctx context.Context, run *whatRun) error {
+	dir, err := os.MkdirTemp("", "wharf-bench-layout-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	var found *baselineDiff
+	run.baseline, err = w.measure(func() (time.Duration, error) {
+		start := time.Now()
+		if _, err := runTool(ctx, w.cfgDir, w.crane, "pull", "--insecure", "--format=oci", w.from, w.to, dir); err != nil {
+			return 0, err
+		}
+		var err error
+		found, err = layoutDiff(dir, w.fx.from.Manifest.Digest, w.fx.to.Manifest.Digest)
+		return time.Since(start), err
+	})
+	if err != nil {
+		return err
+	}
+	run.baselineFound = fmt.Sprintf("changed %v, added %v, removed %v, packages %v", found.changed, found.added, found.removed, found.packages)
+	return nil
+}
+
+// wharfPackages: cold on a fresh daemon, then warm on the same one.
+func (w *whatTools) wharfPackages(ctx context.Context, run *whatRun) error {
+	d, droot, err := freshDaemon(w.e)
+	if err != nil {
+		return err
+	}
+	defer dropDaemon(d, droot)
+	var out []byte
+	list := func() (time.Duration, error) {
+		var wall time.Duration
+		var err error
+		out, wall, err = runCapture(ctx, w.cfgDir, w.wharf, "-H", "unix://"+d.sock, "packages", "--remote", "--format", "json", w.to)
+		return wall, err
+	}
+	if run.pkgCold, err = w.measure(list); err != nil {
+		return err
+	}
+	run.pkgOut = out
+	if run.pkgWarm, err = w.measure(list); err != nil {
+		return err
+	}
+	return nil
+}
+
+// syftPackages: syft reads the image from the registry (its own pull,
+// into a temp dir it removes) and lists its packages.
+func (w *whatTools) syftPackages(ctx context.Context, run *whatRun) error {
+	var out []byte
+	var err error
+	run.syft, err = w.measure(func() (time.Duration, error) {
+		var wall time.Duration
+		var err error
+		out, wall, err = runCaptureEnv(ctx, w.cfgDir, []string{
+			"SYFT_CHECK_FOR_APP_UPDATE=false", "SYFT_REGISTRY_INSECURE_USE_HTTP=true",
+			"SYFT_REGISTRY_AUTH_AUTHORITY=" + w.e.host, "SYFT_REGISTRY_AUTH_USERNAME=" + w.e.reg.Username,
+			"SYFT_REGISTRY_AUTH_PASSWORD=" + w.e.reg.Password, "TMPDIR=" + os.TempDir(),
+		}, w.syft, "scan", "-q", "-o", "syft-json", "registry:"+w.to)
+		return wall, err
+	})
+	if err != nil {
+		return err
+	}
+	run.syftOut = out
+	return nil
+}
+
+// checkWharfDiff says whether the diff's JSON names exactly the package
+// and files that changed, and what it found.
+func checkWharfDiff(out []byte) (bool, string) {
+	var d struct {
+		Files *struct {
+			Changes []struct {
+				Path, Change string
+			}
+			LayersIndexed int
+		}
+		Packages *struct {
+			Added, Removed       []struct{ Name string }
+			Upgraded, Downgraded []struct{ Name, From, To string }
+		}
+	}
+	if err := json.Unmarshal(out, &d); err != nil {
+		return false, fmt.Sprintf("not the diff's JSON: %v", err)
+	}
+	if d.Files == nil || d.Packages == nil {
+		return false, "no files or packages section"
+	}
+	var files []string
+	for _, c := range d.Files.Changes {
+		files = append(files, c.Change+" /"+strings.TrimPrefix(c.Path, "/"))
+	}
+	sort.Strings(files)
+	var pkgs []string
+	for _, p := range d.Packages.Upgraded {
+		pkgs = append(pkgs, p.Name+" "+p.From+" -> "+p.To)
+	}
+	for _, p := range d.Packages.Downgraded {
+		pkgs = append(pkgs, "downgraded "+p.Name)
+	}
+	for _, p := range d.Packages.Added {
+		pkgs = append(pkgs, "+"+p.Name)
+	}
+	for _, p := range d.Packages.Removed {
+		pkgs = append(pkgs, "-"+p.Name)
+	}
+	wantFiles := []string{"changed " + diffProgram, "changed " + diffStatusPath}
+	wantPkgs := []string{diffPackage + " " + diffVersionFrom + " -> " + diffVersionTo}
+	found := fmt.Sprintf("files %v (%d layers indexed), packages %v", files, d.Files.LayersIndexed, pkgs)
+	return slices.Equal(files, wantFiles) && slices.Equal(pkgs, wantPkgs), found
+}
+
+// pkgList reads "TYPE NAME VERSION" lines from wharf's packages JSON
+// (ImagePackages) or from syft's (artifacts), sorted.
+func pkgList(out []byte) ([]string, error) {
+	var v struct {
+		Packages []struct{ Name, Version, Type string }
+		// syft-json, should wharf's json be syft's format.
+		Artifacts []struct {
+			Name    string `json:"name"`
+			Version string `json:"version"`
+			Type    string `json:"type"`
+		} `json:"artifacts"`
+	}
+	if err := json.Unmarshal(out, &v); err != nil {
+		return nil, err
+	}
+	var list []string
+	for _, p := range v.Packages {
+		list = append(list, p.Type+" "+p.Name+" "+p.Version)
+	}
+	for _, p := range v.Artifacts {
+		list = append(list, p.Type+" "+p.Name+" "+p.Version)
+	}
+	sort.Strings(list)
+	return list, nil
+}
+
+// comparePackages says whether wharf's list and syft's are the same
+// packages (type, name, version) and hold the want of the fixture's status.
+func comparePackages(wharfOut, syftOut []byte, want int) (bool, string) {
+	a, err := pkgList(wharfOut)
+	if err != nil {
+		return false, fmt.Sprintf("wharf packages: not JSON: %v", err)
+	}
+	b, err := pkgList(syftOut)
+	if err != nil {
+		return false, fmt.Sprintf("syft: not JSON: %v", err)
+	}
+	var onlyA, onlyB []string
+	for _, p := range a {
+		if _, ok := slices.BinarySearch(b, p); !ok {
+			onlyA = append(onlyA, p)
+		}
+	}
+	for _, p := range b {
+		if _, ok := slices.BinarySearch(a, p); !ok {
+			onlyB = append(onlyB, p)
+		}
+	}
+	note := fmt.Sprintf("wharf %d packages, syft %d", len(a), len(b))
+	if len(onlyA)+len(onlyB) > 0 {
+		note += fmt.Sprintf("; only wharf: %v; only syft: %v", firstN(onlyA, 3), firstN(onlyB, 3))
+	}
+	return len(onlyA)+len(onlyB) == 0 && len(a) == want, note
+}
+
+func firstN(s []string, n int) []string {
+	if len(s) > n {
+		return append(s[:n:n], fmt.Sprintf("… %d more", len(s)-n))
+	}
+	return s
+}
+
+// bytesRatio is the median of a[i]/b[i], as pairedRatio for times.
+func bytesRatio(a, b []int64) float64 {
+	var r []float64
+	for i := 0; i < min(len(a), len(b)); i++ {
+		if b[i] > 0 {
+			r = append(r, float64(a[i])/float64(b[i]))
+		}
+	}
+	if len(r) == 0 {
+		return 0
+	}
+	sort.Float64s(r)
+	if len(r)%2 == 1 {
+		return r[len(r)/2]
+	}
+	return (r[len(r)/2-1] + r[len(r)/2]) / 2
+}
+
+func mib(n int64) float64 { return float64(n) / (1 << 20) }
+
+func whatRows(runs []whatRun, rtt time.Duration, fx *diffFixture) []row {
+	pick := func(f func(whatRun) meas) ([]time.Duration, []int64, int) {
+		var ds []time.Duration
+		var bs []int64
+		gets := 0
+		for _, r := range runs {
+			m := f(r)
+			ds, bs, gets = append(ds, m.d), append(bs, m.b), max(gets, m.gets)
+		}
+		return ds, bs, gets
+	}
+	med := func(ds []time.Duration) float64 { m, _ := stats(ds); return ms(m) }
+	medB := func(bs []int64) float64 {
+		s := slices.Clone(bs)
+		slices.Sort(s)
+		return mib(s[len(s)/2])
+	}
+	diffOK, pkgOK := true, true
+	for _, r := range runs {
+		diffOK, pkgOK = diffOK && r.diffOK, pkgOK && r.pkgOK
+	}
+	last := runs[len(runs)-1]
+	name := func(s string) string { return fmt.Sprintf("%s, RTT %s", s, rtt) }
+	gets := func(n int) string { return fmt.Sprintf("%d blob GETs", n) }
+
+	diffCold, diffColdB, diffColdG := pick(func(r whatRun) meas { return r.diffCold })
+	diffWarm, diffWarmB, diffWarmG := pick(func(r whatRun) meas { return r.diffWarm })
+	base, baseB, baseG := pick(func(r whatRun) meas { return r.baseline })
+	pkgCold, pkgColdB, pkgColdG := pick(func(r whatRun) meas { return r.pkgCold })
+	pkgWarm, pkgWarmB, pkgWarmG := pick(func(r whatRun) meas { return r.pkgWarm })
+	syft, syftB, syftG := pick(func(r whatRun) meas { return r.syft })
+
+	dColdT, dColdB := pairedRatio(diffCold, base), bytesRatio(diffColdB, baseB)
+	dWarmT, dWarmB := pairedRatio(diffWarm, base), bytesRatio(diffWarmB, baseB)
+	pColdT, pColdB := pairedRatio(pkgCold, syft), bytesRatio(pkgColdB, syftB)
+	pWarmT, pWarmB := pairedRatio(pkgWarm, syft), bytesRatio(pkgWarmB, syftB)
+	const baseName, syftName = "crane pull A B + compare", "syft registry:B"
+	sizes := fmt.Sprintf("images %.0f MiB each: %.0f MiB shared, top layers %.1f and %.1f MiB; baseline %d blob GETs",
+		mib(fx.shared+fx.toTop), mib(fx.shared), mib(fx.fromTop), mib(fx.toTop), baseG)
+	return []row{
+		{Case: "15", Name: name("diff --remote A B, cold (2 versions, top layers differ)"), Unit: "ms", N: len(runs),
+			Reqs: gets(diffColdG), Median: med(diffCold), Baseline: med(base), BaseName: baseName, Ratio: dColdT,
+			Target: "≤ 0.2×, names the 1 package and 2 files", Pass: pass(dColdT <= 0.2 && diffOK),
+			Note: fmt.Sprintf("wharf: %s; baseline: %s", last.diffFound, last.baselineFound)},
+		{Case: "15", Name: name("diff --remote A B, cold: bytes from the registry"), Unit: "MiB", N: len(runs),
+			Reqs: gets(diffColdG), Median: medB(diffColdB), Baseline: medB(baseB), BaseName: baseName, Ratio: dColdB,
+			Target: "≤ 0.1×", Pass: pass(dColdB <= 0.1), Note: sizes},
+		{Case: "15", Name: name("diff --remote A B, warm (second run)"), Unit: "ms", N: len(runs),
+			Reqs: gets(diffWarmG), Median: med(diffWarm), Baseline: med(base), BaseName: baseName, Ratio: dWarmT,
+			Target: "≤ 0.2×, ≤ 0.1× bytes", Pass: pass(dWarmT <= 0.2 && dWarmB <= 0.1 && diffOK),
+			Note: fmt.Sprintf("%.1f KiB from the registry (%.4f× the baseline's)", medB(diffWarmB)*1024, dWarmB)},
+		{Case: "15", Name: name("packages --remote B, cold"), Unit: "ms", N: len(runs),
+			Reqs: gets(pkgColdG), Median: med(pkgCold), Baseline: med(syft), BaseName: syftName, Ratio: pColdT,
+			Target: "≤ 0.2×, syft's packages", Pass: pass(pColdT <= 0.2 && pkgOK), Note: last.pkgNote},
+		{Case: "15", Name: name("packages --remote B, cold: bytes from the registry"), Unit: "MiB", N: len(runs),
+			Reqs: gets(pkgColdG), Median: medB(pkgColdB), Baseline: medB(syftB), BaseName: syftName, Ratio: pColdB,
+			Target: "≤ 0.1×", Pass: pass(pColdB <= 0.1), Note: fmt.Sprintf("syft %d blob GETs", syftG)},
+		{Case: "15", Name: name("packages --remote B, warm (second run)"), Unit: "ms", N: len(runs),
+			Reqs: gets(pkgWarmG), Median: med(pkgWarm), Baseline: med(syft), BaseName: syftName, Ratio: pWarmT,
+			Target: "≤ 0.2×, ≤ 0.1× bytes", Pass: pass(pWarmT <= 0.2 && pWarmB <= 0.1 && pkgOK),
+			Note: fmt.Sprintf("%.1f KiB from the registry (%.4f× syft's)", medB(pkgWarmB)*1024, pWarmB)},
+	}
+}
