@@ -16,9 +16,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/containerd/stargz-snapshotter/estargz"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/wharfproject/wharf/internal/layertoc"
 	"github.com/wharfproject/wharf/internal/testregistry"
 )
 
@@ -59,6 +61,10 @@ func diffSizesFor(quick bool) diffSizes {
 // diffFixture is the two versions and what a diff of them must find.
 type diffFixture struct {
 	from, to *testregistry.Image
+	// toStargz is version 2 with eStargz layers (the same files): the
+	// packages rows read it beside the gzip one, where each layer's TOC
+	// stands in for reading the layer.
+	toStargz *testregistry.Image
 	// shared is the compressed size of the base; fromTop and toTop of the
 	// top layers.
 	shared, fromTop, toTop int64
@@ -73,13 +79,25 @@ type layerFile struct {
 	size int
 }
 
+// layerBlob is a built layer: the blob, its diffID and the annotations
+// its manifest descriptor carries.
+type layerBlob struct {
+	testregistry.Blob
+	diffID digest.Digest
+	ann    map[string]string
+}
+
 // buildLayer writes files (and their parent directories, once each) as a
-// gzip tar layer; it returns the blob and the diffID.
-func buildLayer(files []layerFile, rng io.Reader, created time.Time) (testregistry.Blob, digest.Digest, error) {
-	var gz bytes.Buffer
+// gzip tar layer, or with stargz an eStargz one.
+func buildLayer(files []layerFile, rng io.Reader, created time.Time, stargz bool) (layerBlob, error) {
+	var gz, raw bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&gz, gzip.BestSpeed)
-	raw := sha256.New()
-	tw := tar.NewWriter(io.MultiWriter(zw, raw))
+	sum := sha256.New()
+	var out io.Writer = io.MultiWriter(zw, sum)
+	if stargz {
+		out = &raw
+	}
+	tw := tar.NewWriter(out)
 	dirs := map[string]bool{}
 	var mkdirs func(d string) error
 	mkdirs = func(d string) error {
@@ -94,14 +112,14 @@ func buildLayer(files []layerFile, rng io.Reader, created time.Time) (testregist
 	}
 	for _, f := range files {
 		if err := mkdirs(path.Dir(f.name)); err != nil {
-			return testregistry.Blob{}, "", err
+			return layerBlob{}, err
 		}
 		size := int64(f.size)
 		if f.data != nil {
 			size = int64(len(f.data))
 		}
 		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(f.name, "/"), Mode: f.mode, Size: size, ModTime: created}); err != nil {
-			return testregistry.Blob{}, "", err
+			return layerBlob{}, err
 		}
 		var err error
 		if f.data != nil {
@@ -110,17 +128,36 @@ func buildLayer(files []layerFile, rng io.Reader, created time.Time) (testregist
 			_, err = io.CopyN(tw, rng, size)
 		}
 		if err != nil {
-			return testregistry.Blob{}, "", err
+			return layerBlob{}, err
 		}
 	}
 	if err := tw.Close(); err != nil {
-		return testregistry.Blob{}, "", err
+		return layerBlob{}, err
+	}
+	if stargz {
+		return stargzLayer(raw.Bytes())
 	}
 	if err := zw.Close(); err != nil {
-		return testregistry.Blob{}, "", err
+		return layerBlob{}, err
 	}
-	diffID := digest.NewDigestFromEncoded(digest.SHA256, hex.EncodeToString(raw.Sum(nil)))
-	return testregistry.NewBlob(ocispec.MediaTypeImageLayerGzip, gz.Bytes()), diffID, nil
+	diffID := digest.NewDigestFromEncoded(digest.SHA256, hex.EncodeToString(sum.Sum(nil)))
+	return layerBlob{Blob: testregistry.NewBlob(ocispec.MediaTypeImageLayerGzip, gz.Bytes()), diffID: diffID}, nil
+}
+
+// stargzLayer is raw (a tar) as stargz-snapshotter's builder writes it,
+// at gzip's fastest level as buildLayer's gzip.
+func stargzLayer(raw []byte) (layerBlob, error) {
+	blob, err := estargz.Build(io.NewSectionReader(bytes.NewReader(raw), 0, int64(len(raw))), estargz.WithCompressionLevel(gzip.BestSpeed))
+	if err != nil {
+		return layerBlob{}, err
+	}
+	defer blob.Close()
+	b, err := io.ReadAll(blob)
+	if err != nil {
+		return layerBlob{}, err
+	}
+	return layerBlob{Blob: testregistry.NewBlob(ocispec.MediaTypeImageLayerGzip, b), diffID: blob.DiffID(),
+		ann: map[string]string{layertoc.AnnotationEStargzTOCDigest: blob.TOCDigest().String()}}, nil
 }
 
 const diffOSRelease = `PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"
@@ -155,67 +192,84 @@ func dpkgStatus(n int, version string, extra bool) []byte {
 	return []byte(b.String())
 }
 
-// diffImages builds the two versions (deterministic: fixed seeds and dates).
+// diffImages builds the two versions, and version 2 again in eStargz
+// (deterministic: fixed seeds and dates).
 func diffImages(sz diffSizes) (*diffFixture, error) {
 	created := time.Date(2025, 3, 14, 15, 9, 26, 0, time.UTC)
 	platform := ocispec.Platform{OS: "linux", Architecture: "amd64"}
-	rng := rand.NewChaCha8([32]byte{'d', 'i', 'f', 'f', 'b', 'a', 's', 'e'})
 	fx := &diffFixture{packages: diffPackages + 1}
-	var base []testregistry.Blob
-	var baseIDs []digest.Digest
-	for i := 0; i < diffBaseLayers; i++ {
-		var files []layerFile
-		if i == 0 {
-			files = append(files,
-				layerFile{name: "/etc/os-release", mode: 0o644, data: []byte(diffOSRelease)},
-				layerFile{name: diffStatusPath, mode: 0o644, data: dpkgStatus(diffPackages, diffVersionFrom, false)})
+	base := func(stargz bool) ([]layerBlob, error) {
+		var out []layerBlob
+		for i := 0; i < diffBaseLayers; i++ {
+			var files []layerFile
+			if i == 0 {
+				files = append(files,
+					layerFile{name: "/etc/os-release", mode: 0o644, data: []byte(diffOSRelease)},
+					layerFile{name: diffStatusPath, mode: 0o644, data: dpkgStatus(diffPackages, diffVersionFrom, false)})
+			}
+			for f := 0; f < sz.baseLayer/diffFileSize; f++ {
+				files = append(files, layerFile{name: fmt.Sprintf("/usr/lib/bench/layer%d/f%05d.bin", i, f), mode: 0o644, size: diffFileSize})
+			}
+			l, err := buildLayer(files, rand.NewChaCha8([32]byte{'d', 'i', 'f', 'f', byte(i)}), created, stargz)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, l)
 		}
-		for f := 0; f < sz.baseLayer/diffFileSize; f++ {
-			files = append(files, layerFile{name: fmt.Sprintf("/usr/lib/bench/layer%d/f%05d.bin", i, f), mode: 0o644, size: diffFileSize})
-		}
-		l, id, err := buildLayer(files, rng, created)
-		if err != nil {
-			return nil, err
-		}
-		base, baseIDs = append(base, l), append(baseIDs, id)
-		fx.shared += int64(len(l.Data))
+		return out, nil
 	}
 	// The assets are the same bytes in both versions; the program is not.
 	assets := make([]byte, sz.assets)
 	rand.NewChaCha8([32]byte{'a', 's', 's', 'e', 't', 's'}).Read(assets)
-	version := func(n int, pkgVersion string, seed byte) (*testregistry.Image, int64, error) {
+	version := func(base []layerBlob, n int, pkgVersion string, stargz bool) (*testregistry.Image, int64, error) {
 		files := []layerFile{{name: diffStatusPath, mode: 0o644, data: dpkgStatus(diffPackages, pkgVersion, true)}}
 		prog := make([]byte, sz.program)
-		rand.NewChaCha8([32]byte{'p', 'r', 'o', 'g', seed}).Read(prog)
+		rand.NewChaCha8([32]byte{'p', 'r', 'o', 'g', byte(n)}).Read(prog)
 		files = append(files, layerFile{name: diffProgram, mode: 0o755, data: prog})
 		for off, a := 0, 0; off < len(assets); off, a = off+diffFileSize, a+1 {
 			files = append(files, layerFile{name: fmt.Sprintf("/opt/bench/assets/a%03d.bin", a), mode: 0o644, data: assets[off:min(off+diffFileSize, len(assets))]})
 		}
-		top, topID, err := buildLayer(files, nil, created.Add(time.Duration(n)*24*time.Hour))
+		when := created.Add(time.Duration(n) * 24 * time.Hour)
+		top, err := buildLayer(files, nil, when, stargz)
 		if err != nil {
 			return nil, 0, err
 		}
-		when := created.Add(time.Duration(n) * 24 * time.Hour)
-		cfg := ocispec.Image{Platform: platform, Created: &when, RootFS: ocispec.RootFS{Type: "layers", DiffIDs: append(append([]digest.Digest(nil), baseIDs...), topID)},
+		cfg := ocispec.Image{Platform: platform, Created: &when, RootFS: ocispec.RootFS{Type: "layers"},
 			Config: ocispec.ImageConfig{Cmd: []string{diffProgram}, Labels: map[string]string{"org.opencontainers.image.version": fmt.Sprint(n)}}}
-		img, err := assembleImage(platform, cfg, append(append([]testregistry.Blob(nil), base...), top))
+		img, err := assembleImage(platform, cfg, append(append([]layerBlob(nil), base...), top))
 		return img, int64(len(top.Data)), err
 	}
-	var err error
-	if fx.from, fx.fromTop, err = version(1, diffVersionFrom, 1); err != nil {
+	gzBase, err := base(false)
+	if err != nil {
 		return nil, err
 	}
-	if fx.to, fx.toTop, err = version(2, diffVersionTo, 2); err != nil {
+	for _, l := range gzBase {
+		fx.shared += int64(len(l.Data))
+	}
+	if fx.from, fx.fromTop, err = version(gzBase, 1, diffVersionFrom, false); err != nil {
+		return nil, err
+	}
+	if fx.to, fx.toTop, err = version(gzBase, 2, diffVersionTo, false); err != nil {
+		return nil, err
+	}
+	sgBase, err := base(true)
+	if err != nil {
+		return nil, err
+	}
+	if fx.toStargz, _, err = version(sgBase, 2, diffVersionTo, true); err != nil {
 		return nil, err
 	}
 	return fx, nil
 }
 
-// assembleImage is the image of cfg over layers: config and manifest blobs.
-func assembleImage(platform ocispec.Platform, cfg ocispec.Image, layers []testregistry.Blob) (*testregistry.Image, error) {
-	img := &testregistry.Image{Platform: platform, Layers: layers}
-	for _, id := range cfg.RootFS.DiffIDs {
-		img.DiffIDs = append(img.DiffIDs, id.String())
+// assembleImage is the image of cfg over layers (cfg's diffIDs are set
+// from them): config and manifest blobs.
+func assembleImage(platform ocispec.Platform, cfg ocispec.Image, layers []layerBlob) (*testregistry.Image, error) {
+	img := &testregistry.Image{Platform: platform}
+	for _, l := range layers {
+		img.Layers = append(img.Layers, l.Blob)
+		img.DiffIDs = append(img.DiffIDs, l.diffID.String())
+		cfg.RootFS.DiffIDs = append(cfg.RootFS.DiffIDs, l.diffID)
 	}
 	cb, err := json.Marshal(cfg)
 	if err != nil {
@@ -225,7 +279,9 @@ func assembleImage(platform ocispec.Platform, cfg ocispec.Image, layers []testre
 	m := ocispec.Manifest{MediaType: ocispec.MediaTypeImageManifest, Config: img.Config.Descriptor()}
 	m.SchemaVersion = 2
 	for _, l := range layers {
-		m.Layers = append(m.Layers, l.Descriptor())
+		d := l.Descriptor()
+		d.Annotations = l.ann
+		m.Layers = append(m.Layers, d)
 	}
 	mb, err := json.Marshal(m)
 	if err != nil {
