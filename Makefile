@@ -38,10 +38,12 @@ TEST_TOOL_PKGS := github.com/distribution/distribution/v3/cmd/registry github.co
 REGSYNC_BIN := $(CACHE_BIN)/regsync
 REGCTL_BIN := $(CACHE_BIN)/regctl
 BENCH_TOOLS := $(REGSYNC_BIN) $(REGCTL_BIN)
-BENCH_TOOL_PKGS := github.com/regclient/regclient/cmd/regsync github.com/regclient/regclient/cmd/regctl
-# syft, the packages suite's oracle and the baseline of `wharf packages`
-# (bench case 15), from tools/syft: a module of its own.
+# syft: the packages suite's oracle and bench case 15's baseline of `wharf
+# packages`, built from tools/syft, a module of its own (its dependencies
+# would move the registry's and cosign's).
+SYFT_DIR := $(TOOLS_DIR)/syft
 SYFT_BIN := $(CACHE_BIN)/syft
+BENCH_TOOL_PKGS := github.com/regclient/regclient/cmd/regsync github.com/regclient/regclient/cmd/regctl
 
 # Version stamp: cmd/wharfd and cmd/wharf declare main.version (wharfd also
 # main.gitCommit and main.buildTime; the linker ignores -X for a variable a
@@ -85,7 +87,7 @@ crane: $(CRANE_BIN) ## build crane (with the registry, cosign and oras) into .ca
 oras: $(ORAS_BIN) ## build oras (with the registry, cosign and crane) into .cache/bin (once)
 regsync: $(REGSYNC_BIN) ## build regclient's regsync and regctl into .cache/bin (once)
 regctl: $(REGCTL_BIN) ## build regclient's regctl and regsync into .cache/bin (once)
-syft: $(SYFT_BIN) ## build syft (tools/syft) into .cache/bin (once)
+syft: $(SYFT_BIN) ## build syft, the packages suite's oracle, into .cache/bin (once)
 
 # Built in tools/, their own module: our go.mod and GOFLAGS do not apply,
 # tools/go.sum checks every download. Grouped targets (&:): one go build
@@ -97,7 +99,7 @@ $(BENCH_TOOLS) &:
 	mkdir -p $(CACHE_BIN) && cd $(TOOLS_DIR) && GOFLAGS=-mod=readonly $(GO) build -trimpath -o $(CACHE_BIN)/ $(BENCH_TOOL_PKGS)
 
 $(SYFT_BIN):
-	mkdir -p $(CACHE_BIN) && cd $(TOOLS_DIR)/syft && GOFLAGS=-mod=readonly $(GO) build -trimpath -o $(SYFT_BIN) github.com/anchore/syft/cmd/syft
+	mkdir -p $(CACHE_BIN) && cd $(SYFT_DIR) && GOFLAGS=-mod=readonly $(GO) build -trimpath -o $(SYFT_BIN) github.com/anchore/syft/cmd/syft
 
 # The commands are variables so that `test` runs each step once, in order,
 # while `unit`, `integration` and `lint` stay available on their own.
@@ -120,7 +122,7 @@ INTEGRATION_PARALLEL ?= 4
 INTEGRATION = WHARF_BIN_DIR=$(BIN_DIR) WHARF_REGISTRY_BIN=$(REGISTRY_BIN) PATH="$(CACHE_BIN):$$PATH" \
 	$(GO) test -v -count=1 -parallel $(INTEGRATION_PARALLEL) -timeout $(INTEGRATION_TIMEOUT) ./integration-cli/...
 
-test: build registry cosign crane oras ## vet, gofmt, depcheck, unit tests (-race), integration suites
+test: build registry cosign crane oras syft ## vet, gofmt, depcheck, unit tests (-race), integration suites
 	$(VET)
 	@echo "gofmt -l"; $(FMT_CHECK)
 	$(DEPCHECK)
@@ -130,7 +132,7 @@ test: build registry cosign crane oras ## vet, gofmt, depcheck, unit tests (-rac
 unit: ## unit tests with the race detector
 	$(UNIT)
 
-integration: build registry cosign crane oras ## end-to-end suites against bin/, the real registry, cosign, crane and oras
+integration: build registry cosign crane oras syft ## end-to-end suites against bin/, the real registry, cosign, crane and oras
 	$(INTEGRATION)
 
 lint: ## go vet, gofmt -l must be empty, imports point down (depcheck)

@@ -121,6 +121,10 @@ func (d *Daemon) ImageStat(ctx context.Context, name string, opts types.FilesOpt
 	return d.images.ImageStat(ctx, name, opts)
 }
 
+func (d *Daemon) ImagePackages(ctx context.Context, name string, opts types.PackagesOptions) (*types.ImagePackages, error) {
+	return d.images.ImagePackages(ctx, name, opts)
+}
+
 func (d *Daemon) ImageArchive(ctx context.Context, name string, opts types.FilesOptions, start func(container.PathStat) (io.Writer, error)) error {
 	return d.images.ImageArchive(ctx, name, opts, start)
 }

@@ -65,11 +65,12 @@ allowed() {
 	trust/notation) echo "trust" ;;
 	trust/policy) echo "api/types trust trust/sigstore trust/notation" ;;
 	cmd/wharfd) echo "daemon" ;;
-	cmd/wharf) echo "client api/types imagespec internal/privdir cmd/wharf/internal/creds cmd/wharf/internal/formatter cmd/wharf/internal/manpage cmd/wharf/internal/syncyaml cmd/wharf/internal/untar" ;;
+	cmd/wharf) echo "client api/types imagespec internal/privdir cmd/wharf/internal/creds cmd/wharf/internal/formatter cmd/wharf/internal/manpage cmd/wharf/internal/syncyaml cmd/wharf/internal/untar cmd/wharf/internal/sbom" ;;
 	cmd/wharf/internal/creds) echo "api/types internal/dockerconfig" ;;
 	cmd/wharf/internal/syncyaml) echo "client" ;;
 	cmd/wharf/internal/manpage) echo "" ;;
 	cmd/wharf/internal/untar) echo "" ;;
+	cmd/wharf/internal/sbom) echo "api/types" ;;
 	cmd/wharf/internal/formatter) echo "api/types client" ;;
 	internal/testregistry) echo "" ;;
 	internal/hostile) echo "internal/testregistry" ;;

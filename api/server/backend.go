@@ -65,6 +65,10 @@ type ImageBackend interface {
 	// the path's stat before the first byte and returns where the tar goes
 	// (GET …/archive).
 	ImageArchive(ctx context.Context, name string, opts types.FilesOptions, start func(container.PathStat) (io.Writer, error)) error
+	// ImagePackages lists the packages of an image (local, or with
+	// opts.Remote as its registry has it), read without pulling it
+	// (GET /wharf/images/{name}/packages, packages_routes.go).
+	ImagePackages(ctx context.Context, name string, opts types.PackagesOptions) (*types.ImagePackages, error)
 }
 
 // RegistryBackend is everything that talks to a registry.

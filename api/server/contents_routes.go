@@ -143,24 +143,12 @@ func filesOptions(r *http.Request, needPath bool) (types.FilesOptions, error) {
 		p = "/"
 	}
 	opts.Path = p
-	opts.Remote = boolValue(r, "remote")
-	if ps := r.Form["platform"]; len(ps) > 0 {
-		if len(ps) > 1 {
-			return opts, invalidArg("only one platform value is supported")
-		}
-		if ps[0] != "" {
-			pl, err := decodePlatformJSON(ps[0])
-			if err != nil {
-				return opts, err
-			}
-			opts.Platform = pl
-		}
-	}
-	auth, regs, err := requestCredentials(r, decodeAuth)
+	q, err := parseImageQuery(r)
 	if err != nil {
 		return opts, err
 	}
-	opts.Auth, opts.Registries, opts.MetaHeaders = auth, regs, metaHeaders(r)
+	opts.Remote, opts.Platform = q.Remote, q.Platform
+	opts.Auth, opts.Registries, opts.MetaHeaders = q.Auth, q.Registries, q.MetaHeaders
 	return opts, nil
 }
 

@@ -45,6 +45,14 @@ type fakeBackend struct {
 	files          func(string, types.FilesOptions, func(types.FileEntry) error) error
 	stat           func(string, types.FilesOptions) (container.PathStat, error)
 	archive        func(string, types.FilesOptions, func(container.PathStat) (io.Writer, error)) error
+	packages       func(string, types.PackagesOptions) (*types.ImagePackages, error)
+}
+
+func (f *fakeBackend) ImagePackages(_ context.Context, n string, o types.PackagesOptions) (*types.ImagePackages, error) {
+	if f.packages == nil {
+		return nil, errNI
+	}
+	return f.packages(n, o)
 }
 
 func (f *fakeBackend) ImageFiles(_ context.Context, n string, o types.FilesOptions, emit func(types.FileEntry) error) error {

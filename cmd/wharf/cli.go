@@ -199,6 +199,7 @@ func newRootCommand(c *cli) *cobra.Command {
 		newLsCommand(c),
 		newCatCommand(c),
 		newCpCommand(c),
+		newPackagesCommand(c),
 		newRmiCommand(c),
 		newImportCommand(c),
 		newSaveCommand(c),

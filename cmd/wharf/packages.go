@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/client"
+	"github.com/wharfproject/wharf/cmd/wharf/internal/sbom"
+)
+
+// packagesFormats are --format's values: syft's names.
+var packagesFormats = []string{"table", "json", "cyclonedx-json", "spdx-json"}
+
+type packagesOptions struct {
+	format string
+	contentsFlags
+}
+
+// newPackagesCommand is `wharf packages IMAGE`: the packages of an image,
+// read from its package databases and binaries through the layer index.
+func newPackagesCommand(c *cli) *cobra.Command {
+	var o packagesOptions
+	cmd := &cobra.Command{
+		Use:   "packages [OPTIONS] IMAGE",
+		Short: "List the packages of an image without pulling or running it",
+		Long: "List the packages installed in an image: dpkg, apk and rpm databases and the build " +
+			"information of Go binaries, read through the image's layer index (with --remote, " +
+			"without pulling it). --format takes syft's names: table (NAME VERSION TYPE), json " +
+			"(the daemon's answer), cyclonedx-json and spdx-json, which grype and trivy read.",
+		Example: `  wharf packages debian:12
+  wharf packages --remote registry.example.com/team/app:1.4
+  wharf packages --remote --format cyclonedx-json app:1.4 > app.cdx.json`,
+		Args:              requiresRangeArgs(1, 1),
+		ValidArgsFunction: completeImageNames(c, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runPackages(cmd.Context(), c, o, args[0])
+		},
+	}
+	cmd.Flags().StringVar(&o.format, "format", "table", "Output format: table, json, cyclonedx-json or spdx-json")
+	o.contentsFlags.add(cmd)
+	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(packagesFormats, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+func runPackages(ctx context.Context, c *cli, o packagesOptions, name string) error {
+	switch o.format {
+	case "", "table", "json", "cyclonedx-json", "spdx-json":
+	default:
+		return fmt.Errorf("invalid --format %q: want one of table, json, cyclonedx-json, spdx-json", o.format)
+	}
+	api, err := c.client()
+	if err != nil {
+		return err
+	}
+	fo, err := o.options(ctx, c, api, name, "/")
+	if err != nil {
+		return err
+	}
+	pkgs, err := api.ImagePackages(ctx, name, client.PackagesOptions{
+		Remote: fo.Remote, Platform: fo.Platform, Auth: fo.Auth, Registries: fo.Registries,
+	})
+	if err != nil {
+		return err
+	}
+	tool := sbom.Tool{Name: "wharf", Version: version}
+	switch o.format {
+	case "json":
+		enc := json.NewEncoder(c.out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(pkgs)
+	case "cyclonedx-json":
+		return sbom.CycloneDX(c.out, pkgs, tool, time.Now())
+	case "spdx-json":
+		return sbom.SPDX(c.out, pkgs, tool, time.Now())
+	}
+	return packagesTable(c.out, pkgs.Packages)
+}
+
+// packagesTable is syft's table: NAME VERSION TYPE, a line a package.
+func packagesTable(w io.Writer, pkgs []types.Package) error {
+	if len(pkgs) == 0 {
+		_, err := fmt.Fprintln(w, "No packages discovered")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tVERSION\tTYPE")
+	for _, p := range pkgs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Name, p.Version, p.Type)
+	}
+	return tw.Flush()
+}
