@@ -113,6 +113,10 @@ func (d *Daemon) RemoteTags(ctx context.Context, name string, opts types.RemoteT
 	return d.images.RemoteTags(ctx, name, opts)
 }
 
+func (d *Daemon) ImageDiff(ctx context.Context, req types.DiffRequest) (*types.ImageDiff, error) {
+	return d.images.ImageDiff(ctx, req)
+}
+
 func (d *Daemon) ImageFiles(ctx context.Context, name string, opts types.FilesOptions, emit func(types.FileEntry) error) error {
 	return d.images.ImageFiles(ctx, name, opts, emit)
 }

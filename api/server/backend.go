@@ -65,6 +65,9 @@ type ImageBackend interface {
 	// the path's stat before the first byte and returns where the tar goes
 	// (GET …/archive).
 	ImageArchive(ctx context.Context, name string, opts types.FilesOptions, start func(container.PathStat) (io.Writer, error)) error
+	// ImageDiff compares two images by the sections asked for (GET
+	// /wharf/images/diff, diff_routes.go).
+	ImageDiff(ctx context.Context, req types.DiffRequest) (*types.ImageDiff, error)
 	// ImagePackages lists the packages of an image (local, or with
 	// opts.Remote as its registry has it), read without pulling it
 	// (GET /wharf/images/{name}/packages, packages_routes.go).

@@ -45,7 +45,15 @@ type fakeBackend struct {
 	files          func(string, types.FilesOptions, func(types.FileEntry) error) error
 	stat           func(string, types.FilesOptions) (container.PathStat, error)
 	archive        func(string, types.FilesOptions, func(container.PathStat) (io.Writer, error)) error
+	diff           func(types.DiffRequest) (*types.ImageDiff, error)
 	packages       func(string, types.PackagesOptions) (*types.ImagePackages, error)
+}
+
+func (f *fakeBackend) ImageDiff(_ context.Context, req types.DiffRequest) (*types.ImageDiff, error) {
+	if f.diff == nil {
+		return nil, errNI
+	}
+	return f.diff(req)
 }
 
 func (f *fakeBackend) ImagePackages(_ context.Context, n string, o types.PackagesOptions) (*types.ImagePackages, error) {

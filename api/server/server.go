@@ -96,6 +96,7 @@ func (s *Server) routes() []route {
 		{http.MethodGet, filesPath, s.getImageFiles},
 		{http.MethodGet, archivePath, s.getImageArchive},
 		{http.MethodHead, archivePath, s.headImageArchive},
+		{http.MethodGet, diffPath, s.getImageDiff},         // wharf's own (diff_routes.go)
 		{http.MethodGet, packagesPath, s.getImagePackages}, // packages_routes.go
 		// images; the fixed paths first, {name:.*} ones after
 		{http.MethodGet, "/images/json", s.getImagesJSON},

@@ -1,7 +1,11 @@
 package types
 
 import (
+	"fmt"
 	"net/http"
+	"strings"
+
+	"github.com/containerd/errdefs"
 
 	"github.com/moby/moby/api/types/registry"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -35,6 +39,31 @@ type DiffSide struct {
 	Name string // an image reference, or the archive's path
 }
 
+// ParseDiffSide reads one side as the API and the CLI take it:
+// "local:NAME", "remote:NAME", "archive:PATH", or a bare NAME, local
+// unless remote. The prefix wins: a registry host named "remote" is
+// written "remote:remote:5000/…".
+func ParseDiffSide(s string, remote bool) (DiffSide, error) {
+	for _, kind := range []string{SideLocal, SideRemote, SideArchive} {
+		if name, ok := strings.CutPrefix(s, kind+":"); ok {
+			if name == "" {
+				return DiffSide{}, fmt.Errorf("diff side %q names no image%.0w", kind+":", errdefs.ErrInvalidArgument)
+			}
+			return DiffSide{Kind: kind, Name: name}, nil
+		}
+	}
+	if s == "" {
+		return DiffSide{}, fmt.Errorf("diff side names no image%.0w", errdefs.ErrInvalidArgument)
+	}
+	if remote {
+		return DiffSide{Kind: SideRemote, Name: s}, nil
+	}
+	return DiffSide{Kind: SideLocal, Name: s}, nil
+}
+
+// String is the side as ParseDiffSide reads it.
+func (s DiffSide) String() string { return s.Kind + ":" + s.Name }
+
 // DiffRequest is GET /wharf/images/diff?from=A&to=B[&sections=…][&remote=1].
 type DiffRequest struct {
 	From, To DiffSide
@@ -66,6 +95,9 @@ type ImageDiff struct {
 	Packages *PackagesDiff `json:",omitempty"`
 	Source   *SourceDiff   `json:",omitempty"`
 	Signer   *SignerDiff   `json:",omitempty"`
+	// Errors names, by section, why a section asked for was not built;
+	// the other sections stand.
+	Errors map[string]string `json:",omitempty"`
 }
 
 // Changed is one value that differs; From or To is empty when the value
@@ -121,6 +153,11 @@ type FileChange struct {
 	// What lists what differs for a changed path: "size", "mode",
 	// "owner", "link", "content", "type".
 	What []string `json:",omitempty"`
+	// Unindexed is "from" or "to" when that side's entry would lie in the
+	// shared layers, whose indexes were not at hand: Change then says what
+	// the other side's layers did ("added" when they name the path,
+	// "removed" when they remove it), as if the shared layers lacked it.
+	Unindexed string `json:",omitempty"`
 }
 
 // FilesDiff is the files section, built from the layers that differ.
@@ -128,6 +165,12 @@ type FilesDiff struct {
 	Changes []FileChange `json:",omitempty"`
 	// LayersIndexed counts the layers the diff indexed (those that differ).
 	LayersIndexed int
+	// SharedCompared says the shared layers' indexes were at hand
+	// (cached), so that paths only one side's layers touch were compared
+	// with what the shared layers hold.
+	SharedCompared bool `json:",omitempty"`
+	// Truncated says Changes stopped at the diff's cap.
+	Truncated bool `json:",omitempty"`
 }
 
 // SourceDiff is the source section, from the configs'
@@ -164,4 +207,38 @@ type DiffSummary struct {
 	// SameSigner is nil when the signer section could not tell.
 	SameSigner *bool  `json:",omitempty"`
 	Error      string `json:",omitempty"`
+}
+
+// Differs reports whether a section built found a difference: config
+// changes, layers added or removed, file or package changes, another
+// repository or revision, another verdict or signer. The pull section is
+// a cost, not a difference.
+func (d *ImageDiff) Differs() bool {
+	if d == nil {
+		return false
+	}
+	switch {
+	case d.Config != nil && len(d.Config.Changes) > 0,
+		d.Layers != nil && len(d.Layers.Added)+len(d.Layers.Removed) > 0,
+		d.Files != nil && len(d.Files.Changes) > 0,
+		d.Packages != nil && !d.Packages.Empty(),
+		d.Source != nil && (d.Source.FromRepository != d.Source.ToRepository || d.Source.FromRevision != d.Source.ToRevision),
+		d.Signer != nil && d.Signer.Differs():
+		return true
+	}
+	return false
+}
+
+// Differs reports whether the two verdicts or signing identities differ.
+func (s *SignerDiff) Differs() bool {
+	if s == nil {
+		return false
+	}
+	decision := func(t *Trust) string {
+		if t == nil {
+			return ""
+		}
+		return t.Decision
+	}
+	return decision(s.From) != decision(s.To) || s.FromIdentity != s.ToIdentity
 }

@@ -197,6 +197,7 @@ func newRootCommand(c *cli) *cobra.Command {
 		newTagCommand(c),
 		newTagsCommand(c),
 		newLsCommand(c),
+		newDiffCommand(c),
 		newCatCommand(c),
 		newCpCommand(c),
 		newPackagesCommand(c),

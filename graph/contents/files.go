@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"sync"
 	"time"
 
 	"github.com/containerd/errdefs"
@@ -24,44 +23,7 @@ const layerBuilds = 3
 // allLayers are the indexes of img's layers, bottom first, up to
 // layerBuilds of them built at once; the first failure stops the rest.
 func (r *Room) allLayers(ctx context.Context, img *Image) ([]*layerData, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	lds := make([]*layerData, len(img.Layers))
-	errs := make([]error, len(img.Layers))
-	sem := make(chan struct{}, layerBuilds)
-	var wg sync.WaitGroup
-	for i := range img.Layers {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			errs[i] = ctx.Err()
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			lds[i], errs[i] = r.layer(ctx, img, i)
-			if errs[i] != nil {
-				cancel()
-			}
-		}()
-	}
-	wg.Wait()
-	// The first failure in layer order, not the cancellations it caused.
-	var first error
-	for _, err := range errs {
-		if err != nil && !errors.Is(err, context.Canceled) {
-			return nil, err
-		}
-		if err != nil && first == nil {
-			first = err
-		}
-	}
-	if first != nil {
-		return nil, first
-	}
-	return lds, nil
+	return r.layersFrom(ctx, img, 0)
 }
 
 // view is the merged view of img, kept by its manifest digest (a manifest

@@ -31,6 +31,14 @@ type RemoteLayers struct {
 	Layers   []ocispec.Descriptor
 	DiffIDs  []digest.Digest
 	Blobs    *RemoteBlobs
+	// Config is the image's config, parsed, and ConfigDescriptor the
+	// manifest's descriptor of it (a diff compares them and counts a
+	// pull's bytes with them).
+	Config           *store.ImageConfig
+	ConfigDescriptor ocispec.Descriptor
+	// Trust is the verdict on the platform manifest when RemoteJudged
+	// asked for it under a policy; nil otherwise.
+	Trust *types.Trust
 }
 
 // RemoteLayers resolves name on its registry as a remote inspect does (the
@@ -39,6 +47,17 @@ type RemoteLayers struct {
 // their annotations kept, and the config's diff IDs. A schema1 or v1 image
 // has no layer digests a contents read could use: ErrNotImplemented.
 func (s *Service) RemoteLayers(ctx context.Context, name string, opts types.FilesOptions) (*RemoteLayers, error) {
+	return s.remoteLayers(ctx, name, opts, false)
+}
+
+// RemoteJudged is RemoteLayers plus the signature policy's verdict on the
+// image, as a remote inspect gives it (nil without a policy), from the
+// same resolution: a diff's signer section costs no second look-up.
+func (s *Service) RemoteJudged(ctx context.Context, name string, opts types.FilesOptions) (*RemoteLayers, error) {
+	return s.remoteLayers(ctx, name, opts, true)
+}
+
+func (s *Service) remoteLayers(ctx context.Context, name string, opts types.FilesOptions, judge bool) (*RemoteLayers, error) {
 	svc, err := s.registryService()
 	if err != nil {
 		return nil, err
@@ -70,12 +89,20 @@ func (s *Service) RemoteLayers(ctx context.Context, name string, opts types.File
 	if err != nil {
 		return nil, fmt.Errorf("registry %s: config %s: %w%.0w", ri.Registry, ri.Config.Digest, err, registry.ErrUpstream)
 	}
-	return &RemoteLayers{
-		Manifest: ri.Manifest,
-		Layers:   append([]ocispec.Descriptor(nil), ri.Parsed.Layers...),
-		DiffIDs:  append([]digest.Digest(nil), cfg.RootFS.DiffIDs...),
-		Blobs:    &RemoteBlobs{repo: repo, st: s.st},
-	}, nil
+	out := &RemoteLayers{
+		Manifest:         ri.Manifest,
+		Layers:           append([]ocispec.Descriptor(nil), ri.Parsed.Layers...),
+		DiffIDs:          append([]digest.Digest(nil), cfg.RootFS.DiffIDs...),
+		Blobs:            &RemoteBlobs{repo: repo, st: s.st},
+		Config:           cfg,
+		ConfigDescriptor: ri.Config,
+	}
+	if judge {
+		if out.Trust, err = s.judgeRemoteImage(ctx, ri, false); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // RemoteBlobs reads the layers of one repository (graph/contents' Blobs),

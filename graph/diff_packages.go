@@ -1,0 +1,99 @@
+package graph
+
+import (
+	"context"
+
+	"github.com/opencontainers/go-digest"
+
+	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/graph/contents"
+	"github.com/wharfproject/wharf/graph/diff"
+	"github.com/wharfproject/wharf/graph/packages"
+)
+
+// packagesDiff compares the two sides' packages reading no byte of the
+// layers they share when it can: the packages each side's upper layers
+// (those above the shared prefix) hold are read from those layers alone,
+// since whatever the shared layers hold is the same on both sides. That is
+// exact unless a package's evidence (a database file, a binary) lies in
+// one side's upper layers and not in the other's: then the other side's
+// answer lies in the shared layers, and both whole images are read.
+func (s *Service) packagesDiff(ctx context.Context, a, b *diffImage) (*types.PackagesDiff, error) {
+	k := diff.SharedPrefix(a.img.Layers, b.img.Layers)
+	if k > 0 {
+		ua, ub := upperImage(a.img, k), upperImage(b.img, k)
+		pa, err := s.packagesOf(ctx, ua, a.oci())
+		if err != nil {
+			return nil, err
+		}
+		pb, err := s.packagesOf(ctx, ub, b.oci())
+		if err != nil {
+			return nil, err
+		}
+		na, err := s.namedPaths(ctx, ua)
+		if err != nil {
+			return nil, err
+		}
+		nb, err := s.namedPaths(ctx, ub)
+		if err != nil {
+			return nil, err
+		}
+		if sameEvidence(pa.Packages, na, nb) && sameEvidence(pb.Packages, na, nb) {
+			return packages.Compare(pa.Packages, pb.Packages), nil
+		}
+	}
+	pa, err := s.packagesOf(ctx, a.img, a.oci())
+	if err != nil {
+		return nil, err
+	}
+	pb, err := s.packagesOf(ctx, b.img, b.oci())
+	if err != nil {
+		return nil, err
+	}
+	return packages.Compare(pa.Packages, pb.Packages), nil
+}
+
+// upperImage is img without its bottom k layers: its own manifest key, so
+// that the contents room keeps its merged view apart from the image's.
+func upperImage(img *contents.Image, k int) *contents.Image {
+	u := &contents.Image{Manifest: img.Manifest, Layers: img.Layers[k:], Blobs: img.Blobs}
+	if len(img.DiffIDs) == len(img.Layers) {
+		u.DiffIDs = img.DiffIDs[k:]
+	}
+	u.Manifest.Digest = digest.FromString("upper layers of " + img.Manifest.Digest.String() + " above " + img.Layers[k-1].Digest.String())
+	return u
+}
+
+// namedPaths are the paths img's layers name (whiteouts too: a path one
+// side removes is one it names).
+func (s *Service) namedPaths(ctx context.Context, img *contents.Image) (map[string]bool, error) {
+	ixs, err := s.contents.LayerIndexes(ctx, img, 0)
+	if err != nil {
+		return nil, err
+	}
+	named := map[string]bool{}
+	for _, ix := range ixs {
+		for i := range ix.Entries {
+			e := &ix.Entries[i]
+			if _, p := e.Whiteout(); p != "" {
+				named[p] = true
+				continue
+			}
+			named[e.Path] = true
+		}
+	}
+	return named, nil
+}
+
+// sameEvidence reports whether every location of pkgs is named by both
+// sides' upper layers or by neither.
+func sameEvidence(pkgs []types.Package, a, b map[string]bool) bool {
+	for _, p := range pkgs {
+		for _, l := range p.Locations {
+			if a[l] != b[l] {
+				return false
+			}
+		}
+	}
+	return true
+}
