@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -83,6 +84,11 @@ func caseWhatChanged(ctx context.Context, root string, rtt time.Duration, quick 
 	if quick {
 		iters = 1
 	}
+	if v := os.Getenv("BENCH_TURNS"); v != "" {
+		if iters, err = strconv.Atoi(v); err != nil || iters < 1 {
+			return nil, fmt.Errorf("BENCH_TURNS=%q: a number ≥ 1", v)
+		}
+	}
 	fx, err := diffImages(diffSizesFor(quick))
 	if err != nil {
 		return nil, err
@@ -138,10 +144,18 @@ type whatTools struct {
 
 // measure runs fn after a reset of the counters and returns its time, the
 // bytes the clients were sent meanwhile and the blob GETs.
-func (w *whatTools) measure(fn func() (time.Duration, error)) (meas, error) {
+func (w *whatTools) measure(what string, fn func() (time.Duration, error)) (meas, error) {
 	w.e.reset()
 	d, err := fn()
-	return meas{d: d, b: w.e.regProxy.bytesDown(), gets: w.e.reg.Counter.Count("GET blobs")}, err
+	m := meas{d: d, b: w.e.regProxy.bytesDown(), gets: w.e.reg.Counter.Count("GET blobs")}
+	if os.Getenv("BENCH_VERBOSE") == "1" {
+		fmt.Fprintf(os.Stderr, "case 15 %s: %s, %d bytes\n", what, d, m.b)
+		ranges := w.e.reg.Counter.HeaderValues("Range")
+		for i, r := range w.e.reg.Counter.Requests() {
+			fmt.Fprintf(os.Stderr, "  %s %s\n", r, ranges[i])
+		}
+	}
+	return m, err
 }
 
 // turn measures each operation once; with baselineFirst the baselines run
@@ -181,11 +195,11 @@ func (w *whatTools) wharfDiff(ctx context.Context, run *whatRun) error {
 		out, wall, err = runCapture(ctx, w.cfgDir, w.wharf, "-H", "unix://"+d.sock, "diff", "--remote", "--format", "json", w.from, w.to)
 		return wall, err
 	}
-	if run.diffCold, err = w.measure(diff); err != nil {
+	if run.diffCold, err = w.measure("diff", diff); err != nil {
 		return err
 	}
 	run.diffOK, run.diffFound = checkWharfDiff(out)
-	if run.diffWarm, err = w.measure(diff); err != nil {
+	if run.diffWarm, err = w.measure("diff", diff); err != nil {
 		return err
 	}
 	return nil
@@ -199,7 +213,7 @@ func (w *whatTools) baselineDiff(ctx context.Context, run *whatRun) error {
 	}
 	defer os.RemoveAll(dir)
 	var found *baselineDiff
-	run.baseline, err = w.measure(func() (time.Duration, error) {
+	run.baseline, err = w.measure("crane pull + compare", func() (time.Duration, error) {
 		start := time.Now()
 		if _, err := runTool(ctx, w.cfgDir, w.crane, "pull", "--insecure", "--format=oci", w.from, w.to, dir); err != nil {
 			return 0, err
@@ -230,11 +244,11 @@ func (w *whatTools) wharfPackages(ctx context.Context, ref string, run *pkgRun) 
 		out, wall, err = runCapture(ctx, w.cfgDir, w.wharf, "-H", "unix://"+d.sock, "packages", "--remote", "--format", "json", ref)
 		return wall, err
 	}
-	if run.cold, err = w.measure(list); err != nil {
+	if run.cold, err = w.measure("packages "+ref, list); err != nil {
 		return err
 	}
 	run.out = out
-	if run.warm, err = w.measure(list); err != nil {
+	if run.warm, err = w.measure("packages "+ref, list); err != nil {
 		return err
 	}
 	return nil
@@ -245,7 +259,7 @@ func (w *whatTools) wharfPackages(ctx context.Context, ref string, run *pkgRun) 
 func (w *whatTools) syftPackages(ctx context.Context, ref string, run *pkgRun) error {
 	var out []byte
 	var err error
-	run.syft, err = w.measure(func() (time.Duration, error) {
+	run.syft, err = w.measure("syft "+ref, func() (time.Duration, error) {
 		var wall time.Duration
 		var err error
 		out, wall, err = runCaptureEnv(ctx, w.cfgDir, []string{
