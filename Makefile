@@ -38,8 +38,9 @@ TEST_TOOL_PKGS := github.com/distribution/distribution/v3/cmd/registry github.co
 REGSYNC_BIN := $(CACHE_BIN)/regsync
 REGCTL_BIN := $(CACHE_BIN)/regctl
 BENCH_TOOLS := $(REGSYNC_BIN) $(REGCTL_BIN)
-# syft: the packages suite's oracle, built from tools/syft, a module of its
-# own (its dependencies would move the registry's and cosign's).
+# syft: the packages suite's oracle and bench case 15's baseline of `wharf
+# packages`, built from tools/syft, a module of its own (its dependencies
+# would move the registry's and cosign's).
 SYFT_DIR := $(TOOLS_DIR)/syft
 SYFT_BIN := $(CACHE_BIN)/syft
 BENCH_TOOL_PKGS := github.com/regclient/regclient/cmd/regsync github.com/regclient/regclient/cmd/regctl
@@ -257,7 +258,7 @@ demo: cosign ## the whole story against a real registry, signatures included (sc
 
 # The suite (bench/, build tag `bench`) starts the registry and wharfd
 # itself; without it, whatever `func Benchmark…` the packages have.
-bench: build registry regsync regctl crane ## the benchmark suite (bench/), else go test -bench
+bench: build registry regsync regctl crane syft ## the benchmark suite (bench/), else go test -bench
 	@if [ -f bench/main.go ]; then \
 		WHARFD=$(BIN_DIR)/wharfd $(GO) run -tags bench ./bench; \
 	elif grep -rqs --include='*_test.go' -E '^func Benchmark' .; then \

@@ -362,8 +362,14 @@ func writeRegctlConfig(dir string, e *env) error {
 // runCapture runs a client with cfgDir as its HOME and DOCKER_CONFIG and
 // returns its stdout and wall time.
 func runCapture(ctx context.Context, cfgDir, bin string, args ...string) ([]byte, time.Duration, error) {
+	return runCaptureEnv(ctx, cfgDir, nil, bin, args...)
+}
+
+// runCaptureEnv is runCapture with env added to the environment.
+func runCaptureEnv(ctx context.Context, cfgDir string, env []string, bin string, args ...string) ([]byte, time.Duration, error) {
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), "HOME="+cfgDir, "DOCKER_CONFIG="+cfgDir, "REGCTL_CONFIG="+filepath.Join(cfgDir, ".regctl", "config.json"), "WHARF_HOST=")
+	cmd.Env = append(cmd.Env, env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()

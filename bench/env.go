@@ -102,6 +102,7 @@ func (e *env) reset() {
 	e.reg.ResetCounters()
 	e.regProxy.resetConns()
 	e.tokProxy.resetConns()
+	e.regProxy.resetBytes()
 }
 
 func (e *env) counts() counts {

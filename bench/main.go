@@ -16,7 +16,9 @@
 // in the default set, as 50,000 images take many minutes: BENCH_SCALE=1
 // adds it, or list it in BENCH_CASES; 12: newer versions and the watch;
 // 13: sync of 20 images, beside skopeo sync and regsync; 14: ls and cat
-// of a remote image beside crane export and regctl get-file);
+// of a remote image beside crane export and regctl get-file; 15: diff and
+// packages of a remote image beside crane pull and a comparison, and
+// syft);
 // WHARFD the daemon binary (default bin/wharfd).
 package main
 
@@ -52,7 +54,7 @@ func run() error {
 		}
 	}
 	handshake := os.Getenv("BENCH_HANDSHAKE") != "0"
-	cases := map[string]bool{"1": true, "2": true, "3": true, "4": true, "5": true, "6": true, "7": true, "8": true, "9": true, "10": true, "12": true, "13": true, "14": true}
+	cases := map[string]bool{"1": true, "2": true, "3": true, "4": true, "5": true, "6": true, "7": true, "8": true, "9": true, "10": true, "12": true, "13": true, "14": true, "15": true}
 	if os.Getenv("BENCH_SCALE") == "1" {
 		cases["11"] = true
 	}
@@ -203,6 +205,11 @@ func run() error {
 		step("case 14: inside an image without pulling it: ls and cat --remote beside crane export and regctl get-file, at RTT 0 and %s", rtt)
 		rows, err := caseContents(ctx, root, rtt, quick, bin)
 		collect("case 14", rows, err)
+	}
+	if cases["15"] {
+		step("case 15: what changed: diff and packages --remote beside crane pull + compare and syft, at RTT 0 and %s", rtt)
+		rows, err := caseWhatChanged(ctx, root, rtt, quick, bin)
+		collect("case 15", rows, err)
 	}
 	if cases["11"] {
 		step("case 11: the store at scale: %v images", scaleSizes(quick))

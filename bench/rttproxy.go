@@ -14,13 +14,18 @@ import (
 // every byte is held for RTT/2 in each direction, so one HTTP exchange on a
 // kept-alive connection costs one RTT, and a new connection costs one more
 // (the TCP handshake: its first bytes leave RTT after the accept). It counts
-// the connections it accepts. Bandwidth is not limited.
+// the connections it accepts and, when counting, the bytes it delivers to
+// the clients (HTTP headers included). Bandwidth is not limited.
 type rttProxy struct {
 	ln        net.Listener
 	target    atomic.Value // host:port the connections go to
 	rtt       atomic.Int64 // nanoseconds; read once per connection
 	handshake atomic.Bool
 	conns     atomic.Int64
+	down      atomic.Int64 // bytes from the target to the clients
+	// counting turns the byte count on for new connections: off, RTT 0
+	// keeps the kernel's splice (case 3's pulls go through here).
+	counting atomic.Bool
 
 	mu     sync.Mutex
 	live   map[net.Conn]struct{}
@@ -47,6 +52,8 @@ func (p *rttProxy) setRTT(d time.Duration)    { p.rtt.Store(int64(d)) }
 func (p *rttProxy) RTT() time.Duration        { return time.Duration(p.rtt.Load()) }
 func (p *rttProxy) newConns() int64           { return p.conns.Load() }
 func (p *rttProxy) resetConns()               { p.conns.Store(0) }
+func (p *rttProxy) bytesDown() int64          { return p.down.Load() }
+func (p *rttProxy) resetBytes()               { p.down.Store(0) }
 func (p *rttProxy) track(c net.Conn, add bool) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -113,20 +120,46 @@ func (p *rttProxy) handle(c net.Conn, accepted time.Time) {
 		p.track(up, false)
 	}()
 	rtt := time.Duration(p.rtt.Load())
+	// What reaches the client is counted, not what the proxy reads ahead
+	// from the server: a client that drops a GET early (crane, for a blob
+	// its layout holds) is charged with what it was sent.
+	var to net.Conn = c
+	if p.counting.Load() {
+		to = &countedConn{Conn: c, n: &p.down}
+	}
 	var wg sync.WaitGroup
 	wg.Add(2)
 	if rtt == 0 {
 		go func() { defer wg.Done(); copyClose(up, c) }()
-		go func() { defer wg.Done(); copyClose(c, up) }()
+		go func() { defer wg.Done(); copyClose(to, up) }()
 	} else {
 		ready := accepted
 		if p.handshake.Load() {
 			ready = accepted.Add(rtt)
 		}
 		go func() { defer wg.Done(); delayCopy(up, c, rtt/2, ready) }()
-		go func() { defer wg.Done(); delayCopy(c, up, rtt/2, time.Time{}) }()
+		go func() { defer wg.Done(); delayCopy(to, up, rtt/2, time.Time{}) }()
 	}
 	wg.Wait()
+}
+
+// countedConn counts the bytes written to it.
+type countedConn struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (c *countedConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+func (c *countedConn) CloseWrite() error {
+	if tc, ok := c.Conn.(*net.TCPConn); ok {
+		return tc.CloseWrite()
+	}
+	return c.Conn.Close()
 }
 
 func copyClose(dst, src net.Conn) {
@@ -139,7 +172,7 @@ func copyClose(dst, src net.Conn) {
 }
 
 func closeWrite(c net.Conn) {
-	if tc, ok := c.(*net.TCPConn); ok {
+	if tc, ok := c.(interface{ CloseWrite() error }); ok {
 		_ = tc.CloseWrite()
 	} else {
 		c.Close()

@@ -76,7 +76,7 @@ allowed() {
 	internal/hostile) echo "internal/testregistry" ;;
 	graph/internal/graphtest) echo "api/types graph/store" ;;
 	integration-cli) echo "internal/testregistry client api/types" ;;
-	bench) echo "graph registry client api/types internal/testregistry internal/hostile internal/gzindex" ;;
+	bench) echo "graph registry client api/types internal/testregistry internal/hostile internal/gzindex internal/layertoc" ;;
 	*) echo "UNKNOWN" ;;
 	esac
 }
