@@ -113,7 +113,7 @@ func (s *PullCostSuite) TestDryRunOfAnUpdateMatchesThePull(c *check.C) {
 	c.Assert(cost.Layers, check.HasLen, 1)
 	c.Check(cost.Layers[0].Digest, check.Equals, v2.Layers[2].Digest)
 	c.Check(cost.Layers[0].Size, check.Equals, top)
-	c.Check(cost.Config, check.Equals, cfg)
+	c.Check(cost.ConfigSize, check.Equals, cfg)
 	c.Check(cost.Bytes, check.Equals, top+cfg)
 
 	s.reg.ResetCounters()

@@ -12,7 +12,7 @@ import (
 func TestPullCostRoute(t *testing.T) {
 	var gotName string
 	var got types.PullCostOptions
-	want := &types.PullCost{Image: "localhost:5000/team/app:2", Digest: "sha256:aa", Layers: []types.DiffLayer{{Digest: "sha256:bb", Size: 10}}, Bytes: 12, Present: 2, TotalLayers: 3, Config: 2}
+	want := &types.PullCost{Image: "localhost:5000/team/app:2", Digest: "sha256:aa", Layers: []types.DiffLayer{{Digest: "sha256:bb", Size: 10}}, Bytes: 12, Present: 2, TotalLayers: 3, ConfigSize: 2}
 	b := &fakeBackend{pullCost: func(n string, o types.PullCostOptions) (*types.PullCost, error) {
 		gotName, got = n, o
 		return want, nil

@@ -142,10 +142,10 @@ type PullCost struct {
 	// Platform is the platform manifest's (os/arch[/variant]) when the
 	// name resolved to an index.
 	Platform string `json:",omitempty"`
-	// TotalLayers counts the image's distinct layers; Config is the
+	// TotalLayers counts the image's distinct layers; ConfigSize is the
 	// config blob's size when the store lacks it (0 otherwise).
 	TotalLayers int   `json:",omitempty"`
-	Config      int64 `json:",omitempty"`
+	ConfigSize  int64 `json:",omitempty"`
 }
 
 // FileChange is one path of the files section.

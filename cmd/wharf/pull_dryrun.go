@@ -75,8 +75,8 @@ func pullCostSummary(cost *client.PullCost) string {
 		return fmt.Sprintf("%s: nothing to download, the store holds all %s", what, layers(cost.TotalLayers))
 	}
 	cfg := ""
-	if cost.Config > 0 {
-		cfg = fmt.Sprintf(" and the config (%s)", formatter.HumanSize(cost.Config))
+	if cost.ConfigSize > 0 {
+		cfg = fmt.Sprintf(" and the config (%s)", formatter.HumanSize(cost.ConfigSize))
 	}
 	return fmt.Sprintf("%s: %d of %d layers%s to download, %s (%d bytes); %s already present",
 		what, len(cost.Layers), cost.TotalLayers, cfg, formatter.HumanSize(cost.Bytes), cost.Bytes, layers(cost.Present))

@@ -78,7 +78,7 @@ func PullCost(layers []ocispec.Descriptor, config ocispec.Descriptor, has func(d
 		pc.Bytes += l.Size
 	}
 	if config.Digest != "" && !has(config.Digest) {
-		pc.Config = config.Size
+		pc.ConfigSize = config.Size
 		pc.Bytes += config.Size
 	}
 	return pc

@@ -116,8 +116,8 @@ func TestPullCost(t *testing.T) {
 			if pc.Bytes != tc.bytes || !reflect.DeepEqual(pc.Layers, tc.missing) || pc.Present != tc.present {
 				t.Fatalf("got %d bytes, layers %v, %d present", pc.Bytes, pc.Layers, pc.Present)
 			}
-			if pc.TotalLayers != len(digests(tc.layers)) || (pc.Config != 0) != !has[cfg.Digest] {
-				t.Errorf("%d layers in all, config %d", pc.TotalLayers, pc.Config)
+			if pc.TotalLayers != len(digests(tc.layers)) || (pc.ConfigSize != 0) != !has[cfg.Digest] {
+				t.Errorf("%d layers in all, config %d", pc.TotalLayers, pc.ConfigSize)
 			}
 		})
 	}
