@@ -54,11 +54,19 @@ type FileImage struct {
 }
 
 // Close closes the archive.
-func (fi *FileImage) Close() error { return fi.Blobs.f.Close() }
+func (fi *FileImage) Close() error { return fi.Blobs.close() }
+
+// archiveFile is what the archive is read through: the file, or bytes in
+// a test.
+type archiveFile interface {
+	io.ReadSeeker
+	io.ReaderAt
+}
 
 // FileBlobs reads the blobs of an archive file as sections of it.
 type FileBlobs struct {
-	f       *os.File
+	f       archiveFile
+	close   func() error
 	members map[string]section
 	byDesc  map[digest.Digest]string // a layer's digest → its member
 }
@@ -76,7 +84,7 @@ func (s *Archiver) OpenImage(ctx context.Context, p string, platform *ocispec.Pl
 	return openFileImage(ctx, p, want)
 }
 
-func openFileImage(ctx context.Context, p string, want ocispec.Platform) (_ *FileImage, err error) {
+func openFileImage(ctx context.Context, p string, want ocispec.Platform) (*FileImage, error) {
 	if !filepath.IsAbs(p) {
 		return nil, fmt.Errorf("archive %q: the path must be absolute (the daemon's working directory is not the caller's)%.0w", p, errdefs.ErrInvalidArgument)
 	}
@@ -87,14 +95,19 @@ func openFileImage(ctx context.Context, p string, want ocispec.Platform) (_ *Fil
 	if err != nil {
 		return nil, fmt.Errorf("archive %s: %v%.0w", p, err, errdefs.ErrPermissionDenied)
 	}
-	defer func() {
-		if err != nil {
-			f.Close()
-		}
-	}()
-	fb := &FileBlobs{f: f, members: map[string]section{}, byDesc: map[digest.Digest]string{}}
-	if err := fb.scan(ctx); err != nil {
+	fi, err := readFileImage(ctx, f, f.Close, want)
+	if err != nil {
+		f.Close()
 		return nil, fmt.Errorf("archive %s: %w", p, err)
+	}
+	return fi, nil
+}
+
+// readFileImage reads the image of the archive f.
+func readFileImage(ctx context.Context, f archiveFile, closeFn func() error, want ocispec.Platform) (_ *FileImage, err error) {
+	fb := &FileBlobs{f: f, close: closeFn, members: map[string]section{}, byDesc: map[digest.Digest]string{}}
+	if err := fb.scan(ctx); err != nil {
+		return nil, err
 	}
 	var fi *FileImage
 	if _, ok := fb.members[ocilayout.IndexFile]; ok {
@@ -103,7 +116,7 @@ func openFileImage(ctx context.Context, p string, want ocispec.Platform) (_ *Fil
 		fi, err = fb.dockerImage()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("archive %s: %w", p, err)
+		return nil, err
 	}
 	fi.Blobs = fb
 	return fi, nil

@@ -224,13 +224,8 @@ func FuzzOpenFileImage(f *testing.F) {
 	oci, _ := ociArchive(f, [][]byte{l})
 	f.Add(oci)
 	f.Add(dockerArchive(f, [][]byte{l}))
-	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, b []byte) {
-		p := filepath.Join(dir, "f.tar")
-		if err := os.WriteFile(p, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		fi, err := openFileImage(context.Background(), p, amd64)
+		fi, err := readFileImage(context.Background(), bytes.NewReader(b), func() error { return nil }, amd64)
 		if err != nil {
 			return
 		}
