@@ -484,3 +484,62 @@ func (s *PackagesSuite) TestAttachedSBOMAnswersFirst(c *check.C) {
 	got = s.wharfPackages(c, "--remote", "--platform", "linux/amd64", s.wharfP.host+"/pk/nosbom:1")
 	c.Assert(got.Source, check.Equals, types.PackagesFromDatabases)
 }
+
+// Under a signature policy the attached SBOM answers only when the policy
+// accepts the image: said Verified, with the key, when a cosign signature
+// of the index verified; not used at all when the policy rejects it.
+func (s *PackagesSuite) TestAttachedSBOMUnderThePolicy(c *check.C) {
+	root, err := testregistry.RepoRoot()
+	c.Assert(err, check.IsNil)
+	cosign := filepath.Join(root, ".cache", "bin", "cosign")
+	if !isExecutableFile(cosign) {
+		if os.Getenv("CI") == "true" {
+			c.Fatalf("cosign is missing: make test builds it (make cosign)")
+		}
+		c.Skip("cosign not built: run make cosign")
+	}
+	keys := c.MkDir()
+	runCosign := func(args ...string) {
+		cmd := exec.Command(cosign, args...)
+		cmd.Env = append(os.Environ(), "HOME="+keys, "DOCKER_CONFIG="+keys, "COSIGN_PASSWORD=", "COSIGN_YES=true")
+		cmd.Dir = keys
+		out, err := cmd.CombinedOutput()
+		c.Assert(err, check.IsNil, check.Commentf("cosign %s:\n%s", strings.Join(args, " "), out))
+	}
+	runCosign("generate-key-pair", "--output-key-prefix", filepath.Join(keys, "signer"))
+	host := s.wharfP.host
+	policy := filepath.Join(c.MkDir(), "policy.json")
+	c.Assert(os.WriteFile(policy, []byte(fmt.Sprintf(`{"default":[{"type":"insecureAcceptAnything"}],"transports":{"docker":{
+	  %q:[{"type":"sigstoreSigned","keyPath":%q,"signedIdentity":{"type":"matchRepository"}}],
+	  %q:[{"type":"reject"}]}}}`, host+"/pk/sbom-signed", filepath.Join(keys, "signer.pub"), host+"/pk/sbom-refused")), 0o600), check.IsNil)
+	d := s.startDaemon(c, "--signature-policy", policy)
+
+	ctx, cancel := fixtureCtx()
+	defer cancel()
+	ix, err := testregistry.NewIndex(testregistry.IndexOptions{Attestation: true, AttestationStatement: []byte(sbomStatement)})
+	c.Assert(err, check.IsNil)
+	for _, repo := range []string{"pk/sbom-signed", "pk/sbom-refused", "pk/sbom-open"} {
+		c.Assert(s.reg.Client().PushIndex(ctx, repo, "1", ix), check.IsNil)
+	}
+	runCosign("sign", "--key", filepath.Join(keys, "signer.key"), "--tlog-upload=false", "--use-signing-config=false",
+		"--allow-insecure-registry", "--allow-http-registry", "--new-bundle-format=false", host+"/pk/sbom-signed@"+ix.Digest())
+
+	packagesOf := func(repo string) *types.ImagePackages {
+		r := d.WharfOK(c, "packages", "--format", "json", "--remote", "--platform", "linux/amd64", host+"/"+repo+":1")
+		var p types.ImagePackages
+		c.Assert(json.Unmarshal([]byte(r.Stdout), &p), check.IsNil, check.Commentf("%s", r))
+		return &p
+	}
+	signed := packagesOf("pk/sbom-signed")
+	c.Assert(signed.Source, check.Equals, types.PackagesFromAttestation, check.Commentf("%s", d.Log()))
+	c.Assert(signed.Verified, check.Equals, true)
+	c.Assert(signed.SignedBy, check.Not(check.Equals), "")
+	c.Assert(signed.Packages, check.HasLen, 2)
+
+	open := packagesOf("pk/sbom-open")
+	c.Assert(open.Source, check.Equals, types.PackagesFromAttestation)
+	c.Assert(open.Verified, check.Equals, false)
+
+	refused := packagesOf("pk/sbom-refused")
+	c.Assert(refused.Source, check.Equals, types.PackagesFromDatabases)
+}
