@@ -32,7 +32,7 @@ func walk(ctx context.Context, fsys FS, lim Limits) (*files, error) {
 		p, dir := e.Path, path.Dir(e.Path)
 		f.layer[p] = e.Layer
 		switch {
-		case strings.HasSuffix("/"+strings.TrimPrefix(p, "/"), "/lib/dpkg/status"):
+		case strings.HasSuffix(p, "/lib/dpkg/status"):
 			f.dpkg = append(f.dpkg, p)
 		case strings.HasSuffix(dir, "/lib/dpkg/status.d"):
 			f.statusD = append(f.statusD, p)
