@@ -258,3 +258,21 @@ func (s *SignerDiff) Differs() bool {
 	}
 	return decision(s.From) != decision(s.To) || s.FromIdentity != s.ToIdentity
 }
+
+// PackageLines is the summary's packages as one line each, as the CLI's
+// CHANGES column and the watch's packages.changed attribute print them:
+// "name from→to" for each changed package, then "+name" added and
+// "-name" removed.
+func (d *DiffSummary) PackageLines() []string {
+	var lines []string
+	for _, c := range d.PackagesChanged {
+		lines = append(lines, c.Name+" "+c.From+"→"+c.To)
+	}
+	for _, a := range d.PackagesAdded {
+		lines = append(lines, "+"+a)
+	}
+	for _, r := range d.PackagesRemoved {
+		lines = append(lines, "-"+r)
+	}
+	return lines
+}

@@ -19,7 +19,7 @@ func bp(b bool) *bool { return &b }
 
 func TestSummarize(t *testing.T) {
 	full := &types.ImageDiff{
-		Pull:  &types.PullCost{Layers: []types.DiffLayer{{Digest: "sha256:b", Size: 100}}, Bytes: 130, Config: 30, Present: 2},
+		Pull:  &types.PullCost{Layers: []types.DiffLayer{{Digest: "sha256:b", Size: 100}}, Bytes: 130, ConfigSize: 30, Present: 2},
 		Files: &types.FilesDiff{Changes: []types.FileChange{{Path: "/etc/app.conf", Change: "changed"}, {Path: "/usr/bin/new", Change: "added"}}, LayersIndexed: 1},
 		Packages: &types.PackagesDiff{
 			Added:      []types.Package{{Name: "jq", Version: "1.7", Type: types.PackageTypeDeb}},

@@ -156,16 +156,7 @@ func diffAttr(s types.DiffSummary) string {
 // package, "+name@version" added, "-name@version" removed, cut at a
 // package to fit maxPackagesAttr.
 func packagesAttr(s *types.DiffSummary) string {
-	var parts []string
-	for _, c := range s.PackagesChanged {
-		parts = append(parts, c.Name+" "+c.From+"→"+c.To)
-	}
-	for _, p := range s.PackagesAdded {
-		parts = append(parts, "+"+p)
-	}
-	for _, p := range s.PackagesRemoved {
-		parts = append(parts, "-"+p)
-	}
+	parts := s.PackageLines()
 	var b strings.Builder
 	for i, p := range parts {
 		sep := ""

@@ -147,16 +147,7 @@ func ChangesColumn(d *types.DiffSummary) string {
 	if d == nil {
 		return "-"
 	}
-	var pk []string
-	for _, c := range d.PackagesChanged {
-		pk = append(pk, c.Name+" "+c.From+"→"+c.To)
-	}
-	for _, a := range d.PackagesAdded {
-		pk = append(pk, "+"+a)
-	}
-	for _, r := range d.PackagesRemoved {
-		pk = append(pk, "-"+r)
-	}
+	pk := d.PackageLines()
 	n := max(d.PackageChanges, len(pk))
 	if len(pk) > changesShown {
 		pk = pk[:changesShown]
