@@ -188,8 +188,7 @@ func TestTransferBlobResumedFromAVerifyingSourceHashesThePrefix(t *testing.T) {
 // upload to DST cut mid-body and resumed (OpenBlobAt): nothing is
 // committed, no session is left open, and the error names the source.
 func TestTransferBlobResumedCopyRejectsBadBytes(t *testing.T) {
-	// 8 MiB: the first PATCH is cut at 4 MiB, leaving as much to resume.
-	blob := make([]byte, 8<<20)
+	blob := make([]byte, 24<<20)
 	rand.Read(blob)
 	desc := ocispec.Descriptor{Digest: digest.FromBytes(blob), Size: int64(len(blob))}
 	bad := bytes.Clone(blob)
