@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/containerd/errdefs"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/graph/contents"
@@ -24,27 +26,36 @@ func (s *Service) ImageDiff(ctx context.Context, req types.DiffRequest) (*types.
 		return nil, err
 	}
 	judge := slices.Contains(sections, types.DiffSigner)
-	a, err := s.diffSide(ctx, req.From, req, judge)
+	// The two sides are resolved at once, and the files and packages
+	// sections (each reads layers) run beside each other: a remote diff is
+	// round trips in series otherwise, each side's manifest and config one
+	// after the other.
+	var a, b *diffImage
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) { a, err = s.diffSide(gctx, req.From, req, judge); return err })
+	g.Go(func() (err error) { b, err = s.diffSide(gctx, req.To, req, judge); return err })
+	err = g.Wait()
+	if a != nil {
+		defer a.close()
+	}
+	if b != nil {
+		defer b.close()
+	}
 	if err != nil {
 		return nil, err
 	}
-	defer a.close()
-	b, err := s.diffSide(ctx, req.To, req, judge)
-	if err != nil {
-		return nil, err
-	}
-	defer b.close()
 	out := &types.ImageDiff{From: a.name, To: b.name}
+	var mu sync.Mutex
 	fail := func(section string, err error) {
+		mu.Lock()
+		defer mu.Unlock()
 		if out.Errors == nil {
 			out.Errors = map[string]string{}
 		}
 		out.Errors[section] = err.Error()
 	}
+	var reads sync.WaitGroup
 	for _, sec := range sections {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
 		switch sec {
 		case types.DiffConfig:
 			out.Config = diff.Config(a.oci(), b.oci())
@@ -54,18 +65,32 @@ func (s *Service) ImageDiff(ctx context.Context, req types.DiffRequest) (*types.
 			out.Pull = diff.PullCost(b.img.Layers, b.cfgDesc, s.images.HasBlob)
 			out.Pull.Image, out.Pull.Digest = b.name.Name, b.name.Digest
 		case types.DiffFiles:
-			if out.Files, err = s.filesDiff(ctx, a, b); err != nil {
-				fail(sec, err)
-			}
+			reads.Go(func() {
+				files, err := s.filesDiff(ctx, a, b)
+				if err != nil {
+					fail(sec, err)
+					return
+				}
+				out.Files = files
+			})
 		case types.DiffPackages:
-			if out.Packages, err = s.packagesDiff(ctx, a, b); err != nil {
-				fail(sec, err)
-			}
+			reads.Go(func() {
+				pk, err := s.packagesDiff(ctx, a, b)
+				if err != nil {
+					fail(sec, err)
+					return
+				}
+				out.Packages = pk
+			})
 		case types.DiffSource:
 			out.Source = diff.Source(a.cfg.Config.Labels, b.cfg.Config.Labels)
 		case types.DiffSigner:
 			out.Signer = diff.Signer(a.trust, b.trust)
 		}
+	}
+	reads.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
