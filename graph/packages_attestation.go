@@ -17,8 +17,8 @@ var errSBOMFound = errors.New("SBOM found")
 // attestation (SPDX or CycloneDX in-toto statement) attached to name, nil
 // when it has none or none readable. Under a signature policy the image
 // is judged as a remote inspect judges it: the statement is used only
-// when the verdict accepts the image (its index names the attestation
-// manifest by digest), and is then said Verified, with the signer.
+// when the verdict accepts the image, and is said Verified, with the
+// signer, when a signature verified.
 func (s *Service) packagesFromAttestation(ctx context.Context, name string, opts types.PackagesOptions) (*types.ImagePackages, error) {
 	var stmt []byte
 	err := s.dist.ImageAttestations(ctx, name, types.AttestationOptions{
@@ -61,11 +61,14 @@ func (s *Service) packagesFromAttestation(ctx context.Context, name string, opts
 			s.log.Infof("packages of %s: the policy does not accept the image (%s); its SBOM attestation is not used", name, t.Reason)
 			return nil, nil
 		}
-		out.Verified = true
+		// Accepted by a signature that verified (not by a scope that
+		// accepts anything): the attestation manifest is named by digest
+		// in the signed index.
 		for _, sig := range t.Signatures {
 			if !sig.Verified {
 				continue
 			}
+			out.Verified = true
 			switch {
 			case sig.Signer != nil && sig.Signer.SubjectAlternativeName != "":
 				out.SignedBy = sig.Signer.SubjectAlternativeName

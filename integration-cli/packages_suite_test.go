@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/anchore/packageurl-go"
 	"gopkg.in/check.v1"
 
 	"github.com/wharfproject/wharf/api/types"
@@ -198,8 +199,9 @@ func (s *PackagesSuite) wharfPackages(c *check.C, args ...string) *types.ImagePa
 	return &p
 }
 
-// compareWithSyft checks ref remote, syft's scan, then ref pulled, and
-// returns wharf's remote answer; want is the number of packages expected
+// compareWithSyft checks ref remote, syft's scan, then ref pulled, then
+// wharf's CycloneDX and SPDX read back by syft, and returns wharf's
+// remote answer; want is the number of packages expected
 // (-1: as many as syft finds).
 func (s *PackagesSuite) compareWithSyft(c *check.C, ref string, want int) *types.ImagePackages {
 	name := s.wharfP.host + "/" + ref
@@ -228,6 +230,7 @@ func (s *PackagesSuite) compareWithSyft(c *check.C, ref string, want int) *types
 	local := s.wharfPackages(c, name)
 	c.Assert(wharfKeys(local), check.DeepEquals, oracle, check.Commentf("wharf (local) vs syft on %s:\n%s", ref, keysDiff(wharfKeys(local), oracle)))
 	c.Assert(local.BytesRead, check.Equals, int64(0))
+	s.readBackSBOMs(c, name, got)
 	return remote
 }
 
@@ -298,7 +301,6 @@ func (s *PackagesSuite) TestDpkgStatusAndStatusDEqualSyft(c *check.C) {
 	remote := s.compareWithSyft(c, ref, installedCount(paras))
 	c.Assert(remote.Distro, check.NotNil)
 	c.Assert(remote.Distro.ID, check.Equals, "debian")
-	s.readBackSBOMs(c, s.wharfP.host+"/"+ref, wharfKeys(remote))
 }
 
 // tinyRPMs builds noarch rpms with no files: one plain, one with an
@@ -436,11 +438,29 @@ func (s *PackagesSuite) TestGoBinaryEqualsSyft(c *check.C) {
 	c.Assert(stdlib && main, check.Equals, true, check.Commentf("%+v", remote.Packages))
 }
 
+// parsedPURLs are keys with each purl as packageurl-go parses it back:
+// syft's SPDX reader parses the purls (lowercasing a Go module's
+// namespace), its CycloneDX reader keeps them as written.
+func parsedPURLs(keys []string) []string {
+	var out []string
+	for _, k := range keys {
+		f := strings.SplitN(k, " ", 4)
+		if len(f) == 4 {
+			if p, err := packageurl.FromString(f[3]); err == nil {
+				f[3] = p.ToString()
+			}
+		}
+		out = append(out, strings.Join(f, " "))
+	}
+	return uniqSorted(out)
+}
+
 // readBackSBOMs writes wharf's CycloneDX and SPDX of name, reads each
 // back with `syft convert`, and compares the packages with want. grype
 // would read them too, but it needs a vulnerability database, and none
 // can be downloaded here.
 func (s *PackagesSuite) readBackSBOMs(c *check.C, name string, want []string) {
+	want = parsedPURLs(want)
 	dir := c.MkDir()
 	for _, format := range []string{"cyclonedx-json", "spdx-json"} {
 		r := s.d.WharfOK(c, "packages", "--remote", "--format", format, name)
@@ -448,7 +468,98 @@ func (s *PackagesSuite) readBackSBOMs(c *check.C, name string, want []string) {
 		c.Assert(os.WriteFile(f, []byte(r.Stdout), 0o644), check.IsNil)
 		var doc syftDoc
 		c.Assert(json.Unmarshal(s.runSyft(c, "convert", f, "-q", "-o", "syft-json"), &doc), check.IsNil)
-		got := doc.keys()
+		got := parsedPURLs(doc.keys())
 		c.Assert(got, check.DeepEquals, want, check.Commentf("%s read back by syft convert:\n%s", format, keysDiff(got, want)))
 	}
+}
+
+// sbomStatement is an SPDX statement as BuildKit attaches one: the image
+// as its root package (no purl, not a package), two packages.
+const sbomStatement = `{"_type":"https://in-toto.io/Statement/v0.6","predicateType":"https://spdx.dev/Document","subject":[],
+"predicate":{"spdxVersion":"SPDX-2.3","SPDXID":"SPDXRef-DOCUMENT","packages":[
+ {"name":"app","SPDXID":"SPDXRef-DocumentRoot-Image-app","primaryPackagePurpose":"CONTAINER"},
+ {"name":"bash","SPDXID":"SPDXRef-Package-deb-bash","versionInfo":"5.2.15-2+b2","externalRefs":[{"referenceCategory":"PACKAGE-MANAGER","referenceType":"purl","referenceLocator":"pkg:deb/debian/bash@5.2.15-2%2Bb2?arch=amd64&distro=debian-12"}]},
+ {"name":"golang.org/x/sys","SPDXID":"SPDXRef-Package-go-module-x-sys","versionInfo":"v0.20.0","externalRefs":[{"referenceCategory":"PACKAGE-MANAGER","referenceType":"purl","referenceLocator":"pkg:golang/golang.org/x/sys@v0.20.0"}]}
+]}}`
+
+func (s *PackagesSuite) TestAttachedSBOMAnswersFirst(c *check.C) {
+	ctx, cancel := fixtureCtx()
+	defer cancel()
+	with, err := testregistry.NewIndex(testregistry.IndexOptions{Attestation: true, AttestationStatement: []byte(sbomStatement)})
+	c.Assert(err, check.IsNil)
+	c.Assert(s.reg.Client().PushIndex(ctx, "pk/sbom", "1", with), check.IsNil)
+	without, err := testregistry.NewIndex(testregistry.IndexOptions{})
+	c.Assert(err, check.IsNil)
+	c.Assert(s.reg.Client().PushIndex(ctx, "pk/nosbom", "1", without), check.IsNil)
+
+	got := s.wharfPackages(c, "--remote", "--platform", "linux/amd64", s.wharfP.host+"/pk/sbom:1")
+	c.Assert(got.Source, check.Equals, types.PackagesFromAttestation)
+	c.Assert(got.Verified, check.Equals, false) // no signature policy here
+	c.Assert(got.Digest, check.Equals, with.Images[0].Manifest.Digest)
+	c.Assert(wharfKeys(got), check.DeepEquals, []string{
+		"deb bash 5.2.15-2+b2 pkg:deb/debian/bash@5.2.15-2%2Bb2?arch=amd64&distro=debian-12",
+		"go-module golang.org/x/sys v0.20.0 pkg:golang/golang.org/x/sys@v0.20.0",
+	})
+
+	got = s.wharfPackages(c, "--remote", "--platform", "linux/amd64", s.wharfP.host+"/pk/nosbom:1")
+	c.Assert(got.Source, check.Equals, types.PackagesFromDatabases)
+}
+
+// Under a signature policy the attached SBOM answers only when the policy
+// accepts the image: said Verified, with the key, when a cosign signature
+// of the index verified; not used at all when the policy rejects it.
+func (s *PackagesSuite) TestAttachedSBOMUnderThePolicy(c *check.C) {
+	root, err := testregistry.RepoRoot()
+	c.Assert(err, check.IsNil)
+	cosign := filepath.Join(root, ".cache", "bin", "cosign")
+	if !isExecutableFile(cosign) {
+		if os.Getenv("CI") == "true" {
+			c.Fatalf("cosign is missing: make test builds it (make cosign)")
+		}
+		c.Skip("cosign not built: run make cosign")
+	}
+	keys := c.MkDir()
+	runCosign := func(args ...string) {
+		cmd := exec.Command(cosign, args...)
+		cmd.Env = append(os.Environ(), "HOME="+keys, "DOCKER_CONFIG="+keys, "COSIGN_PASSWORD=", "COSIGN_YES=true")
+		cmd.Dir = keys
+		out, err := cmd.CombinedOutput()
+		c.Assert(err, check.IsNil, check.Commentf("cosign %s:\n%s", strings.Join(args, " "), out))
+	}
+	runCosign("generate-key-pair", "--output-key-prefix", filepath.Join(keys, "signer"))
+	host := s.wharfP.host
+	policy := filepath.Join(c.MkDir(), "policy.json")
+	c.Assert(os.WriteFile(policy, []byte(fmt.Sprintf(`{"default":[{"type":"insecureAcceptAnything"}],"transports":{"docker":{
+	  %q:[{"type":"sigstoreSigned","keyPath":%q,"signedIdentity":{"type":"matchRepository"}}],
+	  %q:[{"type":"reject"}]}}}`, host+"/pk/sbom-signed", filepath.Join(keys, "signer.pub"), host+"/pk/sbom-refused")), 0o600), check.IsNil)
+	d := s.startDaemon(c, "--signature-policy", policy)
+
+	ctx, cancel := fixtureCtx()
+	defer cancel()
+	ix, err := testregistry.NewIndex(testregistry.IndexOptions{Attestation: true, AttestationStatement: []byte(sbomStatement)})
+	c.Assert(err, check.IsNil)
+	for _, repo := range []string{"pk/sbom-signed", "pk/sbom-refused", "pk/sbom-open"} {
+		c.Assert(s.reg.Client().PushIndex(ctx, repo, "1", ix), check.IsNil)
+	}
+	runCosign("sign", "--key", filepath.Join(keys, "signer.key"), "--tlog-upload=false", "--use-signing-config=false",
+		"--allow-insecure-registry", "--allow-http-registry", "--new-bundle-format=false", host+"/pk/sbom-signed@"+ix.Digest())
+
+	packagesOf := func(repo string) *types.ImagePackages {
+		r := d.WharfOK(c, "packages", "--format", "json", "--remote", "--platform", "linux/amd64", host+"/"+repo+":1")
+		var p types.ImagePackages
+		c.Assert(json.Unmarshal([]byte(r.Stdout), &p), check.IsNil, check.Commentf("%s", r))
+		return &p
+	}
+	signed := packagesOf("pk/sbom-signed")
+	c.Assert(signed.Source, check.Equals, types.PackagesFromAttestation, check.Commentf("%s", d.Log()))
+	c.Assert(signed.Verified, check.Equals, true)
+	c.Assert(signed.SignedBy, check.Not(check.Equals), "")
+	c.Assert(signed.Packages, check.HasLen, 2)
+
+	open := packagesOf("pk/sbom-open")
+	c.Assert(open.Source, check.Equals, types.PackagesFromAttestation)
+	c.Assert(open.Verified, check.Equals, false)
+
+	refused := packagesOf("pk/sbom-refused")
+	c.Assert(refused.Source, check.Equals, types.PackagesFromDatabases)
 }

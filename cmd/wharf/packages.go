@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -83,15 +85,20 @@ func runPackages(ctx context.Context, c *cli, o packagesOptions, name string) er
 	return packagesTable(c.out, pkgs.Packages)
 }
 
-// packagesTable is syft's table: NAME VERSION TYPE, a line a package.
+// packagesTable is syft's table: NAME VERSION TYPE, a line a package,
+// sorted by name, version, then type.
 func packagesTable(w io.Writer, pkgs []types.Package) error {
 	if len(pkgs) == 0 {
 		_, err := fmt.Fprintln(w, "No packages discovered")
 		return err
 	}
+	rows := slices.Clone(pkgs)
+	slices.SortStableFunc(rows, func(a, b types.Package) int {
+		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.Version, b.Version), cmp.Compare(a.Type, b.Type))
+	})
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tVERSION\tTYPE")
-	for _, p := range pkgs {
+	for _, p := range rows {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Name, p.Version, p.Type)
 	}
 	return tw.Flush()

@@ -30,9 +30,8 @@ func walk(ctx context.Context, fsys FS, lim Limits) (*files, error) {
 			return nil
 		}
 		p, dir := e.Path, path.Dir(e.Path)
-		f.layer[p] = e.Layer
 		switch {
-		case strings.HasSuffix("/"+strings.TrimPrefix(p, "/"), "/lib/dpkg/status"):
+		case strings.HasSuffix(p, "/lib/dpkg/status"):
 			f.dpkg = append(f.dpkg, p)
 		case strings.HasSuffix(dir, "/lib/dpkg/status.d"):
 			f.statusD = append(f.statusD, p)
@@ -41,8 +40,16 @@ func walk(ctx context.Context, fsys FS, lim Limits) (*files, error) {
 		case rpmDBNames[path.Base(p)] && rpmDir(dir):
 			f.rpm = append(f.rpm, p)
 		case fs.FileMode(e.Mode)&0o111 != 0 && e.Size >= 4:
+			if len(f.exec) >= lim.MaxBinaries {
+				return nil // catalogGo examines no more
+			}
 			f.exec = append(f.exec, e)
+		default:
+			return nil
 		}
+		// Only the paths a cataloger reads: an image of 10^6 files keeps
+		// no map of them all.
+		f.layer[p] = e.Layer
 		return nil
 	})
 	return f, err

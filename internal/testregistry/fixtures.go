@@ -183,8 +183,11 @@ type IndexOptions struct {
 	// unknown/unknown, vnd.docker.reference.type=attestation-manifest) for
 	// the first platform.
 	Attestation bool
-	Labels      map[string]string
-	Annotations map[string]string // on the index (OCI only)
+	// AttestationStatement is the attestation's in-toto statement (an
+	// SPDX one); nil: one with an empty predicate.
+	AttestationStatement []byte
+	Labels               map[string]string
+	Annotations          map[string]string // on the index (OCI only)
 }
 
 // Index is a random multi-platform image.
@@ -226,7 +229,7 @@ func NewIndex(opts IndexOptions) (*Index, error) {
 		idx.Manifests = append(idx.Manifests, d)
 	}
 	if opts.Attestation {
-		att, err := newAttestation()
+		att, err := newAttestation(opts.AttestationStatement)
 		if err != nil {
 			return nil, err
 		}
@@ -255,8 +258,10 @@ type indexJSON struct {
 }
 
 // newAttestation is an in-toto attestation manifest as buildx writes it.
-func newAttestation() (*Image, error) {
-	stmt := []byte(`{"_type":"https://in-toto.io/Statement/v0.1","predicateType":"https://spdx.dev/Document","subject":[],"predicate":{}}`)
+func newAttestation(stmt []byte) (*Image, error) {
+	if stmt == nil {
+		stmt = []byte(`{"_type":"https://in-toto.io/Statement/v0.1","predicateType":"https://spdx.dev/Document","subject":[],"predicate":{}}`)
+	}
 	layer := NewBlob(MediaTypeInToto, stmt)
 	layer.MediaType = MediaTypeInToto
 	cfg := NewBlob(MediaTypeOCIConfig, []byte(`{"architecture":"unknown","os":"unknown","config":{},"rootfs":{"type":"layers","diff_ids":["`+layer.Digest+`"]}}`))
