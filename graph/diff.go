@@ -14,7 +14,7 @@ import (
 	"github.com/wharfproject/wharf/graph/store"
 )
 
-// ImageDiff compares two images, each local or remote, by the sections
+// ImageDiff compares two images, each local, remote or an archive file, by the sections
 // req asks for (graph/diff). Each side is resolved once; a section that
 // fails (the files of a layer that cannot be read, the packages) is named
 // in Errors and the others stand.
@@ -28,10 +28,12 @@ func (s *Service) ImageDiff(ctx context.Context, req types.DiffRequest) (*types.
 	if err != nil {
 		return nil, err
 	}
+	defer a.close()
 	b, err := s.diffSide(ctx, req.To, req, judge)
 	if err != nil {
 		return nil, err
 	}
+	defer b.close()
 	out := &types.ImageDiff{From: a.name, To: b.name}
 	fail := func(section string, err error) {
 		if out.Errors == nil {
@@ -95,6 +97,13 @@ type diffImage struct {
 	cfg     *store.ImageConfig
 	cfgDesc ocispec.Descriptor
 	trust   *types.Trust
+	closer  func() error // an archive side's file
+}
+
+func (d *diffImage) close() {
+	if d.closer != nil {
+		_ = d.closer()
+	}
 }
 
 // oci is the side's config as the OCI spec types it. Docker's config type
@@ -108,8 +117,9 @@ func (d *diffImage) oci() *ocispec.Image {
 
 // diffSide resolves one side: a local image as local inspect chooses it
 // (its verdict the one it was pulled under), or a remote one as remote
-// inspect does (its verdict the policy's now, when judge). An archive
-// side is not read yet.
+// inspect does (its verdict the policy's now, when judge), or the one
+// image of an archive file on the daemon's host, read in place (no
+// verdict).
 func (s *Service) diffSide(ctx context.Context, side types.DiffSide, req types.DiffRequest, judge bool) (*diffImage, error) {
 	d := &diffImage{name: types.DiffImage{Kind: side.Kind, Name: side.Name}}
 	switch side.Kind {
@@ -133,7 +143,17 @@ func (s *Service) diffSide(ctx context.Context, side types.DiffSide, req types.D
 		d.img = &contents.Image{Manifest: rl.Manifest, Layers: rl.Layers, DiffIDs: rl.DiffIDs, Blobs: rl.Blobs}
 		d.cfg, d.cfgDesc, d.trust = rl.Config, rl.ConfigDescriptor, rl.Trust
 	case types.SideArchive:
-		return nil, fmt.Errorf("diff of %s: archive sides are not read yet%.0w", side.Name, errdefs.ErrNotImplemented)
+		fi, err := s.archive.OpenImage(ctx, side.Name, req.Platform)
+		if err != nil {
+			return nil, err
+		}
+		cfg, err := store.ParseImageConfig(fi.Config)
+		if err != nil {
+			fi.Close()
+			return nil, fmt.Errorf("archive %s: config: %w", side.Name, err)
+		}
+		d.img = &contents.Image{Manifest: fi.Manifest, Layers: fi.Layers, Blobs: fi.Blobs}
+		d.cfg, d.cfgDesc, d.closer = cfg, fi.ConfigDescriptor, fi.Close
 	default:
 		return nil, fmt.Errorf("diff side %q: want local, remote or archive%.0w", side.Kind, errdefs.ErrInvalidArgument)
 	}
@@ -157,11 +177,7 @@ func (s *Service) diffSide(ctx context.Context, side types.DiffSide, req types.D
 // uses the shared layers' indexes only when every one is already held.
 func (s *Service) filesDiff(ctx context.Context, a, b *diffImage) (*types.FilesDiff, error) {
 	k := diff.SharedPrefix(a.img.Layers, b.img.Layers)
-	from, err := s.contents.LayerIndexes(ctx, a.img, k)
-	if err != nil {
-		return nil, err
-	}
-	to, err := s.contents.LayerIndexes(ctx, b.img, k)
+	from, to, err := s.contents.LayerIndexesOfTwo(ctx, a.img, b.img, k)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"math/rand"
 	"net/http"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -383,4 +384,22 @@ func (s *DiffSuite) TestLocalAgainstRemoteOfTheSameImage(c *check.C) {
 	c.Assert(d.Differs(), check.Equals, false, check.Commentf("%+v", d))
 	c.Assert(d.From.Digest, check.Equals, d.To.Digest)
 	c.Assert(d.From.Kind+" "+d.To.Kind, check.Equals, "local remote")
+}
+
+// An archive side: the old version as `wharf save` wrote it, read in
+// place by the daemon, against the new one in its registry.
+func (s *DiffSuite) TestArchiveSide(c *check.C) {
+	s.d.WharfOK(c, "pull", s.n1)
+	file := filepath.Join(c.MkDir(), "v1.tar")
+	s.d.WharfOK(c, "save", "-o", file, s.n1)
+	d, _ := s.diffJSON(c, "archive:"+file, "remote:"+s.n2)
+	c.Assert(d.From.Kind, check.Equals, types.SideArchive)
+	c.Assert(d.From.Digest, check.Equals, s.v1.Manifest.Digest)
+	c.Assert(filePaths(d.Files), check.DeepEquals, []string{"changed /etc/app.conf", "changed /var/lib/dpkg/status"})
+	checkPackages(c, d)
+	c.Assert(d.Config.Changes, check.HasLen, 1)
+
+	r := s.d.Wharf(c, "diff", "archive:relative.tar", s.n2)
+	c.Assert(r.ExitCode, check.Equals, 1, check.Commentf("%s", r))
+	c.Assert(r.Stderr, check.Matches, `(?s).*absolute.*`)
 }

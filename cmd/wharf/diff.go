@@ -40,7 +40,8 @@ func newDiffCommand(c *cli) *cobra.Command {
 		Long: "Compare two images by section: config, layers, pull (what a pull of IMAGE-B would download " +
 			"given the local store), files (of the layers that differ only), packages, source (the " +
 			"org.opencontainers.image.source and .revision labels, with a compare link) and signer. Each image is " +
-			"local:NAME, remote:NAME, or a bare NAME (local, or remote with --remote). --sections picks sections. " +
+			"local:NAME, remote:NAME, archive:PATH (an uncompressed docker-archive or OCI layout tar of one image on the " +
+			"daemon's host, by absolute path), or a bare NAME (local, or remote with --remote). --sections picks sections. " +
 			"--format json prints one JSON object, a key per section; another --format is a Go template over it. " +
 			"--exit-code exits 1 when the images differ, 0 when they do not, 2 on trouble.",
 		Example: `  wharf diff app:1.4 remote:registry.example.com/team/app:1.5

@@ -27,6 +27,35 @@ func (r *Room) LayerIndexes(ctx context.Context, img *Image, from int) ([]*layer
 	return out, nil
 }
 
+// LayerIndexesOfTwo are LayerIndexes of a and of b from the same layer
+// up, both at once: a diff's usual case is one new top layer a side, two
+// streams that overlap as a pull's downloads do (each image up to
+// layerBuilds builds).
+func (r *Room) LayerIndexesOfTwo(ctx context.Context, a, b *Image, from int) (ai, bi []*layerindex.Index, err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var berr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if bi, berr = r.LayerIndexes(ctx, b, from); berr != nil {
+			cancel()
+		}
+	}()
+	ai, err = r.LayerIndexes(ctx, a, from)
+	if err != nil {
+		cancel()
+	}
+	<-done
+	switch {
+	case err != nil && !(errors.Is(err, context.Canceled) && berr != nil):
+		return nil, nil, err
+	case berr != nil:
+		return nil, nil, berr
+	}
+	return ai, bi, nil
+}
+
 // CachedLayerIndexes are the indexes of img's layers below n when every
 // one is already held, in memory or on disk, and checked against img's
 // diff IDs; ok is false otherwise. Nothing is built and no layer read: a

@@ -44,3 +44,28 @@ func TestLayerIndexesBuildOnlyFromTheirStartAndCachedOnesReadNothing(t *testing.
 		t.Fatal("layers from past the top answered")
 	}
 }
+
+// Two images' layers from one place up are built at once, and a failure
+// of either is the answer.
+func TestLayerIndexesOfTwo(t *testing.T) {
+	r := newRoom(t, t.TempDir(), 0)
+	blobs := newMemBlobs(false)
+	b0, d0 := gzipOf(t, tarOf(t, tdir("etc"), tfile("etc/a", "a")))
+	b1, d1 := gzipOf(t, tarOf(t, tfile("etc/b", "b")))
+	b2, d2 := gzipOf(t, tarOf(t, tfile("etc/c", "c")))
+	a := imageOf(blobs, lb(b0, d0), lb(b1, d1))
+	b := imageOf(blobs, lb(b0, d0), lb(b2, d2))
+	ai, bi, err := r.LayerIndexesOfTwo(context.Background(), a, b, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ai) != 1 || len(bi) != 1 || ai[0].Layer != d1.Digest || bi[0].Layer != d2.Digest || blobs.opens.Load() != 2 {
+		t.Fatalf("got %d and %d indexes, %d reads", len(ai), len(bi), blobs.opens.Load())
+	}
+	broken := imageOf(newMemBlobs(false), lb(b0, d0))
+	_, d3 := gzipOf(t, tarOf(t, tfile("etc/d", "d")))
+	broken.Layers = append(broken.Layers, d3) // a blob its Blobs lack, never indexed
+	if _, _, err := r.LayerIndexesOfTwo(context.Background(), a, broken, 1); err == nil {
+		t.Fatal("a layer that cannot be read answered")
+	}
+}
