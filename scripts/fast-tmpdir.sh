@@ -7,11 +7,11 @@
 # among recently deleted ones, and that kernel time was a fifth of the
 # integration phase's CPU. On tmpfs the same suites run about 16 % faster.
 #
-# Room: the integration suites peak at about 2 GiB under TMPDIR (4 at once);
-# 6 GiB free leaves room for a bigger peak. Docker's default /dev/shm
+# Room: the integration suites peaked at 0.55 GB under TMPDIR (4 at once);
+# 2 GiB free leaves room for a bigger peak. Docker's default /dev/shm
 # (64 MiB) is far below that and is never used.
 set -euo pipefail
-min_kb=$((6 * 1024 * 1024))
+min_kb=$((2 * 1024 * 1024))
 for d in /dev/shm; do
 	[ -d "$d" ] && [ -w "$d" ] || continue
 	[ "$(stat -f -c %T "$d" 2>/dev/null)" = tmpfs ] || continue
