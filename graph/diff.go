@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -8,7 +9,6 @@ import (
 
 	"github.com/containerd/errdefs"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/graph/contents"
@@ -30,18 +30,21 @@ func (s *Service) ImageDiff(ctx context.Context, req types.DiffRequest) (*types.
 	// sections (each reads layers) run beside each other: a remote diff is
 	// round trips in series otherwise, each side's manifest and config one
 	// after the other.
+	// When both sides fail, the From side's error is the answer, as it
+	// would be one side after the other: neither cancels the other.
 	var a, b *diffImage
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() (err error) { a, err = s.diffSide(gctx, req.From, req, judge); return err })
-	g.Go(func() (err error) { b, err = s.diffSide(gctx, req.To, req, judge); return err })
-	err = g.Wait()
+	var errA, errB error
+	var sides sync.WaitGroup
+	sides.Go(func() { a, errA = s.diffSide(ctx, req.From, req, judge) })
+	sides.Go(func() { b, errB = s.diffSide(ctx, req.To, req, judge) })
+	sides.Wait()
 	if a != nil {
 		defer a.close()
 	}
 	if b != nil {
 		defer b.close()
 	}
-	if err != nil {
+	if err := cmp.Or(errA, errB); err != nil {
 		return nil, err
 	}
 	out := &types.ImageDiff{From: a.name, To: b.name}

@@ -326,6 +326,17 @@ show wharf images --check-remote --exit-code -q "$IMG"
 wharf images --check-remote --exit-code -q "$IMG" >/dev/null 2>&1
 check "--exit-code exits 1 when an image is outdated" 1 "$?"
 
+heading "What changed, without pulling: wharf diff, ls and cat of the registry's image, pull --dry-run"
+ok "wharf diff" wharf diff "local:$IMG" "remote:$IMG"
+check "the diff names the changed file" changed \
+	"$(wharf diff --sections files --format '{{range .Files.Changes}}{{if eq .Path "/etc/motd"}}{{.Change}}{{end}}{{end}}' "local:$IMG" "remote:$IMG" 2>/dev/null)"
+ok "wharf images --check-remote --diff" wharf images --check-remote --diff "$IMG"
+ok "wharf ls --remote" wharf ls -l --remote "$IMG" /etc
+check "wharf cat --remote reads the registry's file" "hello again from wharf" \
+	"$(wharf cat --remote "$IMG" /etc/motd 2>/dev/null)"
+ok "wharf pull --dry-run" wharf pull --dry-run "$IMG"
+ok "wharf packages --remote" wharf packages --remote "$IMG"
+
 heading "Newer versions: push 1.1, and wharf images --check-remote --newer offers it to 1.0"
 ok "wharf tag (1.1)" wharf tag "$REG/demo/hello:2.0" "$REG/demo/hello:1.1"
 ok "wharf push (1.1)" wharf push "$REG/demo/hello:1.1"
