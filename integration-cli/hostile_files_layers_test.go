@@ -29,7 +29,14 @@ import (
 // the library, in 1 KiB chunks so that files span several chunks. It
 // returns the blob and the TOC digest the annotation carries.
 func estargzLayer(c *check.C, raw []byte) ([]byte, digest.Digest) {
-	blob, err := estargz.Build(io.NewSectionReader(bytes.NewReader(raw), 0, int64(len(raw))), estargz.WithChunkSize(1024))
+	return estargzLayerChunked(c, raw, 1024)
+}
+
+// estargzLayerChunked is estargzLayer with chunks of chunk bytes: each
+// chunk is a gzip member of its own, so 1 KiB chunks of a 15 MB binary
+// cost seconds of deflate set-up where a suite needs no small chunks.
+func estargzLayerChunked(c *check.C, raw []byte, chunk int) ([]byte, digest.Digest) {
+	blob, err := estargz.Build(io.NewSectionReader(bytes.NewReader(raw), 0, int64(len(raw))), estargz.WithChunkSize(chunk))
 	c.Assert(err, check.IsNil)
 	defer blob.Close()
 	b, err := io.ReadAll(blob)

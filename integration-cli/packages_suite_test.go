@@ -124,7 +124,9 @@ func (s *PackagesSuite) pushPackagesImage(c *check.C, name string, raws ...[]byt
 	var blobs [][]byte
 	var anns []map[string]string
 	for _, raw := range append([][]byte{fillerLayer(c)}, raws...) {
-		b, toc := estargzLayer(c, raw)
+		// 64 KiB chunks: a package database or binary is read whole and
+		// checked chunk by chunk; smaller chunks only cost deflate set-up.
+		b, toc := estargzLayerChunked(c, raw, 64<<10)
 		blobs = append(blobs, b)
 		anns = append(anns, tocAnnotation(toc))
 	}
