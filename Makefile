@@ -131,8 +131,10 @@ UNIT = $(SEQUENTIAL_CHECK); $(WITH_FAST_TMP) $(GO) test -p 4 -race -count=1 -ski
 # 40 s (HostileTrickleSuite, HostileNetworkSuite, CheckRemoteWatchSuite):
 # what bounds the phase is the CPU, about 300 s of it in all (wharfd, the
 # registries, cosign, the tests), so about 150 s on 2 cores. Those that
-# must run alone say why beside their func Test.
-INTEGRATION_PARALLEL ?= 4
+# must run alone say why beside their func Test. Under `make test` the
+# unit tests run beside them, and a fifth suite fills the time the
+# timer-bound ones (started last) leave idle.
+INTEGRATION_PARALLEL ?= 5
 INTEGRATION = $(WITH_FAST_TMP) WHARF_BIN_DIR=$(BIN_DIR) WHARF_REGISTRY_BIN=$(REGISTRY_BIN) PATH="$(CACHE_BIN):$$PATH" \
 	$(GO) test -v -count=1 -parallel $(INTEGRATION_PARALLEL) -timeout $(INTEGRATION_TIMEOUT) ./integration-cli/...
 
