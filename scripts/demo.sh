@@ -328,7 +328,7 @@ check "--exit-code exits 1 when an image is outdated" 1 "$?"
 
 heading "What changed, without pulling: wharf diff, ls and cat of the registry's image, pull --dry-run"
 ok "wharf diff" wharf diff "local:$IMG" "remote:$IMG"
-check "the diff names the changed file" changed \
+check "the diff names the file 2.0 added" added \
 	"$(wharf diff --sections files --format '{{range .Files.Changes}}{{if eq .Path "/etc/motd"}}{{.Change}}{{end}}{{end}}' "local:$IMG" "remote:$IMG" 2>/dev/null)"
 ok "wharf images --check-remote --diff" wharf images --check-remote --diff "$IMG"
 ok "wharf ls --remote" wharf ls -l --remote "$IMG" /etc
