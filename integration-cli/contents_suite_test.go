@@ -92,13 +92,21 @@ func (s *ContentsSuite) login(c *check.C) {
 // contentsImage builds an OCI image whose layers hold exactly the entries
 // given (gzip, as a registry serves them).
 func contentsImage(c *check.C, layers [][]contentsEntry) *testregistry.Image {
-	img := &testregistry.Image{Platform: ocispec.Platform{OS: "linux", Architecture: "amd64"}}
-	cfg := ocispec.Image{Platform: img.Platform, RootFS: ocispec.RootFS{Type: "layers"}, Config: ocispec.ImageConfig{Cmd: []string{"/bin/tool"}}}
+	cfg := ocispec.Image{Platform: ocispec.Platform{OS: "linux", Architecture: "amd64"}, Config: ocispec.ImageConfig{Cmd: []string{"/bin/tool"}}}
+	return ociImageOf(c, cfg, contentsTime, layers)
+}
+
+// ociImageOf builds an OCI image of cfg (its platform the image's, its
+// rootfs the layers') whose layers hold exactly the entries given, each
+// entry's mtime modTime, gzip as a registry serves them.
+func ociImageOf(c *check.C, cfg ocispec.Image, modTime time.Time, layers [][]contentsEntry) *testregistry.Image {
+	img := &testregistry.Image{Platform: cfg.Platform}
+	cfg.RootFS = ocispec.RootFS{Type: "layers"}
 	for _, l := range layers {
 		var raw bytes.Buffer
 		tw := tar.NewWriter(&raw)
 		for _, e := range l {
-			h := &tar.Header{Typeflag: e.typ, Name: e.name, Linkname: e.link, Mode: e.mode, ModTime: contentsTime, Uid: 0, Gid: 0, Format: tar.FormatPAX}
+			h := &tar.Header{Typeflag: e.typ, Name: e.name, Linkname: e.link, Mode: e.mode, ModTime: modTime, Uid: 0, Gid: 0, Format: tar.FormatPAX}
 			if e.typ == tar.TypeSymlink {
 				h.Mode = 0o777
 			}

@@ -2,8 +2,6 @@ package integration
 
 import (
 	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"math/rand"
 	"net/http"
@@ -13,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"gopkg.in/check.v1"
 
@@ -88,47 +85,10 @@ func diffTopLayer(pkgVersion, conf string) []contentsEntry {
 
 // diffImage builds an OCI image of the given layers with labels.
 func diffImage(c *check.C, labels map[string]string, layers ...[]contentsEntry) *testregistry.Image {
-	img := &testregistry.Image{Platform: ocispec.Platform{OS: "linux", Architecture: "amd64"}}
 	created := diffTime
-	cfg := ocispec.Image{Created: &created, Platform: img.Platform, RootFS: ocispec.RootFS{Type: "layers"},
+	cfg := ocispec.Image{Created: &created, Platform: ocispec.Platform{OS: "linux", Architecture: "amd64"},
 		Config: ocispec.ImageConfig{Cmd: []string{"/bin/sh"}, Labels: labels}}
-	for _, l := range layers {
-		var raw bytes.Buffer
-		tw := tar.NewWriter(&raw)
-		for _, e := range l {
-			h := &tar.Header{Typeflag: e.typ, Name: e.name, Mode: e.mode, ModTime: diffTime, Format: tar.FormatPAX}
-			if e.typ == tar.TypeReg {
-				h.Size = int64(len(e.body))
-			}
-			c.Assert(tw.WriteHeader(h), check.IsNil)
-			if e.typ == tar.TypeReg {
-				_, err := tw.Write([]byte(e.body))
-				c.Assert(err, check.IsNil)
-			}
-		}
-		c.Assert(tw.Close(), check.IsNil)
-		var gz bytes.Buffer
-		zw := gzip.NewWriter(&gz)
-		_, err := zw.Write(raw.Bytes())
-		c.Assert(err, check.IsNil)
-		c.Assert(zw.Close(), check.IsNil)
-		img.Layers = append(img.Layers, testregistry.NewBlob(testregistry.MediaTypeOCILayer, gz.Bytes()))
-		d := digest.FromBytes(raw.Bytes())
-		img.DiffIDs = append(img.DiffIDs, d.String())
-		cfg.RootFS.DiffIDs = append(cfg.RootFS.DiffIDs, d)
-	}
-	cb, err := json.Marshal(cfg)
-	c.Assert(err, check.IsNil)
-	img.Config = testregistry.NewBlob(testregistry.MediaTypeOCIConfig, cb)
-	m := ocispec.Manifest{MediaType: testregistry.MediaTypeOCIManifest, Config: img.Config.Descriptor()}
-	m.SchemaVersion = 2
-	for _, l := range img.Layers {
-		m.Layers = append(m.Layers, l.Descriptor())
-	}
-	mb, err := json.Marshal(m)
-	c.Assert(err, check.IsNil)
-	img.Manifest = testregistry.NewBlob(testregistry.MediaTypeOCIManifest, mb)
-	return img
+	return ociImageOf(c, cfg, diffTime, layers)
 }
 
 func (s *DiffSuite) SetUpSuite(c *check.C) {
