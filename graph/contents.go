@@ -7,7 +7,6 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/container"
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/graph/contents"
@@ -67,7 +66,7 @@ func (s *Service) contentsImage(ctx context.Context, name string, opts types.Fil
 	if err != nil {
 		return nil, err
 	}
-	local := &storeBlobs{s: s}
+	local := s.images.Blobs()
 	img := &contents.Image{Manifest: view.Manifest, Layers: meta.Manifest.Layers, Blobs: local}
 	if meta.Config != nil {
 		img.DiffIDs = meta.Config.RootFS.DiffIDs
@@ -78,19 +77,4 @@ func (s *Service) contentsImage(ctx context.Context, name string, opts types.Fil
 		}
 	}
 	return img, nil
-}
-
-// storeBlobs reads a local image's layers from the store's blob files.
-type storeBlobs struct{ s *Service }
-
-func (b *storeBlobs) Open(ctx context.Context, desc ocispec.Descriptor) (io.ReadCloser, error) {
-	return b.s.images.OpenBlobVerified(desc)
-}
-
-func (b *storeBlobs) ReadRange(ctx context.Context, desc ocispec.Descriptor, off, n int64) (io.ReadCloser, error) {
-	return b.s.images.OpenBlobSection(desc, off, n)
-}
-
-func (b *storeBlobs) Local(desc ocispec.Descriptor) bool {
-	return desc.Digest.Validate() == nil && b.s.images.HasBlob(desc.Digest)
 }

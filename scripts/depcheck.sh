@@ -29,8 +29,8 @@ allowed() {
 	imagespec) echo "" ;;
 	graph) echo "api/types imagespec internal/imageref graph/store graph/archive graph/contents graph/diff graph/packages graph/distribution graph/mirror graph/updates internal/rootlock" ;;
 	graph/contents) echo "api/types graph/contents/indexcache internal/decompress internal/gzindex internal/layerindex internal/layertoc" ;;
-	graph/packages) echo "api/types" ;;
-	graph/diff) echo "api/types internal/layerindex" ;;
+	graph/packages) echo "api/types graph/contents" ;;
+	graph/diff) echo "api/types graph/contents graph/packages internal/layerindex" ;;
 	graph/contents/indexcache) echo "internal/atomicfile internal/gzindex internal/layerindex" ;;
 	graph/store) echo "api/types imagespec graph/store/check graph/store/content graph/store/indexjson graph/store/listindex graph/store/migrate graph/store/record internal/ctxio internal/ocilayout internal/rootlock" ;;
 	graph/store/content) echo "internal/atomicfile internal/ctxio internal/ocilayout" ;;

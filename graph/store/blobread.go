@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -71,3 +72,23 @@ func (v *verifiedFile) Read(p []byte) (int, error) {
 }
 
 func (v *verifiedFile) Close() error { return v.f.Close() }
+
+// Blobs reads a local image's layers from the store's blob files, as the
+// contents room reads an image's layers (graph/contents.Blobs).
+type Blobs struct{ s *Store }
+
+// Blobs is the store's blobs as the contents room reads them.
+func (s *Store) Blobs() *Blobs { return &Blobs{s: s} }
+
+func (b *Blobs) Open(ctx context.Context, desc ocispec.Descriptor) (io.ReadCloser, error) {
+	return b.s.OpenBlobVerified(desc)
+}
+
+func (b *Blobs) ReadRange(ctx context.Context, desc ocispec.Descriptor, off, n int64) (io.ReadCloser, error) {
+	return b.s.OpenBlobSection(desc, off, n)
+}
+
+// Local reports whether the store holds desc's blob.
+func (b *Blobs) Local(desc ocispec.Descriptor) bool {
+	return desc.Digest.Validate() == nil && b.s.HasBlob(desc.Digest)
+}

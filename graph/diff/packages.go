@@ -1,4 +1,4 @@
-package graph
+package diff
 
 import (
 	"context"
@@ -7,34 +7,33 @@ import (
 
 	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/graph/contents"
-	"github.com/wharfproject/wharf/graph/diff"
 	"github.com/wharfproject/wharf/graph/packages"
 )
 
-// packagesDiff compares the two sides' packages reading no byte of the
+// packagesOf compares the two sides' packages reading no byte of the
 // layers they share when it can: the packages each side's upper layers
 // (those above the shared prefix) hold are read from those layers alone,
 // since whatever the shared layers hold is the same on both sides. That is
 // exact unless a package's evidence (a database file, a binary) lies in
 // one side's upper layers and not in the other's: then the other side's
 // answer lies in the shared layers, and both whole images are read.
-func (s *Service) packagesDiff(ctx context.Context, a, b *diffImage) (*types.PackagesDiff, error) {
-	k := diff.SharedPrefix(a.img.Layers, b.img.Layers)
+func packagesOf(ctx context.Context, room *contents.Room, a, b *contents.Image) (*types.PackagesDiff, error) {
+	k := SharedPrefix(a.Layers, b.Layers)
 	if k > 0 {
-		ua, ub := upperImage(a.img, k), upperImage(b.img, k)
-		pa, err := s.packagesOf(ctx, ua, a.oci())
+		ua, ub := upperImage(a, k), upperImage(b, k)
+		pa, err := packages.OfImage(ctx, room, ua)
 		if err != nil {
 			return nil, err
 		}
-		pb, err := s.packagesOf(ctx, ub, b.oci())
+		pb, err := packages.OfImage(ctx, room, ub)
 		if err != nil {
 			return nil, err
 		}
-		na, err := s.namedPaths(ctx, ua)
+		na, err := namedPaths(ctx, room, ua)
 		if err != nil {
 			return nil, err
 		}
-		nb, err := s.namedPaths(ctx, ub)
+		nb, err := namedPaths(ctx, room, ub)
 		if err != nil {
 			return nil, err
 		}
@@ -42,11 +41,11 @@ func (s *Service) packagesDiff(ctx context.Context, a, b *diffImage) (*types.Pac
 			return packages.Compare(pa.Packages, pb.Packages), nil
 		}
 	}
-	pa, err := s.packagesOf(ctx, a.img, a.oci())
+	pa, err := packages.OfImage(ctx, room, a)
 	if err != nil {
 		return nil, err
 	}
-	pb, err := s.packagesOf(ctx, b.img, b.oci())
+	pb, err := packages.OfImage(ctx, room, b)
 	if err != nil {
 		return nil, err
 	}
@@ -66,8 +65,8 @@ func upperImage(img *contents.Image, k int) *contents.Image {
 
 // namedPaths are the paths img's layers name (whiteouts too: a path one
 // side removes is one it names).
-func (s *Service) namedPaths(ctx context.Context, img *contents.Image) (map[string]bool, error) {
-	ixs, err := s.contents.LayerIndexes(ctx, img, 0)
+func namedPaths(ctx context.Context, room *contents.Room, img *contents.Image) (map[string]bool, error) {
+	ixs, err := room.LayerIndexes(ctx, img, 0)
 	if err != nil {
 		return nil, err
 	}
