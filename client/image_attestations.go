@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -42,12 +41,8 @@ func (c *Client) ImageAttestations(ctx context.Context, name string, opts Attest
 		return nil, nil, fmt.Errorf("attestations requires API version 1.55 or higher; this client speaks %s", c.version)
 	}
 	q := url.Values{}
-	if opts.Platform != nil {
-		b, err := json.Marshal(opts.Platform)
-		if err != nil {
-			return nil, nil, err
-		}
-		q.Set("platform", string(b))
+	if err := setPlatformJSON(q, opts.Platform); err != nil {
+		return nil, nil, err
 	}
 	for _, pt := range opts.PredicateTypes {
 		q.Add("type", pt)

@@ -46,12 +46,8 @@ func (c *Client) ImageDiff(ctx context.Context, from, to string, opts DiffOption
 	if opts.Remote {
 		q.Set("remote", "1")
 	}
-	if opts.Platform != nil {
-		b, err := json.Marshal(opts.Platform)
-		if err != nil {
-			return d, nil, err
-		}
-		q.Set("platform", string(b))
+	if err := setPlatformJSON(q, opts.Platform); err != nil {
+		return d, nil, err
 	}
 	h, err := credentialHeaders(opts.Auth, opts.Registries, false)
 	if err != nil {

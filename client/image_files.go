@@ -62,12 +62,8 @@ func (o FilesOptions) request(method, name, what string, files bool) (request, e
 	if files && o.Layers {
 		q.Set("layers", "1")
 	}
-	if o.Platform != nil {
-		b, err := json.Marshal(o.Platform)
-		if err != nil {
-			return request{}, err
-		}
-		q.Set("platform", string(b))
+	if err := setPlatformJSON(q, o.Platform); err != nil {
+		return request{}, err
 	}
 	h, err := credentialHeaders(o.Auth, o.Registries, false)
 	if err != nil {

@@ -56,12 +56,8 @@ func (o InspectOptions) query(remote bool) (url.Values, error) {
 	if remote && o.Verify {
 		q.Set("verify", "1")
 	}
-	if o.Platform != nil {
-		b, err := json.Marshal(o.Platform)
-		if err != nil {
-			return nil, err
-		}
-		q.Set("platform", string(b))
+	if err := setPlatformJSON(q, o.Platform); err != nil {
+		return nil, err
 	}
 	return q, nil
 }

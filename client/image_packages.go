@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/url"
 
@@ -31,12 +30,8 @@ func (c *Client) ImagePackages(ctx context.Context, name string, opts PackagesOp
 	if opts.Remote {
 		q.Set("remote", "1")
 	}
-	if opts.Platform != nil {
-		b, err := json.Marshal(opts.Platform)
-		if err != nil {
-			return nil, err
-		}
-		q.Set("platform", string(b))
+	if err := setPlatformJSON(q, opts.Platform); err != nil {
+		return nil, err
 	}
 	h, err := credentialHeaders(opts.Auth, opts.Registries, false)
 	if err != nil {

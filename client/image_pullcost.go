@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/url"
 
@@ -30,12 +29,8 @@ type PullCostOptions struct {
 // the daemon's store holds. The daemon reads the manifest and no blob.
 func (c *Client) ImagePullCost(ctx context.Context, name string, opts PullCostOptions) (*PullCost, error) {
 	q := url.Values{}
-	if opts.Platform != nil {
-		b, err := json.Marshal(opts.Platform)
-		if err != nil {
-			return nil, err
-		}
-		q.Set("platform", string(b))
+	if err := setPlatformJSON(q, opts.Platform); err != nil {
+		return nil, err
 	}
 	h, err := credentialHeaders(opts.Auth, opts.Registries, false)
 	if err != nil {
