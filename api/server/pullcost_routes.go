@@ -26,24 +26,13 @@ func (s *Server) getImagePullCost(w http.ResponseWriter, r *http.Request, vars m
 	if err := parseForm(r); err != nil {
 		return err
 	}
-	var opts types.PullCostOptions
-	if ps := r.Form["platform"]; len(ps) > 0 {
-		if len(ps) > 1 {
-			return invalidArg("only one platform value is supported")
-		}
-		if ps[0] != "" {
-			p, err := decodePlatformJSON(ps[0])
-			if err != nil {
-				return err
-			}
-			opts.Platform = p
-		}
-	}
-	auth, regs, err := requestCredentials(r, decodeAuth)
+	// The image query as files and packages read it; a pull cost is
+	// always the registry's, so remote= means nothing here.
+	q, err := parseImageQuery(r)
 	if err != nil {
 		return err
 	}
-	opts.Auth, opts.Registries, opts.MetaHeaders = auth, regs, metaHeaders(r)
+	opts := types.PullCostOptions{Platform: q.Platform, Auth: q.Auth, Registries: q.Registries, MetaHeaders: q.MetaHeaders}
 	cost, err := s.backend.PullCost(r.Context(), vars["name"], opts)
 	if err != nil {
 		return err
