@@ -332,6 +332,40 @@ func (s *ContentsSuite) TestWarmRemoteIndexListsWithNoBlobAndCatsWithOneRange(c 
 	c.Assert(len(blobs) <= 1, check.Equals, true, check.Commentf("blob requests of a warm cat: %v", blobs))
 }
 
+// A cold cat reads each layer once, whole, and keeps the file in that pass:
+// no range request follows; a second cat of it reads no blob at all.
+func (s *ContentsSuite) TestColdRemoteCatReadsEachLayerOnce(c *check.C) {
+	s.login(c)
+	img := contentsImage(c, [][]contentsEntry{
+		{{typ: tar.TypeReg, name: "etc/cold", mode: 0o644, body: "cold cat " + c.TestName()}},
+		{{typ: tar.TypeReg, name: "etc/other", mode: 0o644, body: "above"}},
+	})
+	ctx, cancel := fixtureCtx()
+	defer cancel()
+	c.Assert(s.reg.Client().PushImage(ctx, "ct/cold", "1", img), check.IsNil)
+	name := s.reg.Host + "/ct/cold:1"
+	s.reg.ResetCounters()
+	c.Assert(s.wharfOK(c, "cat", []string{"--remote"}, name, "/etc/cold").Stdout, check.Equals, "cold cat "+c.TestName())
+	gets := map[string]int{}
+	ranges := s.reg.Counter.HeaderValues("Range")
+	for i, l := range s.reg.Counter.Requests() {
+		if strings.Contains(l, "/blobs/") {
+			gets[l]++
+			c.Assert(ranges[i], check.Equals, "", check.Commentf("a range request after the cold pass: %s", l))
+		}
+	}
+	// The config and the two layers, each once.
+	c.Assert(gets, check.HasLen, 3, check.Commentf("%v", gets))
+	for l, n := range gets {
+		c.Assert(n, check.Equals, 1, check.Commentf("%s read %d times", l, n))
+	}
+	s.reg.ResetCounters()
+	c.Assert(s.wharfOK(c, "cat", []string{"--remote"}, name, "/etc/cold").Stdout, check.Equals, "cold cat "+c.TestName())
+	for _, l := range s.reg.Counter.Requests() {
+		c.Assert(strings.Contains(l, "/blobs/"), check.Equals, false, check.Commentf("a blob read by the second cat: %s", l))
+	}
+}
+
 // The docker CLI still talks to the daemon as before.
 func (s *ContentsSuite) TestDockerCLIUnaffected(c *check.C) {
 	r := s.d.DockerOK(c, "image", "ls", "--format", "{{.Repository}}:{{.Tag}}")

@@ -28,9 +28,9 @@ allowed() {
 	registry/hosts) echo "" ;;
 	imagespec) echo "" ;;
 	graph) echo "api/types imagespec internal/imageref graph/store graph/archive graph/contents graph/diff graph/packages graph/distribution graph/mirror graph/updates internal/rootlock" ;;
-	graph/contents) echo "api/types graph/contents/indexcache internal/decompress internal/gzindex internal/layerindex internal/layertoc" ;;
+	graph/contents) echo "api/types graph/contents/indexcache internal/decompress internal/gzindex internal/layerindex internal/layertoc internal/pair" ;;
 	graph/packages) echo "api/types graph/contents" ;;
-	graph/diff) echo "api/types graph/contents graph/packages internal/layerindex" ;;
+	graph/diff) echo "api/types graph/contents graph/packages internal/layerindex internal/pair" ;;
 	graph/contents/indexcache) echo "internal/atomicfile internal/gzindex internal/layerindex" ;;
 	graph/store) echo "api/types imagespec graph/store/check graph/store/content graph/store/indexjson graph/store/listindex graph/store/migrate graph/store/record internal/ctxio internal/ocilayout internal/rootlock" ;;
 	graph/store/content) echo "internal/atomicfile internal/ctxio internal/ocilayout" ;;
@@ -58,6 +58,7 @@ allowed() {
 	internal/gzindex/flate) echo "" ;;
 	internal/rootlock) echo "" ;;
 	internal/ctxio) echo "" ;;
+	internal/pair) echo "" ;;
 	internal/layerindex) echo "internal/safetar" ;;
 	internal/imageref) echo "" ;;
 	trust) echo "" ;;

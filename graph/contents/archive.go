@@ -24,11 +24,12 @@ import (
 // called once with p's stat before the first byte and says where the tar
 // goes.
 func (r *Room) Archive(ctx context.Context, img *Image, p string, start func(container.PathStat) (io.Writer, error)) error {
+	p = cleanPath(p)
+	img = wanting(img, WantPath(p))
 	v, err := r.view(ctx, img)
 	if err != nil {
 		return err
 	}
-	p = cleanPath(p)
 	st, err := statOf(v, p)
 	if err != nil {
 		return err
@@ -163,11 +164,12 @@ func tarMode(m fs.FileMode) int64 {
 // Cat writes the bytes of the file p of img resolves to (a symlink
 // followed inside the root), verified when its digest is known.
 func (r *Room) Cat(ctx context.Context, img *Image, p string, w io.Writer) error {
+	p = cleanPath(p)
+	img = wanting(img, WantPath(p))
 	v, err := r.view(ctx, img)
 	if err != nil {
 		return err
 	}
-	p = cleanPath(p)
 	it, err := v.Stat(p)
 	if err != nil {
 		return notFound(p, err)
@@ -176,4 +178,15 @@ func (r *Room) Cat(ctx context.Context, img *Image, p string, w io.Writer) error
 		return fmt.Errorf("%s is a %s, not a file%.0w", p, it.Type, errdefs.ErrInvalidArgument)
 	}
 	return r.writeContent(ctx, img, v, it.Bytes(), w, nil)
+}
+
+// wanting is img wanting w's files, unless it already wants some (a
+// package list's cat wants the databases it reads next, not one file).
+func wanting(img *Image, w *Want) *Image {
+	if img.Want != nil {
+		return img
+	}
+	c := *img
+	c.Want = w
+	return &c
 }

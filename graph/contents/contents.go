@@ -29,9 +29,12 @@ package contents
 import (
 	"context"
 	"io"
+	"io/fs"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/wharfproject/wharf/internal/layerindex"
 )
 
 // Image is one platform image whose layers are read: local (graph reads
@@ -48,6 +51,38 @@ type Image struct {
 	DiffIDs []digest.Digest
 	// Blobs reads the layers.
 	Blobs Blobs
+	// Want, when not nil, names the files whose bytes the caller is about
+	// to read: a layer indexed by a streaming read on this Image's behalf
+	// keeps them, so that the reads after cost no range request.
+	Want *Want
+}
+
+// Want picks files by their header and then, once read, by their bytes.
+// A build that other callers share keeps what its first caller wanted;
+// the others read their files as before.
+type Want struct {
+	// File is asked at each regular file's header.
+	File func(path string, mode fs.FileMode, size int64) bool
+	// Keep, when not nil, is asked once a wanted file is read: false
+	// drops its bytes.
+	Keep func(path string, mode fs.FileMode, data []byte) bool
+}
+
+// keep is the layer index's form of w, within max bytes.
+func (w *Want) keep(max int64) layerindex.Keep {
+	if w == nil || w.File == nil {
+		return layerindex.Keep{}
+	}
+	k := layerindex.Keep{Max: max, Want: func(e *layerindex.Entry) bool { return w.File(e.Path, e.Mode, e.Size) }}
+	if w.Keep != nil {
+		k.Check = func(e *layerindex.Entry, data []byte) bool { return w.Keep(e.Path, e.Mode, data) }
+	}
+	return k
+}
+
+// WantPath wants the one file p.
+func WantPath(p string) *Want {
+	return &Want{File: func(q string, _ fs.FileMode, _ int64) bool { return q == p }}
 }
 
 // Blobs reads an image's layer blobs. graph/distribution satisfies it for a

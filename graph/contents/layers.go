@@ -9,6 +9,7 @@ import (
 	"github.com/containerd/errdefs"
 
 	"github.com/wharfproject/wharf/internal/layerindex"
+	"github.com/wharfproject/wharf/internal/pair"
 )
 
 // LayerIndexes are the indexes of img's layers from from up, bottom first,
@@ -32,26 +33,15 @@ func (r *Room) LayerIndexes(ctx context.Context, img *Image, from int) ([]*layer
 // streams that overlap as a pull's downloads do (each image up to
 // layerBuilds builds).
 func (r *Room) LayerIndexesOfTwo(ctx context.Context, a, b *Image, from int) (ai, bi []*layerindex.Index, err error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var berr error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if bi, berr = r.LayerIndexes(ctx, b, from); berr != nil {
-			cancel()
-		}
-	}()
-	ai, err = r.LayerIndexes(ctx, a, from)
+	err = pair.Both(ctx, func(ctx context.Context) (err error) {
+		ai, err = r.LayerIndexes(ctx, a, from)
+		return err
+	}, func(ctx context.Context) (err error) {
+		bi, err = r.LayerIndexes(ctx, b, from)
+		return err
+	})
 	if err != nil {
-		cancel()
-	}
-	<-done
-	switch {
-	case err != nil && !(errors.Is(err, context.Canceled) && berr != nil):
 		return nil, nil, err
-	case berr != nil:
-		return nil, nil, berr
 	}
 	return ai, bi, nil
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/containerd/errdefs"
+	"github.com/opencontainers/go-digest"
 
 	"github.com/wharfproject/wharf/internal/decompress"
 	"github.com/wharfproject/wharf/internal/layerindex"
@@ -89,6 +90,10 @@ func (r *Room) writeContent(ctx context.Context, img *Image, v *layerindex.View,
 		}
 		return r.copyVerified(w, tr, e)
 	}
+	key := fileKey{desc.Digest, e.HeaderOffset}
+	if b, ok := r.files.get(key); ok && int64(len(b)) == e.Size {
+		return r.copyVerified(w, bytes.NewReader(b), e)
+	}
 	off, n, ok := e.DataRange()
 	if !ok {
 		return fmt.Errorf("%s: the index records no place for its bytes%.0w", e.Path, errdefs.ErrNotImplemented)
@@ -98,7 +103,27 @@ func (r *Room) writeContent(ctx context.Context, img *Image, v *layerindex.View,
 		return err
 	}
 	defer rc.Close()
-	return r.copyVerified(w, rc, e)
+	if cur != nil || !e.HasDigest || e.Size > maxHeldFile {
+		return r.copyVerified(w, rc, e)
+	}
+	// One file read on its own (cat, a package database): its verified
+	// bytes are kept for the next read of it. An archive's many files
+	// (cur) would only churn them.
+	var held bytes.Buffer
+	if err := r.copyVerified(&held, rc, e); err != nil {
+		return err
+	}
+	r.files.add(key, held.Bytes(), e.Size)
+	_, err = w.Write(held.Bytes())
+	return err
+}
+
+// fileKey names a file's bytes in a layer: its first header's offset in
+// the layer's tar stream. The bytes are the same whichever image or view
+// names the layer, and are checked against the reading entry's digest.
+type fileKey struct {
+	layer  digest.Digest
+	header int64
 }
 
 // nextHeader is where the entry after e starts in the tar stream (the

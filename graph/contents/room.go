@@ -61,6 +61,15 @@ const (
 	// tocEntryCost is the estimated heap of one TOC entry beyond its
 	// strings: the Entry struct and one chunk.
 	tocEntryCost = 200
+	// memFileBudget holds verified bytes of files that were just read or
+	// that an index pass kept for the read after it (Image.Want): 64 MiB,
+	// a few package databases and binaries. A file not held is read by
+	// range again.
+	memFileBudget = 64 << 20
+	// maxKeptPerLayer caps what one streaming index pass keeps of a
+	// layer's files for its caller: 16 MiB (maxHeldFile), so the three
+	// builds of one request hold at most 48 MiB of them.
+	maxKeptPerLayer = maxHeldFile
 )
 
 // Room answers ls, cat and cp over layer indexes.
@@ -73,6 +82,7 @@ type Room struct {
 	layers *memCache[string, *layerData]
 	views  *memCache[string, *layerindex.View]
 	tocs   *memCache[string, *tocFiles]
+	files  *memCache[fileKey, []byte] // verified file bytes
 
 	builds     flight[*layerData]
 	viewBuilds flight[*layerindex.View]
@@ -105,6 +115,7 @@ func New(opts Options) (*Room, error) {
 		layers: newMemCache[string, *layerData](memIndexBudget),
 		views:  newMemCache[string, *layerindex.View](memViewBudget),
 		tocs:   newMemCache[string, *tocFiles](memTOCBudget),
+		files:  newMemCache[fileKey, []byte](memFileBudget),
 	}, nil
 }
 

@@ -453,6 +453,7 @@ func TestZstdLayerWithoutTOC(t *testing.T) {
 	r := newRoom(t, t.TempDir(), 0)
 	blobs := newMemBlobs(false)
 	img := imageOf(blobs, lb(b, desc))
+	listOf(t, r, img, types.FilesOptions{Recursive: true}) // the index, keeping no file
 	if got := cat(t, r, img, "/etc/os-release"); got != "ID=test\n" {
 		t.Fatalf("cat: %q", got)
 	}
@@ -468,6 +469,7 @@ func TestPlainLayerFileIsOneExactRange(t *testing.T) {
 	r := newRoom(t, t.TempDir(), 0)
 	blobs := newMemBlobs(false)
 	img := imageOf(blobs, lb(raw, desc))
+	listOf(t, r, img, types.FilesOptions{Recursive: true}) // the index, keeping no file
 	if got := cat(t, r, img, "/etc/passwd"); got != "root:x:0:0\n" {
 		t.Fatalf("cat: %q", got)
 	}

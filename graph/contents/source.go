@@ -93,7 +93,7 @@ func (r *Room) layer(ctx context.Context, img *Image, i int) (*layerData, error)
 	if !ok || (ld.ix.Source.FromTOC() && img.Blobs.Local(desc)) {
 		var err error
 		ld, err = r.builds.do(ctx, key, func(ctx context.Context) (*layerData, error) {
-			return r.load(ctx, img.Blobs, desc)
+			return r.load(ctx, img.Blobs, desc, img.Want)
 		})
 		if err != nil {
 			return nil, fmt.Errorf("layer %s: %w", desc.Digest, err)
@@ -117,7 +117,7 @@ func checkDiffID(ix *layerindex.Index, want digest.Digest) error {
 // load builds (or reads) the index of one layer and keeps it, on disk and
 // in memory. Nothing is kept unless the layer's bytes were verified (a
 // whole read) or the TOC was (its annotated digest).
-func (r *Room) load(ctx context.Context, blobs Blobs, desc ocispec.Descriptor) (*layerData, error) {
+func (r *Room) load(ctx context.Context, blobs Blobs, desc ocispec.Descriptor, want *Want) (*layerData, error) {
 	local := blobs.Local(desc)
 	// A TOC's index is the publisher's claim: a local layer replaces it
 	// with wharf's own reading.
@@ -135,7 +135,7 @@ func (r *Room) load(ctx context.Context, blobs Blobs, desc ocispec.Descriptor) (
 		}
 	}
 	if ld == nil {
-		ld, err = r.loadStream(ctx, blobs, desc, local)
+		ld, err = r.loadStream(ctx, blobs, desc, local, want)
 		if err != nil {
 			return nil, err
 		}
@@ -156,15 +156,20 @@ func (r *Room) load(ctx context.Context, blobs Blobs, desc ocispec.Descriptor) (
 // loadStream reads the layer whole once. Blobs.Open's reader fails at EOF
 // when the bytes do not match the digest, so the blob is read to its end
 // before the index is believed.
-func (r *Room) loadStream(ctx context.Context, blobs Blobs, desc ocispec.Descriptor, local bool) (*layerData, error) {
+func (r *Room) loadStream(ctx context.Context, blobs Blobs, desc ocispec.Descriptor, local bool, want *Want) (*layerData, error) {
 	rc, err := blobs.Open(ctx, desc)
 	if err != nil {
 		return nil, err
 	}
 	defer rc.Close()
-	ld, err := buildStream(ctx, rc, desc.Size, r.lim)
+	ld, kept, err := buildStream(ctx, rc, desc.Size, r.lim, want.keep(maxKeptPerLayer))
 	if err != nil {
 		return nil, err
+	}
+	// The blob was read to its end and its digest held: what the pass
+	// kept is the layer's.
+	for _, k := range kept {
+		r.files.add(fileKey{desc.Digest, k.HeaderOffset}, k.Data, int64(len(k.Data)))
 	}
 	ld.ix.Source = layerindex.SourceStream
 	if local {
@@ -178,45 +183,46 @@ func (r *Room) loadStream(ctx context.Context, blobs Blobs, desc ocispec.Descrip
 // gzip checkpoints in the same pass, and reads r to its end. size is the
 // blob's size (verified by the reader at EOF): a file declaring more data
 // than the blob may decompress to is refused at its header.
-func buildStream(ctx context.Context, r io.Reader, size int64, lim layerindex.Limits) (*layerData, error) {
+func buildStream(ctx context.Context, r io.Reader, size int64, lim layerindex.Limits, keep layerindex.Keep) (*layerData, []layerindex.Kept, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	head, _ := br.Peek(4)
 	in := decompress.NewCounter(br)
 	var bomb decompress.Limit
 	ld := &layerData{}
+	var kept []layerindex.Kept
 	var err error
 	switch formatOf(head) {
 	case formatGzip:
 		lim.MaxTarBytes = tarCap(size, bomb.Max(size))
 		zr := gzindex.NewReader(in)
-		if ld.ix, err = layerindex.Build(ctx, bomb.Guard(in, zr), lim); err != nil {
-			return nil, err
+		if ld.ix, kept, err = layerindex.BuildKeeping(ctx, bomb.Guard(in, zr), lim, keep); err != nil {
+			return nil, nil, err
 		}
 		if ld.gz, err = zr.Index(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	case formatZstd:
 		zr, err := newZstd(in)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		defer zr.Close()
 		lim.MaxTarBytes = tarCap(size, bomb.Max(size))
-		if ld.ix, err = layerindex.Build(ctx, bomb.Guard(in, zr), lim); err != nil {
-			return nil, err
+		if ld.ix, kept, err = layerindex.BuildKeeping(ctx, bomb.Guard(in, zr), lim, keep); err != nil {
+			return nil, nil, err
 		}
 	default:
 		lim.MaxTarBytes = tarCap(size, size)
-		if ld.ix, err = layerindex.Build(ctx, in, lim); err != nil {
-			return nil, err
+		if ld.ix, kept, err = layerindex.BuildKeeping(ctx, in, lim, keep); err != nil {
+			return nil, nil, err
 		}
 	}
 	// Whatever follows the compressed stream is part of the blob: read
 	// it, so that the digest check at EOF sees every byte.
 	if _, err := io.Copy(io.Discard, br); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return ld, nil
+	return ld, kept, nil
 }
 
 // tarCap is Limits.MaxTarBytes for a blob of size bytes: max, or no

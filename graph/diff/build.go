@@ -12,6 +12,7 @@ import (
 
 	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/graph/contents"
+	"github.com/wharfproject/wharf/graph/packages"
 )
 
 // Side is one side of a diff as the image service resolved it: its layers
@@ -75,6 +76,11 @@ func Build(ctx context.Context, sections []string, a, b *Side, r Rooms) (*types.
 		}
 		out.Errors[section] = err.Error()
 	}
+	if slices.Contains(sections, types.DiffPackages) {
+		// The files section's builds of the upper layers keep what the
+		// package lists read next.
+		a, b = wantingPackages(a), wantingPackages(b)
+	}
 	var reads sync.WaitGroup
 	for _, sec := range sections {
 		switch sec {
@@ -132,4 +138,12 @@ func filesOf(ctx context.Context, room *contents.Room, a, b *contents.Image) (*t
 		shared = nil
 	}
 	return Files(ctx, shared, from, to)
+}
+
+// wantingPackages is s whose image wants the files a package list reads.
+func wantingPackages(s *Side) *Side {
+	c, img := *s, *s.Image
+	img.Want = packages.Wanted
+	c.Image = &img
+	return &c
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/graph/contents"
 	"github.com/wharfproject/wharf/graph/packages"
+	"github.com/wharfproject/wharf/internal/pair"
 )
 
 // packagesOf compares the two sides' packages reading no byte of the
@@ -21,19 +22,19 @@ func packagesOf(ctx context.Context, room *contents.Room, a, b *contents.Image) 
 	k := SharedPrefix(a.Layers, b.Layers)
 	if k > 0 {
 		ua, ub := upperImage(a, k), upperImage(b, k)
-		pa, err := packages.OfImage(ctx, room, ua)
-		if err != nil {
-			return nil, err
-		}
-		pb, err := packages.OfImage(ctx, room, ub)
-		if err != nil {
-			return nil, err
-		}
-		na, err := namedPaths(ctx, room, ua)
-		if err != nil {
-			return nil, err
-		}
-		nb, err := namedPaths(ctx, room, ub)
+		var pa, pb *types.ImagePackages
+		var na, nb map[string]bool
+		err := pair.Both(ctx, func(ctx context.Context) (err error) {
+			if pa, err = packages.OfImage(ctx, room, ua); err == nil {
+				na, err = namedPaths(ctx, room, ua)
+			}
+			return err
+		}, func(ctx context.Context) (err error) {
+			if pb, err = packages.OfImage(ctx, room, ub); err == nil {
+				nb, err = namedPaths(ctx, room, ub)
+			}
+			return err
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -41,11 +42,14 @@ func packagesOf(ctx context.Context, room *contents.Room, a, b *contents.Image) 
 			return packages.Compare(pa.Packages, pb.Packages), nil
 		}
 	}
-	pa, err := packages.OfImage(ctx, room, a)
-	if err != nil {
-		return nil, err
-	}
-	pb, err := packages.OfImage(ctx, room, b)
+	var pa, pb *types.ImagePackages
+	err := pair.Both(ctx, func(ctx context.Context) (err error) {
+		pa, err = packages.OfImage(ctx, room, a)
+		return err
+	}, func(ctx context.Context) (err error) {
+		pb, err = packages.OfImage(ctx, room, b)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}

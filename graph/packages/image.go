@@ -18,6 +18,9 @@ func OfImage(ctx context.Context, room *contents.Room, img *contents.Image) (*ty
 	counted := *img
 	blobs := &countingBlobs{Blobs: img.Blobs}
 	counted.Blobs = blobs
+	if counted.Want == nil {
+		counted.Want = Wanted
+	}
 	c, err := Read(ctx, &imageFS{room: room, img: &counted}, DefaultLimits())
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package layerindex
 
 import (
 	"archive/tar"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -30,6 +31,35 @@ const copyBuffer = 64 << 10
 // Memory is the index itself (bounded by lim) plus one copy buffer; what r
 // may expand to is the caller's decompressor's to cap.
 func Build(ctx context.Context, r io.Reader, lim Limits) (*Index, error) {
+	ix, _, err := BuildKeeping(ctx, r, lim, Keep{})
+	return ix, err
+}
+
+// Keep asks BuildKeeping for the bytes of some regular files as the pass
+// reads them, so that a caller about to read those files (a cat, a package
+// database) needs no second read of the layer.
+type Keep struct {
+	// Want is asked at each regular file's header (not a sparse one, whose
+	// holes are in its headers); nil keeps nothing.
+	Want func(e *Entry) bool
+	// Check, when not nil, is asked once a wanted file was read: false
+	// drops its bytes (a binary that is not the kind looked for).
+	Check func(e *Entry, data []byte) bool
+	// Max caps the bytes kept in all, and so the largest file kept.
+	Max int64
+}
+
+// Kept are one file's bytes, by its entry's HeaderOffset. They are what
+// the pass read, hashed into the entry's SHA256; the caller believes them
+// only as far as it believes the stream (its digest checked at EOF).
+type Kept struct {
+	HeaderOffset int64
+	Data         []byte
+}
+
+// BuildKeeping is Build that also returns the bytes of the files keep
+// wants, within keep.Max.
+func BuildKeeping(ctx context.Context, r io.Reader, lim Limits, keep Keep) (*Index, []Kept, error) {
 	lim = lim.orDefault()
 	stream := sha256.New()
 	cr := &countingReader{r: io.TeeReader(r, stream)}
@@ -39,9 +69,12 @@ func Build(ctx context.Context, r io.Reader, lim Limits) (*Index, error) {
 	var entries chunks
 	buf := make([]byte, copyBuffer)
 	content := sha256.New()
+	var kept []Kept
+	var scratch []byte // a wanted file's bytes until Check keeps or drops them
+	room := keep.Max
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		// The previous entry was read to its end, so the next header starts
 		// at the next 512-byte block.
@@ -51,31 +84,40 @@ func Build(ctx context.Context, r io.Reader, lim Limits) (*Index, error) {
 			break
 		}
 		if err != nil {
-			return nil, tarErr(start, err)
+			return nil, nil, tarErr(start, err)
 		}
 		if hdr.Typeflag == tar.TypeXGlobalHeader {
 			// A PAX global header sets defaults archive/tar has already
 			// applied to the entries after it; it is no file.
 			if _, err := io.CopyBuffer(io.Discard, tr, buf); err != nil {
-				return nil, tarErr(start, err)
+				return nil, nil, tarErr(start, err)
 			}
 			continue
 		}
 		e, err := entryOf(hdr)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		e.HeaderOffset, e.DataOffset = start, cr.n
 		if err := b.add(&e); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		var h hash.Hash
 		if e.Type == TypeFile {
 			content.Reset()
 			h = content
 		}
-		if err := drain(tr, h, buf); err != nil {
-			return nil, tarErr(start, err)
+		var w io.Writer
+		if e.Type == TypeFile && !e.Sparse && keep.Want != nil && e.Size <= room && keep.Want(&e) {
+			scratch = scratch[:0]
+			w = (*appender)(&scratch)
+		}
+		if err := drain(tr, h, w, buf); err != nil {
+			return nil, nil, tarErr(start, err)
+		}
+		if w != nil && int64(len(scratch)) == e.Size && (keep.Check == nil || keep.Check(&e, scratch)) {
+			kept = append(kept, Kept{HeaderOffset: e.HeaderOffset, Data: bytes.Clone(scratch)})
+			room -= e.Size
 		}
 		if h != nil {
 			h.Sum(e.SHA256[:0])
@@ -84,12 +126,12 @@ func Build(ctx context.Context, r io.Reader, lim Limits) (*Index, error) {
 		entries.add(e)
 	}
 	if _, err := io.CopyBuffer(io.Discard, cr, buf); err != nil {
-		return nil, tarErr(cr.n, err)
+		return nil, nil, tarErr(cr.n, err)
 	}
 	ix.TarSize = cr.n
 	ix.DiffID = digest.NewDigest(digest.SHA256, stream)
 	ix.Entries = entries.join()
-	return ix, nil
+	return ix, kept, nil
 }
 
 // chunks gathers entries in fixed blocks and joins them once at the end:
@@ -129,14 +171,28 @@ func (c *chunks) join() []Entry {
 	return append(out, c.cur...)
 }
 
-// drain reads the entry's data to its end, into h when h is not nil.
-func drain(tr *tar.Reader, h hash.Hash, buf []byte) error {
+// drain reads the entry's data to its end, into h and keep when they are
+// not nil.
+func drain(tr *tar.Reader, h hash.Hash, keep io.Writer, buf []byte) error {
 	var w io.Writer = io.Discard
-	if h != nil {
+	switch {
+	case h != nil && keep != nil:
+		w = io.MultiWriter(h, keep)
+	case h != nil:
 		w = h
+	case keep != nil:
+		w = keep
 	}
 	_, err := io.CopyBuffer(w, tr, buf)
 	return err
+}
+
+// appender is a Write that appends to a slice.
+type appender []byte
+
+func (a *appender) Write(p []byte) (int, error) {
+	*a = append(*a, p...)
+	return len(p), nil
 }
 
 // entryOf is the index entry of one tar header, before its offsets.

@@ -1,0 +1,55 @@
+package layerindex
+
+import (
+	"bytes"
+	"context"
+	"testing"
+)
+
+// BuildKeeping keeps the bytes of the files Want picks and Check passes,
+// within Max in all, each by its entry's header offset; the index is the
+// one Build gives.
+func TestBuildKeeping(t *testing.T) {
+	raw := tarOf(t, dir("etc"), file("etc/a", "alpha"), file("etc/b", "bravo!"), file("etc/c", "charlie"), file("etc/d", "delta"), symlink("etc/l", "a"))
+	want := func(e *Entry) bool { return e.Path != "/etc/d" }
+	for _, tc := range []struct {
+		name  string
+		keep  Keep
+		kept  []string
+		paths []string
+	}{
+		{"nothing wanted", Keep{Max: 1 << 20}, nil, nil},
+		{"all but d", Keep{Want: want, Max: 1 << 20}, []string{"alpha", "bravo!", "charlie"}, []string{"/etc/a", "/etc/b", "/etc/c"}},
+		{"checked", Keep{Want: want, Max: 1 << 20, Check: func(_ *Entry, b []byte) bool { return b[0] != 'b' }}, []string{"alpha", "charlie"}, []string{"/etc/a", "/etc/c"}},
+		// 5 + 6 fit in 12; charlie (7) does not, and nothing after it is
+		// larger than what is left.
+		{"within Max", Keep{Want: want, Max: 12}, []string{"alpha", "bravo!"}, []string{"/etc/a", "/etc/b"}},
+		{"Max 0", Keep{Want: want}, nil, nil},
+	} {
+		ix, kept, err := BuildKeeping(context.Background(), bytes.NewReader(raw), Limits{}, tc.keep)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		plain, err := Build(context.Background(), bytes.NewReader(raw), Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ix.Entries) != len(plain.Entries) || ix.DiffID != plain.DiffID {
+			t.Fatalf("%s: the index differs from Build's", tc.name)
+		}
+		if len(kept) != len(tc.kept) {
+			t.Fatalf("%s: kept %d files, want %d", tc.name, len(kept), len(tc.kept))
+		}
+		for i, k := range kept {
+			var e *Entry
+			for j := range ix.Entries {
+				if ix.Entries[j].HeaderOffset == k.HeaderOffset {
+					e = &ix.Entries[j]
+				}
+			}
+			if e == nil || e.Path != tc.paths[i] || string(k.Data) != tc.kept[i] {
+				t.Fatalf("%s: kept %d is %q at %d, want %s = %q", tc.name, i, k.Data, k.HeaderOffset, tc.paths[i], tc.kept[i])
+			}
+		}
+	}
+}
