@@ -89,12 +89,13 @@ func (c *Client) ImageFiles(ctx context.Context, name string, opts FilesOptions,
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 0, 4096), maxFilesLine)
+	var dec filesDecoder
 	for sc.Scan() {
 		if len(sc.Bytes()) == 0 {
 			continue
 		}
 		var e types.FileEntry
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+		if err := dec.decode(sc.Bytes(), &e); err != nil {
 			return fmt.Errorf("decoding the files stream: %w", err)
 		}
 		if err := fn(e, sc.Bytes()); err != nil {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"testing"
+
+	"github.com/opencontainers/go-digest"
 )
 
 // BuildKeeping keeps the bytes of the files Want picks and Check passes,
@@ -51,5 +53,19 @@ func TestBuildKeeping(t *testing.T) {
 				t.Fatalf("%s: kept %d is %q at %d, want %s = %q", tc.name, i, k.Data, k.HeaderOffset, tc.paths[i], tc.kept[i])
 			}
 		}
+	}
+}
+
+// Entry.Digest is the digest go-digest gives the same bytes.
+func TestEntryDigestIsGoDigests(t *testing.T) {
+	e := Entry{HasDigest: true}
+	for i := range e.SHA256 {
+		e.SHA256[i] = byte(i * 7)
+	}
+	if got, want := e.Digest(), digest.NewDigestFromBytes(digest.SHA256, e.SHA256[:]); got != want || got.Validate() != nil {
+		t.Fatalf("Digest() = %s, want %s", got, want)
+	}
+	if (&Entry{}).Digest() != "" {
+		t.Fatal("an entry without a digest has one")
 	}
 }
