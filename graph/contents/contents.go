@@ -11,7 +11,11 @@
 // verified against its digest, that keeps gzip checkpoints
 // (internal/gzindex) so that a later file read is one Range request of about
 // one span. A pull builds the index of what it downloads in the same pass
-// (IndexLayer).
+// (IndexLayer). A streaming read also keeps the bytes of the files its
+// caller is about to read (Image.Want: a cat's path, a package list's
+// databases), and a file read on its own is held for the next read of it,
+// so neither costs a range request; both are checked against the entry's
+// digest like any other read.
 //
 // An index is keyed by the layer's digest and shared by every image that has
 // the layer, but a digest is not a secret: the room answers about an Image,
