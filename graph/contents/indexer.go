@@ -32,7 +32,7 @@ func (r *Room) IndexLayer(ctx context.Context, desc ocispec.Descriptor) (io.Writ
 	}
 	done := make(chan result, 1)
 	go func() {
-		ld, _, err := buildStream(context.WithoutCancel(ctx), pr, desc.Size, r.lim, layerindex.Keep{})
+		ld, _, err := buildStream(context.WithoutCancel(ctx), pr, desc, r.lim, layerindex.Keep{})
 		if err != nil {
 			// A failed build stops reading: later writes return at once
 			// and the writer drops them.

@@ -162,7 +162,7 @@ func (r *Room) loadStream(ctx context.Context, blobs Blobs, desc ocispec.Descrip
 		return nil, err
 	}
 	defer rc.Close()
-	ld, kept, err := buildStream(ctx, rc, desc.Size, r.lim, want.keep(maxKeptPerLayer))
+	ld, kept, err := buildStream(ctx, rc, desc, r.lim, want.keep(maxKeptPerLayer))
 	if err != nil {
 		return nil, err
 	}
@@ -180,10 +180,12 @@ func (r *Room) loadStream(ctx context.Context, blobs Blobs, desc ocispec.Descrip
 
 // buildStream indexes the layer blob r (gzip, zstd or a plain tar, told by
 // its first bytes) in one pass under the decompression-bomb caps, recording
-// gzip checkpoints in the same pass, and reads r to its end. size is the
-// blob's size (verified by the reader at EOF): a file declaring more data
-// than the blob may decompress to is refused at its header.
-func buildStream(ctx context.Context, r io.Reader, size int64, lim layerindex.Limits, keep layerindex.Keep) (*layerData, []layerindex.Kept, error) {
+// gzip checkpoints in the same pass, and reads r to its end. desc is the
+// blob's descriptor (its size and digest verified by the reader at EOF): a
+// file declaring more data than the blob may decompress to is refused at
+// its header.
+func buildStream(ctx context.Context, r io.Reader, desc ocispec.Descriptor, lim layerindex.Limits, keep layerindex.Keep) (*layerData, []layerindex.Kept, error) {
+	size := desc.Size
 	br := bufio.NewReaderSize(r, 64<<10)
 	head, _ := br.Peek(4)
 	in := decompress.NewCounter(br)
@@ -195,7 +197,7 @@ func buildStream(ctx context.Context, r io.Reader, size int64, lim layerindex.Li
 	case formatGzip:
 		lim.MaxTarBytes = tarCap(size, bomb.Max(size))
 		zr := gzindex.NewReader(in)
-		if ld.ix, kept, err = layerindex.BuildKeeping(ctx, bomb.Guard(in, zr), lim, keep); err != nil {
+		if ld.ix, kept, err = layerindex.BuildWith(ctx, bomb.Guard(in, zr), lim, layerindex.Options{Keep: keep}); err != nil {
 			return nil, nil, err
 		}
 		if ld.gz, err = zr.Index(); err != nil {
@@ -208,12 +210,18 @@ func buildStream(ctx context.Context, r io.Reader, size int64, lim layerindex.Li
 		}
 		defer zr.Close()
 		lim.MaxTarBytes = tarCap(size, bomb.Max(size))
-		if ld.ix, kept, err = layerindex.BuildKeeping(ctx, bomb.Guard(in, zr), lim, keep); err != nil {
+		if ld.ix, kept, err = layerindex.BuildWith(ctx, bomb.Guard(in, zr), lim, layerindex.Options{Keep: keep}); err != nil {
 			return nil, nil, err
 		}
 	default:
 		lim.MaxTarBytes = tarCap(size, size)
-		if ld.ix, kept, err = layerindex.BuildKeeping(ctx, in, lim, keep); err != nil {
+		// A plain tar's DiffID is its blob digest, which r checks at its
+		// end: the pass need not hash the stream a second time.
+		opts := layerindex.Options{Keep: keep}
+		if desc.Digest.Validate() == nil && desc.Digest.Algorithm() == digest.SHA256 {
+			opts.DiffID = desc.Digest
+		}
+		if ld.ix, kept, err = layerindex.BuildWith(ctx, in, lim, opts); err != nil {
 			return nil, nil, err
 		}
 	}

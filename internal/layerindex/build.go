@@ -31,11 +31,21 @@ const copyBuffer = 64 << 10
 // Memory is the index itself (bounded by lim) plus one copy buffer; what r
 // may expand to is the caller's decompressor's to cap.
 func Build(ctx context.Context, r io.Reader, lim Limits) (*Index, error) {
-	ix, _, err := BuildKeeping(ctx, r, lim, Keep{})
+	ix, _, err := BuildWith(ctx, r, lim, Options{})
 	return ix, err
 }
 
-// Keep asks BuildKeeping for the bytes of some regular files as the pass
+// Options are BuildWith's: the files whose bytes to keep, and what the
+// caller already knows of the stream.
+type Options struct {
+	Keep Keep
+	// DiffID, when set, is the stream's digest as the caller verifies it
+	// (a plain tar layer's own digest, checked as its blob is read): the
+	// pass does not hash the stream again, a third of its hashing.
+	DiffID digest.Digest
+}
+
+// Keep asks BuildWith for the bytes of some regular files as the pass
 // reads them, so that a caller about to read those files (a cat, a package
 // database) needs no second read of the layer.
 type Keep struct {
@@ -57,12 +67,17 @@ type Kept struct {
 	Data         []byte
 }
 
-// BuildKeeping is Build that also returns the bytes of the files keep
-// wants, within keep.Max.
-func BuildKeeping(ctx context.Context, r io.Reader, lim Limits, keep Keep) (*Index, []Kept, error) {
+// BuildWith is Build that also returns the bytes of the files
+// opts.Keep wants, within its Max.
+func BuildWith(ctx context.Context, r io.Reader, lim Limits, opts Options) (*Index, []Kept, error) {
 	lim = lim.orDefault()
-	stream := sha256.New()
-	cr := &countingReader{r: io.TeeReader(r, stream)}
+	keep := opts.Keep
+	var stream hash.Hash
+	cr := &countingReader{r: r}
+	if opts.DiffID == "" {
+		stream = sha256.New()
+		cr.r = io.TeeReader(r, stream)
+	}
 	tr := tar.NewReader(cr)
 	b := budget{lim: lim}
 	ix := &Index{Source: SourceLayer}
@@ -129,7 +144,10 @@ func BuildKeeping(ctx context.Context, r io.Reader, lim Limits, keep Keep) (*Ind
 		return nil, nil, tarErr(cr.n, err)
 	}
 	ix.TarSize = cr.n
-	ix.DiffID = digest.NewDigest(digest.SHA256, stream)
+	ix.DiffID = opts.DiffID
+	if stream != nil {
+		ix.DiffID = digest.NewDigest(digest.SHA256, stream)
+	}
 	ix.Entries = entries.join()
 	return ix, kept, nil
 }

@@ -8,10 +8,10 @@ import (
 	"github.com/opencontainers/go-digest"
 )
 
-// BuildKeeping keeps the bytes of the files Want picks and Check passes,
+// BuildWith keeps the bytes of the files Want picks and Check passes,
 // within Max in all, each by its entry's header offset; the index is the
 // one Build gives.
-func TestBuildKeeping(t *testing.T) {
+func TestBuildWithKeeps(t *testing.T) {
 	raw := tarOf(t, dir("etc"), file("etc/a", "alpha"), file("etc/b", "bravo!"), file("etc/c", "charlie"), file("etc/d", "delta"), symlink("etc/l", "a"))
 	want := func(e *Entry) bool { return e.Path != "/etc/d" }
 	for _, tc := range []struct {
@@ -28,7 +28,7 @@ func TestBuildKeeping(t *testing.T) {
 		{"within Max", Keep{Want: want, Max: 12}, []string{"alpha", "bravo!"}, []string{"/etc/a", "/etc/b"}},
 		{"Max 0", Keep{Want: want}, nil, nil},
 	} {
-		ix, kept, err := BuildKeeping(context.Background(), bytes.NewReader(raw), Limits{}, tc.keep)
+		ix, kept, err := BuildWith(context.Background(), bytes.NewReader(raw), Limits{}, Options{Keep: tc.keep})
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -67,5 +67,22 @@ func TestEntryDigestIsGoDigests(t *testing.T) {
 	}
 	if (&Entry{}).Digest() != "" {
 		t.Fatal("an entry without a digest has one")
+	}
+}
+
+// A DiffID the caller knows is the index's, the stream not hashed again.
+func TestBuildWithKnownDiffID(t *testing.T) {
+	raw := tarOf(t, dir("etc"), file("etc/a", "alpha"))
+	plain, err := Build(context.Background(), bytes.NewReader(raw), Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := digest.FromBytes(raw)
+	ix, _, err := BuildWith(context.Background(), bytes.NewReader(raw), Limits{}, Options{DiffID: known})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.DiffID != known || ix.DiffID != known || ix.TarSize != plain.TarSize || len(ix.Entries) != len(plain.Entries) {
+		t.Fatalf("known DiffID: %s %d %d; Build's: %s %d %d", ix.DiffID, ix.TarSize, len(ix.Entries), plain.DiffID, plain.TarSize, len(plain.Entries))
 	}
 }
