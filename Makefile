@@ -106,7 +106,7 @@ $(SYFT_BIN):
 
 # The commands are variables so that `test` runs each step once, in order,
 # while `unit`, `integration` and `lint` stay available on their own.
-VET = $(GO) vet ./...
+VET = $(GO) vet -tags gendocs ./...
 FMT_CHECK = out="$$(find . -name '*.go' -not -path './.git/*' -not -path './.cache/*' \
 		-not -path './bin/*' -not -path '*/testdata/*' -print0 | xargs -0 gofmt -l)"; \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
@@ -124,8 +124,8 @@ UNRACED_TESTS = ^TestFastRouteAgreesWithMux$$
 # -p 4: a race-detector binary sleeps 1 s when it exits (GORACE's
 # atexit_sleep_ms, kept so late races still report); with 52 packages
 # that was 26 s of 2 idle cores at -p 2 (87 s), at -p 4 61 s.
-UNIT = $(SEQUENTIAL_CHECK); $(WITH_FAST_TMP) $(GO) test -p 4 -race -count=1 -skip '$(UNRACED_TESTS)' $(RACE_PKGS) \
-	&& $(GO) test -count=1 $(SEQUENTIAL_PKGS) && $(GO) test -count=1 -run '$(UNRACED_TESTS)' $(UNRACED_PKG)
+UNIT = $(SEQUENTIAL_CHECK); $(WITH_FAST_TMP) $(GO) test -tags gendocs -p 4 -race -count=1 -skip '$(UNRACED_TESTS)' $(RACE_PKGS) \
+	&& $(GO) test -tags gendocs -count=1 $(SEQUENTIAL_PKGS) && $(GO) test -tags gendocs -count=1 -run '$(UNRACED_TESTS)' $(UNRACED_PKG)
 # -v so that each suite's "SUITE: OK: N passed" summary reaches the log
 # (each suite is a go test of its own; it prints nothing else when it
 # passes). The suites mostly wait on wharfd, registries and the disk, so
@@ -166,7 +166,7 @@ lint: ## go vet, gofmt -l must be empty, imports point down (depcheck)
 	@echo "gofmt -l"; $(FMT_CHECK)
 	$(DEPCHECK)
 
-# man/*.N.md (go-md2man markdown, written by hand from `wharf gen-man
+# man/*.N.md (go-md2man markdown, written by hand from `go run -tags gendocs ./cmd/wharf gen-man
 # --markdown`) are the sources; the roff pages go into man/manN/ so that
 # `MANPATH=man man wharf-inspect` works from the checkout. go-md2man is the
 # version go.mod pins (cobra/doc uses it), built once into .cache/bin.

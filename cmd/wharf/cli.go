@@ -155,6 +155,10 @@ func run(args []string, s streams, e env) int {
 	return 1
 }
 
+// docCommands are the commands of files built with the gendocs tag
+// (genman.go).
+var docCommands []func(root *cobra.Command) *cobra.Command
+
 // newRootCommand builds the command tree.
 func newRootCommand(c *cli) *cobra.Command {
 	root := &cobra.Command{
@@ -214,9 +218,11 @@ func newRootCommand(c *cli) *cobra.Command {
 		newLogoutCommand(c),
 		newSystemCommand(c),
 		newTrustCommand(c),
-		newGenManCommand(root),
 		newGenCompletionCommand(root),
 	)
+	for _, f := range docCommands {
+		root.AddCommand(f(root))
+	}
 	root.SetHelpCommand(newHelpCommand(root))
 	// cobra adds its hidden `completion` group only when the CLI runs;
 	// adding it now lets refuseUnknownCommands cover it too.

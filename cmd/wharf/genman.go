@@ -1,3 +1,5 @@
+//go:build gendocs
+
 package main
 
 import (
@@ -9,6 +11,12 @@ import (
 
 	"github.com/wharfproject/wharf/cmd/wharf/internal/manpage"
 )
+
+// gen-man is built only with the gendocs tag (go run -tags gendocs
+// ./cmd/wharf gen-man DIR; make test builds its tests with it): cobra/doc,
+// go-md2man and blackfriday cost every other command about 1.5 ms of start
+// (their package init and pages), and only a maintainer runs gen-man.
+func init() { docCommands = append(docCommands, newGenManCommand) }
 
 // newGenManCommand writes man pages for every visible command into DIR:
 // roff through cobra/doc, or, with --markdown, go-md2man markdown

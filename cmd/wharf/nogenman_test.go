@@ -1,0 +1,5 @@
+//go:build !gendocs
+
+package main
+
+const genManBuilt = false
