@@ -192,7 +192,17 @@ func (s *RegistryTransportSuite) TestSlowSetUpOfOneRegistryDoesNotStallOthers(c 
 	// The stuck set-up ends when its file does: an empty CA file is an
 	// error naming the registry and the file.
 	c.Assert(w.Close(), check.IsNil)
-	r := awaitResult(c, slow, 30*time.Second, "remote inspect of the slow registry")
+	var r asyncResult
+	select {
+	case r = <-slow:
+	case <-time.After(30 * time.Second):
+		// A stuck answer: wharfd's goroutines (Go's SIGQUIT dump, into
+		// its log) say where.
+		_ = syscall.Kill(d.pid(), syscall.SIGQUIT)
+		d.Exited(10 * time.Second)
+		l := d.Log()
+		c.Fatalf("remote inspect of the slow registry: no answer within 30s; wharfd's log and goroutines:\n%s", l[max(0, len(l)-60000):])
+	}
 	c.Assert(r.err, check.IsNil)
 	c.Check(r.Status >= 500, check.Equals, true, check.Commentf("%s", r.Response))
 	c.Check(r.Message(), check.Matches, ".*"+regexp.QuoteMeta(slowHost)+".*no certificate found in "+regexp.QuoteMeta(fifo)+".*")
