@@ -50,15 +50,16 @@ func (s *Server) getImageFiles(w http.ResponseWriter, r *http.Request, vars map[
 	}
 	opts.Recursive, opts.Layers = boolValue(r, "recursive"), boolValue(r, "layers")
 	var bw *bufio.Writer
-	var enc *json.Encoder
+	var line []byte // one entry's line, its buffer reused
 	err = s.backend.ImageFiles(r.Context(), vars["name"], opts, func(e types.FileEntry) error {
 		if bw == nil {
 			w.Header().Set("Content-Type", ndjson)
 			w.WriteHeader(http.StatusOK)
 			bw = bufio.NewWriterSize(w, filesBuffer)
-			enc = json.NewEncoder(bw) // one line per entry, its buffer reused
 		}
-		return enc.Encode(e)
+		line = appendFileEntry(line[:0], &e)
+		_, err := bw.Write(line)
+		return err
 	})
 	if err != nil && bw == nil {
 		return err
