@@ -92,7 +92,11 @@ func (r *Room) writeContent(ctx context.Context, img *Image, v *layerindex.View,
 	}
 	key := fileKey{desc.Digest, e.HeaderOffset}
 	if b, ok := r.files.get(key); ok && int64(len(b)) == e.Size {
-		return r.copyVerified(w, bytes.NewReader(b), e)
+		if err := checkContent(b, e); err != nil {
+			return err
+		}
+		_, err := w.Write(b)
+		return err
 	}
 	off, n, ok := e.DataRange()
 	if !ok {
@@ -109,12 +113,12 @@ func (r *Room) writeContent(ctx context.Context, img *Image, v *layerindex.View,
 	// One file read on its own (cat, a package database): its verified
 	// bytes are kept for the next read of it. An archive's many files
 	// (cur) would only churn them.
-	var held bytes.Buffer
-	if err := r.copyVerified(&held, rc, e); err != nil {
+	b, err := readVerified(rc, e)
+	if err != nil {
 		return err
 	}
-	r.files.add(key, held.Bytes(), e.Size)
-	_, err = w.Write(held.Bytes())
+	r.files.add(key, b, e.Size)
+	_, err = w.Write(b)
 	return err
 }
 
@@ -153,33 +157,54 @@ func (r *Room) copyVerified(w io.Writer, src io.Reader, e *layerindex.Entry) err
 		}
 		return nil
 	}
-	h := sha256.New()
-	var held io.ReadWriter
 	if e.Size <= maxHeldFile {
-		held = bytes.NewBuffer(make([]byte, 0, e.Size))
-	} else {
-		f, err := os.CreateTemp(r.tmp, spoolPattern)
+		b, err := readVerified(src, e)
 		if err != nil {
 			return err
 		}
-		defer os.Remove(f.Name())
-		defer f.Close()
-		held = f
+		_, err = w.Write(b)
+		return err
 	}
-	n, err := io.CopyN(io.MultiWriter(held, h), src, e.Size)
+	f, err := os.CreateTemp(r.tmp, spoolPattern)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.CopyN(io.MultiWriter(f, h), src, e.Size)
 	if err != nil {
 		return fmt.Errorf("%s: read %d of %d bytes: %w", e.Path, n, e.Size, err)
 	}
 	if !bytes.Equal(h.Sum(nil), e.SHA256[:]) {
 		return fmt.Errorf("%w: %s", ErrContentMismatch, e.Path)
 	}
-	if f, ok := held.(*os.File); ok {
-		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return err
-		}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
 	}
-	_, err = io.Copy(w, held)
+	_, err = io.Copy(w, f)
 	return err
+}
+
+// readVerified reads the e.Size bytes of a file of known digest, at most
+// maxHeldFile, into memory and checks them.
+func readVerified(src io.Reader, e *layerindex.Entry) ([]byte, error) {
+	buf := bytes.NewBuffer(make([]byte, 0, e.Size))
+	if n, err := io.CopyN(buf, src, e.Size); err != nil {
+		return nil, fmt.Errorf("%s: read %d of %d bytes: %w", e.Path, n, e.Size, err)
+	}
+	if err := checkContent(buf.Bytes(), e); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// checkContent checks b against the digest e's index recorded.
+func checkContent(b []byte, e *layerindex.Entry) error {
+	if sum := sha256.Sum256(b); !bytes.Equal(sum[:], e.SHA256[:]) {
+		return fmt.Errorf("%w: %s", ErrContentMismatch, e.Path)
+	}
+	return nil
 }
 
 // spoolPattern names the temp files of copyVerified; New removes those a
