@@ -25,7 +25,7 @@ import (
 // goes.
 func (r *Room) Archive(ctx context.Context, img *Image, p string, start func(container.PathStat) (io.Writer, error)) error {
 	p = cleanPath(p)
-	img = wanting(img, WantPath(p))
+	img = img.Wanting(WantPath(p))
 	v, err := r.view(ctx, img)
 	if err != nil {
 		return err
@@ -165,7 +165,7 @@ func tarMode(m fs.FileMode) int64 {
 // followed inside the root), verified when its digest is known.
 func (r *Room) Cat(ctx context.Context, img *Image, p string, w io.Writer) error {
 	p = cleanPath(p)
-	img = wanting(img, WantPath(p))
+	img = img.Wanting(WantPath(p))
 	v, err := r.view(ctx, img)
 	if err != nil {
 		return err
@@ -178,15 +178,4 @@ func (r *Room) Cat(ctx context.Context, img *Image, p string, w io.Writer) error
 		return fmt.Errorf("%s is a %s, not a file%.0w", p, it.Type, errdefs.ErrInvalidArgument)
 	}
 	return r.writeContent(ctx, img, v, it.Bytes(), w, nil)
-}
-
-// wanting is img wanting w's files, unless it already wants some (a
-// package list's cat wants the databases it reads next, not one file).
-func wanting(img *Image, w *Want) *Image {
-	if img.Want != nil {
-		return img
-	}
-	c := *img
-	c.Want = w
-	return &c
 }

@@ -84,6 +84,17 @@ func (w *Want) keep(max int64) layerindex.Keep {
 	return k
 }
 
+// Wanting is img wanting w's files, unless it already wants some (a
+// package list's cat wants the databases it reads next, not one file).
+func (img *Image) Wanting(w *Want) *Image {
+	if img.Want != nil {
+		return img
+	}
+	c := *img
+	c.Want = w
+	return &c
+}
+
 // WantPath wants the one file p.
 func WantPath(p string) *Want {
 	return &Want{File: func(q string, _ fs.FileMode, _ int64) bool { return q == p }}

@@ -142,8 +142,7 @@ func filesOf(ctx context.Context, room *contents.Room, a, b *contents.Image) (*t
 
 // wantingPackages is s whose image wants the files a package list reads.
 func wantingPackages(s *Side) *Side {
-	c, img := *s, *s.Image
-	img.Want = packages.Wanted
-	c.Image = &img
+	c := *s
+	c.Image = s.Image.Wanting(packages.Wanted)
 	return &c
 }

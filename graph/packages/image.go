@@ -15,12 +15,9 @@ import (
 // diff's side): its merged view read through the contents room. BytesRead
 // counts the layer bytes read from a registry.
 func OfImage(ctx context.Context, room *contents.Room, img *contents.Image) (*types.ImagePackages, error) {
-	counted := *img
+	counted := *img.Wanting(Wanted)
 	blobs := &countingBlobs{Blobs: img.Blobs}
 	counted.Blobs = blobs
-	if counted.Want == nil {
-		counted.Want = Wanted
-	}
 	c, err := Read(ctx, &imageFS{room: room, img: &counted}, DefaultLimits())
 	if err != nil {
 		return nil, err
