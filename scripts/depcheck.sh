@@ -29,7 +29,7 @@ allowed() {
 	imagespec) echo "" ;;
 	graph) echo "api/types imagespec internal/imageref graph/store graph/archive graph/contents graph/diff graph/packages graph/distribution graph/mirror graph/updates internal/rootlock" ;;
 	graph/contents) echo "api/types graph/contents/indexcache internal/decompress internal/gzindex internal/layerindex internal/layertoc internal/pair" ;;
-	graph/packages) echo "api/types graph/contents" ;;
+	graph/packages) echo "api/types graph/contents internal/countio" ;;
 	graph/diff) echo "api/types graph/contents graph/packages internal/layerindex internal/pair" ;;
 	graph/contents/indexcache) echo "internal/atomicfile internal/gzindex internal/layerindex" ;;
 	graph/store) echo "api/types imagespec graph/store/check graph/store/content graph/store/indexjson graph/store/listindex graph/store/migrate graph/store/record internal/ctxio internal/ocilayout internal/rootlock" ;;
@@ -40,7 +40,7 @@ allowed() {
 	graph/store/indexjson) echo "internal/ocilayout" ;;
 	graph/store/record) echo "api/types imagespec" ;;
 	graph/archive) echo "api/types imagespec graph/store internal/decompress internal/ocilayout internal/safetar" ;;
-	graph/distribution) echo "api/types imagespec graph/store registry trust internal/imageref internal/safetar internal/semvertag" ;;
+	graph/distribution) echo "api/types imagespec graph/store registry trust internal/countio internal/imageref internal/safetar internal/semvertag" ;;
 	graph/mirror) echo "api/types imagespec graph/distribution internal/ocilayout internal/semvertag" ;;
 	graph/updates) echo "api/types imagespec graph/store graph/distribution internal/semvertag internal/atomicfile" ;;
 	daemon) echo "api/server api/types graph graph/updates registry daemon/metrics internal/dockerconfig internal/privdir internal/rootlock internal/atomicfile trust trust/policy trust/sigstore trust/notation" ;;
@@ -59,6 +59,7 @@ allowed() {
 	internal/rootlock) echo "" ;;
 	internal/ctxio) echo "" ;;
 	internal/pair) echo "" ;;
+	internal/countio) echo "" ;;
 	internal/layerindex) echo "internal/safetar" ;;
 	internal/imageref) echo "" ;;
 	trust) echo "" ;;

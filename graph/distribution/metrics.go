@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/wharfproject/wharf/internal/countio"
 )
 
 // Observer is told of pulls and transfers; the daemon's metrics implement
@@ -80,7 +82,7 @@ func (f countingRangeFetcher) FetchBlobFrom(ctx context.Context, desc ocispec.De
 	if err != nil {
 		return nil, err
 	}
-	return &countingReader{ReadCloser: rc, add: f.add}, nil
+	return &countio.ReadCloser{ReadCloser: rc, Add: f.add}, nil
 }
 
 // countPushed makes rc report the bytes read from it.
@@ -88,7 +90,7 @@ func (bt *blobTransfers) countPushed(rc io.ReadCloser) io.ReadCloser {
 	if !bt.observed() {
 		return rc
 	}
-	return &countingReader{ReadCloser: rc, add: bt.obs.PushedBytes}
+	return &countio.ReadCloser{ReadCloser: rc, Add: bt.obs.PushedBytes}
 }
 
 type countingFetcher struct {
@@ -101,7 +103,7 @@ func (f countingFetcher) FetchBlob(ctx context.Context, desc ocispec.Descriptor)
 	if err != nil {
 		return nil, err
 	}
-	cr := &countingReader{ReadCloser: rc, add: f.add}
+	cr := &countio.ReadCloser{ReadCloser: rc, Add: f.add}
 	if v, ok := rc.(digestVerifier); ok {
 		// Counting must not hide that the reader verifies its digest, or
 		// the store would hash every layer a second time.
@@ -111,23 +113,8 @@ func (f countingFetcher) FetchBlob(ctx context.Context, desc ocispec.Descriptor)
 }
 
 type countingVerifiedReader struct {
-	*countingReader
+	*countio.ReadCloser
 	digestVerifier
-}
-
-// countingReader reports each read as it happens, so that a scrape during
-// a long transfer sees the bytes so far.
-type countingReader struct {
-	io.ReadCloser
-	add func(int64)
-}
-
-func (r *countingReader) Read(p []byte) (int, error) {
-	n, err := r.ReadCloser.Read(p)
-	if n > 0 {
-		r.add(int64(n))
-	}
-	return n, err
 }
 
 // syncObserved counts one image a sync finished with.

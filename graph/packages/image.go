@@ -9,6 +9,7 @@ import (
 
 	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/graph/contents"
+	"github.com/wharfproject/wharf/internal/countio"
 )
 
 // OfImage lists the packages of an image already resolved (by name, or a
@@ -69,16 +70,5 @@ func (b *countingBlobs) count(desc ocispec.Descriptor, rc io.ReadCloser) io.Read
 	if rc == nil || b.Blobs.Local(desc) {
 		return rc
 	}
-	return &countingReader{ReadCloser: rc, n: &b.n}
-}
-
-type countingReader struct {
-	io.ReadCloser
-	n *atomic.Int64
-}
-
-func (r *countingReader) Read(p []byte) (int, error) {
-	n, err := r.ReadCloser.Read(p)
-	r.n.Add(int64(n))
-	return n, err
+	return &countio.ReadCloser{ReadCloser: rc, Add: func(n int64) { b.n.Add(n) }}
 }
