@@ -10,6 +10,8 @@ import (
 
 	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/graph/contents"
+	"github.com/wharfproject/wharf/graph/distribution"
+	"github.com/wharfproject/wharf/graph/store"
 )
 
 // ImageFiles lists the paths of an image, local or remote (graph/contents).
@@ -60,21 +62,34 @@ func (s *Service) contentsImage(ctx context.Context, name string, opts types.Fil
 		if err != nil {
 			return nil, err
 		}
-		return &contents.Image{Manifest: rl.Manifest, Layers: rl.Layers, DiffIDs: rl.DiffIDs, Blobs: rl.Blobs}, nil
+		return remoteImage(rl), nil
 	}
 	_, view, meta, err := s.lookupView(name, opts.Platform)
 	if err != nil {
 		return nil, err
 	}
-	local := s.images.Blobs()
-	img := &contents.Image{Manifest: view.Manifest, Layers: meta.Manifest.Layers, Blobs: local}
-	if meta.Config != nil {
-		img.DiffIDs = meta.Config.RootFS.DiffIDs
-	}
+	img := s.localImage(view, meta)
 	for _, l := range img.Layers {
-		if !local.Local(l) {
+		if !img.Blobs.Local(l) {
 			return nil, fmt.Errorf("image %s: layer %s is not in the store (ask with remote=1)%.0w", name, l.Digest, errdefs.ErrNotFound)
 		}
 	}
 	return img, nil
+}
+
+// remoteImage is the image RemoteLayers resolved, as the contents room
+// reads it (contentsImage, a diff's remote side).
+func remoteImage(rl *distribution.RemoteLayers) *contents.Image {
+	return &contents.Image{Manifest: rl.Manifest, Layers: rl.Layers, DiffIDs: rl.DiffIDs, Blobs: rl.Blobs}
+}
+
+// localImage is the stored platform image view (meta its manifest and
+// config) as the contents room reads it, its layers from the store
+// (contentsImage, a diff's local side).
+func (s *Service) localImage(view *ImageRecord, meta *store.ImageMeta) *contents.Image {
+	img := &contents.Image{Manifest: view.Manifest, Layers: meta.Manifest.Layers, Blobs: s.images.Blobs()}
+	if meta.Config != nil {
+		img.DiffIDs = meta.Config.RootFS.DiffIDs
+	}
+	return img
 }

@@ -56,7 +56,7 @@ func (s *Service) diffSide(ctx context.Context, side types.DiffSide, req types.D
 		if err != nil {
 			return nil, err
 		}
-		d.Image = &contents.Image{Manifest: view.Manifest, Layers: meta.Manifest.Layers, Blobs: s.images.Blobs()}
+		d.Image = s.localImage(view, meta)
 		cfg, d.ConfigDesc, d.Trust = meta.Config, meta.Manifest.Config, rec.Trust
 	case types.SideRemote:
 		opts := types.FilesOptions{Remote: true, Platform: req.Platform, Auth: req.Auth, Registries: req.Registries, MetaHeaders: req.MetaHeaders}
@@ -68,7 +68,7 @@ func (s *Service) diffSide(ctx context.Context, side types.DiffSide, req types.D
 		if err != nil {
 			return nil, err
 		}
-		d.Image = &contents.Image{Manifest: rl.Manifest, Layers: rl.Layers, DiffIDs: rl.DiffIDs, Blobs: rl.Blobs}
+		d.Image = remoteImage(rl)
 		cfg, d.ConfigDesc, d.Trust = rl.Config, rl.ConfigDescriptor, rl.Trust
 	case types.SideArchive:
 		fi, err := s.archive.OpenImage(ctx, side.Name, req.Platform)
