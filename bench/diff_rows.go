@@ -5,30 +5,11 @@ package main
 import (
 	"fmt"
 	"slices"
-	"sort"
 	"time"
 )
 
 // Case 15's table: per RTT, each figure beside its baseline of the same
 // turns, as ratios of the pairs.
-
-// bytesRatio is the median of a[i]/b[i], as pairedRatio for times.
-func bytesRatio(a, b []int64) float64 {
-	var r []float64
-	for i := 0; i < min(len(a), len(b)); i++ {
-		if b[i] > 0 {
-			r = append(r, float64(a[i])/float64(b[i]))
-		}
-	}
-	if len(r) == 0 {
-		return 0
-	}
-	sort.Float64s(r)
-	if len(r)%2 == 1 {
-		return r[len(r)/2]
-	}
-	return (r[len(r)/2-1] + r[len(r)/2]) / 2
-}
 
 func mib(n int64) float64 { return float64(n) / (1 << 20) }
 
@@ -70,11 +51,11 @@ func whatRows(runs []whatRun, rtt time.Duration, fx *diffFixture) []row {
 	tocCold, tocColdB, tocColdG := pick(func(r whatRun) meas { return r.toc.cold })
 	tocSyft, tocSyftB, tocSyftG := pick(func(r whatRun) meas { return r.toc.syft })
 
-	dColdT, dColdB := pairedRatio(diffCold, base), bytesRatio(diffColdB, baseB)
-	dWarmT, dWarmB := pairedRatio(diffWarm, base), bytesRatio(diffWarmB, baseB)
-	pColdT, pColdB := pairedRatio(pkgCold, syft), bytesRatio(pkgColdB, syftB)
-	pWarmT, pWarmB := pairedRatio(pkgWarm, syft), bytesRatio(pkgWarmB, syftB)
-	tColdT, tColdB := pairedRatio(tocCold, tocSyft), bytesRatio(tocColdB, tocSyftB)
+	dColdT, dColdB := pairedRatio(diffCold, base), pairedRatio(diffColdB, baseB)
+	dWarmT, dWarmB := pairedRatio(diffWarm, base), pairedRatio(diffWarmB, baseB)
+	pColdT, pColdB := pairedRatio(pkgCold, syft), pairedRatio(pkgColdB, syftB)
+	pWarmT, pWarmB := pairedRatio(pkgWarm, syft), pairedRatio(pkgWarmB, syftB)
+	tColdT, tColdB := pairedRatio(tocCold, tocSyft), pairedRatio(tocColdB, tocSyftB)
 	const baseName, syftName = "crane pull A B + compare", "syft registry:B"
 	sizes := fmt.Sprintf("images %.0f MiB each: %.0f MiB shared, top layers %.1f and %.1f MiB; baseline %s",
 		mib(fx.shared+fx.toTop), mib(fx.shared), mib(fx.fromTop), mib(fx.toTop), baseG)

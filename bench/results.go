@@ -66,10 +66,10 @@ func stats(ds []time.Duration) (med, p95 time.Duration) {
 	return med, s[idx-1]
 }
 
-// pairedRatio is the median of a[i]/b[i]: each measurement against the
-// baseline taken right beside it, so that a change in the machine's speed
-// during the run cancels out.
-func pairedRatio(a, b []time.Duration) float64 {
+// pairedRatio is the median of a[i]/b[i]: each measurement (a time, or
+// bytes) against the baseline taken right beside it, so that a change in
+// the machine's speed during the run cancels out.
+func pairedRatio[T time.Duration | int64](a, b []T) float64 {
 	n := min(len(a), len(b))
 	if n == 0 {
 		return 0
