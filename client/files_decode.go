@@ -20,9 +20,10 @@ import (
 // answer is always the one json.Unmarshal gives: FuzzFilesDecoder holds
 // the two to it.
 type filesDecoder struct {
-	// layer and source repeat on most lines: the last ones are reused
-	// instead of allocated again.
-	layer, source string
+	// layer, source and modTime repeat on most lines (an image's build
+	// stamps its files with one time): the last ones are reused instead
+	// of allocated again.
+	layer, source, modTime string
 }
 
 func (d *filesDecoder) decode(line []byte, e *types.FileEntry) error {
@@ -68,7 +69,10 @@ func (d *filesDecoder) fast(line []byte, e *types.FileEntry) bool {
 		case "Type":
 			e.Type = fileType(str)
 		case "ModTime":
-			e.ModTime = string(str)
+			if d.modTime != string(str) {
+				d.modTime = string(str)
+			}
+			e.ModTime = d.modTime
 		case "Linkname":
 			e.Linkname = string(str)
 		case "Layer":

@@ -90,11 +90,11 @@ func (c *Client) ImageFiles(ctx context.Context, name string, opts FilesOptions,
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 0, 4096), maxFilesLine)
 	var dec filesDecoder
+	var e types.FileEntry // one for the stream, not one allocated a line
 	for sc.Scan() {
 		if len(sc.Bytes()) == 0 {
 			continue
 		}
-		var e types.FileEntry
 		if err := dec.decode(sc.Bytes(), &e); err != nil {
 			return fmt.Errorf("decoding the files stream: %w", err)
 		}

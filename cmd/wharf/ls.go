@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"io/fs"
 	"path"
 	"strings"
@@ -98,14 +97,14 @@ func runLs(ctx context.Context, c *cli, o lsOptions, name, p string) error {
 	// A listing can hold 10^6 entries: one write per 64 KiB, not per line.
 	w := bufio.NewWriterSize(c.out, 64<<10)
 	clean := path.Join("/", p)
+	var line []byte
 	err = api.ImageFiles(ctx, name, opts, func(e types.FileEntry, raw []byte) error {
 		if o.format == "json" {
-			if _, err := w.Write(raw); err != nil {
-				return err
-			}
-			return w.WriteByte('\n')
+			line = append(append(line[:0], raw...), '\n')
+		} else {
+			line = appendLsLine(line[:0], &e, o, displayName(e.Path, clean, o.recursive))
 		}
-		_, err := io.WriteString(w, lsLine(e, o, displayName(e.Path, clean, o.recursive)))
+		_, err := w.Write(line)
 		return err
 	})
 	if ferr := w.Flush(); err == nil {
@@ -124,31 +123,32 @@ func displayName(p, listed string, recursive bool) string {
 	return path.Base(p)
 }
 
-// lsLine is one line of the listing, newline included.
-func lsLine(e types.FileEntry, o lsOptions, name string) string {
-	var b strings.Builder
+// appendLsLine appends one line of the listing to b, newline included: a
+// listing reuses one buffer for all its lines.
+func appendLsLine(b []byte, e *types.FileEntry, o lsOptions, name string) []byte {
 	if o.layers {
-		b.WriteString(shortDigest(e.Layer))
-		b.WriteByte(' ')
+		b = append(b, shortDigest(e.Layer)...)
+		b = append(b, ' ')
 	}
 	if o.long {
 		mt := e.ModTime
 		if t, err := time.Parse(time.RFC3339Nano, e.ModTime); err == nil {
 			mt = t.UTC().Format("2006-01-02 15:04")
 		}
-		fmt.Fprintf(&b, "%s %5d %5d %10d %s ", lsMode(e), e.Uid, e.Gid, e.Size, mt)
+		b = fmt.Appendf(b, "%s %5d %5d %10d %s ", lsMode(*e), e.Uid, e.Gid, e.Size, mt)
 	}
-	b.WriteString(name)
+	b = append(b, name...)
 	if o.long {
 		switch e.Type {
 		case types.FileTypeSymlink:
-			b.WriteString(" -> " + e.Linkname)
+			b = append(b, " -> "...)
+			b = append(b, e.Linkname...)
 		case types.FileTypeHardlink:
-			b.WriteString(" link to " + e.Linkname)
+			b = append(b, " link to "...)
+			b = append(b, e.Linkname...)
 		}
 	}
-	b.WriteByte('\n')
-	return b.String()
+	return append(b, '\n')
 }
 
 // shortDigest is a layer's digest as docker's short IDs: 12 hex digits.
