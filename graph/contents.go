@@ -16,6 +16,9 @@ import (
 
 // ImageFiles lists the paths of an image, local or remote (graph/contents).
 func (s *Service) ImageFiles(ctx context.Context, name string, opts types.FilesOptions, emit func(types.FileEntry) error) error {
+	if opts.Remote {
+		return s.remoteFiles(ctx, name, opts, emit)
+	}
 	img, err := s.contentsImage(ctx, name, opts)
 	if err != nil {
 		return err
@@ -26,6 +29,9 @@ func (s *Service) ImageFiles(ctx context.Context, name string, opts types.FilesO
 // ImageStat is the stat of one path of an image, as docker's
 // X-Docker-Container-Path-Stat carries it (graph/contents).
 func (s *Service) ImageStat(ctx context.Context, name string, opts types.FilesOptions) (container.PathStat, error) {
+	if opts.Remote {
+		return s.remoteStat(ctx, name, opts)
+	}
 	img, err := s.contentsImage(ctx, name, opts)
 	if err != nil {
 		return container.PathStat{}, err
@@ -37,6 +43,9 @@ func (s *Service) ImageStat(ctx context.Context, name string, opts types.FilesOp
 // with the path's stat, before the first byte, and returns where the tar
 // goes (graph/contents).
 func (s *Service) ImageArchive(ctx context.Context, name string, opts types.FilesOptions, start func(container.PathStat) (io.Writer, error)) error {
+	if opts.Remote {
+		return s.remoteArchive(ctx, name, opts, start)
+	}
 	img, err := s.contentsImage(ctx, name, opts)
 	if err != nil {
 		return err

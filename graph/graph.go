@@ -25,6 +25,7 @@ import (
 	"github.com/wharfproject/wharf/graph/archive"
 	"github.com/wharfproject/wharf/graph/contents"
 	"github.com/wharfproject/wharf/graph/distribution"
+	"github.com/wharfproject/wharf/graph/internal/ahead"
 	"github.com/wharfproject/wharf/graph/mirror"
 	"github.com/wharfproject/wharf/graph/store"
 	"github.com/wharfproject/wharf/graph/updates"
@@ -77,7 +78,8 @@ type Service struct {
 	opts Options
 	log  *logrus.Entry
 
-	inspects *inspectCache // remote inspect: config-derived fields by config digest
+	inspects *inspectCache                           // remote inspect: config-derived fields by config digest
+	guesses  *ahead.Memo[*distribution.RemoteLayers] // remote contents reads started ahead (contents_ahead.go)
 
 	walkList bool // tests: the list walks every summary instead of the indexes (list.go)
 }
@@ -91,7 +93,7 @@ func New(ctx context.Context, opts Options) (*Service, error) {
 	if opts.Logger == nil {
 		opts.Logger = logrus.NewEntry(logrus.StandardLogger())
 	}
-	s := &Service{opts: opts, log: opts.Logger, inspects: newInspectCache(inspectCacheEntries)}
+	s := &Service{opts: opts, log: opts.Logger, inspects: newInspectCache(inspectCacheEntries), guesses: newAheadMemo()}
 	records, err := store.Open(ctx, store.Options{Root: opts.Root, Logger: opts.Logger, Platform: opts.Platform, Lock: opts.Lock})
 	if err != nil {
 		return nil, err

@@ -332,6 +332,37 @@ func (s *ContentsSuite) TestWarmRemoteIndexListsWithNoBlobAndCatsWithOneRange(c 
 	c.Assert(len(blobs) <= 1, check.Equals, true, check.Commentf("blob requests of a warm cat: %v", blobs))
 }
 
+// A warm remote read starts on the image the tag named the last time,
+// while the registry is asked again: once the tag has moved, the caller
+// gets the new image's files, and nothing of the old one's.
+func (s *ContentsSuite) TestWarmRemoteReadFollowsAMovedTag(c *check.C) {
+	s.login(c)
+	version := func(v string) *testregistry.Image {
+		return contentsImage(c, [][]contentsEntry{{
+			{typ: tar.TypeDir, name: "etc/", mode: 0o755},
+			{typ: tar.TypeReg, name: "etc/only-" + v, mode: 0o644, body: v},
+			{typ: tar.TypeReg, name: "etc/version", mode: 0o644, body: v + "\n"},
+		}})
+	}
+	ctx, cancel := fixtureCtx()
+	defer cancel()
+	name := s.reg.Host + "/ct/moving:t"
+	c.Assert(s.reg.Client().PushImage(ctx, "ct/moving", "t", version("one")), check.IsNil)
+	for i := 0; i < 2; i++ { // cold, then warm: the second read starts ahead
+		c.Assert(s.wharfOK(c, "ls", []string{"--remote"}, "-R", name, "/").Stdout, check.Equals, "/etc\n/etc/only-one\n/etc/version\n")
+		c.Assert(s.wharfOK(c, "cat", []string{"--remote"}, name, "/etc/version").Stdout, check.Equals, "one\n")
+	}
+
+	c.Assert(s.reg.Client().PushImage(ctx, "ct/moving", "t", version("two")), check.IsNil)
+	for i := 0; i < 2; i++ {
+		c.Assert(s.wharfOK(c, "ls", []string{"--remote"}, "-R", name, "/").Stdout, check.Equals, "/etc\n/etc/only-two\n/etc/version\n")
+		c.Assert(s.wharfOK(c, "cat", []string{"--remote"}, name, "/etc/version").Stdout, check.Equals, "two\n")
+		gone := s.wharf(c, "cat", []string{"--remote"}, name, "/etc/only-one")
+		c.Assert(gone.ExitCode, check.Equals, 1, check.Commentf("%s", gone))
+		c.Assert(gone.Stdout, check.Equals, "")
+	}
+}
+
 // A cold cat reads each layer once, whole, and keeps the file in that pass:
 // no range request follows; a second cat of it reads no blob at all.
 func (s *ContentsSuite) TestColdRemoteCatReadsEachLayerOnce(c *check.C) {

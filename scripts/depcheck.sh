@@ -27,7 +27,7 @@ allowed() {
 	registry/transport) echo "registry/hosts" ;;
 	registry/hosts) echo "" ;;
 	imagespec) echo "" ;;
-	graph) echo "api/types imagespec internal/imageref graph/store graph/archive graph/contents graph/diff graph/packages graph/distribution graph/mirror graph/updates internal/rootlock" ;;
+	graph) echo "api/types imagespec internal/imageref graph/store graph/archive graph/contents graph/diff graph/packages graph/distribution graph/mirror graph/updates graph/internal/ahead internal/rootlock" ;;
 	graph/contents) echo "api/types graph/contents/indexcache internal/decompress internal/gzindex internal/layerindex internal/layertoc internal/pair" ;;
 	graph/packages) echo "api/types graph/contents internal/countio" ;;
 	graph/diff) echo "api/types graph/contents graph/packages internal/layerindex internal/pair" ;;
@@ -77,6 +77,7 @@ allowed() {
 	internal/testregistry) echo "" ;;
 	internal/hostile) echo "internal/testregistry" ;;
 	graph/internal/graphtest) echo "api/types graph/store" ;;
+	graph/internal/ahead) echo "" ;;
 	integration-cli) echo "internal/testregistry client api/types" ;;
 	bench) echo "graph registry client api/types internal/testregistry internal/hostile internal/gzindex internal/layertoc" ;;
 	*) echo "UNKNOWN" ;;
