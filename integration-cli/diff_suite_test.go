@@ -212,6 +212,33 @@ func (s *DiffSuite) TestRemoteDiffNamesThePackageAndTheFileAndReadsNoSharedLayer
 	c.Assert(d.Signer.Differs(), check.Equals, false)
 }
 
+// An ELF executable that is no Go binary, in both top layers: the index
+// pass reads it for the package list and declines it, so the packages
+// section does not read it again. Each top layer is read once, whole, and
+// no range request follows.
+func (s *DiffSuite) TestPackagesSectionReadsADeclinedExecutableNoMore(c *check.C) {
+	top := func(pkg, conf string) []contentsEntry {
+		return append(diffTopLayer(pkg, conf),
+			contentsEntry{typ: tar.TypeDir, name: "usr/bin/", mode: 0o755},
+			contentsEntry{typ: tar.TypeReg, name: "usr/bin/tool", mode: 0o755, body: "\x7fELF\x02\x01\x01" + strings.Repeat("not go ", 64)})
+	}
+	base := diffBaseLayer(37)
+	e1 := diffImage(c, nil, base, top("1.0-1", "elf=one\n"))
+	e2 := diffImage(c, nil, base, top("1.1-1", "elf=two\n"))
+	ctx, cancel := fixtureCtx()
+	defer cancel()
+	c.Assert(s.reg.Client().PushImage(ctx, "dt/elf", "1", e1), check.IsNil)
+	c.Assert(s.reg.Client().PushImage(ctx, "dt/elf", "2", e2), check.IsNil)
+	s.reg.ResetCounters()
+	d, _ := s.diffJSON(c, "--remote", "--sections", "packages,files", s.reg.Host+"/dt/elf:1", s.reg.Host+"/dt/elf:2")
+	checkPackages(c, d)
+	gets := s.blobGets()
+	c.Assert(gets[e1.Layers[1].Digest] == 1 && gets[e2.Layers[1].Digest] == 1, check.Equals, true, check.Commentf("%v", gets))
+	for i, r := range s.reg.Counter.HeaderValues("Range") {
+		c.Assert(r, check.Equals, "", check.Commentf("a range request: %s", s.reg.Counter.Requests()[i]))
+	}
+}
+
 // The package database in the shared base of one side and in the top
 // layer of the other: the packages section reads what it needs of the
 // base to stay exact, and still names the one package. The files

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -23,6 +24,12 @@ import (
 // ErrContentMismatch is a file whose bytes do not hash to the digest its
 // index recorded.
 var ErrContentMismatch = fmt.Errorf("file content does not match its digest%.0w", errdefs.ErrDataLoss)
+
+// ErrDeclined is a read, for an image that wants some files, of a file an
+// index pass read whole for that same Want and its Keep dropped (an
+// executable that is no Go binary): the caller's own look at the bytes
+// would come to the same, so they are not read again.
+var ErrDeclined = errors.New("the file was read and declined by what the image wants")
 
 const (
 	// maxHeldFile is the largest file whose bytes are held in memory until
@@ -98,6 +105,9 @@ func (r *Room) writeContent(ctx context.Context, img *Image, v *layerindex.View,
 		_, err := w.Write(b)
 		return err
 	}
+	if _, ok := r.declined.get(declinedKey{key, img.Want}); ok && img.Want != nil {
+		return fmt.Errorf("%s: %w", e.Path, ErrDeclined)
+	}
 	off, n, ok := e.DataRange()
 	if !ok {
 		return fmt.Errorf("%s: the index records no place for its bytes%.0w", e.Path, errdefs.ErrNotImplemented)
@@ -120,6 +130,13 @@ func (r *Room) writeContent(ctx context.Context, img *Image, v *layerindex.View,
 	r.files.add(key, b, e.Size)
 	_, err = w.Write(b)
 	return err
+}
+
+// declinedKey is a file declined by one Want (by identity: package lists
+// share packages.Wanted).
+type declinedKey struct {
+	file fileKey
+	want *Want
 }
 
 // fileKey names a file's bytes in a layer: its first header's offset in

@@ -70,6 +70,11 @@ const (
 	// layer's files for its caller: 16 MiB (maxHeldFile), so the three
 	// builds of one request hold at most 48 MiB of them.
 	maxKeptPerLayer = maxHeldFile
+	// memDeclinedBudget bounds the files remembered as declined by a
+	// Want's Keep: 1 MiB at declinedCost each, about 16,000 (a layer's
+	// executables that are not Go binaries).
+	memDeclinedBudget = 1 << 20
+	declinedCost      = 64
 )
 
 // Room answers ls, cat and cp over layer indexes.
@@ -83,6 +88,9 @@ type Room struct {
 	views  *memCache[string, *layerindex.View]
 	tocs   *memCache[string, *tocFiles]
 	files  *memCache[fileKey, []byte] // verified file bytes
+	// declined are the files an index pass read whole for an image's Want
+	// and its Keep dropped (read.go's ErrDeclined).
+	declined *memCache[declinedKey, struct{}]
 
 	builds     flight[*layerData]
 	viewBuilds flight[*layerindex.View]
@@ -108,14 +116,15 @@ func New(opts Options) (*Room, error) {
 		}
 	}
 	return &Room{
-		cache:  c,
-		lim:    opts.Limits,
-		obs:    obs,
-		tmp:    opts.Dir,
-		layers: newMemCache[string, *layerData](memIndexBudget),
-		views:  newMemCache[string, *layerindex.View](memViewBudget),
-		tocs:   newMemCache[string, *tocFiles](memTOCBudget),
-		files:  newMemCache[fileKey, []byte](memFileBudget),
+		cache:    c,
+		lim:      opts.Limits,
+		obs:      obs,
+		tmp:      opts.Dir,
+		layers:   newMemCache[string, *layerData](memIndexBudget),
+		views:    newMemCache[string, *layerindex.View](memViewBudget),
+		tocs:     newMemCache[string, *tocFiles](memTOCBudget),
+		files:    newMemCache[fileKey, []byte](memFileBudget),
+		declined: newMemCache[declinedKey, struct{}](memDeclinedBudget),
 	}, nil
 }
 

@@ -169,7 +169,12 @@ func (r *Room) loadStream(ctx context.Context, blobs Blobs, desc ocispec.Descrip
 	// The blob was read to its end and its digest held: what the pass
 	// kept is the layer's.
 	for _, k := range kept {
-		r.files.add(fileKey{desc.Digest, k.HeaderOffset}, k.Data, int64(len(k.Data)))
+		key := fileKey{desc.Digest, k.HeaderOffset}
+		if k.Declined {
+			r.declined.add(declinedKey{key, want}, struct{}{}, declinedCost)
+			continue
+		}
+		r.files.add(key, k.Data, int64(len(k.Data)))
 	}
 	ld.ix.Source = layerindex.SourceStream
 	if local {

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/mod/module"
 
 	"github.com/wharfproject/wharf/api/types"
+	"github.com/wharfproject/wharf/graph/contents"
 )
 
 // elfMagic starts every ELF file: executables that do not are not read
@@ -74,7 +75,9 @@ func readBuildInfo(ctx context.Context, fsys FS, lim Limits, p string) (*debug.B
 	w := &elfFile{capFile: capFile{f: tmp, max: lim.MaxBinarySize}}
 	err = fsys.Copy(ctx, p, w)
 	switch {
-	case errors.Is(err, errNotELF):
+	case errors.Is(err, errNotELF), errors.Is(err, contents.ErrDeclined):
+		// Declined: the layer's index pass read it whole and found no
+		// ELF file with the build info's magic (Wanted.Keep).
 		return nil, w.n, errNotGo
 	case errors.Is(err, errCapped):
 		return nil, w.n, fmt.Errorf("%s: larger than %d bytes: %w", p, lim.MaxBinarySize, ErrTooLarge)

@@ -62,9 +62,12 @@ type Keep struct {
 // Kept are one file's bytes, by its entry's HeaderOffset. They are what
 // the pass read, hashed into the entry's SHA256; the caller believes them
 // only as far as it believes the stream (its digest checked at EOF).
+// Declined (Data nil): the file was wanted and read whole, and Check
+// dropped it, so a caller need not read it again to learn the same.
 type Kept struct {
 	HeaderOffset int64
 	Data         []byte
+	Declined     bool
 }
 
 // BuildWith is Build that also returns the bytes of the files
@@ -130,9 +133,13 @@ func BuildWith(ctx context.Context, r io.Reader, lim Limits, opts Options) (*Ind
 		if err := drain(tr, h, w, buf); err != nil {
 			return nil, nil, tarErr(start, err)
 		}
-		if w != nil && int64(len(scratch)) == e.Size && (keep.Check == nil || keep.Check(&e, scratch)) {
-			kept = append(kept, Kept{HeaderOffset: e.HeaderOffset, Data: bytes.Clone(scratch)})
-			room -= e.Size
+		if w != nil && int64(len(scratch)) == e.Size {
+			if keep.Check == nil || keep.Check(&e, scratch) {
+				kept = append(kept, Kept{HeaderOffset: e.HeaderOffset, Data: bytes.Clone(scratch)})
+				room -= e.Size
+			} else {
+				kept = append(kept, Kept{HeaderOffset: e.HeaderOffset, Declined: true})
+			}
 		}
 		if h != nil {
 			h.Sum(e.SHA256[:0])

@@ -3,30 +3,32 @@ package layerindex
 import (
 	"bytes"
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/opencontainers/go-digest"
 )
 
 // BuildWith keeps the bytes of the files Want picks and Check passes,
-// within Max in all, each by its entry's header offset; the index is the
-// one Build gives.
+// within Max in all, each by its entry's header offset, and names those
+// Check declined; the index is the one Build gives.
 func TestBuildWithKeeps(t *testing.T) {
 	raw := tarOf(t, dir("etc"), file("etc/a", "alpha"), file("etc/b", "bravo!"), file("etc/c", "charlie"), file("etc/d", "delta"), symlink("etc/l", "a"))
 	want := func(e *Entry) bool { return e.Path != "/etc/d" }
 	for _, tc := range []struct {
-		name  string
-		keep  Keep
-		kept  []string
-		paths []string
+		name     string
+		keep     Keep
+		kept     []string
+		paths    []string
+		declined []string
 	}{
-		{"nothing wanted", Keep{Max: 1 << 20}, nil, nil},
-		{"all but d", Keep{Want: want, Max: 1 << 20}, []string{"alpha", "bravo!", "charlie"}, []string{"/etc/a", "/etc/b", "/etc/c"}},
-		{"checked", Keep{Want: want, Max: 1 << 20, Check: func(_ *Entry, b []byte) bool { return b[0] != 'b' }}, []string{"alpha", "charlie"}, []string{"/etc/a", "/etc/c"}},
+		{"nothing wanted", Keep{Max: 1 << 20}, nil, nil, nil},
+		{"all but d", Keep{Want: want, Max: 1 << 20}, []string{"alpha", "bravo!", "charlie"}, []string{"/etc/a", "/etc/b", "/etc/c"}, nil},
+		{"checked", Keep{Want: want, Max: 1 << 20, Check: func(_ *Entry, b []byte) bool { return b[0] != 'b' }}, []string{"alpha", "charlie"}, []string{"/etc/a", "/etc/c"}, []string{"/etc/b"}},
 		// 5 + 6 fit in 12; charlie (7) does not, and nothing after it is
 		// larger than what is left.
-		{"within Max", Keep{Want: want, Max: 12}, []string{"alpha", "bravo!"}, []string{"/etc/a", "/etc/b"}},
-		{"Max 0", Keep{Want: want}, nil, nil},
+		{"within Max", Keep{Want: want, Max: 12}, []string{"alpha", "bravo!"}, []string{"/etc/a", "/etc/b"}, nil},
+		{"Max 0", Keep{Want: want}, nil, nil, nil},
 	} {
 		ix, kept, err := BuildWith(context.Background(), bytes.NewReader(raw), Limits{}, Options{Keep: tc.keep})
 		if err != nil {
@@ -39,21 +41,40 @@ func TestBuildWithKeeps(t *testing.T) {
 		if len(ix.Entries) != len(plain.Entries) || ix.DiffID != plain.DiffID {
 			t.Fatalf("%s: the index differs from Build's", tc.name)
 		}
-		if len(kept) != len(tc.kept) {
-			t.Fatalf("%s: kept %d files, want %d", tc.name, len(kept), len(tc.kept))
-		}
-		for i, k := range kept {
-			var e *Entry
-			for j := range ix.Entries {
-				if ix.Entries[j].HeaderOffset == k.HeaderOffset {
-					e = &ix.Entries[j]
+		var declined []string
+		var held []Kept
+		for _, k := range kept {
+			if k.Declined {
+				if k.Data != nil {
+					t.Fatalf("%s: a declined file's bytes are kept", tc.name)
 				}
+				declined = append(declined, pathAt(ix, k.HeaderOffset))
+				continue
 			}
-			if e == nil || e.Path != tc.paths[i] || string(k.Data) != tc.kept[i] {
+			held = append(held, k)
+		}
+		if strings.Join(declined, ",") != strings.Join(tc.declined, ",") {
+			t.Fatalf("%s: declined %v, want %v", tc.name, declined, tc.declined)
+		}
+		if len(held) != len(tc.kept) {
+			t.Fatalf("%s: kept %d files, want %d", tc.name, len(held), len(tc.kept))
+		}
+		for i, k := range held {
+			if pathAt(ix, k.HeaderOffset) != tc.paths[i] || string(k.Data) != tc.kept[i] {
 				t.Fatalf("%s: kept %d is %q at %d, want %s = %q", tc.name, i, k.Data, k.HeaderOffset, tc.paths[i], tc.kept[i])
 			}
 		}
 	}
+}
+
+// pathAt is the path of the entry whose header is at off.
+func pathAt(ix *Index, off int64) string {
+	for j := range ix.Entries {
+		if ix.Entries[j].HeaderOffset == off {
+			return ix.Entries[j].Path
+		}
+	}
+	return ""
 }
 
 // Entry.Digest is the digest go-digest gives the same bytes.
