@@ -12,6 +12,7 @@ import (
 	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/graph/contents"
 	"github.com/wharfproject/wharf/graph/diff"
+	"github.com/wharfproject/wharf/graph/distribution"
 	"github.com/wharfproject/wharf/graph/store"
 	"github.com/wharfproject/wharf/imagespec"
 )
@@ -28,11 +29,14 @@ func (s *Service) ImageDiff(ctx context.Context, req types.DiffRequest) (*types.
 		return nil, err
 	}
 	judge := slices.Contains(sections, types.DiffSigner)
+	ectx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	early := &diffEarly{start: func(a, b *contents.Image) { diff.Early(ectx, sections, s.contents, a, b) }}
 	var a, b *diff.Side
 	var errA, errB error
 	var sides sync.WaitGroup
-	sides.Go(func() { a, errA = s.diffSide(ctx, req.From, req, judge) })
-	sides.Go(func() { b, errB = s.diffSide(ctx, req.To, req, judge) })
+	sides.Go(func() { a, errA = s.diffSide(ctx, req.From, req, judge, early.side(0)) })
+	sides.Go(func() { b, errB = s.diffSide(ctx, req.To, req, judge, early.side(1)) })
 	sides.Wait()
 	defer a.Close()
 	defer b.Close()
@@ -47,7 +51,7 @@ func (s *Service) ImageDiff(ctx context.Context, req types.DiffRequest) (*types.
 // inspect does (its verdict the policy's now, when judge), or the one
 // image of an archive file on the daemon's host, read in place (no
 // verdict).
-func (s *Service) diffSide(ctx context.Context, side types.DiffSide, req types.DiffRequest, judge bool) (*diff.Side, error) {
+func (s *Service) diffSide(ctx context.Context, side types.DiffSide, req types.DiffRequest, judge bool, early func(*contents.Image)) (*diff.Side, error) {
 	d := &diff.Side{Name: types.DiffImage{Kind: side.Kind, Name: side.Name}}
 	var cfg *store.ImageConfig
 	switch side.Kind {
@@ -60,11 +64,10 @@ func (s *Service) diffSide(ctx context.Context, side types.DiffSide, req types.D
 		cfg, d.ConfigDesc, d.Trust = meta.Config, meta.Manifest.Config, rec.Trust
 	case types.SideRemote:
 		opts := types.FilesOptions{Remote: true, Platform: req.Platform, Auth: req.Auth, Registries: req.Registries, MetaHeaders: req.MetaHeaders}
-		resolve := s.dist.RemoteLayers
-		if judge {
-			resolve = s.dist.RemoteJudged
-		}
-		rl, err := resolve(ctx, side.Name, opts)
+		rl, err := s.dist.RemoteLayersWith(ctx, side.Name, opts, distribution.RemoteOptions{
+			Judge: judge,
+			Early: func(rl *distribution.RemoteLayers) { early(remoteImage(rl)) },
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -95,9 +98,37 @@ func (s *Service) diffSide(ctx context.Context, side types.DiffSide, req types.D
 	oci := cfg.Image
 	oci.Config = cfg.Config.ImageConfig
 	d.Config = &oci
+	early(d.Image) // once only: a remote side's call from its manifest came first
 	d.Name.Digest = d.Image.Manifest.Digest.String()
 	if p := cfg.Platform; p.OS != "" {
 		d.Name.Platform = imagespec.FormatPlatform(p)
 	}
 	return d, nil
+}
+
+// diffEarly hands both sides' layers to start once each side has told
+// its own: a remote side as soon as its manifest is read, the others once
+// resolved (diff.Early).
+type diffEarly struct {
+	mu    sync.Mutex
+	imgs  [2]*contents.Image
+	start func(a, b *contents.Image)
+	done  bool
+}
+
+// side is what side i tells; later calls for one side are ignored.
+func (e *diffEarly) side(i int) func(*contents.Image) {
+	return func(img *contents.Image) {
+		e.mu.Lock()
+		if e.imgs[i] == nil {
+			e.imgs[i] = img
+		}
+		ready := !e.done && e.imgs[0] != nil && e.imgs[1] != nil
+		e.done = e.done || ready
+		a, b := e.imgs[0], e.imgs[1]
+		e.mu.Unlock()
+		if ready {
+			e.start(a, b)
+		}
+	}
 }

@@ -72,7 +72,7 @@ func (s *Service) inspect(ctx context.Context, req InspectRequest) (*RemoteImage
 	if err != nil {
 		return nil, err
 	}
-	img, err := res.Image(ctx, req.Platform)
+	img, err := res.image(ctx, req.Platform, req.OnManifest)
 	if err != nil {
 		return nil, err
 	}

@@ -122,6 +122,11 @@ type InspectRequest struct {
 	// Referrers, when set, asks for what refers to the image too
 	// (registry/referrers); nil costs no request.
 	Referrers *ReferrersOptions
+	// OnManifest, when set, is told the platform manifest and the
+	// repository it came from before the config is fetched, so that the
+	// caller can start reading layers a round trip early. It must not
+	// block. A request that joins an identical one in flight is not told.
+	OnManifest func(repo *Repository, desc ocispec.Descriptor, m *ocispec.Manifest)
 }
 
 // TopLevel is what a name resolved to on one repository: the top-level

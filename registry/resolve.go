@@ -276,6 +276,12 @@ func (r *Resolved) Choose(ctx context.Context, p ocispec.Platform) (Choice, erro
 // config (verified) and layers. A schema1 manifest or a v1 registry gives
 // the v1Compatibility record as config (V1 set).
 func (r *Resolved) Image(ctx context.Context, p ocispec.Platform) (*RemoteImage, error) {
+	return r.image(ctx, p, nil)
+}
+
+// image is Image telling onManifest (when set) of the platform manifest
+// before the config is read.
+func (r *Resolved) image(ctx context.Context, p ocispec.Platform, onManifest func(*Repository, ocispec.Descriptor, *ocispec.Manifest)) (*RemoteImage, error) {
 	if r.v1 != nil {
 		return r.ImageOf(ctx, Choice{})
 	}
@@ -283,12 +289,16 @@ func (r *Resolved) Image(ctx context.Context, p ocispec.Platform) (*RemoteImage,
 	if err != nil {
 		return nil, err
 	}
-	return r.ImageOf(ctx, c)
+	return r.imageOf(ctx, c, onManifest)
 }
 
 // ImageOf is Image for the platform manifest c that Choose chose on r:
 // nothing is chosen or fetched again; the config is read.
 func (r *Resolved) ImageOf(ctx context.Context, c Choice) (*RemoteImage, error) {
+	return r.imageOf(ctx, c, nil)
+}
+
+func (r *Resolved) imageOf(ctx context.Context, c Choice, onManifest func(*Repository, ocispec.Descriptor, *ocispec.Manifest)) (*RemoteImage, error) {
 	if r.v1 != nil {
 		img := *r.v1
 		img.repo = r.repo
@@ -323,6 +333,9 @@ func (r *Resolved) ImageOf(ctx context.Context, c Choice) (*RemoteImage, error) 
 		// manifest's config in its repository: no HEAD needed to serve a
 		// cached config here.
 		r.repo.svc.content.authorize(m.Config.Digest, r.repo.scope())
+		if onManifest != nil {
+			onManifest(r.repo, mdesc, &m)
+		}
 		cfg, err := r.repo.FetchConfig(ctx, m.Config)
 		if err != nil {
 			return nil, err

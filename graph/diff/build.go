@@ -122,6 +122,24 @@ func Build(ctx context.Context, sections []string, a, b *Side, r Rooms) (*types.
 	return out, nil
 }
 
+// Early starts, from the two sides' layers alone (their configs may still
+// be on the way), the index builds that Build's files and packages
+// sections read first: the layers above the shared prefix, keeping the
+// files a package list reads when that section is asked. Build joins the
+// builds in flight. It returns at once; ctx ends them when no one else
+// waits on them.
+func Early(ctx context.Context, sections []string, room *contents.Room, a, b *contents.Image) {
+	files, pkgs := slices.Contains(sections, types.DiffFiles), slices.Contains(sections, types.DiffPackages)
+	if !files && !pkgs {
+		return
+	}
+	if pkgs {
+		a, b = a.Wanting(packages.Wanted), b.Wanting(packages.Wanted)
+	}
+	k := SharedPrefix(a.Layers, b.Layers)
+	go func() { _, _, _ = room.LayerIndexesOfTwo(ctx, a, b, k) }()
+}
+
 // filesOf indexes the layers above the shared prefix on each side, and
 // uses the shared layers' indexes only when every one is already held.
 func filesOf(ctx context.Context, room *contents.Room, a, b *contents.Image) (*types.FilesDiff, error) {

@@ -47,26 +47,45 @@ type RemoteLayers struct {
 // their annotations kept, and the config's diff IDs. A schema1 or v1 image
 // has no layer digests a contents read could use: ErrNotImplemented.
 func (s *Service) RemoteLayers(ctx context.Context, name string, opts types.FilesOptions) (*RemoteLayers, error) {
-	return s.remoteLayers(ctx, name, opts, false)
+	return s.RemoteLayersWith(ctx, name, opts, RemoteOptions{})
 }
 
 // RemoteJudged is RemoteLayers plus the signature policy's verdict on the
 // image, as a remote inspect gives it (nil without a policy), from the
 // same resolution: a diff's signer section costs no second look-up.
 func (s *Service) RemoteJudged(ctx context.Context, name string, opts types.FilesOptions) (*RemoteLayers, error) {
-	return s.remoteLayers(ctx, name, opts, true)
+	return s.RemoteLayersWith(ctx, name, opts, RemoteOptions{Judge: true})
 }
 
-func (s *Service) remoteLayers(ctx context.Context, name string, opts types.FilesOptions, judge bool) (*RemoteLayers, error) {
+// RemoteOptions are what RemoteLayersWith does beside the resolution.
+type RemoteOptions struct {
+	// Judge asks for the signature policy's verdict (RemoteJudged).
+	Judge bool
+	// Early, when set, is handed the image's layers as soon as its
+	// platform manifest is read, a round trip before the config: Manifest,
+	// Layers and Blobs only. It must not block, and may not be called (a
+	// look-up that joined an identical one in flight).
+	Early func(*RemoteLayers)
+}
+
+// RemoteLayersWith is RemoteLayers with ro.
+func (s *Service) RemoteLayersWith(ctx context.Context, name string, opts types.FilesOptions, ro RemoteOptions) (*RemoteLayers, error) {
+	judge := ro.Judge
 	svc, err := s.registryService()
 	if err != nil {
 		return nil, err
 	}
-	ri, err := svc.Inspect(ctx, registry.InspectRequest{
+	req := registry.InspectRequest{
 		Name:        name,
 		Platform:    s.platformOr(opts.Platform),
 		Credentials: credentials(opts.Auth, opts.Registries, opts.MetaHeaders),
-	})
+	}
+	if ro.Early != nil {
+		req.OnManifest = func(repo *registry.Repository, desc ocispec.Descriptor, m *ocispec.Manifest) {
+			ro.Early(&RemoteLayers{Manifest: desc, Layers: append([]ocispec.Descriptor(nil), m.Layers...), Blobs: &RemoteBlobs{repo: repo, st: s.st}})
+		}
+	}
+	ri, err := svc.Inspect(ctx, req)
 	if err != nil {
 		return nil, noSuchImage(name, err)
 	}
