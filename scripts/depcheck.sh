@@ -17,7 +17,7 @@ TEST_SUPPORT="internal/testregistry internal/hostile graph/internal/graphtest"
 allowed() {
 	case $1 in
 	api/types) echo "internal/imageref" ;;
-	api/server) echo "api/types imagespec internal/imageref" ;;
+	api/server) echo "api/types imagespec internal/imageref internal/sbom" ;;
 	registry) echo "imagespec internal/imageref registry/hosts registry/transport registry/upload registry/blobs registry/listing registry/referrers registry/v1 trust internal/ctxio" ;;
 	registry/upload) echo "registry/transport internal/ctxio" ;;
 	registry/blobs) echo "registry/transport internal/ctxio" ;;
@@ -60,6 +60,7 @@ allowed() {
 	internal/ctxio) echo "" ;;
 	internal/pair) echo "" ;;
 	internal/countio) echo "" ;;
+	internal/sbom) echo "api/types" ;;
 	internal/layerindex) echo "internal/safetar" ;;
 	internal/imageref) echo "" ;;
 	trust) echo "" ;;
@@ -67,12 +68,11 @@ allowed() {
 	trust/notation) echo "trust" ;;
 	trust/policy) echo "api/types trust trust/sigstore trust/notation" ;;
 	cmd/wharfd) echo "daemon" ;;
-	cmd/wharf) echo "client api/types imagespec internal/privdir cmd/wharf/internal/creds cmd/wharf/internal/formatter cmd/wharf/internal/manpage cmd/wharf/internal/syncyaml cmd/wharf/internal/untar cmd/wharf/internal/sbom" ;;
+	cmd/wharf) echo "client api/types imagespec internal/privdir cmd/wharf/internal/creds cmd/wharf/internal/formatter cmd/wharf/internal/manpage cmd/wharf/internal/syncyaml cmd/wharf/internal/untar" ;;
 	cmd/wharf/internal/creds) echo "api/types internal/dockerconfig" ;;
 	cmd/wharf/internal/syncyaml) echo "client" ;;
 	cmd/wharf/internal/manpage) echo "" ;;
 	cmd/wharf/internal/untar) echo "" ;;
-	cmd/wharf/internal/sbom) echo "api/types" ;;
 	cmd/wharf/internal/formatter) echo "api/types client" ;;
 	internal/testregistry) echo "" ;;
 	internal/hostile) echo "internal/testregistry" ;;

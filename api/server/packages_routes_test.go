@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/containerd/errdefs"
@@ -46,6 +47,8 @@ func TestImagePackagesRouteErrors(t *testing.T) {
 		{"bad platform", "?platform=nope", nil, http.StatusBadRequest},
 		{"not found", "", fmt.Errorf("no such image: %w", errdefs.ErrNotFound), http.StatusNotFound},
 		{"too large", "", fmt.Errorf("rpmdb: %w", errdefs.ErrResourceExhausted), http.StatusTooManyRequests},
+		{"unknown format", "?format=syft-table", nil, http.StatusBadRequest},
+		{"a document's error before its first byte", "?format=spdx-json", fmt.Errorf("no such image: %w", errdefs.ErrNotFound), http.StatusNotFound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := &fakeBackend{packages: func(string, types.PackagesOptions) (*types.ImagePackages, error) { return nil, tc.err }}
@@ -54,5 +57,30 @@ func TestImagePackagesRouteErrors(t *testing.T) {
 				t.Fatalf("%d %s", rec.Code, rec.Body)
 			}
 		})
+	}
+}
+
+// format=cyclonedx-json and spdx-json answer the list as those documents,
+// with their media types, the daemon named as the tool.
+func TestImagePackagesRouteWritesSBOMDocuments(t *testing.T) {
+	b := &fakeBackend{packages: func(n string, _ types.PackagesOptions) (*types.ImagePackages, error) {
+		return &types.ImagePackages{Image: n, Digest: "sha256:" + strings.Repeat("a", 64), Source: types.PackagesFromDatabases,
+			Packages: []types.Package{{Name: "bash", Version: "5.2", Type: types.PackageTypeDeb, PURL: "pkg:deb/debian/bash@5.2"}}}, nil
+	}}
+	for format, ct := range map[string]string{"cyclonedx-json": "application/vnd.cyclonedx+json", "spdx-json": "application/spdx+json"} {
+		rec := do(t, b, http.MethodGet, "/wharf/images/app:1/packages?format="+format, nil, nil)
+		if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != ct {
+			t.Fatalf("%s: %d %q %s", format, rec.Code, rec.Header().Get("Content-Type"), rec.Body)
+		}
+		var doc map[string]any
+		if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil {
+			t.Fatalf("%s: %v", format, err)
+		}
+		if !strings.Contains(rec.Body.String(), "pkg:deb/debian/bash@5.2") {
+			t.Fatalf("%s: the package is missing: %s", format, rec.Body)
+		}
+		if _, ok := doc["bomFormat"]; ok != (format == "cyclonedx-json") {
+			t.Fatalf("%s: not that format: %s", format, rec.Body)
+		}
 	}
 }

@@ -8,13 +8,11 @@ import (
 	"io"
 	"slices"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/wharfproject/wharf/api/types"
 	"github.com/wharfproject/wharf/client"
-	"github.com/wharfproject/wharf/cmd/wharf/internal/sbom"
 )
 
 // packagesFormats are --format's values: syft's names.
@@ -65,22 +63,25 @@ func runPackages(ctx context.Context, c *cli, o packagesOptions, name string) er
 	if err != nil {
 		return err
 	}
-	pkgs, err := api.ImagePackages(ctx, name, client.PackagesOptions{
-		Remote: fo.Remote, Platform: fo.Platform, Auth: fo.Auth, Registries: fo.Registries,
-	})
+	popts := client.PackagesOptions{Remote: fo.Remote, Platform: fo.Platform, Auth: fo.Auth, Registries: fo.Registries}
+	if o.format == "cyclonedx-json" || o.format == "spdx-json" {
+		// The daemon writes the document (internal/sbom).
+		rc, err := api.ImagePackagesDocument(ctx, name, popts, o.format)
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		_, err = io.Copy(c.out, rc)
+		return err
+	}
+	pkgs, err := api.ImagePackages(ctx, name, popts)
 	if err != nil {
 		return err
 	}
-	tool := sbom.Tool{Name: "wharf", Version: version}
-	switch o.format {
-	case "json":
+	if o.format == "json" {
 		enc := json.NewEncoder(c.out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(pkgs)
-	case "cyclonedx-json":
-		return sbom.CycloneDX(c.out, pkgs, tool, time.Now())
-	case "spdx-json":
-		return sbom.SPDX(c.out, pkgs, tool, time.Now())
 	}
 	return packagesTable(c.out, pkgs.Packages)
 }
