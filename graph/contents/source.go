@@ -183,6 +183,13 @@ func (r *Room) loadStream(ctx context.Context, blobs Blobs, desc ocispec.Descrip
 	return ld, nil
 }
 
+// gzipSpan is the checkpoint span of a gzip layer of size compressed
+// bytes: gzindex.DefaultSpan (2 MiB), wider past 2 GiB so that an
+// incompressible layer has at most about 1,024 checkpoints, whose windows
+// (32 MiB) stay within gzindex.MaxWindowBytes (64 MiB): past that cap a
+// read decodes from the last window recorded, however far behind.
+func gzipSpan(size int64) int64 { return max(gzindex.DefaultSpan, size/1024) }
+
 // buildStream indexes the layer blob r (gzip, zstd or a plain tar, told by
 // its first bytes) in one pass under the decompression-bomb caps, recording
 // gzip checkpoints in the same pass, and reads r to its end. desc is the
@@ -201,7 +208,7 @@ func buildStream(ctx context.Context, r io.Reader, desc ocispec.Descriptor, lim 
 	switch formatOf(head) {
 	case formatGzip:
 		lim.MaxTarBytes = tarCap(size, bomb.Max(size))
-		zr := gzindex.NewReader(in)
+		zr := gzindex.NewReader(in, gzindex.WithSpan(gzipSpan(size)))
 		if ld.ix, kept, err = layerindex.BuildWith(ctx, bomb.Guard(in, zr), lim, layerindex.Options{Keep: keep}); err != nil {
 			return nil, nil, err
 		}

@@ -8,10 +8,10 @@
 // ([Index.Locate]) and decodes it from the checkpoint at or before off
 // ([Index.Resume], or [Index.ReadAt] with a [RangeReader]).
 //
-// With the default span of 4 MiB the index is 0.22 % of the uncompressed
-// size on a tar of GOROOT (its windows, compressed; 0.78 % at worst, for
-// incompressible data), and a read of 10 KiB costs one range of about one
-// span of compressed bytes (1.1 MiB there).
+// With the default span of 2 MiB the index is about 0.6 % of the
+// uncompressed size on Go source (its windows, compressed at level 1 to
+// about 13 KiB; 1.6 % at worst, for incompressible data), and a read of
+// 10 KiB costs one range of about one span of compressed bytes.
 //
 // An Index is not changed by reads: one may serve many at once.
 //
@@ -30,12 +30,14 @@ import (
 )
 
 const (
-	// DefaultSpan is the uncompressed bytes between checkpoints: 4 MiB,
-	// as oci.dag.dev, so that a window (≤ 32 KiB, stored compressed) costs
-	// under 1 % and a read decodes at most about 4 MiB it does not want.
-	DefaultSpan = 4 << 20
+	// DefaultSpan is the uncompressed bytes between checkpoints: 2 MiB,
+	// so that a window (≤ 32 KiB, stored compressed) costs at most 1.6 %
+	// (about 0.6 % on Go source) and a read decodes at most about 2 MiB it
+	// does not want, 1 MiB on average: half the range and the inflate of
+	// oci.dag.dev's 4 MiB.
+	DefaultSpan = 2 << 20
 
-	// MaxCheckpoints caps the checkpoints of one index: 65,536 are 256 GiB
+	// MaxCheckpoints caps the checkpoints of one index: 65,536 are 128 GiB
 	// of layer at the default span. A build that reaches it records no
 	// more (reads past the last one decode from it: slower, still right);
 	// a decoded index over it is refused.
@@ -43,8 +45,8 @@ const (
 
 	// MaxWindowBytes caps the compressed windows of one index, which is
 	// the memory a build holds and most of the encoding: 64 MiB are 2,048
-	// incompressible windows (8 GiB of random data at the default span)
-	// or about 25 GiB of an ordinary layer (a tar of GOROOT has windows
+	// incompressible windows (4 GiB of random data at the default span)
+	// or about 12 GiB of an ordinary layer (a tar of GOROOT has windows
 	// of 10 KiB compressed). Past it reads still work, from the last
 	// checkpoint.
 	MaxWindowBytes = 64 << 20

@@ -21,10 +21,11 @@ type windowCodec struct {
 func (c *windowCodec) encode(win []byte) ([]byte, error) {
 	c.buf.Reset()
 	if c.w == nil {
-		// Level 9: on a tar of GOROOT its windows are 0.5 % smaller than
-		// level 6's and 12 % smaller than level 1's, and one window per
-		// 4 MiB of layer costs no time that shows.
-		w, err := stdflate.NewWriter(&c.buf, stdflate.BestCompression)
+		// Level 1: on 32 KiB of Go source it takes 0.32 ms where level 9
+		// takes 0.96 ms (0.05 against 0.28 ms on random bytes), for
+		// windows 16 % larger (13.1 against 11.3 KiB); a layer's pass
+		// compresses one window per span, 100 for 200 MiB.
+		w, err := stdflate.NewWriter(&c.buf, stdflate.BestSpeed)
 		if err != nil {
 			return nil, err
 		}
