@@ -363,6 +363,54 @@ func (s *ContentsSuite) TestWarmRemoteReadFollowsAMovedTag(c *check.C) {
 	}
 }
 
+// A config whose diff ID is not its layer's tar: a remote read refuses the
+// image, as a pull does, and says why, cold and once the index is built.
+func (s *ContentsSuite) TestRemoteReadRefusesAConfigThatLiesAboutADiffID(c *check.C) {
+	s.login(c)
+	img := contentsImage(c, [][]contentsEntry{{{typ: tar.TypeReg, name: "etc/lie", mode: 0o644, body: c.TestName()}}})
+	img = withDiffIDs(c, img, []digest.Digest{digest.FromString("not this layer's tar")})
+	ctx, cancel := fixtureCtx()
+	defer cancel()
+	c.Assert(s.reg.Client().PushImage(ctx, "ct/lie", "1", img), check.IsNil)
+	name := s.reg.Host + "/ct/lie:1"
+	for i := 0; i < 2; i++ {
+		for _, args := range [][]string{{"-R", name, "/"}, {name, "/etc/lie"}} {
+			cmd := "ls"
+			if len(args) == 2 {
+				cmd = "cat"
+			}
+			r := s.wharf(c, cmd, []string{"--remote"}, args...)
+			c.Assert(r.ExitCode, check.Equals, 1, check.Commentf("%s %v: %s", cmd, args, r))
+			c.Assert(r.Stdout, check.Equals, "")
+			c.Assert(r.Stderr, check.Matches, `(?s).*diff ID mismatch.*`, check.Commentf("%s", r))
+		}
+	}
+}
+
+// withDiffIDs is img with its config's rootfs diff IDs replaced by ids.
+func withDiffIDs(c *check.C, img *testregistry.Image, ids []digest.Digest) *testregistry.Image {
+	var cfg ocispec.Image
+	c.Assert(json.Unmarshal(img.Config.Data, &cfg), check.IsNil)
+	cfg.RootFS.DiffIDs = ids
+	cb, err := json.Marshal(cfg)
+	c.Assert(err, check.IsNil)
+	out := *img
+	out.Config = testregistry.NewBlob(testregistry.MediaTypeOCIConfig, cb)
+	out.DiffIDs = nil
+	for _, d := range ids {
+		out.DiffIDs = append(out.DiffIDs, d.String())
+	}
+	m := ocispec.Manifest{MediaType: testregistry.MediaTypeOCIManifest, Config: out.Config.Descriptor()}
+	m.SchemaVersion = 2
+	for _, l := range out.Layers {
+		m.Layers = append(m.Layers, l.Descriptor())
+	}
+	mb, err := json.Marshal(m)
+	c.Assert(err, check.IsNil)
+	out.Manifest = testregistry.NewBlob(testregistry.MediaTypeOCIManifest, mb)
+	return &out
+}
+
 // A cold cat reads each layer once, whole, and keeps the file in that pass:
 // no range request follows; a second cat of it reads no blob at all.
 func (s *ContentsSuite) TestColdRemoteCatReadsEachLayerOnce(c *check.C) {
