@@ -36,7 +36,7 @@ type RemoteLayers struct {
 	// pull's bytes with them).
 	Config           *store.ImageConfig
 	ConfigDescriptor ocispec.Descriptor
-	// Trust is the verdict on the platform manifest when RemoteJudged
+	// Trust is the verdict on the platform manifest when RemoteOptions.Judge
 	// asked for it under a policy; nil otherwise.
 	Trust *types.Trust
 }
@@ -50,16 +50,11 @@ func (s *Service) RemoteLayers(ctx context.Context, name string, opts types.File
 	return s.RemoteLayersWith(ctx, name, opts, RemoteOptions{})
 }
 
-// RemoteJudged is RemoteLayers plus the signature policy's verdict on the
-// image, as a remote inspect gives it (nil without a policy), from the
-// same resolution: a diff's signer section costs no second look-up.
-func (s *Service) RemoteJudged(ctx context.Context, name string, opts types.FilesOptions) (*RemoteLayers, error) {
-	return s.RemoteLayersWith(ctx, name, opts, RemoteOptions{Judge: true})
-}
-
 // RemoteOptions are what RemoteLayersWith does beside the resolution.
 type RemoteOptions struct {
-	// Judge asks for the signature policy's verdict (RemoteJudged).
+	// Judge asks for the signature policy's verdict on the image, as a
+	// remote inspect gives it (nil without a policy), from the same
+	// resolution: a diff's signer section costs no second look-up.
 	Judge bool
 	// Early, when set, is handed the image's layers as soon as its
 	// platform manifest is read, a round trip before the config: Manifest,
@@ -70,7 +65,6 @@ type RemoteOptions struct {
 
 // RemoteLayersWith is RemoteLayers with ro.
 func (s *Service) RemoteLayersWith(ctx context.Context, name string, opts types.FilesOptions, ro RemoteOptions) (*RemoteLayers, error) {
-	judge := ro.Judge
 	svc, err := s.registryService()
 	if err != nil {
 		return nil, err
@@ -116,7 +110,7 @@ func (s *Service) RemoteLayersWith(ctx context.Context, name string, opts types.
 		Config:           cfg,
 		ConfigDescriptor: ri.Config,
 	}
-	if judge {
+	if ro.Judge {
 		if out.Trust, err = s.judgeRemoteImage(ctx, ri, false); err != nil {
 			return nil, err
 		}
