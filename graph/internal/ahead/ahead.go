@@ -14,6 +14,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"sync"
+	"sync/atomic"
 )
 
 // ErrStale is what Gate.Wait returns once the fresh resolution named
@@ -25,8 +26,7 @@ var ErrStale = errors.New("ahead: the image changed under the guess")
 type Gate struct {
 	settled chan struct{}
 	ok      bool
-	mu      sync.Mutex
-	passed  bool // output went through to the caller
+	passed  atomic.Bool // output went through to the caller
 }
 
 func newGate() *Gate { return &Gate{settled: make(chan struct{})} }
@@ -69,17 +69,7 @@ func (g *Gate) Wait(ctx context.Context) error {
 
 // Pass records that output reached the caller: from then on the read
 // cannot be run again without the caller seeing twice.
-func (g *Gate) Pass() {
-	g.mu.Lock()
-	g.passed = true
-	g.mu.Unlock()
-}
-
-func (g *Gate) hasPassed() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.passed
-}
+func (g *Gate) Pass() { g.passed.Store(true) }
 
 // Key names one request: the hash of its parts (the image name, platform
 // and credentials), so that the memo holds no secret in the clear.
@@ -185,7 +175,7 @@ func Run[V any](ctx context.Context, m *Memo[V], k Key, same func(guess, fresh V
 		m.put(k, fresh)
 		g.settle(true)
 		rerr := <-done
-		if rerr == nil || g.hasPassed() || ctx.Err() != nil {
+		if rerr == nil || g.passed.Load() || ctx.Err() != nil {
 			return rerr
 		}
 		return read(ctx, fresh, Open())
