@@ -69,24 +69,15 @@ func (d *filesDecoder) fast(line []byte, e *types.FileEntry) bool {
 		case "Type":
 			e.Type = fileType(str)
 		case "ModTime":
-			if d.modTime != string(str) {
-				d.modTime = string(str)
-			}
-			e.ModTime = d.modTime
+			e.ModTime = reuse(&d.modTime, str)
 		case "Linkname":
 			e.Linkname = string(str)
 		case "Layer":
-			if d.layer != string(str) {
-				d.layer = string(str)
-			}
-			e.Layer = d.layer
+			e.Layer = reuse(&d.layer, str)
 		case "Digest":
 			e.Digest = string(str)
 		case "Source":
-			if d.source != string(str) {
-				d.source = string(str)
-			}
-			e.Source = d.source
+			e.Source = reuse(&d.source, str)
 		case "Mode":
 			if num < 0 || num > 1<<32-1 {
 				return false
@@ -108,6 +99,15 @@ func (d *filesDecoder) fast(line []byte, e *types.FileEntry) bool {
 		p = p[1:]
 	}
 	return false // "{}": json.Unmarshal's
+}
+
+// reuse is b as a string: *last when equal (no allocation), else b,
+// which becomes *last.
+func reuse(last *string, b []byte) string {
+	if *last != string(b) {
+		*last = string(b)
+	}
+	return *last
 }
 
 // fileType is one of the FileType constants when s is one, so that a
