@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"io"
 	"net/http"
 	"time"
 
@@ -19,10 +20,14 @@ import (
 // CycloneDX or SPDX 2.3 document, which grype, trivy and syft convert read.
 const packagesPath = "/wharf/images/{name:.*}/packages"
 
-// sbomTypes are the documents' media types, by format.
-var sbomTypes = map[string]string{
-	"cyclonedx-json": "application/vnd.cyclonedx+json",
-	"spdx-json":      "application/spdx+json",
+// sbomFormats are the documents format= asks for, by syft's names: each
+// one's media type and writer.
+var sbomFormats = map[string]struct {
+	mediaType string
+	write     func(io.Writer, *types.ImagePackages, sbom.Tool, time.Time) error
+}{
+	"cyclonedx-json": {"application/vnd.cyclonedx+json", sbom.CycloneDX},
+	"spdx-json":      {"application/spdx+json", sbom.SPDX},
 }
 
 func (s *Server) getImagePackages(w http.ResponseWriter, r *http.Request, vars map[string]string) error {
@@ -34,7 +39,8 @@ func (s *Server) getImagePackages(w http.ResponseWriter, r *http.Request, vars m
 		return err
 	}
 	format := r.Form.Get("format")
-	if _, ok := sbomTypes[format]; !ok && format != "" && format != "json" {
+	f, isDoc := sbomFormats[format]
+	if !isDoc && format != "" && format != "json" {
 		return invalidArg("invalid format %q: want json, cyclonedx-json or spdx-json", format)
 	}
 	out, err := s.backend.ImagePackages(r.Context(), vars["name"], types.PackagesOptions{
@@ -44,24 +50,17 @@ func (s *Server) getImagePackages(w http.ResponseWriter, r *http.Request, vars m
 	if err != nil {
 		return err
 	}
-	ct, ok := sbomTypes[format]
-	if !ok {
+	if !isDoc {
 		writeJSON(w, http.StatusOK, out)
 		return nil
 	}
 	// The document is built whole before the answer starts: an error is
 	// then an error answer, not a cut one.
 	var doc bytes.Buffer
-	tool := sbom.Tool{Name: "wharf", Version: s.opts.ServerVersion}
-	if format == "cyclonedx-json" {
-		err = sbom.CycloneDX(&doc, out, tool, time.Now())
-	} else {
-		err = sbom.SPDX(&doc, out, tool, time.Now())
-	}
-	if err != nil {
+	if err := f.write(&doc, out, sbom.Tool{Name: "wharf", Version: s.opts.ServerVersion}, time.Now()); err != nil {
 		return err
 	}
-	w.Header().Set("Content-Type", ct)
+	w.Header().Set("Content-Type", f.mediaType)
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(doc.Bytes())
 	return nil
