@@ -132,17 +132,7 @@ func pushStacked(c *check.C, reg *testregistry.Registry, repo, tag string, base 
 	for _, d := range img.DiffIDs {
 		cfg.RootFS.DiffIDs = append(cfg.RootFS.DiffIDs, digest.Digest(d))
 	}
-	cb, err := json.Marshal(cfg)
-	c.Assert(err, check.IsNil)
-	img.Config = testregistry.NewBlob(ocispec.MediaTypeImageConfig, cb)
-	m := ocispec.Manifest{MediaType: ocispec.MediaTypeImageManifest, Config: img.Config.Descriptor()}
-	m.SchemaVersion = 2
-	for _, l := range img.Layers {
-		m.Layers = append(m.Layers, l.Descriptor())
-	}
-	mb, err := json.Marshal(m)
-	c.Assert(err, check.IsNil)
-	img.Manifest = testregistry.NewBlob(ocispec.MediaTypeImageManifest, mb)
+	sealOCI(c, img, cfg)
 	ctx, cancel := fixtureCtx()
 	defer cancel()
 	c.Assert(reg.Client().PushImage(ctx, repo, tag, img), check.IsNil)

@@ -130,6 +130,13 @@ func ociImageOf(c *check.C, cfg ocispec.Image, modTime time.Time, layers [][]con
 		img.DiffIDs = append(img.DiffIDs, d.String())
 		cfg.RootFS.DiffIDs = append(cfg.RootFS.DiffIDs, d)
 	}
+	sealOCI(c, img, cfg)
+	return img
+}
+
+// sealOCI sets img's config to cfg's JSON and its manifest to the OCI
+// manifest of that config and img's layers.
+func sealOCI(c *check.C, img *testregistry.Image, cfg ocispec.Image) {
 	cb, err := json.Marshal(cfg)
 	c.Assert(err, check.IsNil)
 	img.Config = testregistry.NewBlob(testregistry.MediaTypeOCIConfig, cb)
@@ -141,7 +148,6 @@ func ociImageOf(c *check.C, cfg ocispec.Image, modTime time.Time, layers [][]con
 	mb, err := json.Marshal(m)
 	c.Assert(err, check.IsNil)
 	img.Manifest = testregistry.NewBlob(testregistry.MediaTypeOCIManifest, mb)
-	return img
 }
 
 // modes are the two ways of reading the image: local, and --remote.
@@ -392,22 +398,12 @@ func withDiffIDs(c *check.C, img *testregistry.Image, ids []digest.Digest) *test
 	var cfg ocispec.Image
 	c.Assert(json.Unmarshal(img.Config.Data, &cfg), check.IsNil)
 	cfg.RootFS.DiffIDs = ids
-	cb, err := json.Marshal(cfg)
-	c.Assert(err, check.IsNil)
 	out := *img
-	out.Config = testregistry.NewBlob(testregistry.MediaTypeOCIConfig, cb)
 	out.DiffIDs = nil
 	for _, d := range ids {
 		out.DiffIDs = append(out.DiffIDs, d.String())
 	}
-	m := ocispec.Manifest{MediaType: testregistry.MediaTypeOCIManifest, Config: out.Config.Descriptor()}
-	m.SchemaVersion = 2
-	for _, l := range out.Layers {
-		m.Layers = append(m.Layers, l.Descriptor())
-	}
-	mb, err := json.Marshal(m)
-	c.Assert(err, check.IsNil)
-	out.Manifest = testregistry.NewBlob(testregistry.MediaTypeOCIManifest, mb)
+	sealOCI(c, &out, cfg)
 	return &out
 }
 
